@@ -1,0 +1,77 @@
+package caddymodule
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+// Shared Caddyfile argument parsers. Each consumes exactly one argument after
+// the current option and reports errors naming the option.
+
+func parseSingleArg(d *caddyfile.Dispenser) (string, error) {
+	opt := d.Val()
+	if !d.NextArg() {
+		return "", d.Errf("option '%s' needs a value", opt)
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.Errf("option '%s' takes one value, got extra '%s'", opt, d.Val())
+	}
+	return v, nil
+}
+
+func parseIntRange(d *caddyfile.Dispenser, lo, hi int) (int, error) {
+	opt := d.Val()
+	s, err := parseSingleArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, d.Errf("option '%s': want an integer in [%d, %d], got '%s'", opt, lo, hi, s)
+	}
+	return n, nil
+}
+
+func parsePositiveFloat(d *caddyfile.Dispenser) (float64, error) {
+	opt := d.Val()
+	s, err := parseSingleArg(d)
+	if err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, d.Errf("option '%s': want a positive number, got '%s'", opt, s)
+	}
+	return f, nil
+}
+
+func parseDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	opt := d.Val()
+	s, err := parseSingleArg(d)
+	if err != nil {
+		return 0, err
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("option '%s': want a positive duration, got '%s'", opt, s)
+	}
+	return caddy.Duration(dur), nil
+}
+
+func parseOneOf(d *caddyfile.Dispenser, choices ...string) (string, error) {
+	opt := d.Val()
+	s, err := parseSingleArg(d)
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(choices, s) {
+		return "", d.Errf("option '%s': want one of %s, got '%s'", opt, strings.Join(choices, ", "), s)
+	}
+	return s, nil
+}

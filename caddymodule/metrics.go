@@ -1,0 +1,62 @@
+package caddymodule
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// registerCollectors adds gamegate's collectors to a configuration's metrics
+// registry. The collectors are process-wide, so counters keep counting across
+// configuration reloads; registering one twice (several handlers, or a reload
+// that reuses the registry) is not an error.
+func registerCollectors(reg *prometheus.Registry, cs ...prometheus.Collector) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				continue
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// liveSet tracks values alive in the current configuration(s), for gauges
+// computed at scrape time.
+type liveSet[T comparable] struct {
+	mu sync.Mutex
+	m  map[T]int
+}
+
+func (s *liveSet[T]) add(v T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = make(map[T]int)
+	}
+	s.m[v]++
+}
+
+func (s *liveSet[T]) remove(v T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[v] <= 1 {
+		delete(s.m, v)
+		return
+	}
+	s.m[v]--
+}
+
+func (s *liveSet[T]) each(f func(T)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for v := range s.m {
+		f(v)
+	}
+}

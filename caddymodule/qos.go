@@ -1,0 +1,399 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/mholt/caddy-l4/layer4"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/handlers/qos"
+	wireqos "github.com/gamegate/gamegate/wire/qos"
+)
+
+func init() {
+	caddy.RegisterModule(new(QoSEcho))
+}
+
+// maxDatagram is the largest datagram caddy-l4 delivers (its read buffers
+// are 9000 bytes). Reading into a buffer this size keeps one datagram per
+// Read, so an oversized datagram is seen whole and dropped, never split into
+// pieces that could each look like a request.
+const maxDatagram = 9000
+
+// QoSEcho answers Multiplay QoS echo requests (0x59 → 0x95) on a caddy-l4 UDP
+// server, with per-source rate limits and bans, an optional global capacity
+// budget and an optional title allow-list. Rate-limit and ban state survives
+// configuration reloads.
+//
+// Put it in a layer4 route on a UDP listener; use the qos matcher in front of
+// it to share the port with other protocols. Keep the server's idle_timeout
+// short (a few seconds): a QoS check is a burst, and each idle association
+// holds a goroutine until the timeout.
+type QoSEcho struct {
+	// Sustained requests per second one source may send. Default: 10.
+	Rate float64 `json:"rate,omitempty"`
+	// Requests one source may send at once before the rate applies; a QoS
+	// check sends 5 to 20 in a burst. Default: 40.
+	Burst int `json:"burst,omitempty"`
+	// The ban announced to a source that goes over its rate or is turned away
+	// for capacity, in protocol units of 2 minutes (1-8). Default: 1.
+	BanUnits int `json:"ban_units,omitempty"`
+	// How long a banned source is ignored. Clients stay away for the
+	// announced ban plus a margin whatever this says, so it only matters for
+	// clients that do not honour the ban. Default: ban_units × 2 minutes.
+	BanDuration caddy.Duration `json:"ban_duration,omitempty"`
+	// When 1-7, a source that has spent more than half of its burst is asked
+	// to back off voluntarily for this many 2-minute units, before it is
+	// banned. Default: 0 (never ask).
+	BackoffUnits int `json:"backoff_units,omitempty"`
+	// Requests per second answered across all sources. Past it, the source
+	// whose request finds the budget empty is banned: which sources are
+	// turned away is random, weighted by how much each sends. Default: 0 (no
+	// global budget).
+	Capacity float64 `json:"capacity,omitempty"`
+	// Requests beyond the steady capacity that may be answered at once.
+	// Default: one second of capacity.
+	CapacityBurst int `json:"capacity_burst,omitempty"`
+	// The most sources whose rate and ban state is remembered; past it the
+	// source seen least recently is forgotten. Bounds memory under a flood
+	// from many addresses. Default: 100000.
+	MaxSources int `json:"max_sources,omitempty"`
+	// What a source is: "ip" (an IPv4 address or an IPv6 /64, whatever the
+	// port) or "ip_port" (address and port). Default: ip.
+	SourceKey string `json:"source_key,omitempty"`
+	// Game titles to answer; requests with other titles are dropped.
+	// Default: every title.
+	Titles []string `json:"titles,omitempty"`
+	// Handlers with the same name (and max_sources and source_key) share
+	// their rate and ban state, and a reloaded configuration takes the state
+	// over from the one it replaces. Default: qos.
+	Name string `json:"name,omitempty"`
+
+	engine   *qos.Engine
+	tableKey string
+	byPort   bool
+	logger   *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*QoSEcho) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "layer4.handlers.qos",
+		New: func() caddy.Module { return new(QoSEcho) },
+	}
+}
+
+const (
+	qosDefaultRate       = 10
+	qosDefaultBurst      = 40
+	qosDefaultMaxSources = 100_000
+	qosSweepInterval     = 10 * time.Second
+)
+
+// sourceTables holds the QoS source tables across configuration reloads.
+var sourceTables = caddy.NewUsagePool()
+
+func (h *QoSEcho) setDefaults() {
+	if h.Rate == 0 {
+		h.Rate = qosDefaultRate
+	}
+	if h.Burst == 0 {
+		h.Burst = qosDefaultBurst
+	}
+	if h.BanUnits == 0 {
+		h.BanUnits = 1
+	}
+	if h.BanDuration == 0 {
+		h.BanDuration = caddy.Duration(time.Duration(h.BanUnits) * wireqos.Unit)
+	}
+	if h.Capacity > 0 && h.CapacityBurst == 0 {
+		h.CapacityBurst = max(1, int(h.Capacity))
+	}
+	if h.MaxSources == 0 {
+		h.MaxSources = qosDefaultMaxSources
+	}
+	if h.SourceKey == "" {
+		h.SourceKey = "ip"
+	}
+	if h.Name == "" {
+		h.Name = "qos"
+	}
+}
+
+func (h *QoSEcho) engineConfig() qos.Config {
+	return qos.Config{
+		Rate:          h.Rate,
+		Burst:         h.Burst,
+		BanUnits:      h.BanUnits,
+		BanDuration:   time.Duration(h.BanDuration),
+		BackoffUnits:  h.BackoffUnits,
+		Capacity:      h.Capacity,
+		CapacityBurst: h.CapacityBurst,
+		Titles:        h.Titles,
+	}
+}
+
+// Provision sets up the handler and adopts (or creates) its source table.
+func (h *QoSEcho) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	h.setDefaults()
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	h.byPort = h.SourceKey == "ip_port"
+	h.tableKey = h.Name + "/" + strconv.Itoa(h.MaxSources) + "/" + h.SourceKey
+	val, _, err := sourceTables.LoadOrNew(h.tableKey, func() (caddy.Destructor, error) {
+		t := qos.NewSourceTable(h.MaxSources, nil, qosSweepInterval)
+		liveSourceTables.add(t)
+		return destructTable{t}, nil
+	})
+	if err != nil {
+		return err
+	}
+	engine, err := qos.NewEngine(h.engineConfig(), val.(destructTable).SourceTable)
+	if err != nil {
+		return err
+	}
+	h.engine = engine
+	return registerCollectors(ctx.GetMetricsRegistry(), qosMetrics.collectors()...)
+}
+
+// destructTable releases a source table when no configuration uses it.
+type destructTable struct{ *qos.SourceTable }
+
+func (d destructTable) Destruct() error {
+	liveSourceTables.remove(d.SourceTable)
+	return d.SourceTable.Destruct()
+}
+
+// Validate checks the configuration.
+func (h *QoSEcho) Validate() error {
+	if h.Rate <= 0 {
+		return errors.New("qos: rate must be positive")
+	}
+	if h.MaxSources < 1 {
+		return errors.New("qos: max_sources must be at least 1")
+	}
+	if h.SourceKey != "ip" && h.SourceKey != "ip_port" {
+		return fmt.Errorf("qos: source_key must be ip or ip_port, not %q", h.SourceKey)
+	}
+	cfg := h.engineConfig()
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("qos: %w", err)
+	}
+	return nil
+}
+
+// Cleanup releases the handler's hold on its source table.
+func (h *QoSEcho) Cleanup() error {
+	if h.tableKey == "" {
+		return nil
+	}
+	_, err := sourceTables.Delete(h.tableKey)
+	return err
+}
+
+// Handle answers the datagrams of one client until the association ends.
+func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
+	if _, ok := cx.Conn.(net.PacketConn); !ok {
+		return errors.New("qos: the QoS echo protocol runs over UDP; this route's listener is not a packet listener")
+	}
+	src := qos.SourceOf(cx.RemoteAddr(), h.byPort)
+	buf := make([]byte, maxDatagram)
+	out := make([]byte, 0, wireqos.MaxPacket)
+	for {
+		n, err := cx.Read(buf)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		if n == 0 {
+			// Part of a datagram longer than caddy-l4's matching chunk is
+			// stuck in the matching buffer with no frame boundary: no read
+			// can make progress. End the association; the client's next
+			// datagram starts a fresh one.
+			qosMetrics.dropped[qos.DroppedTooLong].Inc()
+			return nil
+		}
+		qosMetrics.requests.Inc()
+		resp, v := h.engine.Handle(src, buf[:n], out[:0])
+		qosMetrics.count(v)
+		if v == qos.BannedRate || v == qos.BannedCapacity {
+			if ce := h.logger.Check(zap.DebugLevel, "banned QoS source"); ce != nil {
+				ce.Write(zap.Stringer("source", src), zap.Stringer("cause", v))
+			}
+		}
+		if resp == nil {
+			continue
+		}
+		if _, err := cx.Write(resp); err != nil {
+			if ce := h.logger.Check(zap.DebugLevel, "writing QoS response"); ce != nil {
+				ce.Write(zap.Stringer("source", src), zap.Error(err))
+			}
+		}
+	}
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	qos {
+//		rate           <requests_per_second>
+//		burst          <requests>
+//		ban_units      <1-8>
+//		ban_duration   <duration>
+//		backoff_units  <0-7>
+//		capacity       <requests_per_second>
+//		capacity_burst <requests>
+//		max_sources    <count>
+//		source_key     ip|ip_port
+//		titles         <title> [<title>...]
+//		name           <name>
+//	}
+func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the handler name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("qos: duplicate option '%s'", opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "rate":
+			h.Rate, err = parsePositiveFloat(d)
+		case "burst":
+			h.Burst, err = parseIntRange(d, 1, 1<<30)
+		case "ban_units":
+			h.BanUnits, err = parseIntRange(d, 1, 8)
+		case "ban_duration":
+			h.BanDuration, err = parseDuration(d)
+		case "backoff_units":
+			h.BackoffUnits, err = parseIntRange(d, 0, 7)
+		case "capacity":
+			h.Capacity, err = parsePositiveFloat(d)
+		case "capacity_burst":
+			h.CapacityBurst, err = parseIntRange(d, 1, 1<<30)
+		case "max_sources":
+			h.MaxSources, err = parseIntRange(d, 1, 1<<30)
+		case "source_key":
+			h.SourceKey, err = parseOneOf(d, "ip", "ip_port")
+		case "titles":
+			h.Titles = d.RemainingArgs()
+			if len(h.Titles) == 0 {
+				return d.ArgErr()
+			}
+		case "name":
+			h.Name, err = parseSingleArg(d)
+		default:
+			return d.Errf("qos: unrecognized option '%s'", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// qosMetrics are the QoS echo handler's Prometheus metrics, shared by every
+// QoS handler in the process.
+var qosMetrics = newQoSMetrics()
+
+var liveSourceTables liveSet[*qos.SourceTable]
+
+type qosMetricSet struct {
+	requests  prometheus.Counter
+	responses *prometheus.CounterVec
+	drops     *prometheus.CounterVec
+	bans      *prometheus.CounterVec
+	tracked   prometheus.GaugeFunc
+	// Resolved once, so the hot path does no label lookups.
+	answered [qos.NumVerdicts]prometheus.Counter
+	dropped  [qos.NumVerdicts]prometheus.Counter
+	banned   [qos.NumVerdicts]prometheus.Counter
+}
+
+func newQoSMetrics() *qosMetricSet {
+	const ns, sub = "gamegate", "qos"
+	m := &qosMetricSet{
+		requests: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "requests_total",
+			Help: "Datagrams received by QoS echo handlers.",
+		}),
+		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "responses_total",
+			Help: "QoS responses sent, by flow control (none, backoff, ban).",
+		}, []string{"flow"}),
+		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "dropped_total",
+			Help: "QoS datagrams dropped without a response, by reason.",
+		}, []string{"reason"}),
+		bans: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "bans_total",
+			Help: "QoS sources banned, by cause (rate, capacity).",
+		}, []string{"cause"}),
+	}
+	m.tracked = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: ns, Subsystem: sub, Name: "tracked_sources",
+		Help: "Sources whose QoS rate and ban state is remembered.",
+	}, func() float64 {
+		n := 0
+		liveSourceTables.each(func(t *qos.SourceTable) { n += t.Len() })
+		return float64(n)
+	})
+	for v := qos.Verdict(0); v < qos.NumVerdicts; v++ {
+		switch v {
+		case qos.Answered:
+			m.answered[v] = m.responses.WithLabelValues("none")
+		case qos.AnsweredBackoff:
+			m.answered[v] = m.responses.WithLabelValues("backoff")
+		case qos.BannedRate:
+			m.answered[v] = m.responses.WithLabelValues("ban")
+			m.banned[v] = m.bans.WithLabelValues("rate")
+		case qos.BannedCapacity:
+			m.answered[v] = m.responses.WithLabelValues("ban")
+			m.banned[v] = m.bans.WithLabelValues("capacity")
+		default:
+			m.dropped[v] = m.drops.WithLabelValues(v.String())
+		}
+	}
+	return m
+}
+
+func (m *qosMetricSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.responses, m.drops, m.bans, m.tracked}
+}
+
+func (m *qosMetricSet) count(v qos.Verdict) {
+	if c := m.answered[v]; c != nil {
+		c.Inc()
+	}
+	if c := m.banned[v]; c != nil {
+		c.Inc()
+	}
+	if c := m.dropped[v]; c != nil {
+		c.Inc()
+	}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*QoSEcho)(nil)
+	_ caddy.Validator       = (*QoSEcho)(nil)
+	_ caddy.CleanerUpper    = (*QoSEcho)(nil)
+	_ caddyfile.Unmarshaler = (*QoSEcho)(nil)
+	_ layer4.NextHandler    = (*QoSEcho)(nil)
+)

@@ -1,0 +1,250 @@
+package qos
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Source identifies a client for rate limiting and bans: an IPv4 address, an
+// IPv6 /64 prefix (the block one subscriber normally holds, so a client cannot
+// dodge a ban by hopping addresses inside it), or either with its port when
+// the engine keys sources by address and port.
+type Source netip.AddrPort
+
+// SourceOf returns the Source for a client address. With byPort false the
+// port is dropped and IPv6 addresses are reduced to their /64 prefix.
+func SourceOf(addr net.Addr, byPort bool) Source {
+	var ap netip.AddrPort
+	switch a := addr.(type) {
+	case *net.UDPAddr:
+		ap = a.AddrPort()
+	case *net.TCPAddr:
+		ap = a.AddrPort()
+	default:
+		ap, _ = netip.ParseAddrPort(addr.String())
+	}
+	ip := ap.Addr().Unmap().WithZone("")
+	if byPort {
+		return Source(netip.AddrPortFrom(ip, ap.Port()))
+	}
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		ip = p.Addr()
+	}
+	return Source(netip.AddrPortFrom(ip, 0))
+}
+
+func (s Source) String() string {
+	ap := netip.AddrPort(s)
+	if ap.Port() == 0 {
+		return ap.Addr().String()
+	}
+	return ap.String()
+}
+
+// hash mixes every bit of the address and port into the low bits that pick
+// a shard; seed keeps the spread unpredictable to senders.
+func (s Source) hash(seed uint64) uint64 {
+	ap := netip.AddrPort(s)
+	a := ap.Addr().As16()
+	h := mix(binary.LittleEndian.Uint64(a[:8]) ^ seed)
+	h = mix(h ^ binary.LittleEndian.Uint64(a[8:]))
+	return mix(h ^ uint64(ap.Port()))
+}
+
+func mix(h uint64) uint64 {
+	h ^= h >> 30
+	h *= 0xBF58476D1CE4E5B9
+	h ^= h >> 27
+	h *= 0x94D049BB133111EB
+	return h ^ h>>31
+}
+
+// sourceState is what the engine remembers of one source.
+type sourceState struct {
+	key Source
+	// tat is the theoretical arrival time of the source's next request under
+	// its rate (the generic cell rate algorithm): a source may send while
+	// tat - now stays within the burst tolerance.
+	tat         int64
+	bannedUntil int64
+	prev, next  *sourceState // least-recently-seen list, newest at head.next
+}
+
+// idle reports whether forgetting s changes nothing: its bucket is full and
+// it is not banned.
+func (s *sourceState) idle(now int64) bool { return s.tat <= now && s.bannedUntil <= now }
+
+type sourceShard struct {
+	mu    sync.Mutex
+	m     map[Source]*sourceState
+	head  sourceState // sentinel of the circular list
+	limit int
+	_     [40]byte // keeps neighbouring shards' locks off one cache line
+}
+
+// SourceTable remembers rate-limit and ban state for a bounded number of
+// sources. When it is full, the source seen least recently is forgotten, so a
+// flood from many addresses costs at most the configured number of entries.
+// A table outlives configuration reloads: a new engine adopts it, and bans
+// stay in force.
+type SourceTable struct {
+	shards []sourceShard
+	mask   uint64
+	seed   uint64
+	count  atomic.Int64
+	limit  int
+	epoch  time.Time
+	clock  func() time.Time
+	stop   chan struct{}
+	once   sync.Once
+}
+
+const maxShards = 32
+
+// NewSourceTable returns a table holding at most limit sources (limit ≥ 1).
+// clock gives the current time (time.Now when nil). If sweep is positive, a
+// goroutine forgets idle sources every sweep until Destruct is called.
+func NewSourceTable(limit int, clock func() time.Time, sweep time.Duration) *SourceTable {
+	if limit < 1 {
+		limit = 1
+	}
+	if clock == nil {
+		clock = time.Now
+	}
+	n := 1
+	for n < maxShards && n*2 <= limit {
+		n *= 2
+	}
+	t := &SourceTable{
+		shards: make([]sourceShard, n),
+		mask:   uint64(n - 1),
+		seed:   rand.Uint64(),
+		limit:  limit,
+		clock:  clock,
+		epoch:  clock(),
+		stop:   make(chan struct{}),
+	}
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.m = make(map[Source]*sourceState)
+		sh.head.prev, sh.head.next = &sh.head, &sh.head
+		// Spread the limit so that the shards' sum is exactly limit.
+		sh.limit = limit / n
+		if i < limit%n {
+			sh.limit++
+		}
+	}
+	if sweep > 0 {
+		go t.sweepEvery(sweep)
+	}
+	return t
+}
+
+// Len is the number of sources tracked now.
+func (t *SourceTable) Len() int { return int(t.count.Load()) }
+
+// Limit is the most sources the table tracks.
+func (t *SourceTable) Limit() int { return t.limit }
+
+// now is the table's monotonic time in nanoseconds.
+func (t *SourceTable) now() int64 { return int64(t.clock().Sub(t.epoch)) }
+
+// Destruct stops the sweeper. It lets a caddy.UsagePool release the table.
+func (t *SourceTable) Destruct() error {
+	t.once.Do(func() { close(t.stop) })
+	return nil
+}
+
+func (t *SourceTable) sweepEvery(d time.Duration) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			t.Sweep()
+		}
+	}
+}
+
+// Sweep forgets sources that are idle (bucket full, not banned), oldest
+// first, and returns how many it forgot.
+func (t *SourceTable) Sweep() int {
+	now := t.now()
+	removed := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for s := sh.head.prev; s != &sh.head; {
+			prev := s.prev
+			if s.idle(now) {
+				sh.unlink(s)
+				delete(sh.m, s.key)
+				removed++
+			}
+			s = prev
+		}
+		sh.mu.Unlock()
+	}
+	t.count.Add(int64(-removed))
+	return removed
+}
+
+func (sh *sourceShard) unlink(s *sourceState) {
+	s.prev.next = s.next
+	s.next.prev = s.prev
+	s.prev, s.next = nil, nil
+}
+
+func (sh *sourceShard) pushFront(s *sourceState) {
+	s.prev = &sh.head
+	s.next = sh.head.next
+	sh.head.next.prev = s
+	sh.head.next = s
+}
+
+// lookup returns the state of src, creating it (and evicting the least
+// recently seen source if the shard is full), and marks it most recently
+// seen. The caller holds sh.mu.
+func (t *SourceTable) lookup(sh *sourceShard, src Source, now int64) *sourceState {
+	if s, ok := sh.m[src]; ok {
+		if sh.head.next != s {
+			sh.unlink(s)
+			sh.pushFront(s)
+		}
+		return s
+	}
+	var s *sourceState
+	if len(sh.m) >= sh.limit {
+		// Reuse the oldest entry: no allocation once the table is full.
+		s = sh.head.prev
+		sh.unlink(s)
+		delete(sh.m, s.key)
+	} else {
+		s = new(sourceState)
+		t.count.Add(1)
+	}
+	*s = sourceState{key: src, tat: now}
+	sh.m[src] = s
+	sh.pushFront(s)
+	return s
+}
+
+func (t *SourceTable) shard(src Source) *sourceShard { return &t.shards[src.hash(t.seed)&t.mask] }
+
+// Banned reports whether src is banned now.
+func (t *SourceTable) Banned(src Source) bool {
+	sh := t.shard(src)
+	now := t.now()
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s, ok := sh.m[src]
+	return ok && s.bannedUntil > now
+}

@@ -1,0 +1,130 @@
+package testutil
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+)
+
+// Caddy is a Caddy instance running in the test process from a Caddyfile.
+// Caddy is process-global: tests using it must not run in parallel.
+type Caddy struct {
+	// AdminAddr is the admin API's host:port on loopback.
+	AdminAddr string
+}
+
+// StartCaddy adapts caddyfile, points the admin API at a free loopback port,
+// turns off config persistence, loads the config and stops Caddy when the test
+// ends. Set GAMEGATE_TEST_LOG=1 to see Caddy's logs.
+func StartCaddy(t testing.TB, caddyfile string) *Caddy {
+	t.Helper()
+	c := &Caddy{AdminAddr: FreeTCPAddr(t)}
+	c.Load(t, caddyfile)
+	t.Cleanup(func() {
+		if err := caddy.Stop(); err != nil {
+			t.Errorf("stopping caddy: %v", err)
+		}
+	})
+	return c
+}
+
+// Load replaces the running configuration with caddyfile (a reload).
+func (c *Caddy) Load(t testing.TB, caddyfile string) {
+	t.Helper()
+	cfg := AdaptCaddyfile(t, caddyfile)
+	cfg["admin"] = map[string]any{
+		"listen": c.AdminAddr,
+		"config": map[string]any{"persist": false},
+	}
+	if os.Getenv("GAMEGATE_TEST_LOG") == "" {
+		cfg["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := caddy.Load(raw, true); err != nil {
+		t.Fatalf("loading config: %v\n%s", err, raw)
+	}
+}
+
+// AdaptCaddyfile adapts a Caddyfile to Caddy's JSON config.
+func AdaptCaddyfile(t testing.TB, caddyfile string) map[string]any {
+	t.Helper()
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	if adapter == nil {
+		t.Fatal("the caddyfile adapter is not registered")
+	}
+	raw, warnings, err := adapter.Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
+	if err != nil {
+		t.Fatalf("adapting Caddyfile: %v\n%s", err, caddyfile)
+	}
+	for _, w := range warnings {
+		t.Logf("Caddyfile warning: %s", w.String())
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Metric returns the value of the first sample of the admin API's /metrics
+// whose name and labels start with series (e.g. `gamegate_qos_bans_total{cause="rate"}`),
+// and whether it was found.
+func (c *Caddy) Metric(t testing.TB, series string) (float64, bool) {
+	t.Helper()
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + c.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, series); ok && strings.HasPrefix(rest, " ") {
+			var v float64
+			if _, err := fmt.Sscan(strings.TrimSpace(rest), &v); err != nil {
+				t.Fatalf("metric %s: %v", line, err)
+			}
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// FreeTCPAddr returns a loopback address with a TCP port that was free a
+// moment ago.
+func FreeTCPAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// FreeUDPAddr returns a loopback address with a UDP port that was free a
+// moment ago.
+func FreeUDPAddr(t testing.TB) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().String()
+}

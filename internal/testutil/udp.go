@@ -1,0 +1,66 @@
+package testutil
+
+import (
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// UDPClient is a loopback UDP socket talking to one server address.
+type UDPClient struct {
+	Conn   *net.UDPConn
+	server *net.UDPAddr
+	t      testing.TB
+}
+
+// DialUDP opens a socket on local (e.g. "127.0.0.1:0") towards server.
+func DialUDP(t testing.TB, local, server string) *UDPClient {
+	t.Helper()
+	la, err := net.ResolveUDPAddr("udp", local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, err := net.ResolveUDPAddr("udp", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.ListenUDP("udp", la)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &UDPClient{Conn: c, server: ra, t: t}
+}
+
+// Send sends one datagram to the server.
+func (c *UDPClient) Send(b []byte) {
+	c.t.Helper()
+	if _, err := c.Conn.WriteToUDP(b, c.server); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Recv waits up to timeout for a datagram from the server; ok is false on
+// timeout. Datagrams from other addresses are ignored.
+func (c *UDPClient) Recv(timeout time.Duration) (b []byte, ok bool) {
+	c.t.Helper()
+	buf := make([]byte, 65536)
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := c.Conn.SetReadDeadline(deadline); err != nil {
+			c.t.Fatal(err)
+		}
+		n, from, err := c.Conn.ReadFromUDP(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, false
+		}
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if from.Port == c.server.Port && from.IP.Equal(c.server.IP) {
+			return buf[:n:n], true
+		}
+	}
+}

@@ -1,0 +1,52 @@
+// Package testutil holds helpers shared by gamegate's tests.
+package testutil
+
+import (
+	"bufio"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+)
+
+// Vector is one named byte vector from a testdata file.
+type Vector struct {
+	Name  string
+	Kind  string
+	Bytes []byte
+}
+
+// ReadVectors reads a vector file: one vector per line as
+// "name kind hex…", with # comments and blank lines ignored.
+func ReadVectors(t testing.TB, path string) []Vector {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []Vector
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		fields := strings.Fields(text)
+		if len(fields) < 2 {
+			t.Fatalf("%s:%d: want name, kind and hex bytes", path, line)
+		}
+		b, err := hex.DecodeString(strings.Join(fields[2:], ""))
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, line, err)
+		}
+		out = append(out, Vector{Name: fields[0], Kind: fields[1], Bytes: b})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no vectors", path)
+	}
+	return out
+}

@@ -1,0 +1,12 @@
+// Package tests holds gamegate's end-to-end tests: a real Caddy, started in
+// this process from a Caddyfile on free loopback ports, and real UDP and HTTP
+// clients. Caddy is process-global, so these tests never run in parallel.
+package tests
+
+import (
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/mholt/caddy-l4"
+
+	_ "github.com/gamegate/gamegate/caddymodule"
+)
