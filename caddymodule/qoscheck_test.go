@@ -1,0 +1,72 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/handlers/qos"
+	wireqos "github.com/gamegate/gamegate/wire/qos"
+)
+
+func TestParseQoSTargets(t *testing.T) {
+	got, err := parseQoSTargets([]string{"eu-west=127.0.0.1:9000", "[::1]:9001", "us=localhost:9002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []qos.Target{
+		{Region: "eu-west", Addr: netip.MustParseAddrPort("127.0.0.1:9000")},
+		{Region: "[::1]:9001", Addr: netip.MustParseAddrPort("[::1]:9001")},
+		{Region: "us", Addr: got[2].Addr},
+	}
+	for i := range want {
+		if got[i].Region != want[i].Region || got[i].Addr != want[i].Addr {
+			t.Fatalf("target %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if !got[2].Addr.Addr().IsLoopback() || got[2].Addr.Port() != 9002 {
+		t.Fatalf("localhost target: got %v, want a loopback address on 9002", got[2].Addr)
+	}
+	for _, bad := range []string{"nohost", "r=1.2.3.4", "r=1.2.3.4:0", "r=1.2.3.4:x"} {
+		if _, err := parseQoSTargets([]string{bad}); err == nil {
+			t.Fatalf("%q: got nil error, want one", bad)
+		}
+	}
+}
+
+func TestQoSCheckOutput(t *testing.T) {
+	ban, _ := wireqos.Ban(2)
+	server := &qos.ServerResult{
+		Addr: netip.MustParseAddrPort("127.0.0.1:9000"), Sent: 10, Received: 8,
+		Latencies:    []time.Duration{1 * time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 4 * time.Millisecond, 5 * time.Millisecond, 6 * time.Millisecond, 7 * time.Millisecond, 8 * time.Millisecond},
+		Flow:         ban,
+		SkippedUntil: time.Date(2026, 1, 1, 10, 4, 30, 0, time.UTC),
+	}
+	regions := []qos.RegionResult{{Region: "eu", ServerResult: server}}
+	var table bytes.Buffer
+	if err := writeQoSTable(&table, regions); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"eu", "127.0.0.1:9000", "20.0%", "4.000ms", "8.000ms", "ban 4m0s, stay away until 10:04:30"} {
+		if !strings.Contains(table.String(), want) {
+			t.Fatalf("table:\n%s\nwant it to contain %q", table.String(), want)
+		}
+	}
+	var out bytes.Buffer
+	if err := writeQoSJSON(&out, regions); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Regions []qosRegionJSON `json:"regions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	r := got.Regions[0]
+	if r.Region != "eu" || r.Loss < 0.199 || r.Loss > 0.201 || r.P50Ms != 4 || r.P95Ms != 8 || r.FlowControl != "ban 4m0s" {
+		t.Fatalf("JSON: got %+v", r)
+	}
+}
