@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"strings"
@@ -15,13 +16,14 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/gamegate/gamegate/handlers/discovery"
 	"github.com/gamegate/gamegate/handlers/qos"
 )
 
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "qos-check",
-		Usage: "--server [<region>=]<host:port> ... [--requests <n>] [--wait <duration>] [--size <bytes>] [--json]",
+		Usage: "(--discovery <url> --fleet <id> ... | --server [<region>=]<host:port> ...) [--requests <n>] [--wait <duration>] [--size <bytes>] [--json]",
 		Short: "Measures latency and loss to QoS echo servers, per region",
 		Long: `
 Runs a QoS check the way game clients should: each distinct QoS server is
@@ -30,12 +32,19 @@ contacted once for all the regions it serves, with a burst of requests
 per response; duplicates and responses from another check are discarded;
 a server's back-off or ban is reported, with the time to stay away.
 
-Servers are given with --server, repeated, as host:port or region=host:port.
+Servers come from a discovery service (--discovery with the service's base
+URL, and --fleet, repeatable) or are given with --server, repeated, as
+host:port or region=host:port. With discovery, IPv4 addresses are used unless
+--ipv6 is set or a server has only an IPv6 address.
 
 Prints a table per region (latency p50/p95, loss, flow control), or JSON with
 --json. Exits with status 1 if a region got no response at all.`,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.Flags().StringArray("server", nil, "QoS server as [region=]host:port (repeatable)")
+			cmd.Flags().String("discovery", "", "base URL of a discovery service (e.g. http://127.0.0.1:8080)")
+			cmd.Flags().StringArray("fleet", nil, "fleet ID to discover (repeatable; with --discovery)")
+			cmd.Flags().String("api-key", "", "API key sent to the discovery service (X-Api-Key)")
+			cmd.Flags().Bool("ipv6", false, "with discovery, contact servers over IPv6")
 			cmd.Flags().Int("requests", 10, "requests per server (the protocol recommends 10-20)")
 			cmd.Flags().Duration("wait", time.Second, "how long to wait for responses after the last request")
 			cmd.Flags().Int("size", 0, "pad requests to this many bytes (at most 1500)")
@@ -52,12 +61,28 @@ func cmdQoSCheck(fl caddycmd.Flags) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	if len(servers) == 0 {
-		return 1, fmt.Errorf("qos-check: give at least one --server [region=]host:port")
+	fleets, err := fl.GetStringArray("fleet")
+	if err != nil {
+		return 1, err
 	}
 	targets, err := parseQoSTargets(servers)
 	if err != nil {
 		return 1, err
+	}
+	if base := fl.String("discovery"); base != "" {
+		if len(fleets) == 0 {
+			return 1, fmt.Errorf("qos-check: --discovery needs at least one --fleet")
+		}
+		found, err := discoverTargets(base, fleets, fl.String("api-key"), fl.Bool("ipv6"))
+		if err != nil {
+			return 1, err
+		}
+		targets = append(targets, found...)
+	} else if len(fleets) > 0 {
+		return 1, fmt.Errorf("qos-check: --fleet needs --discovery")
+	}
+	if len(targets) == 0 {
+		return 1, fmt.Errorf("qos-check: give --discovery <url> --fleet <id>, or --server [region=]host:port")
 	}
 	checker, err := qos.NewChecker(qos.CheckConfig{
 		Title:      fl.String("title"),
@@ -90,6 +115,34 @@ func cmdQoSCheck(fl caddycmd.Flags) (int, error) {
 		}
 	}
 	return 0, nil
+}
+
+// discoverTargets asks the discovery service for each fleet's servers, once
+// per fleet.
+func discoverTargets(base string, fleets []string, apiKey string, ipv6 bool) ([]qos.Target, error) {
+	client := &discovery.Client{HTTP: &http.Client{Timeout: 10 * time.Second}}
+	if apiKey != "" {
+		client.Header = http.Header{"X-Api-Key": {apiKey}}
+	}
+	var targets []qos.Target
+	for _, fleet := range fleets {
+		res, err := client.Fetch(context.Background(), base, fleet)
+		if err != nil {
+			return nil, fmt.Errorf("qos-check: %w", err)
+		}
+		for _, s := range res.Servers {
+			ip := s.IPv4
+			if (ipv6 && s.IPv6 != "") || ip == "" {
+				ip = s.IPv6
+			}
+			addr, err := netip.ParseAddr(ip)
+			if err != nil {
+				continue
+			}
+			targets = append(targets, qos.Target{Region: s.RegionID, LocationID: int(s.LocationID), Addr: netip.AddrPortFrom(addr, uint16(s.Port))})
+		}
+	}
+	return targets, nil
 }
 
 // parseQoSTargets reads [region=]host:port values; a value without a region

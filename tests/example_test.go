@@ -2,33 +2,50 @@ package tests
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/handlers/discovery"
 	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // The showcase configuration must keep working: load Caddyfile.example with
-// its listen addresses moved to free loopback ports and check every service
-// it declares.
+// its ports moved to free loopback ports and use every service it declares
+// the way a game client does: discovery, then a QoS check of each region.
 func TestCaddyfileExample(t *testing.T) {
 	example, err := os.ReadFile("../Caddyfile.example")
 	if err != nil {
 		t.Fatal(err)
 	}
 	qosAddr := testutil.FreeUDPAddr(t)
+	_, httpPort, _ := net.SplitHostPort(testutil.FreeTCPAddr(t))
 	t.Setenv("GAMEGATE_QOS_LISTEN", qosAddr)
+	t.Setenv("GAMEGATE_HTTP_PORT", httpPort)
 	testutil.StartCaddy(t, string(example))
+
+	var dc discovery.Client
+	base := "http://127.0.0.1:" + httpPort
+	found, err := dc.Fetch(context.Background(), base, "example-fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Servers) != 1 || found.Servers[0].RegionID != "example-region" || found.Servers[0].Addr() != netip.MustParseAddrPort(qosAddr) {
+		t.Fatalf("discovery: got %+v, want example-region at %s", found.Servers, qosAddr)
+	}
+	if again, err := dc.Fetch(context.Background(), base, "example-fleet"); err != nil || !again.NotModified {
+		t.Fatalf("second discovery: got %+v (%v), want a 304", again, err)
+	}
 
 	checker, err := qos.NewChecker(qos.CheckConfig{Requests: 20, Wait: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := qos.Target{Region: "example", Addr: netip.MustParseAddrPort(qosAddr)}
-	results, err := checker.Check(context.Background(), []qos.Target{target})
+	s := found.Servers[0]
+	results, err := checker.Check(context.Background(), []qos.Target{{Region: s.RegionID, Addr: s.Addr()}})
 	if err != nil {
 		t.Fatal(err)
 	}

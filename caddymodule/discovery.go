@@ -1,0 +1,627 @@
+package caddymodule
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/handlers/discovery"
+)
+
+func init() {
+	caddy.RegisterModule(new(QoSDiscovery))
+	httpcaddyfile.RegisterHandlerDirective("qos_discovery", parseQoSDiscoveryDirective)
+	httpcaddyfile.RegisterDirectiveOrder("qos_discovery", httpcaddyfile.Before, "respond")
+}
+
+// QoSDiscovery is the QoS discovery service: GET /v1/fleets/{fleet_id}/servers
+// answers the QoS servers of a fleet as {"servers": [...]}, compatible with
+// the Multiplay discovery protocol and the shipped Unity client, with
+// ETag/304, 403, 404 and 500 as the protocol specifies. Requests whose path
+// does not end in /v1/fleets/{fleet_id}/servers go to the next handler.
+//
+// A fleet's list comes from the first of: the admin API
+// (/qos-discovery/{name}/fleets/{fleet_id}), the fleets file, the inline
+// fleets. The ETag of a list depends on its content only, so clients keep
+// getting 304s across reloads and restarts while it is unchanged.
+type QoSDiscovery struct {
+	// Fleets declared inline: fleet ID → its QoS servers.
+	Fleets map[string][]DiscoveryServer `json:"fleets,omitempty"`
+	// A JSON file of fleets, {"fleets": {"<id>": {"servers": [...]}}},
+	// re-read when it changes. A file that fails to parse keeps the last
+	// good list in service. Its fleets take precedence over inline ones.
+	FleetsFile string `json:"fleets_file,omitempty"`
+	// How often the fleets file is checked for changes. Default: 2s.
+	FilePoll caddy.Duration `json:"file_poll,omitempty"`
+	// Spelling of the ID fields in answers: "both" writes location_id and
+	// region_id (the protocol document's names) and locationid and regionid
+	// (the names the shipped Unity client reads); "seed" or "unity" writes
+	// only one pair. Default: both.
+	FieldNames string `json:"field_names,omitempty"`
+	// Send strong ETags. By default ETags are weak (W/"…"), because the
+	// shipped Unity discovery client ignores strong ones. Default: false.
+	StrongETag bool `json:"strong_etag,omitempty"`
+	// Cache-Control max-age of answers. Default: 1200s (the protocol's
+	// 20-minute discovery interval).
+	MaxAge caddy.Duration `json:"max_age,omitempty"`
+	// Client addresses allowed, as CIDRs or single IPs (the client address
+	// honours the server's trusted_proxies). Others get 403. Default: all.
+	Allow []string `json:"allow,omitempty"`
+	// API keys, any of which a caller must send as "Authorization: Bearer
+	// <key>" or "X-Api-Key: <key>"; others get 403. Placeholders such as
+	// {env.DISCOVERY_KEY} are replaced. Default: none required.
+	APIKeys []string `json:"api_keys,omitempty"`
+	// Health checks of the listed QoS servers. Default: off.
+	HealthCheck *DiscoveryHealthCheck `json:"health_check,omitempty"`
+	// The name under which the admin API reaches this handler's fleets;
+	// handlers with the same name share their admin-set fleets, which
+	// survive configuration reloads. Default: default.
+	Name string `json:"name,omitempty"`
+
+	service  *discovery.Service
+	prefixes []netip.Prefix
+	keys     [][]byte
+	logger   *zap.Logger
+}
+
+// DiscoveryServer is one QoS server of a fleet.
+type DiscoveryServer struct {
+	// Multiplay location ID.
+	LocationID int64 `json:"location_id,omitempty"`
+	// Region ID. Required.
+	RegionID string `json:"region_id,omitempty"`
+	// IPv4 address, dotted quad.
+	IPv4 string `json:"ipv4,omitempty"`
+	// IPv6 address.
+	IPv6 string `json:"ipv6,omitempty"`
+	// UDP port of the QoS server, for both addresses.
+	Port int `json:"port,omitempty"`
+}
+
+// DiscoveryHealthCheck probes each listed QoS server with QoS requests; a
+// server failing several checks in a row is withheld from answers until it
+// passes one, but a fleet is never emptied by health checks.
+type DiscoveryHealthCheck struct {
+	// Fleets to check. Default: all.
+	Fleets []string `json:"fleets,omitempty"`
+	// Time between checks. Default: 10s.
+	Interval caddy.Duration `json:"interval,omitempty"`
+	// Consecutive failed checks before a server is withheld. Default: 3.
+	Failures int `json:"failures,omitempty"`
+	// QoS requests per check; a check passes if any is answered. Default: 3.
+	Requests int `json:"requests,omitempty"`
+	// How long to wait for answers. Default: 1s.
+	Wait caddy.Duration `json:"wait,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (*QoSDiscovery) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.qos_discovery",
+		New: func() caddy.Module { return new(QoSDiscovery) },
+	}
+}
+
+// discoveryOverrides holds each name's admin-set fleets across reloads.
+var discoveryOverrides = caddy.NewUsagePool()
+
+type pooledOverrides struct{ *discovery.Overrides }
+
+func (pooledOverrides) Destruct() error { return nil }
+
+func (h *QoSDiscovery) setDefaults() {
+	if h.MaxAge == 0 {
+		h.MaxAge = caddy.Duration(1200 * time.Second)
+	}
+	if h.FilePoll == 0 {
+		h.FilePoll = caddy.Duration(2 * time.Second)
+	}
+	if h.Name == "" {
+		h.Name = "default"
+	}
+	if hc := h.HealthCheck; hc != nil {
+		if hc.Interval == 0 {
+			hc.Interval = caddy.Duration(10 * time.Second)
+		}
+		if hc.Failures == 0 {
+			hc.Failures = 3
+		}
+		if hc.Requests == 0 {
+			hc.Requests = 3
+		}
+		if hc.Wait == 0 {
+			hc.Wait = caddy.Duration(time.Second)
+		}
+	}
+}
+
+// Provision loads the fleet sources and starts the file watcher and health
+// checks.
+func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	h.setDefaults()
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	for _, a := range h.Allow {
+		p, _ := parsePrefix(a)
+		h.prefixes = append(h.prefixes, p)
+	}
+	repl := caddy.NewReplacer()
+	for _, k := range h.APIKeys {
+		key := repl.ReplaceKnown(k, "")
+		if key == "" {
+			return fmt.Errorf("qos_discovery: api_keys: %q is empty after replacing placeholders", k)
+		}
+		h.keys = append(h.keys, []byte(key))
+	}
+	names, _ := discovery.ParseFieldNames(h.FieldNames)
+	val, _, err := discoveryOverrides.LoadOrNew(h.Name, func() (caddy.Destructor, error) {
+		return pooledOverrides{discovery.NewOverrides()}, nil
+	})
+	if err != nil {
+		return err
+	}
+	inline := make(map[string][]discovery.Server, len(h.Fleets))
+	for id, list := range h.Fleets {
+		for _, s := range list {
+			inline[id] = append(inline[id], discovery.Server(s))
+		}
+		inline[id] = discovery.Dedupe(inline[id])
+	}
+	cfg := discovery.Config{
+		Inline:     inline,
+		File:       h.FleetsFile,
+		FilePoll:   time.Duration(h.FilePoll),
+		Overrides:  val.(pooledOverrides).Overrides,
+		FieldNames: names,
+		StrongETag: h.StrongETag,
+		MaxAge:     time.Duration(h.MaxAge),
+		Private:    len(h.keys) > 0,
+		Logger:     h.logger,
+		OnFileLoad: func(err error) {
+			if err != nil {
+				discoveryMetrics.fileErrors.Inc()
+				discoveryMetrics.fileOK.Set(0)
+			} else {
+				discoveryMetrics.fileLoads.Inc()
+				discoveryMetrics.fileOK.Set(1)
+			}
+		},
+	}
+	if hc := h.HealthCheck; hc != nil {
+		cfg.Health = &discovery.HealthConfig{
+			Fleets: hc.Fleets, Interval: time.Duration(hc.Interval), Failures: hc.Failures,
+			Requests: hc.Requests, Wait: time.Duration(hc.Wait),
+		}
+	}
+	h.service, err = discovery.NewService(cfg)
+	if err != nil {
+		_, _ = discoveryOverrides.Delete(h.Name)
+		return fmt.Errorf("qos_discovery: %w", err)
+	}
+	h.service.Start()
+	liveDiscoveryServices.add(h.service)
+	return registerCollectors(ctx.GetMetricsRegistry(), discoveryMetrics.collectors()...)
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// Validate checks the configuration.
+func (h *QoSDiscovery) Validate() error {
+	if _, err := discovery.ParseFieldNames(h.FieldNames); err != nil {
+		return fmt.Errorf("qos_discovery: field_names: %w", err)
+	}
+	if h.MaxAge < 0 {
+		return errors.New("qos_discovery: max_age must not be negative")
+	}
+	for _, a := range h.Allow {
+		if _, err := parsePrefix(a); err != nil {
+			return fmt.Errorf("qos_discovery: allow: %q is not a CIDR or IP address", a)
+		}
+	}
+	for id, list := range h.Fleets {
+		if err := discovery.ValidateFleetID(id); err != nil {
+			return fmt.Errorf("qos_discovery: fleets: %w", err)
+		}
+		for i, s := range list {
+			if err := discovery.Server(s).Validate(); err != nil {
+				return fmt.Errorf("qos_discovery: fleet %q server %d: %w", id, i, err)
+			}
+		}
+	}
+	if hc := h.HealthCheck; hc != nil {
+		switch {
+		case hc.Interval <= 0:
+			return errors.New("qos_discovery: health_check interval must be positive")
+		case hc.Failures < 1:
+			return errors.New("qos_discovery: health_check failures must be at least 1")
+		case hc.Requests < 1 || hc.Requests > 256:
+			return errors.New("qos_discovery: health_check requests must be in [1, 256]")
+		case hc.Wait <= 0:
+			return errors.New("qos_discovery: health_check wait must be positive")
+		}
+	}
+	return nil
+}
+
+// Cleanup stops the file watcher and health checks.
+func (h *QoSDiscovery) Cleanup() error {
+	if h.service == nil {
+		return nil
+	}
+	h.service.Stop()
+	liveDiscoveryServices.remove(h.service)
+	_, err := discoveryOverrides.Delete(h.Name)
+	return err
+}
+
+// fleetFromPath finds the fleet ID in a path ending in
+// /v1/fleets/{fleet_id}/servers, under any prefix.
+func fleetFromPath(path string) (string, bool) {
+	rest, ok := strings.CutSuffix(path, "/servers")
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndex(rest, "/v1/fleets/")
+	if i < 0 {
+		return "", false
+	}
+	id := rest[i+len("/v1/fleets/"):]
+	if id == "" || strings.IndexByte(id, '/') >= 0 {
+		return "", false
+	}
+	return id, true
+}
+
+// clientIP is the caller's address as Caddy determined it (honouring
+// trusted_proxies).
+func clientIP(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func (h *QoSDiscovery) authorized(r *http.Request, ip string) bool {
+	if len(h.prefixes) > 0 {
+		addr, err := netip.ParseAddr(ip)
+		if err != nil {
+			return false
+		}
+		addr = addr.Unmap().WithZone("")
+		allowed := false
+		for _, p := range h.prefixes {
+			if p.Contains(addr) {
+				allowed = true
+				break
+			}
+		}
+		if !allowed {
+			return false
+		}
+	}
+	if len(h.keys) == 0 {
+		return true
+	}
+	key := r.Header.Get("X-Api-Key")
+	if auth := r.Header.Get("Authorization"); key == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+		key = strings.TrimSpace(auth[7:])
+	}
+	if key == "" {
+		return false
+	}
+	ok := 0
+	for _, k := range h.keys {
+		ok |= subtle.ConstantTimeCompare([]byte(key), k)
+	}
+	return ok == 1
+}
+
+// ServeHTTP answers discovery requests and passes other paths on.
+func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	fleet, ok := fleetFromPath(r.URL.Path)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	if ip := clientIP(r); !h.authorized(r, ip) {
+		body := "access denied for " + ip
+		hdr := w.Header()
+		hdr.Set("Content-Type", "text/plain; charset=utf-8")
+		hdr.Set("Content-Length", strconv.Itoa(len(body)))
+		hdr.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusForbidden)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write([]byte(body))
+		}
+		discoveryMetrics.count(http.StatusForbidden)
+		return nil
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		discovery.WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
+		discoveryMetrics.count(http.StatusMethodNotAllowed)
+		return nil
+	}
+	discoveryMetrics.count(h.service.Serve(w, r, fleet))
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	qos_discovery {
+//		fleet <fleet_id> {
+//			server <region_id> <location_id> <ip:port> [<ip:port>]
+//		}
+//		fleets_file  <path>
+//		file_poll    <duration>
+//		field_names  both|seed|unity
+//		strong_etag
+//		max_age      <duration>
+//		allow        <cidr|ip> ...
+//		api_keys     <key> ...
+//		health_check {
+//			fleets   <fleet_id> ...
+//			interval <duration>
+//			failures <count>
+//			requests <count>
+//			wait     <duration>
+//		}
+//		name <name>
+//	}
+//
+// A server line gives the region, the location ID, and one or two addresses
+// (at most one IPv4 and one IPv6) sharing one port.
+func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if opt != "fleet" && seen[opt] {
+			return d.Errf("qos_discovery: duplicate option '%s'", opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "fleet":
+			err = h.parseFleet(d)
+		case "fleets_file":
+			h.FleetsFile, err = parseSingleArg(d)
+		case "file_poll":
+			h.FilePoll, err = parseDuration(d)
+		case "field_names":
+			h.FieldNames, err = parseOneOf(d, "both", "seed", "unity")
+		case "strong_etag":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			h.StrongETag = true
+		case "max_age":
+			h.MaxAge, err = parseDuration(d)
+		case "allow":
+			h.Allow = d.RemainingArgs()
+			if len(h.Allow) == 0 {
+				return d.ArgErr()
+			}
+			for _, a := range h.Allow {
+				if _, perr := parsePrefix(a); perr != nil {
+					return d.Errf("qos_discovery: allow: '%s' is not a CIDR or IP address", a)
+				}
+			}
+		case "api_keys":
+			h.APIKeys = d.RemainingArgs()
+			if len(h.APIKeys) == 0 {
+				return d.ArgErr()
+			}
+		case "health_check":
+			err = h.parseHealthCheck(d)
+		case "name":
+			h.Name, err = parseSingleArg(d)
+		default:
+			return d.Errf("qos_discovery: unrecognized option '%s'", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *QoSDiscovery) parseFleet(d *caddyfile.Dispenser) error {
+	id, err := parseSingleArg(d) // a block may follow
+	if err != nil {
+		return err
+	}
+	if err := discovery.ValidateFleetID(id); err != nil {
+		return d.Errf("qos_discovery: fleet: %v", err)
+	}
+	if _, dup := h.Fleets[id]; dup {
+		return d.Errf("qos_discovery: duplicate fleet '%s'", id)
+	}
+	if h.Fleets == nil {
+		h.Fleets = make(map[string][]DiscoveryServer)
+	}
+	var servers []DiscoveryServer
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if d.Val() != "server" {
+			return d.Errf("qos_discovery: fleet '%s': unrecognized option '%s'", id, d.Val())
+		}
+		args := d.RemainingArgs()
+		if len(args) < 3 || len(args) > 4 {
+			return d.Errf("qos_discovery: fleet '%s': server takes <region_id> <location_id> <ip:port> [<ip:port>]", id)
+		}
+		s := DiscoveryServer{RegionID: args[0]}
+		if s.LocationID, err = strconv.ParseInt(args[1], 10, 64); err != nil || s.LocationID < 0 {
+			return d.Errf("qos_discovery: fleet '%s': location ID '%s' is not a non-negative integer", id, args[1])
+		}
+		for _, a := range args[2:] {
+			ap, err := netip.ParseAddrPort(a)
+			if err != nil || ap.Port() == 0 {
+				return d.Errf("qos_discovery: fleet '%s': '%s' is not an ip:port address", id, a)
+			}
+			if s.Port != 0 && s.Port != int(ap.Port()) {
+				return d.Errf("qos_discovery: fleet '%s': a server's IPv4 and IPv6 addresses must share one port", id)
+			}
+			s.Port = int(ap.Port())
+			ip := ap.Addr().Unmap()
+			if ip.Is4() {
+				if s.IPv4 != "" {
+					return d.Errf("qos_discovery: fleet '%s': a server has at most one IPv4 address", id)
+				}
+				s.IPv4 = ip.String()
+			} else {
+				if s.IPv6 != "" {
+					return d.Errf("qos_discovery: fleet '%s': a server has at most one IPv6 address", id)
+				}
+				s.IPv6 = ip.String()
+			}
+		}
+		servers = append(servers, s)
+	}
+	h.Fleets[id] = servers
+	return nil
+}
+
+func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	hc := &DiscoveryHealthCheck{}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("qos_discovery: health_check: duplicate option '%s'", opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "fleets":
+			hc.Fleets = d.RemainingArgs()
+			if len(hc.Fleets) == 0 {
+				return d.ArgErr()
+			}
+		case "interval":
+			hc.Interval, err = parseDuration(d)
+		case "failures":
+			hc.Failures, err = parseIntRange(d, 1, 1000)
+		case "requests":
+			hc.Requests, err = parseIntRange(d, 1, 256)
+		case "wait":
+			hc.Wait, err = parseDuration(d)
+		default:
+			return d.Errf("qos_discovery: health_check: unrecognized option '%s'", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	h.HealthCheck = hc
+	return nil
+}
+
+func parseQoSDiscoveryDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(QoSDiscovery)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+var liveDiscoveryServices liveSet[*discovery.Service]
+
+// discoveryMetrics are the discovery handler's Prometheus metrics.
+var discoveryMetrics = newDiscoveryMetrics()
+
+type discoveryMetricSet struct {
+	requests   *prometheus.CounterVec
+	byCode     map[int]prometheus.Counter
+	fileLoads  prometheus.Counter
+	fileErrors prometheus.Counter
+	fileOK     prometheus.Gauge
+	withheld   prometheus.GaugeFunc
+}
+
+func newDiscoveryMetrics() *discoveryMetricSet {
+	const ns, sub = "gamegate", "discovery"
+	m := &discoveryMetricSet{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "requests_total",
+			Help: "Discovery requests answered, by status code.",
+		}, []string{"code"}),
+		fileLoads: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "fleets_file_loads_total",
+			Help: "Fleets files loaded successfully after a change.",
+		}),
+		fileErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "fleets_file_errors_total",
+			Help: "Attempts to load a changed fleets file that failed (the last good list stays in service).",
+		}),
+		fileOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "fleets_file_ok",
+			Help: "1 if the last attempt to load the fleets file succeeded, 0 if it failed.",
+		}),
+	}
+	m.withheld = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: ns, Subsystem: sub, Name: "withheld_servers",
+		Help: "QoS servers failing their health checks, once per fleet listing them (a fleet whose servers all fail is still served whole).",
+	}, func() float64 {
+		n := 0
+		liveDiscoveryServices.each(func(s *discovery.Service) { n += s.Withheld() })
+		return float64(n)
+	})
+	m.byCode = make(map[int]prometheus.Counter)
+	for _, c := range []int{200, 304, 403, 404, 405, 500} {
+		m.byCode[c] = m.requests.WithLabelValues(strconv.Itoa(c))
+	}
+	return m
+}
+
+func (m *discoveryMetricSet) count(code int) {
+	if c, ok := m.byCode[code]; ok {
+		c.Inc()
+		return
+	}
+	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+}
+
+func (m *discoveryMetricSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.fileLoads, m.fileErrors, m.fileOK, m.withheld}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*QoSDiscovery)(nil)
+	_ caddy.Validator             = (*QoSDiscovery)(nil)
+	_ caddy.CleanerUpper          = (*QoSDiscovery)(nil)
+	_ caddyfile.Unmarshaler       = (*QoSDiscovery)(nil)
+	_ caddyhttp.MiddlewareHandler = (*QoSDiscovery)(nil)
+)

@@ -1,0 +1,539 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/handlers/qos"
+)
+
+// Config is the behaviour of a Service.
+type Config struct {
+	// Inline fleets, from the gateway's configuration.
+	Inline map[string][]Server
+	// File is a fleets file (see ParseFleets), re-read when it changes.
+	// Fleets in the file take precedence over inline ones of the same ID.
+	File string
+	// FilePoll is how often the file is checked for changes.
+	FilePoll time.Duration
+	// Overrides, set at run time (the admin API), take precedence over
+	// every other source. They outlive the Service.
+	Overrides *Overrides
+	// FieldNames selects the spelling of the ID fields in answers.
+	FieldNames FieldNames
+	// StrongETag makes ETags strong; by default they are weak, because the
+	// shipped Unity discovery client only reads weak ones.
+	StrongETag bool
+	// MaxAge is the Cache-Control max-age of answers.
+	MaxAge time.Duration
+	// Private marks answers Cache-Control: private (set when callers must
+	// authenticate, so shared caches do not keep answers).
+	Private bool
+	// Health, when set, probes the servers of health-checked fleets.
+	Health *HealthConfig
+	// Logger receives source and health events. Default: no logging.
+	Logger *zap.Logger
+	// OnFileLoad is called after each attempt to load the file, with the
+	// error (nil on success), for metrics.
+	OnFileLoad func(error)
+}
+
+// Service answers discovery requests from the current snapshots.
+type Service struct {
+	cfg          Config
+	cacheControl []string
+	store        cache.Snapshots[string]
+
+	mu          sync.Mutex
+	fileFleets  map[string][]Server
+	fileLoaded  bool   // a good copy of the file has been loaded
+	fileErr     error  // the last load's error
+	fileSum     []byte // digest of the content last read
+	withheld    map[string]map[Server]bool
+	healthState map[string]*healthState // by probe address
+
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// NewService builds a Service and loads its sources once. Start runs the
+// file watcher and health checks; Stop ends them.
+func NewService(cfg Config) (*Service, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.FilePoll <= 0 {
+		cfg.FilePoll = 2 * time.Second
+	}
+	if cfg.Overrides == nil {
+		cfg.Overrides = NewOverrides()
+	}
+	cc := "max-age=" + strconv.FormatInt(int64(cfg.MaxAge/time.Second), 10)
+	if cfg.Private {
+		cc = "private, " + cc
+	}
+	for id := range cfg.Inline {
+		if err := ValidateFleetID(id); err != nil {
+			return nil, err
+		}
+	}
+	s := &Service{
+		cfg:          cfg,
+		cacheControl: []string{cc},
+		withheld:     make(map[string]map[Server]bool),
+		healthState:  make(map[string]*healthState),
+		stop:         make(chan struct{}),
+	}
+	if cfg.File != "" {
+		s.loadFile()
+	}
+	s.rebuild()
+	return s, nil
+}
+
+// Start begins watching the fleets file and health-checking servers.
+func (s *Service) Start() {
+	s.cfg.Overrides.attach(s)
+	if s.cfg.File != "" {
+		s.done.Add(1)
+		go s.every(s.cfg.FilePoll, func() {
+			if s.loadFile() {
+				s.rebuild()
+			}
+		})
+	}
+	if h := s.cfg.Health; h != nil {
+		s.done.Add(1)
+		go s.every(h.Interval, s.healthRound)
+	}
+}
+
+// Stop ends the background work and waits for it.
+func (s *Service) Stop() {
+	s.cfg.Overrides.detach(s)
+	close(s.stop)
+	s.done.Wait()
+}
+
+func (s *Service) every(d time.Duration, f func()) {
+	defer s.done.Done()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+// loadFile reads the fleets file if its content changed, and reports
+// whether the good copy changed. A bad file keeps the last good copy.
+func (s *Service) loadFile() bool {
+	data, err := readBounded(s.cfg.File, MaxFleetFile)
+	var fleets map[string][]Server
+	var sum []byte
+	if err == nil {
+		d := sha256.Sum256(data)
+		sum = d[:]
+		s.mu.Lock()
+		same := bytes.Equal(sum, s.fileSum) && s.fileErr == nil
+		s.mu.Unlock()
+		if same {
+			return false
+		}
+		fleets, err = ParseFleets(data)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.OnFileLoad != nil {
+		s.cfg.OnFileLoad(err)
+	}
+	if err != nil {
+		if s.fileErr == nil || s.fileErr.Error() != err.Error() {
+			s.cfg.Logger.Error("fleets file is unusable; keeping the last good list",
+				zap.String("file", s.cfg.File), zap.Bool("have_good_copy", s.fileLoaded), zap.Error(err))
+		}
+		s.fileErr = err
+		s.fileSum = sum
+		return false
+	}
+	s.fileErr, s.fileSum = nil, sum
+	s.fileFleets, s.fileLoaded = fleets, true
+	s.cfg.Logger.Info("fleets file loaded", zap.String("file", s.cfg.File), zap.Int("fleets", len(fleets)))
+	return true
+}
+
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("fleets file longer than %d bytes", limit)
+	}
+	return data, nil
+}
+
+// effective returns each fleet's list from its highest-priority source:
+// overrides, then the file, then inline configuration.
+func (s *Service) effective() map[string][]Server {
+	out := make(map[string][]Server)
+	for id, list := range s.cfg.Inline {
+		out[id] = list
+	}
+	for id, list := range s.fileFleets {
+		out[id] = list
+	}
+	for id, list := range s.cfg.Overrides.all() {
+		out[id] = list
+	}
+	return out
+}
+
+// rebuild recomputes every fleet's snapshot; fleets whose content did not
+// change keep their snapshot and ETag.
+func (s *Service) rebuild() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]*cache.Snapshot)
+	for id, list := range s.effective() {
+		list = s.filterHealthy(id, list)
+		next[id] = cache.NewSnapshot(Render(list, s.cfg.FieldNames), "application/json", !s.cfg.StrongETag)
+	}
+	for _, id := range s.store.Replace(next) {
+		if snap := next[id]; snap != nil {
+			s.cfg.Logger.Debug("fleet list changed", zap.String("fleet", id), zap.String("etag", snap.ETag))
+		}
+	}
+}
+
+// Lookup returns the snapshot of a fleet. Without one, it returns the
+// status to answer: 404 for an unknown fleet, or 500 when a source that may
+// hold the fleet is broken and no good copy of it was ever loaded.
+func (s *Service) Lookup(fleet string) (*cache.Snapshot, int, string) {
+	if snap := s.store.Get(fleet); snap != nil {
+		return snap, http.StatusOK, ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.File != "" && !s.fileLoaded && s.fileErr != nil {
+		return nil, http.StatusInternalServerError, "fleet source unavailable: " + s.fileErr.Error()
+	}
+	return nil, http.StatusNotFound, "fleet does not exist"
+}
+
+// Fleets returns the IDs and current lists of every fleet (after health
+// filtering), for inspection.
+func (s *Service) Fleets() map[string]*cache.Snapshot { return s.store.All() }
+
+// Serve writes the answer for fleet to w: 200 with the list, 304 when
+// If-None-Match matches, the same headers without a body for HEAD, or the
+// JSON error of Lookup. The method must already be GET or HEAD. It returns
+// the status written.
+func (s *Service) Serve(w http.ResponseWriter, r *http.Request, fleet string) int {
+	snap, status, msg := s.Lookup(fleet)
+	if snap == nil {
+		WriteError(w, status, msg)
+		return status
+	}
+	h := w.Header()
+	h["Etag"] = snap.ETagHeader
+	h["Cache-Control"] = s.cacheControl
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && ifNoneMatchAny(inm, snap.ETag) {
+		w.WriteHeader(http.StatusNotModified)
+		return http.StatusNotModified
+	}
+	h["Content-Type"] = snap.ContentTypeHeader
+	h["Content-Length"] = snap.ContentLengthHeader
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(snap.Body)
+	}
+	return http.StatusOK
+}
+
+func ifNoneMatchAny(values []string, etag string) bool {
+	for _, v := range values {
+		if cache.IfNoneMatch(v, etag) {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteError writes the discovery service's JSON error body. Clients rely
+// on the status code; error_message says what happened.
+func WriteError(w http.ResponseWriter, status int, msg string) {
+	body := append([]byte(`{"success":false,"error":true,"error_code":-1,"error_message":`), appendQuoted(msg)...)
+	body = append(body, `,"messages":[]}`...)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func appendQuoted(s string) []byte { return appendJSONString(nil, s) }
+
+// HealthConfig is how servers are health-checked.
+type HealthConfig struct {
+	// Fleets lists the fleets whose servers are checked; empty means all.
+	Fleets []string
+	// Interval between checks.
+	Interval time.Duration
+	// Failures is the number of consecutive failed checks after which a
+	// server is withheld from answers; one passed check restores it.
+	Failures int
+	// Requests is the number of QoS requests per check, and Wait how long to
+	// wait for their responses.
+	Requests int
+	Wait     time.Duration
+}
+
+type healthState struct {
+	failures int
+}
+
+func (s *Service) healthChecked(fleet string) bool {
+	if len(s.cfg.Health.Fleets) == 0 {
+		return true
+	}
+	for _, f := range s.cfg.Health.Fleets {
+		if f == fleet {
+			return true
+		}
+	}
+	return false
+}
+
+// filterHealthy drops withheld servers of fleet, unless that would leave it
+// empty: then it serves them all and logs an error. The caller holds s.mu.
+func (s *Service) filterHealthy(fleet string, list []Server) []Server {
+	w := s.withheld[fleet]
+	if len(w) == 0 {
+		return list
+	}
+	out := make([]Server, 0, len(list))
+	for _, srv := range list {
+		if !w[srv] {
+			out = append(out, srv)
+		}
+	}
+	if len(out) == 0 && len(list) > 0 {
+		s.cfg.Logger.Error("every server of the fleet fails its health checks; serving them all",
+			zap.String("fleet", fleet), zap.Int("servers", len(list)))
+		return list
+	}
+	return out
+}
+
+// healthRound probes every distinct server of the health-checked fleets
+// once and updates which servers are withheld.
+func (s *Service) healthRound() {
+	h := s.cfg.Health
+	s.mu.Lock()
+	fleets := s.effective()
+	s.mu.Unlock()
+	var targets []qos.Target
+	for id, list := range fleets {
+		if !s.healthChecked(id) {
+			continue
+		}
+		for _, srv := range list {
+			targets = append(targets, qos.Target{Region: srv.RegionID, Addr: srv.Addr()})
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	checker, err := qos.NewChecker(qos.CheckConfig{Requests: h.Requests, Wait: h.Wait, Title: "gamegate health check"})
+	if err != nil {
+		s.cfg.Logger.Error("health check", zap.Error(err))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.Wait+5*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	results, err := checker.Check(ctx, targets)
+	if err != nil {
+		s.cfg.Logger.Error("health check", zap.Error(err))
+		return
+	}
+	passed := make(map[string]bool, len(results))
+	for _, r := range results {
+		passed[r.Addr.String()] = r.Received > 0
+	}
+	s.mu.Lock()
+	// Count each probed address once, however many fleets list it.
+	for key, ok := range passed {
+		st := s.healthState[key]
+		if st == nil {
+			st = &healthState{}
+			s.healthState[key] = st
+		}
+		if ok {
+			st.failures = 0
+		} else {
+			st.failures++
+		}
+	}
+	changed := false
+	for id, list := range fleets {
+		if !s.healthChecked(id) {
+			continue
+		}
+		for _, srv := range list {
+			key := srv.Addr().String()
+			st, probed := s.healthState[key]
+			if !probed {
+				continue
+			}
+			down := st.failures >= h.Failures
+			if s.withheld[id] == nil {
+				s.withheld[id] = make(map[Server]bool)
+			}
+			if s.withheld[id][srv] != down {
+				changed = true
+				s.cfg.Logger.Warn("QoS server health changed", zap.String("fleet", id),
+					zap.String("server", key), zap.Bool("withheld", down), zap.Int("consecutive_failures", st.failures))
+				if down {
+					s.withheld[id][srv] = true
+				} else {
+					delete(s.withheld[id], srv)
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+	if changed {
+		s.rebuild()
+	}
+}
+
+// Withheld returns how many servers are withheld by health checks now.
+func (s *Service) Withheld() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, w := range s.withheld {
+		n += len(w)
+	}
+	return n
+}
+
+// Overrides are fleet lists set at run time, kept outside any one Service so
+// they survive configuration reloads. Every attached Service is rebuilt when
+// they change.
+type Overrides struct {
+	mu       sync.Mutex
+	m        map[string][]Server
+	services map[*Service]bool
+}
+
+// NewOverrides returns an empty set.
+func NewOverrides() *Overrides {
+	return &Overrides{m: make(map[string][]Server), services: make(map[*Service]bool)}
+}
+
+func (o *Overrides) attach(s *Service) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.services[s] = true
+}
+
+func (o *Overrides) detach(s *Service) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.services, s)
+}
+
+func (o *Overrides) all() map[string][]Server {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[string][]Server, len(o.m))
+	for k, v := range o.m {
+		out[k] = v
+	}
+	return out
+}
+
+// Set replaces fleet's list.
+func (o *Overrides) Set(fleet string, servers []Server) error {
+	if err := ValidateFleetID(fleet); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	o.m[fleet] = Dedupe(servers)
+	services := o.attached()
+	o.mu.Unlock()
+	for _, s := range services {
+		s.rebuild()
+	}
+	return nil
+}
+
+// Delete removes fleet's override, reporting whether there was one.
+func (o *Overrides) Delete(fleet string) bool {
+	o.mu.Lock()
+	_, ok := o.m[fleet]
+	delete(o.m, fleet)
+	services := o.attached()
+	o.mu.Unlock()
+	for _, s := range services {
+		s.rebuild()
+	}
+	return ok
+}
+
+// Get returns fleet's override.
+func (o *Overrides) Get(fleet string) ([]Server, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l, ok := o.m[fleet]
+	return l, ok
+}
+
+func (o *Overrides) attached() []*Service {
+	out := make([]*Service, 0, len(o.services))
+	for s := range o.services {
+		out = append(out, s)
+	}
+	return out
+}
+
+// IDs returns the fleet IDs that have an override.
+func (o *Overrides) IDs() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]string, 0, len(o.m))
+	for k := range o.m {
+		out = append(out, k)
+	}
+	return out
+}
