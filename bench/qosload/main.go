@@ -1,0 +1,332 @@
+// Command qosload measures QoS echo throughput and round-trip latency
+// through the real Caddy + caddy-l4 path, against two baselines measured in
+// the same run on the same machine:
+//
+//   - bare: a plain Go net.UDPConn echo loop (ReadFrom, WriteTo), the floor
+//     of what any UDP echo in Go costs;
+//   - echo: caddy-l4's own built-in echo handler, the cost floor of the
+//     caddy-l4 path (one goroutine per client address, a channel hop per
+//     datagram);
+//   - qos: gamegate's layer4 qos handler (decoding, rate limiting, metrics,
+//     encoding) behind the qos matcher.
+//
+// Each target gets the same closed-loop load: several client sockets, each
+// keeping a fixed number of Unity-layout requests in flight. Targets are
+// measured in interleaved rounds so that machine noise spreads over all of
+// them; results are reported as ratios. Run it with
+//
+//	go run ./bench/qosload
+//
+// (see -h for the knobs). Everything listens on loopback.
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/mholt/caddy-l4"
+
+	_ "github.com/gamegate/gamegate/caddymodule"
+)
+
+func main() {
+	clients := flag.Int("clients", 8, "client sockets per target")
+	inflight := flag.Int("inflight", 16, "requests in flight per client socket")
+	duration := flag.Duration("duration", 3*time.Second, "measuring time per target per round")
+	rounds := flag.Int("rounds", 3, "interleaved rounds over all targets")
+	jsonOut := flag.Bool("json", false, "print JSON")
+	flag.Parse()
+
+	bare, err := startBareEcho()
+	if err != nil {
+		fatal(err)
+	}
+	echoAddr, qosAddr, err := startCaddy()
+	if err != nil {
+		fatal(err)
+	}
+	defer caddy.Stop() //nolint:errcheck
+
+	targets := []*target{
+		{name: "bare", addr: bare, echoOffset: requestCustomOffset},
+		{name: "echo", addr: echoAddr, echoOffset: requestCustomOffset},
+		{name: "qos", addr: qosAddr, echoOffset: 2},
+	}
+	// Warm up every path once before measuring.
+	for _, t := range targets {
+		if _, err := runLoad(t, *clients, *inflight, 500*time.Millisecond); err != nil {
+			fatal(fmt.Errorf("%s: %w", t.name, err))
+		}
+	}
+	for r := 0; r < *rounds; r++ {
+		for _, t := range targets {
+			res, err := runLoad(t, *clients, *inflight, *duration)
+			if err != nil {
+				fatal(fmt.Errorf("%s: %w", t.name, err))
+			}
+			t.add(res)
+		}
+	}
+	report(targets, *jsonOut, *clients, *inflight, *duration, *rounds)
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "qosload:", err)
+	os.Exit(1)
+}
+
+const title = "QoS request"
+
+// requestCustomOffset is where the custom data starts in a request; the
+// echo baselines send the request back whole, so the timestamp is found there.
+const requestCustomOffset = 3 + len(title)
+
+func startBareEcho() (string, error) {
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return "", err
+	}
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			_, _ = conn.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	return conn.LocalAddr().String(), nil
+}
+
+func freeUDP() (string, error) {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	return c.LocalAddr().String(), nil
+}
+
+func startCaddy() (echoAddr, qosAddr string, err error) {
+	if echoAddr, err = freeUDP(); err != nil {
+		return
+	}
+	if qosAddr, err = freeUDP(); err != nil {
+		return
+	}
+	caddyfile := fmt.Sprintf(`{
+	admin off
+	layer4 {
+		udp/%s {
+			route {
+				echo
+			}
+		}
+		udp/%s {
+			@qos qos
+			route @qos {
+				qos {
+					rate 1000000000
+					burst 1000000000
+				}
+			}
+		}
+	}
+}
+`, echoAddr, qosAddr)
+	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
+	if err != nil {
+		return "", "", err
+	}
+	var m map[string]any
+	if err = json.Unmarshal(cfg, &m); err != nil {
+		return
+	}
+	m["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
+	cfg, _ = json.Marshal(m)
+	return echoAddr, qosAddr, caddy.Load(cfg, false)
+}
+
+type target struct {
+	name       string
+	addr       string
+	echoOffset int // where the echoed custom data starts in a response
+	results    []loadResult
+}
+
+type loadResult struct {
+	responses int
+	lost      int
+	elapsed   time.Duration
+	rtts      []time.Duration
+}
+
+func (t *target) add(r loadResult) { t.results = append(t.results, r) }
+
+// runLoad keeps inflight requests outstanding on each of clients sockets for
+// d, and returns the responses counted and their round-trip times.
+func runLoad(t *target, clients, inflight int, d time.Duration) (loadResult, error) {
+	raddr, err := net.ResolveUDPAddr("udp", t.addr)
+	if err != nil {
+		return loadResult{}, err
+	}
+	start := time.Now()
+	stopAt := start.Add(d)
+	var wg sync.WaitGroup
+	var total, lost atomic.Int64
+	rttsCh := make(chan []time.Duration, clients)
+	errCh := make(chan error, clients)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			conn, err := net.DialUDP("udp", nil, raddr)
+			if err != nil {
+				errCh <- err
+				return
+			}
+			defer conn.Close()
+			req := make([]byte, 0, 64)
+			send := func(seq uint8) error {
+				req = append(req[:0], 0x59, 0x00, byte(len(title)+1))
+				req = append(req, title...)
+				req = append(req, seq)
+				req = binary.LittleEndian.AppendUint16(req, uint16(c))
+				req = binary.LittleEndian.AppendUint64(req, uint64(time.Since(start)))
+				_, err := conn.Write(req)
+				return err
+			}
+			for i := 0; i < inflight; i++ {
+				if err := send(uint8(i)); err != nil {
+					errCh <- err
+					return
+				}
+			}
+			rtts := make([]time.Duration, 0, 1<<16)
+			buf := make([]byte, 2048)
+			n := 0
+			for time.Now().Before(stopAt) {
+				_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+				k, err := conn.Read(buf)
+				if err != nil {
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() {
+						// Refill the window: whatever was outstanding is lost.
+						lost.Add(int64(inflight))
+						for i := 0; i < inflight; i++ {
+							_ = send(uint8(i))
+						}
+						continue
+					}
+					errCh <- err
+					return
+				}
+				off := t.echoOffset
+				if k < off+11 {
+					continue
+				}
+				sent := time.Duration(binary.LittleEndian.Uint64(buf[off+3:]))
+				rtts = append(rtts, time.Since(start)-sent)
+				n++
+				if err := send(uint8(n)); err != nil {
+					errCh <- err
+					return
+				}
+			}
+			total.Add(int64(n))
+			rttsCh <- rtts
+		}(c)
+	}
+	wg.Wait()
+	close(rttsCh)
+	select {
+	case err := <-errCh:
+		return loadResult{}, err
+	default:
+	}
+	res := loadResult{responses: int(total.Load()), lost: int(lost.Load()), elapsed: time.Since(start)}
+	for r := range rttsCh {
+		res.rtts = append(res.rtts, r...)
+	}
+	// Let the servers' per-client associations drain before the next target.
+	time.Sleep(100 * time.Millisecond)
+	return res, nil
+}
+
+type summary struct {
+	Target    string  `json:"target"`
+	PerSecond float64 `json:"responses_per_second"`
+	P50us     float64 `json:"rtt_p50_us"`
+	P99us     float64 `json:"rtt_p99_us"`
+	Lost      int     `json:"lost"`
+	VsBare    float64 `json:"ratio_vs_bare"`
+	VsEcho    float64 `json:"ratio_vs_caddy_l4_echo"`
+}
+
+func summarize(t *target) summary {
+	var responses, lost int
+	var elapsed time.Duration
+	var rtts []time.Duration
+	for _, r := range t.results {
+		responses += r.responses
+		lost += r.lost
+		elapsed += r.elapsed
+		rtts = append(rtts, r.rtts...)
+	}
+	slices.Sort(rtts)
+	pct := func(p float64) float64 {
+		if len(rtts) == 0 {
+			return 0
+		}
+		return float64(rtts[min(len(rtts)-1, int(float64(len(rtts))*p))].Nanoseconds()) / 1000
+	}
+	return summary{
+		Target:    t.name,
+		PerSecond: float64(responses) / elapsed.Seconds(),
+		P50us:     pct(0.50),
+		P99us:     pct(0.99),
+		Lost:      lost,
+	}
+}
+
+func report(targets []*target, asJSON bool, clients, inflight int, d time.Duration, rounds int) {
+	var sums []summary
+	for _, t := range targets {
+		sums = append(sums, summarize(t))
+	}
+	bare, echo := sums[0].PerSecond, sums[1].PerSecond
+	for i := range sums {
+		sums[i].VsBare = sums[i].PerSecond / bare
+		sums[i].VsEcho = sums[i].PerSecond / echo
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{
+			"clients": clients, "inflight": inflight, "duration": d.String(), "rounds": rounds, "targets": sums,
+		})
+		return
+	}
+	fmt.Printf("%d client sockets × %d requests in flight, %d rounds × %v per target\n", clients, inflight, rounds, d)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tRESPONSES/S\tRTT P50\tRTT P99\tLOST\tVS BARE\tVS CADDY-L4 ECHO")
+	for _, s := range sums {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0fµs\t%.0fµs\t%d\t%.3f×\t%.3f×\n", s.Target, s.PerSecond, s.P50us, s.P99us, s.Lost, s.VsBare, s.VsEcho)
+	}
+	tw.Flush()
+}

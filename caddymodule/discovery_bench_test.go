@@ -1,0 +1,64 @@
+package caddymodule
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// discardWriter is a ResponseWriter that keeps one header map and drops the
+// body, so the benchmark measures the handler alone.
+type discardWriter struct {
+	h      http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(s int)           { w.status = s }
+
+func provisionedDiscovery(b *testing.B) *QoSDiscovery {
+	h := &QoSDiscovery{Fleets: map[string][]DiscoveryServer{"f": {
+		{LocationID: 123, RegionID: "4f7d1d1a-a565-40b4-955a-ff0257d7ed3b", IPv4: "192.0.2.1", IPv6: "2001:db8::1", Port: 9000},
+		{LocationID: 456, RegionID: "22bf10c2-2565-4e75-848f-d2df25210896", IPv4: "198.51.100.1", Port: 9000},
+	}}, Name: "bench"}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	b.Cleanup(cancel)
+	if err := h.Provision(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = h.Cleanup() })
+	return h
+}
+
+// BenchmarkDiscoveryServeHTTP measures the handler's hot path, 200 and 304,
+// and reports its allocations per request.
+func BenchmarkDiscoveryServeHTTP(b *testing.B) {
+	h := provisionedDiscovery(b)
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	etag := h.service.Fleets()["f"].ETag
+	for _, bc := range []struct {
+		name string
+		inm  string
+		want int
+	}{{"200", "", 200}, {"304", etag, 304}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodGet, "/v1/fleets/f/servers", nil)
+			if bc.inm != "" {
+				r.Header.Set("If-None-Match", bc.inm)
+			}
+			w := &discardWriter{h: make(http.Header)}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				if err := h.ServeHTTP(w, r, next); err != nil || w.status != bc.want {
+					b.Fatalf("got %d (%v), want %d", w.status, err, bc.want)
+				}
+			}
+		})
+	}
+}
