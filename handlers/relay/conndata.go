@@ -1,0 +1,136 @@
+package relay
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"time"
+
+	wirerelay "github.com/gamegate/gamegate/wire/relay"
+)
+
+// Allocation is what a client is given to use the relay: an ID, the key that
+// signs its BINDs, the most peers it may accept, and its connection data,
+// the sealed form of all this that the client hands back in BIND and that
+// peers send in CONNECT_REQUEST.
+type Allocation struct {
+	ID             wirerelay.AllocationID
+	Key            [wirerelay.KeySize]byte
+	MaxConnections int
+	Region         string
+	// Expires bounds when the allocation may first be bound; a binding
+	// lives on while it has traffic.
+	Expires time.Time
+}
+
+// Connection data layout (sealed with AES-256-GCM under a server secret):
+//
+//	version (1) = 1 | nonce (12) | seal(allocation ID (16), key (64),
+//	max connections u16 BE, expiry u64 BE unix ms) with a 16-byte tag
+//
+// 119 bytes in all, under the 255 the protocol allows. The length is fixed,
+// so the zero padding the shipped client adds after it is ignored. Any relay
+// holding the secret can open it: no shared database is needed to validate
+// a BIND.
+const (
+	sealVersion       = 1
+	sealNonceLen      = 12
+	sealPlainLen      = 16 + wirerelay.KeySize + 2 + 8
+	ConnectionDataLen = 1 + sealNonceLen + sealPlainLen + 16
+)
+
+// Errors from opening connection data.
+var (
+	ErrConnectionData = errors.New("connection data cannot be opened")
+)
+
+// Sealer seals and opens connection data. The first secret seals; every
+// secret opens, so secrets can be rotated by adding a new one in front and
+// removing the old one once its allocations have expired.
+type Sealer struct {
+	aeads []cipher.AEAD
+}
+
+// NewSealer derives an AES-256-GCM key from each secret (SHA-256 of it).
+// Secrets should carry at least 128 bits of entropy.
+func NewSealer(secrets ...[]byte) (*Sealer, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("relay: at least one secret is required")
+	}
+	s := &Sealer{}
+	for _, secret := range secrets {
+		if len(secret) < 16 {
+			return nil, errors.New("relay: a secret must be at least 16 bytes")
+		}
+		k := sha256.Sum256(append([]byte("gamegate relay connection data\x00"), secret...))
+		block, err := aes.NewCipher(k[:])
+		if err != nil {
+			return nil, err
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, err
+		}
+		s.aeads = append(s.aeads, aead)
+	}
+	return s, nil
+}
+
+// Seal returns the connection data of a.
+func (s *Sealer) Seal(a *Allocation) ([]byte, error) {
+	if a.MaxConnections < 0 || a.MaxConnections > 0xFFFF {
+		return nil, errors.New("relay: max connections out of range")
+	}
+	out := make([]byte, 1+sealNonceLen, ConnectionDataLen)
+	out[0] = sealVersion
+	if _, err := rand.Read(out[1 : 1+sealNonceLen]); err != nil {
+		return nil, err
+	}
+	var plain [sealPlainLen]byte
+	copy(plain[0:16], a.ID[:])
+	copy(plain[16:16+wirerelay.KeySize], a.Key[:])
+	binary.BigEndian.PutUint16(plain[80:82], uint16(a.MaxConnections))
+	binary.BigEndian.PutUint64(plain[82:90], uint64(a.Expires.UnixMilli()))
+	return s.aeads[0].Seal(out, out[1:1+sealNonceLen], plain[:], out[:1]), nil
+}
+
+// Open authenticates and decrypts connection data (trailing bytes, such as
+// the shipped client's zero padding, are ignored) into a. Region is not
+// carried and is left unchanged.
+func (s *Sealer) Open(data []byte, a *Allocation) error {
+	if len(data) < ConnectionDataLen || data[0] != sealVersion {
+		return ErrConnectionData
+	}
+	data = data[:ConnectionDataLen]
+	var plain [sealPlainLen]byte
+	for _, aead := range s.aeads {
+		p, err := aead.Open(plain[:0], data[1:1+sealNonceLen], data[1+sealNonceLen:], data[:1])
+		if err != nil {
+			continue
+		}
+		copy(a.ID[:], p[0:16])
+		copy(a.Key[:], p[16:16+wirerelay.KeySize])
+		a.MaxConnections = int(binary.BigEndian.Uint16(p[80:82]))
+		a.Expires = time.UnixMilli(int64(binary.BigEndian.Uint64(p[82:90])))
+		return nil
+	}
+	return ErrConnectionData
+}
+
+// NewAllocation returns an allocation with a random ID (a version 4 UUID) and
+// key.
+func NewAllocation(maxConnections int, region string, expires time.Time) (*Allocation, error) {
+	a := &Allocation{MaxConnections: maxConnections, Region: region, Expires: expires}
+	if _, err := rand.Read(a.ID[:]); err != nil {
+		return nil, err
+	}
+	a.ID[6] = a.ID[6]&0x0F | 0x40 // version 4
+	a.ID[8] = a.ID[8]&0x3F | 0x80 // RFC 4122 variant
+	if _, err := rand.Read(a.Key[:]); err != nil {
+		return nil, err
+	}
+	return a, nil
+}

@@ -1,0 +1,368 @@
+// Package relay is gamegate's Unity Relay service, free of Caddy: the engine
+// that binds clients to allocations and relays their messages, the sealed
+// connection data that lets any relay holding the secret validate a BIND,
+// and a client that behaves as the shipped Unity Transport client does.
+package relay
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	wirerelay "github.com/gamegate/gamegate/wire/relay"
+)
+
+// Config is the behaviour of an Engine.
+type Config struct {
+	// Sealer opens the connection data in BIND and CONNECT_REQUEST.
+	Sealer *Sealer
+	// IdleTimeout ends a binding that has had no traffic (sent or
+	// received) for this long. Default: 10s.
+	IdleTimeout time.Duration
+	// AloneTimeout replaces IdleTimeout for a binding with no connected
+	// peer yet (a host waiting for players). Default: 60s.
+	AloneTimeout time.Duration
+	// MaxContent is the largest RELAY content forwarded, in bytes.
+	// Default: 1400.
+	MaxContent int
+	// NonceBigEndian reads BIND nonces big-endian; by default they are
+	// little-endian, as the shipped client writes them.
+	NonceBigEndian bool
+}
+
+// Peer is a client's address: comparable for lookups, and the net.Addr to
+// send to it through the shared socket.
+type Peer struct {
+	AddrPort netip.AddrPort
+	Addr     net.Addr
+}
+
+// PeerOf makes a Peer of a client address.
+func PeerOf(a net.Addr) Peer {
+	var ap netip.AddrPort
+	if u, ok := a.(*net.UDPAddr); ok {
+		ap = u.AddrPort()
+	} else {
+		ap, _ = netip.ParseAddrPort(a.String())
+	}
+	return Peer{AddrPort: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), Addr: a}
+}
+
+// Send is one datagram the engine wants sent.
+type Send struct {
+	To   net.Addr
+	Data []byte // aliases the request or the Outbox's scratch space
+}
+
+// Outbox collects what one call to Handle sends. Reuse one per goroutine:
+// it allocates nothing once made.
+type Outbox struct {
+	Sends   []Send
+	scratch [64]byte
+}
+
+// NewOutbox returns an empty Outbox.
+func NewOutbox() *Outbox { return &Outbox{Sends: make([]Send, 0, 2)} }
+
+func (o *Outbox) reset() { o.Sends = o.Sends[:0] }
+
+func (o *Outbox) send(to net.Addr, b []byte) { o.Sends = append(o.Sends, Send{To: to, Data: b}) }
+
+// Verdict is what the engine did with one datagram, for metrics.
+type Verdict uint8
+
+// Verdicts.
+const (
+	Bound           Verdict = iota // BIND accepted (new binding, same address or moved)
+	Pinged                         // PING echoed
+	Accepted                       // CONNECT_REQUEST accepted
+	Rejected                       // CONNECT_REQUEST rejected: the host is at max connections
+	Relayed                        // RELAY forwarded
+	Disconnected                   // DISCONNECT forwarded and confirmed
+	Closed                         // CLOSE unbound the sender (or it was already unbound)
+	ErrorSent                      // answered with an ERROR
+	DroppedMalformed               // not a well-formed relay message
+	DroppedAuth                    // BIND with connection data that does not open, or a bad HMAC
+	DroppedNonce                   // BIND with a nonce that is not allowed
+	DroppedFull                    // BIND of a new allocation with the binding table full
+	DroppedTooLarge                // RELAY content over MaxContent
+	DroppedUnanswerable            // an error that cannot be answered without amplification
+	DroppedUnexpected              // a message type clients do not send
+	NumVerdicts
+)
+
+var verdictNames = [NumVerdicts]string{
+	"bound", "pinged", "accepted", "rejected", "relayed", "disconnected", "closed", "error_sent",
+	"malformed", "auth", "nonce", "table_full", "too_large", "unanswerable", "unexpected",
+}
+
+func (v Verdict) String() string {
+	if v < NumVerdicts {
+		return verdictNames[v]
+	}
+	return "unknown"
+}
+
+// Engine implements the relay's rules. It is safe for concurrent use: each
+// client's datagrams may be handled on its own goroutine.
+type Engine struct {
+	cfg   Config
+	table *Table
+}
+
+// NewEngine returns an engine keeping its bindings in table, which may be
+// shared with other engines (across configuration reloads).
+func NewEngine(cfg Config, table *Table) (*Engine, error) {
+	if cfg.Sealer == nil {
+		return nil, errors.New("relay: a sealer is required")
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 10 * time.Second
+	}
+	if cfg.AloneTimeout == 0 {
+		cfg.AloneTimeout = 60 * time.Second
+	}
+	if cfg.MaxContent == 0 {
+		cfg.MaxContent = wirerelay.DefaultMaxRelayContent
+	}
+	switch {
+	case cfg.IdleTimeout < 0 || cfg.AloneTimeout < 0:
+		return nil, errors.New("relay: timeouts must be positive")
+	case cfg.MaxContent < 1 || cfg.MaxContent > 0xFFFF:
+		return nil, errors.New("relay: max content must be in [1, 65535]")
+	}
+	e := &Engine{cfg: cfg, table: table}
+	table.setTimeouts(cfg.IdleTimeout, cfg.AloneTimeout)
+	return e, nil
+}
+
+// Table returns the engine's binding table.
+func (e *Engine) Table() *Table { return e.table }
+
+// Handle applies the relay's rules to one datagram from src and fills out
+// with what to send. Nothing larger than the datagram is ever sent to an
+// address that is not bound.
+func (e *Engine) Handle(src Peer, datagram []byte, out *Outbox) Verdict {
+	out.reset()
+	t, err := wirerelay.PeekHeader(datagram)
+	if err != nil {
+		if errors.Is(err, wirerelay.ErrVersion) {
+			return e.replyError(src, datagram, idAt(datagram), wirerelay.CodeInvalidProtocolVersion, out)
+		}
+		return DroppedMalformed
+	}
+	switch t {
+	case wirerelay.TypeRelay:
+		return e.relay(src, datagram, out)
+	case wirerelay.TypePing:
+		return e.ping(src, datagram, out)
+	case wirerelay.TypeBind:
+		return e.bind(src, datagram, out)
+	case wirerelay.TypeConnectRequest:
+		return e.connect(src, datagram, out)
+	case wirerelay.TypeDisconnect:
+		return e.disconnect(src, datagram, out)
+	case wirerelay.TypeClose:
+		return e.close(src, datagram)
+	}
+	return DroppedUnexpected
+}
+
+// idAt reads the allocation ID that follows the header in most messages,
+// for error replies to messages that did not decode.
+func idAt(b []byte) wirerelay.AllocationID {
+	var id wirerelay.AllocationID
+	if len(b) >= wirerelay.HeaderLen+16 {
+		copy(id[:], b[wirerelay.HeaderLen:])
+	}
+	return id
+}
+
+// replyError answers src with an ERROR, unless that would send an unbound
+// address more than it sent.
+func (e *Engine) replyError(src Peer, req []byte, id wirerelay.AllocationID, code wirerelay.ErrorCode, out *Outbox) Verdict {
+	msg := wirerelay.Error{AllocationID: id, Code: code}
+	if msg.Len() > len(req) && !e.table.isBoundAt(id, src.AddrPort) {
+		return DroppedUnanswerable
+	}
+	b, _ := msg.AppendTo(out.scratch[:0])
+	out.send(src.Addr, b)
+	return ErrorSent
+}
+
+// senderCheck finds the binding of id for a message from src, or the error
+// code to answer: 1 if its binding timed out, 4 if it is unknown, 3 if it
+// is bound at another address. The caller holds the table's read lock.
+func (e *Engine) senderCheck(id wirerelay.AllocationID, src netip.AddrPort, now int64) (*Binding, wirerelay.ErrorCode, bool) {
+	b := e.table.byID[id]
+	switch {
+	case b == nil || b.expired(now, e.table):
+		if e.table.timedOut(id, b, now) {
+			return nil, wirerelay.CodeTimeout, false
+		}
+		return nil, wirerelay.CodeAllocationNotFound, false
+	case b.peer.AddrPort != src:
+		return nil, wirerelay.CodeClientPlayerMismatch, false
+	}
+	return b, 0, true
+}
+
+func (e *Engine) relay(src Peer, datagram []byte, out *Outbox) Verdict {
+	var m wirerelay.Relay
+	if m.Decode(datagram) != nil {
+		return DroppedMalformed
+	}
+	if len(m.Content) > e.cfg.MaxContent {
+		return DroppedTooLarge
+	}
+	now := e.table.now()
+	e.table.mu.RLock()
+	from, code, ok := e.senderCheck(m.From, src.AddrPort, now)
+	var to *Binding
+	if ok {
+		to = e.table.byID[m.To]
+		if to == nil || !from.connected(m.To) || to.expired(now, e.table) {
+			ok, code = false, wirerelay.CodeNotConnected
+		}
+	}
+	if !ok {
+		e.table.mu.RUnlock()
+		e.table.expireLater(m.From, m.To)
+		return e.replyError(src, datagram, m.From, code, out)
+	}
+	from.touch(now)
+	to.touch(now)
+	dst := to.peer.Addr
+	e.table.mu.RUnlock()
+	out.send(dst, datagram)
+	return Relayed
+}
+
+func (e *Engine) ping(src Peer, datagram []byte, out *Outbox) Verdict {
+	var m wirerelay.Ping
+	if m.Decode(datagram) != nil {
+		return DroppedMalformed
+	}
+	now := e.table.now()
+	e.table.mu.RLock()
+	b, code, ok := e.senderCheck(m.AllocationID, src.AddrPort, now)
+	if ok {
+		b.touch(now)
+	}
+	e.table.mu.RUnlock()
+	if !ok {
+		e.table.expireLater(m.AllocationID)
+		return e.replyError(src, datagram, m.AllocationID, code, out)
+	}
+	out.send(src.Addr, datagram)
+	return Pinged
+}
+
+func (e *Engine) bind(src Peer, datagram []byte, out *Outbox) Verdict {
+	var m wirerelay.Bind
+	if m.DecodeWith(datagram, wirerelay.Options{NonceBigEndian: e.cfg.NonceBigEndian}) != nil {
+		return DroppedMalformed
+	}
+	var a Allocation
+	if e.cfg.Sealer.Open(m.ConnectionData, &a) != nil {
+		return DroppedAuth
+	}
+	if wirerelay.Verify(datagram, a.Key[:]) != nil {
+		return DroppedAuth
+	}
+	v := e.table.bind(&a, src, m.Nonce)
+	switch v {
+	case Bound:
+		b, _ := (&wirerelay.BindReceived{}).AppendTo(out.scratch[:0])
+		out.send(src.Addr, b)
+	case ErrorSent:
+		// The allocation may no longer be bound for the first time.
+		return e.replyError(src, datagram, a.ID, wirerelay.CodeAllocationNotFound, out)
+	}
+	return v
+}
+
+func (e *Engine) connect(src Peer, datagram []byte, out *Outbox) Verdict {
+	var m wirerelay.ConnectRequest
+	if m.Decode(datagram) != nil {
+		return DroppedMalformed
+	}
+	var host Allocation
+	if e.cfg.Sealer.Open(m.ToConnectionData, &host) != nil {
+		return e.replyError(src, datagram, m.AllocationID, wirerelay.CodeAllocationNotFound, out)
+	}
+	if host.ID == m.AllocationID {
+		return e.replyError(src, datagram, m.AllocationID, wirerelay.CodeSelfConnectNotAllowed, out)
+	}
+	v, code := e.table.connect(m.AllocationID, src.AddrPort, host.ID)
+	switch v {
+	case ErrorSent:
+		return e.replyError(src, datagram, m.AllocationID, code, out)
+	case Accepted:
+		b, _ := (&wirerelay.Accepted{From: host.ID, To: m.AllocationID}).AppendTo(out.scratch[:0])
+		out.send(src.Addr, b)
+	case Rejected:
+		b, _ := (&wirerelay.Rejected{From: host.ID, To: m.AllocationID}).AppendTo(out.scratch[:0])
+		out.send(src.Addr, b)
+	}
+	return v
+}
+
+func (e *Engine) disconnect(src Peer, datagram []byte, out *Outbox) Verdict {
+	var m wirerelay.Disconnect
+	if m.Decode(datagram) != nil {
+		return DroppedMalformed
+	}
+	target, code := e.table.disconnect(m.From, src.AddrPort, m.To)
+	if code != 0 || target == nil {
+		if code == 0 {
+			code = wirerelay.CodeAllocationNotFound
+		}
+		return e.replyError(src, datagram, m.From, code, out)
+	}
+	out.send(target, datagram) // the peer learns of it
+	out.send(src.Addr, datagram) // and the sender has its confirmation
+	return Disconnected
+}
+
+func (e *Engine) close(src Peer, datagram []byte) Verdict {
+	var m wirerelay.Close
+	if m.Decode(datagram) != nil {
+		return DroppedMalformed
+	}
+	e.table.close(m.AllocationID, src.AddrPort)
+	return Closed
+}
+
+// Binding ties an allocation to the address its client sends from.
+type Binding struct {
+	id             wirerelay.AllocationID
+	peer           Peer
+	nonce          uint16
+	maxConnections int
+	lastActivity   atomic.Int64 // table time, nanoseconds
+	peers          map[wirerelay.AllocationID]struct{}
+}
+
+func (b *Binding) touch(now int64) {
+	if b.lastActivity.Load() < now {
+		b.lastActivity.Store(now)
+	}
+}
+
+func (b *Binding) connected(id wirerelay.AllocationID) bool {
+	_, ok := b.peers[id]
+	return ok
+}
+
+// expired reports whether b has been idle past its timeout. The caller
+// holds the table's lock (read or write).
+func (b *Binding) expired(now int64, t *Table) bool {
+	limit := t.idle
+	if len(b.peers) == 0 {
+		limit = t.alone
+	}
+	return now-b.lastActivity.Load() > limit
+}
