@@ -75,21 +75,21 @@ type Verdict uint8
 
 // Verdicts.
 const (
-	Bound           Verdict = iota // BIND accepted (new binding, same address or moved)
-	Pinged                         // PING echoed
-	Accepted                       // CONNECT_REQUEST accepted
-	Rejected                       // CONNECT_REQUEST rejected: the host is at max connections
-	Relayed                        // RELAY forwarded
-	Disconnected                   // DISCONNECT forwarded and confirmed
-	Closed                         // CLOSE unbound the sender (or it was already unbound)
-	ErrorSent                      // answered with an ERROR
-	DroppedMalformed               // not a well-formed relay message
-	DroppedAuth                    // BIND with connection data that does not open, or a bad HMAC
-	DroppedNonce                   // BIND with a nonce that is not allowed
-	DroppedFull                    // BIND of a new allocation with the binding table full
-	DroppedTooLarge                // RELAY content over MaxContent
-	DroppedUnanswerable            // an error that cannot be answered without amplification
-	DroppedUnexpected              // a message type clients do not send
+	Bound               Verdict = iota // BIND accepted (new binding, same address or moved)
+	Pinged                             // PING echoed
+	Accepted                           // CONNECT_REQUEST accepted
+	Rejected                           // CONNECT_REQUEST rejected: the host is at max connections
+	Relayed                            // RELAY forwarded
+	Disconnected                       // DISCONNECT forwarded and confirmed
+	Closed                             // CLOSE unbound the sender (or it was already unbound)
+	ErrorSent                          // answered with an ERROR
+	DroppedMalformed                   // not a well-formed relay message
+	DroppedAuth                        // BIND with connection data that does not open, or a bad HMAC
+	DroppedNonce                       // BIND with a nonce that is not allowed
+	DroppedFull                        // BIND of a new allocation with the binding table full
+	DroppedTooLarge                    // RELAY content over MaxContent
+	DroppedUnanswerable                // an error that cannot be answered without amplification
+	DroppedUnexpected                  // a message type clients do not send
 	NumVerdicts
 )
 
@@ -322,7 +322,7 @@ func (e *Engine) disconnect(src Peer, datagram []byte, out *Outbox) Verdict {
 		}
 		return e.replyError(src, datagram, m.From, code, out)
 	}
-	out.send(target, datagram) // the peer learns of it
+	out.send(target, datagram)   // the peer learns of it
 	out.send(src.Addr, datagram) // and the sender has its confirmation
 	return Disconnected
 }
