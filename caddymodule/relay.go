@@ -1,0 +1,310 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/mholt/caddy-l4/layer4"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/handlers/relay"
+	wirerelay "github.com/gamegate/gamegate/wire/relay"
+)
+
+func init() {
+	caddy.RegisterModule(new(Relay))
+}
+
+// Relay is a Unity Relay server on a caddy-l4 UDP listener: clients bind to
+// the allocations the relay_allocations API gave them (BIND, authenticated
+// with the allocation key inside the sealed connection data), connect to
+// hosts (CONNECT_REQUEST) and exchange messages (RELAY) through the gateway,
+// with unmodified Unity Transport clients. Bindings survive configuration
+// reloads.
+type Relay struct {
+	// Secrets that seal and open connection data; the first seals (used by
+	// relay_allocations with the same secrets), all open, so a secret can be
+	// rotated. Placeholders such as {env.RELAY_SECRET} are replaced. At
+	// least 16 bytes each. Required.
+	Secrets []string `json:"secrets,omitempty"`
+	// A binding with no traffic for this long ends; its client's next
+	// message gets ERROR 1. Default: 10s.
+	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
+	// The idle timeout of a binding with no connected peer yet (a host
+	// waiting for players). Default: 60s.
+	AloneTimeout caddy.Duration `json:"alone_timeout,omitempty"`
+	// Largest RELAY content forwarded, in bytes. Default: 1400.
+	MaxContent int `json:"max_content,omitempty"`
+	// Most bindings held; a BIND of a new allocation past it is dropped.
+	// Default: 100000.
+	MaxBindings int `json:"max_bindings,omitempty"`
+	// Byte order of the BIND nonce: "little" (what the shipped client
+	// sends) or "big" (what the protocol page says). Default: little.
+	NonceByteOrder string `json:"nonce_byte_order,omitempty"`
+	// Handlers with the same name (and max_bindings) share their bindings,
+	// and a reloaded configuration takes them over. Default: relay.
+	Name string `json:"name,omitempty"`
+
+	engine   *relay.Engine
+	tableKey string
+	logger   *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*Relay) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "layer4.handlers.relay",
+		New: func() caddy.Module { return new(Relay) },
+	}
+}
+
+// relayTables holds the binding tables across configuration reloads.
+var relayTables = caddy.NewUsagePool()
+
+var liveRelayTables liveSet[*relay.Table]
+
+type pooledRelayTable struct{ *relay.Table }
+
+func (p pooledRelayTable) Destruct() error {
+	liveRelayTables.remove(p.Table)
+	return p.Table.Destruct()
+}
+
+// replacedSecrets returns the secrets with placeholders replaced.
+func replacedSecrets(secrets []string) ([][]byte, error) {
+	repl := caddy.NewReplacer()
+	out := make([][]byte, 0, len(secrets))
+	for i, s := range secrets {
+		v := repl.ReplaceKnown(s, "")
+		if len(v) < 16 {
+			return nil, fmt.Errorf("secrets[%d] is shorter than 16 bytes after replacing placeholders", i)
+		}
+		out = append(out, []byte(v))
+	}
+	return out, nil
+}
+
+// Provision sets up the relay and adopts (or creates) its binding table.
+func (h *Relay) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.IdleTimeout == 0 {
+		h.IdleTimeout = caddy.Duration(10 * time.Second)
+	}
+	if h.AloneTimeout == 0 {
+		h.AloneTimeout = caddy.Duration(60 * time.Second)
+	}
+	if h.MaxContent == 0 {
+		h.MaxContent = wirerelay.DefaultMaxRelayContent
+	}
+	if h.MaxBindings == 0 {
+		h.MaxBindings = 100_000
+	}
+	if h.NonceByteOrder == "" {
+		h.NonceByteOrder = "little"
+	}
+	if h.Name == "" {
+		h.Name = "relay"
+	}
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	secrets, err := replacedSecrets(h.Secrets)
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	sealer, err := relay.NewSealer(secrets...)
+	if err != nil {
+		return err
+	}
+	h.tableKey = h.Name + "/" + strconv.Itoa(h.MaxBindings)
+	sweep := min(time.Second, time.Duration(h.IdleTimeout)/4)
+	val, _, err := relayTables.LoadOrNew(h.tableKey, func() (caddy.Destructor, error) {
+		t := relay.NewTable(h.MaxBindings, nil, sweep)
+		liveRelayTables.add(t)
+		return pooledRelayTable{t}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.engine, err = relay.NewEngine(relay.Config{
+		Sealer:         sealer,
+		IdleTimeout:    time.Duration(h.IdleTimeout),
+		AloneTimeout:   time.Duration(h.AloneTimeout),
+		MaxContent:     h.MaxContent,
+		NonceBigEndian: h.NonceByteOrder == "big",
+	}, val.(pooledRelayTable).Table)
+	if err != nil {
+		return err
+	}
+	return registerCollectors(ctx.GetMetricsRegistry(), relayMetrics.collectors()...)
+}
+
+// Validate checks the configuration.
+func (h *Relay) Validate() error {
+	switch {
+	case len(h.Secrets) == 0:
+		return errors.New("relay: secrets is required")
+	case h.IdleTimeout < 0 || h.AloneTimeout < 0:
+		return errors.New("relay: idle_timeout and alone_timeout must be positive")
+	case h.MaxContent < 0 || h.MaxContent > 0xFFFF:
+		return errors.New("relay: max_content must be in [1, 65535]")
+	case h.MaxBindings < 0:
+		return errors.New("relay: max_bindings must be positive")
+	case h.NonceByteOrder != "" && h.NonceByteOrder != "little" && h.NonceByteOrder != "big":
+		return fmt.Errorf("relay: nonce_byte_order must be little or big, not %q", h.NonceByteOrder)
+	}
+	return nil
+}
+
+// Cleanup releases the handler's hold on its binding table.
+func (h *Relay) Cleanup() error {
+	if h.tableKey == "" {
+		return nil
+	}
+	_, err := relayTables.Delete(h.tableKey)
+	return err
+}
+
+// Handle relays the datagrams of one client address until the association
+// ends. Messages for other clients go out through the shared socket.
+func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
+	pc, ok := cx.Conn.(net.PacketConn)
+	if !ok {
+		return errors.New("relay: the relay protocol runs over UDP; this route's listener is not a packet listener")
+	}
+	src := relay.PeerOf(cx.RemoteAddr())
+	buf := make([]byte, maxDatagram)
+	out := relay.NewOutbox()
+	for {
+		n, err := cx.Read(buf)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		if n == 0 {
+			// Part of a datagram longer than caddy-l4's matching chunk is
+			// stuck without a frame boundary (see the package notes).
+			relayMetrics.verdicts[relay.DroppedMalformed].Inc()
+			return nil
+		}
+		v := h.engine.Handle(src, buf[:n], out)
+		relayMetrics.verdicts[v].Inc()
+		for _, s := range out.Sends {
+			var err error
+			if s.To == src.Addr {
+				_, err = cx.Write(s.Data)
+			} else {
+				_, err = pc.WriteTo(s.Data, s.To)
+			}
+			if err != nil {
+				if ce := h.logger.Check(zap.DebugLevel, "relay send"); ce != nil {
+					ce.Write(zap.Stringer("to", s.To), zap.Error(err))
+				}
+			}
+		}
+	}
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	relay {
+//		secrets          <secret> [<older_secret>...]
+//		idle_timeout     <duration>
+//		alone_timeout    <duration>
+//		max_content      <bytes>
+//		max_bindings     <count>
+//		nonce_byte_order little|big
+//		name             <name>
+//	}
+func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the handler name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("relay: duplicate option '%s'", opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "secrets":
+			h.Secrets = d.RemainingArgs()
+			if len(h.Secrets) == 0 {
+				return d.ArgErr()
+			}
+		case "idle_timeout":
+			h.IdleTimeout, err = parseDuration(d)
+		case "alone_timeout":
+			h.AloneTimeout, err = parseDuration(d)
+		case "max_content":
+			h.MaxContent, err = parseIntRange(d, 1, 0xFFFF)
+		case "max_bindings":
+			h.MaxBindings, err = parseIntRange(d, 1, 1<<30)
+		case "nonce_byte_order":
+			h.NonceByteOrder, err = parseOneOf(d, "little", "big")
+		case "name":
+			h.Name, err = parseSingleArg(d)
+		default:
+			return d.Errf("relay: unrecognized option '%s'", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var relayMetrics = newRelayMetrics()
+
+type relayMetricSet struct {
+	datagrams *prometheus.CounterVec
+	bindings  prometheus.GaugeFunc
+	verdicts  [relay.NumVerdicts]prometheus.Counter
+}
+
+func newRelayMetrics() *relayMetricSet {
+	const ns, sub = "gamegate", "relay"
+	m := &relayMetricSet{
+		datagrams: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "datagrams_total",
+			Help: "Relay datagrams handled, by outcome (relayed, bound, pinged, error_sent, dropped reasons, …).",
+		}, []string{"outcome"}),
+	}
+	m.bindings = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: ns, Subsystem: sub, Name: "bindings",
+		Help: "Live relay bindings (allocations bound to a client address).",
+	}, func() float64 {
+		n := 0
+		liveRelayTables.each(func(t *relay.Table) { n += t.Len() })
+		return float64(n)
+	})
+	for v := relay.Verdict(0); v < relay.NumVerdicts; v++ {
+		m.verdicts[v] = m.datagrams.WithLabelValues(v.String())
+	}
+	return m
+}
+
+func (m *relayMetricSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.datagrams, m.bindings}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*Relay)(nil)
+	_ caddy.Validator       = (*Relay)(nil)
+	_ caddy.CleanerUpper    = (*Relay)(nil)
+	_ caddyfile.Unmarshaler = (*Relay)(nil)
+	_ layer4.NextHandler    = (*Relay)(nil)
+)

@@ -1,0 +1,408 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/handlers/relay"
+	"github.com/gamegate/gamegate/internal/testutil"
+	wirerelay "github.com/gamegate/gamegate/wire/relay"
+)
+
+const relaySecret = "relay-test-secret-0123456789"
+
+func relayCaddyfile(addr, options string) string {
+	if options != "" {
+		options = "\n\t\t\t\t\t" + options
+	}
+	return fmt.Sprintf(`{
+	layer4 {
+		udp/%s {
+			@relay relay
+			route @relay {
+				relay {
+					secrets {env.GAMEGATE_TEST_RELAY_SECRET}%s
+				}
+			}
+		}
+	}
+}
+`, addr, options)
+}
+
+type relayEnv struct {
+	addr   string
+	caddy  *testutil.Caddy
+	cfg    string
+	sealer *relay.Sealer
+}
+
+func startRelay(t *testing.T, options string) *relayEnv {
+	t.Helper()
+	t.Setenv("GAMEGATE_TEST_RELAY_SECRET", relaySecret)
+	env := &relayEnv{addr: testutil.FreeUDPAddr(t)}
+	env.cfg = relayCaddyfile(env.addr, options)
+	env.caddy = testutil.StartCaddy(t, env.cfg)
+	var err error
+	if env.sealer, err = relay.NewSealer([]byte(relaySecret)); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// allocation makes an allocation as the allocations API would.
+func (env *relayEnv) allocation(t *testing.T, maxConn int) (*relay.Allocation, []byte) {
+	t.Helper()
+	a, err := relay.NewAllocation(maxConn, "test", time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := env.sealer.Seal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, data
+}
+
+func (env *relayEnv) dial(t *testing.T, maxConn int) (*relay.Client, *relay.Allocation, []byte) {
+	t.Helper()
+	a, data := env.allocation(t, maxConn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := relay.Dial(ctx, relay.ClientConfig{
+		Server: env.addr, Local: "127.0.0.1:0",
+		AllocationID: a.ID, Key: a.Key[:], ConnectionData: data,
+		BindRetry: 200 * time.Millisecond, ConnectRetry: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, a, data
+}
+
+func connectTo(t *testing.T, c *relay.Client, hostData []byte) (wirerelay.AllocationID, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.Connect(ctx, hostData)
+}
+
+// payload is message seq of joiner j: deterministic bytes a receiver can
+// check.
+func payload(j byte, seq uint32) []byte {
+	b := make([]byte, 8+int(seq%200))
+	b[0] = j
+	binary.BigEndian.PutUint32(b[1:], seq)
+	for i := 5; i < len(b); i++ {
+		b[i] = byte(seq) ^ byte(i) ^ j
+	}
+	return b
+}
+
+// echoHost answers every message with the same content, until ctx ends,
+// and counts what it received per sender and sequence.
+func echoHost(ctx context.Context, t *testing.T, host *relay.Client) (*sync.Map, *sync.WaitGroup) {
+	var seen sync.Map // string(from)+seq → count
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			m, err := host.Receive(ctx)
+			if err != nil {
+				return
+			}
+			key := fmt.Sprintf("%x/%x", m.From, m.Content[:5])
+			n, _ := seen.LoadOrStore(key, new(int))
+			*n.(*int)++
+			if err := host.Send(m.From, m.Content); err != nil {
+				t.Errorf("host send: %v", err)
+				return
+			}
+		}
+	}()
+	return &seen, &wg
+}
+
+// exchange sends n messages from joiner j to the host (at most window
+// outstanding) and checks every echo: none lost, duplicated or altered.
+func exchange(t *testing.T, c *relay.Client, host wirerelay.AllocationID, j byte, first, n uint32, window int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	next, got := first, uint32(0)
+	outstanding := 0
+	received := make(map[uint32]bool, n)
+	for got < n {
+		for outstanding < window && next < first+n {
+			if err := c.Send(host, payload(j, next)); err != nil {
+				t.Fatal(err)
+			}
+			next++
+			outstanding++
+		}
+		m, err := c.Receive(ctx)
+		if err != nil {
+			t.Fatalf("joiner %d: after %d of %d echoes: %v", j, got, n, err)
+		}
+		if m.From != host {
+			t.Fatalf("echo from %x, want the host %x", m.From, host)
+		}
+		seq := binary.BigEndian.Uint32(m.Content[1:])
+		if m.Content[0] != j || seq < first || seq >= first+n || !bytes.Equal(m.Content, payload(j, seq)) {
+			t.Fatalf("joiner %d: altered or foreign message %x", j, m.Content)
+		}
+		if received[seq] {
+			t.Fatalf("joiner %d: duplicate echo of %d", j, seq)
+		}
+		received[seq] = true
+		got++
+		outstanding--
+	}
+}
+
+func TestRelayHostAndJoiners(t *testing.T) {
+	env := startRelay(t, "")
+	host, hostAlloc, hostData := env.dial(t, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen, hostDone := echoHost(ctx, t, host)
+
+	joiners := make([]*relay.Client, 2)
+	for i := range joiners {
+		c, _, _ := env.dial(t, 1)
+		from, err := connectTo(t, c, hostData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if from != hostAlloc.ID {
+			t.Fatalf("ACCEPTED.From: got %x, want the host's ID %x", from, hostAlloc.ID)
+		}
+		joiners[i] = c
+	}
+	// A third joiner is past the host's 2 connections.
+	third, _, _ := env.dial(t, 1)
+	if _, err := connectTo(t, third, hostData); !errors.Is(err, relay.ErrRejected) {
+		t.Fatalf("third joiner: got %v, want REJECTED", err)
+	}
+
+	const n = 10_000
+	var wg sync.WaitGroup
+	for i, c := range joiners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			exchange(t, c, hostAlloc.ID, byte(i), 0, n, 16)
+		}()
+	}
+	wg.Wait()
+	cancel()
+	hostDone.Wait()
+	count := 0
+	seen.Range(func(_, v any) bool {
+		if *v.(*int) != 1 {
+			t.Errorf("the host received a message %d times", *v.(*int))
+		}
+		count++
+		return true
+	})
+	if count != 2*n {
+		t.Fatalf("the host received %d distinct messages, want %d", count, 2*n)
+	}
+	for i, c := range joiners {
+		if c.Rebinds() != 0 {
+			t.Fatalf("joiner %d had to re-bind %d times", i, c.Rebinds())
+		}
+	}
+	t.Logf("2 joiners × %d messages each way through the relay: none lost, duplicated or altered", n)
+}
+
+func TestRelayReloadKeepsSessions(t *testing.T) {
+	env := startRelay(t, "")
+	host, hostAlloc, hostData := env.dial(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, hostDone := echoHost(ctx, t, host)
+	joiner, _, _ := env.dial(t, 1)
+	if _, err := connectTo(t, joiner, hostData); err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, joiner, hostAlloc.ID, 1, 0, 2000, 16)
+	before, _ := env.caddy.Metric(t, "gamegate_relay_bindings")
+	env.caddy.Load(t, env.cfg) // a configuration reload
+	after, _ := env.caddy.Metric(t, "gamegate_relay_bindings")
+	if before != 2 || after != 2 {
+		t.Fatalf("bindings before and after the reload: got %v and %v, want 2 and 2", before, after)
+	}
+	// Every message sent after the reload arrives, without re-binding.
+	exchange(t, joiner, hostAlloc.ID, 1, 2000, 2000, 16)
+	if joiner.Rebinds() != 0 || host.Rebinds() != 0 {
+		t.Fatalf("re-binds after the reload: joiner %d host %d, want none", joiner.Rebinds(), host.Rebinds())
+	}
+	cancel()
+	hostDone.Wait()
+}
+
+// rawBind is a shipped-layout BIND (295 bytes, little-endian nonce).
+func rawBind(t *testing.T, a *relay.Allocation, data []byte, nonce uint16) []byte {
+	t.Helper()
+	m := wirerelay.Bind{Nonce: nonce, ConnectionData: data}
+	if err := m.Sign(a.Key[:], wirerelay.Options{Padded: true}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.AppendShipped(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 295 || binary.LittleEndian.Uint16(b[5:7]) != nonce {
+		t.Fatalf("BIND of %d bytes with nonce bytes %x: want 295 bytes, little-endian nonce", len(b), b[5:7])
+	}
+	return b
+}
+
+var bindReceived = []byte{0xDA, 0x72, 0x00, 0x01}
+
+// firstReply sends each datagram in order and returns the first reply.
+func firstReply(t *testing.T, c *testutil.UDPClient, datagrams ...[]byte) []byte {
+	t.Helper()
+	for _, d := range datagrams {
+		c.Send(d)
+	}
+	b, ok := c.Recv(replyTimeout)
+	if !ok {
+		t.Fatal("no reply")
+	}
+	return b
+}
+
+func TestRelayBindRules(t *testing.T) {
+	env := startRelay(t, "")
+	a, data := env.allocation(t, 1)
+	first := testutil.DialUDP(t, "127.0.0.1:0", env.addr)
+
+	// A BIND with a wrong HMAC gets silence: the reply that comes is the
+	// valid BIND's.
+	bad := rawBind(t, a, data, 3)
+	bad[len(bad)-1] ^= 0xFF
+	if got := firstReply(t, first, bad, rawBind(t, a, data, 3)); !bytes.Equal(got, bindReceived) {
+		t.Fatalf("got %x, want BIND_RECEIVED for the valid BIND only", got)
+	}
+	if got, ok := first.Recv(200 * time.Millisecond); ok {
+		t.Fatalf("a second reply %x: the bad BIND was answered", got)
+	}
+
+	// The same BIND replayed from a new address (old nonce): silence; the
+	// binding stays.
+	moved := testutil.DialUDP(t, "127.0.0.2:0", env.addr)
+	ping, _ := (&wirerelay.Ping{AllocationID: a.ID, Number: 1}).AppendTo(nil)
+	got := firstReply(t, moved, rawBind(t, a, data, 3), ping)
+	var e wirerelay.Error
+	if e.Decode(got) != nil || e.Code != wirerelay.CodeClientPlayerMismatch {
+		t.Fatalf("after a replayed BIND from a new address: got %x, want silence then ERROR 3 for the PING", got)
+	}
+	// With a higher nonce the binding moves to the new address.
+	if got := firstReply(t, moved, rawBind(t, a, data, 4)); !bytes.Equal(got, bindReceived) {
+		t.Fatalf("higher nonce from a new address: got %x, want BIND_RECEIVED", got)
+	}
+	if got := firstReply(t, moved, ping); !bytes.Equal(got, ping) {
+		t.Fatalf("PING from the new address: got %x, want it echoed", got)
+	}
+	if got := firstReply(t, first, ping); e.Decode(got) != nil || e.Code != wirerelay.CodeClientPlayerMismatch {
+		t.Fatalf("PING from the old address: got %x, want ERROR 3", got)
+	}
+}
+
+func TestRelayTimeout(t *testing.T) {
+	env := startRelay(t, "idle_timeout 300ms\n\t\t\t\t\talone_timeout 300ms")
+	a, data := env.allocation(t, 1)
+	c := testutil.DialUDP(t, "127.0.0.1:0", env.addr)
+	if got := firstReply(t, c, rawBind(t, a, data, 0)); !bytes.Equal(got, bindReceived) {
+		t.Fatalf("BIND: got %x", got)
+	}
+	ping, _ := (&wirerelay.Ping{AllocationID: a.ID}).AppendTo(nil)
+	if got := firstReply(t, c, ping); !bytes.Equal(got, ping) {
+		t.Fatalf("PING: got %x", got)
+	}
+	time.Sleep(500 * time.Millisecond) // silent past the timeout
+	var e wirerelay.Error
+	if got := firstReply(t, c, ping); e.Decode(got) != nil || e.Code != wirerelay.CodeTimeout || e.AllocationID != a.ID {
+		t.Fatalf("after the timeout: got %x, want ERROR 1", got)
+	}
+}
+
+func TestRelayNoAmplificationFromUnboundSources(t *testing.T) {
+	env := startRelay(t, "max_bindings 8")
+	rng := rand.New(rand.NewPCG(7, 7))
+	sources := make([]*testutil.UDPClient, 32)
+	for i := range sources {
+		sources[i] = testutil.DialUDP(t, fmt.Sprintf("127.0.%d.%d:0", 10+i/200, 1+i%200), env.addr)
+	}
+	sizes := make([]map[int]bool, len(sources)) // what each source sent
+	for i := range sizes {
+		sizes[i] = map[int]bool{}
+	}
+	for k := range 5000 {
+		i := k % len(sources)
+		var d []byte
+		switch k % 4 {
+		case 0:
+			d = []byte{0xDA, 0x72, 0x00, byte(rng.IntN(13))}
+		case 1:
+			d = make([]byte, 1+rng.IntN(300))
+			for j := range d {
+				d[j] = byte(rng.Uint32())
+			}
+		case 2: // well-formed messages for allocations nobody bound
+			var id wirerelay.AllocationID
+			id[0] = byte(k)
+			if k%8 == 2 {
+				d, _ = (&wirerelay.Ping{AllocationID: id}).AppendTo(nil)
+			} else {
+				d, _ = (&wirerelay.Relay{From: id, To: id, Content: []byte("x")}).AppendTo(nil)
+			}
+		default: // BINDs that do not authenticate
+			a, data := env.allocation(t, 1)
+			d = rawBind(t, a, data, 0)
+			d[100] ^= 1
+		}
+		sources[i].Send(d)
+		sizes[i][len(d)] = true
+	}
+	// Collect every reply: each must be no larger than the smallest
+	// datagram of its kind that could have provoked it.
+	replies := 0
+	for i, s := range sources {
+		for {
+			b, ok := s.Recv(300 * time.Millisecond)
+			if !ok {
+				break
+			}
+			replies++
+			smallest := 1 << 30
+			for n := range sizes[i] {
+				if n >= len(b) && n < smallest {
+					smallest = n
+				}
+			}
+			if smallest == 1<<30 {
+				t.Fatalf("source %d got %d bytes, more than anything it sent", i, len(b))
+			}
+			var e wirerelay.Error
+			if e.Decode(b) != nil {
+				t.Fatalf("source %d got %x, want only ERROR messages", i, b)
+			}
+		}
+	}
+	if n, _ := env.caddy.Metric(t, "gamegate_relay_bindings"); n > 8 {
+		t.Fatalf("bindings: got %v, want at most 8", n)
+	}
+	t.Logf("5000 datagrams from 32 unbound sources: %d replies, none larger than a datagram the source sent", replies)
+}
