@@ -1,0 +1,196 @@
+package gqp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
+)
+
+// Client errors. A *ProtocolError wraps what made a response unusable.
+var (
+	// ErrTimeout: no complete response within the timeout, after every retry.
+	ErrTimeout = errors.New("gqp: no response")
+	// ErrIncomplete: part of a response came, but not its end, within the
+	// timeout. Query reports it wrapped in a *ProtocolError.
+	ErrIncomplete = errors.New("response ended before its EOT")
+)
+
+// ProtocolError reports a response that could not be used: it did not
+// decode, was too long, or did not answer the query.
+type ProtocolError struct{ Err error }
+
+func (e *ProtocolError) Error() string { return "gqp: bad response: " + e.Err.Error() }
+func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// Client sends GQP queries. The zero value is usable.
+type Client struct {
+	// Timeout is how long one attempt waits for a complete response.
+	// Default: 1s.
+	Timeout time.Duration
+	// Retries is the number of attempts after the first. Default: 1.
+	// Set to -1 for none.
+	Retries int
+	// MaxResponse bounds a response's total size. Default and maximum:
+	// wire/gqp's MaxResponse (64 KiB).
+	MaxResponse int
+	// PadTo pads queries with the pad extension command to this many bytes,
+	// so responders that refuse to amplify (gamegate's among them) answer in
+	// full up to that size. Default: 1200. Set to -1 to send queries as they
+	// are.
+	PadTo int
+	// Local is the local address to send from. Default: any.
+	Local string
+	// OnSend, if set, is called for every query datagram sent (for metrics).
+	OnSend func()
+}
+
+// Query sends q to server (host:port) and returns its response, with the
+// reply to the padding command removed. Each attempt uses a fresh socket,
+// so a late answer to an earlier attempt cannot mix into a later one.
+func (c *Client) Query(ctx context.Context, server string, q *wiregqp.Query) (*wiregqp.Response, error) {
+	timeout, retries, padTo := c.Timeout, c.Retries, c.PadTo
+	if timeout == 0 {
+		timeout = time.Second
+	}
+	if retries == 0 {
+		retries = 1
+	} else if retries < 0 {
+		retries = 0
+	}
+	if padTo == 0 {
+		padTo = 1200
+	}
+	datagram, padded, err := buildQuery(q, padTo)
+	if err != nil {
+		return nil, err
+	}
+	raddr, err := net.ResolveUDPAddr("udp", server)
+	if err != nil {
+		return nil, err
+	}
+	var laddr *net.UDPAddr
+	if c.Local != "" {
+		if laddr, err = net.ResolveUDPAddr("udp", c.Local); err != nil {
+			return nil, err
+		}
+	}
+	var last error = ErrTimeout
+	for attempt := 0; attempt <= retries; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		raw, err := c.attempt(ctx, laddr, raddr, datagram, timeout)
+		if errors.Is(err, ErrTimeout) || errors.Is(err, ErrIncomplete) {
+			last = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return decodeResponse(raw, q, padded)
+	}
+	if errors.Is(last, ErrIncomplete) {
+		return nil, &ProtocolError{Err: last}
+	}
+	return nil, ErrTimeout
+}
+
+func buildQuery(q *wiregqp.Query, padTo int) ([]byte, bool, error) {
+	datagram, err := q.AppendTo(nil)
+	if err != nil {
+		return nil, false, err
+	}
+	// The pad command adds "GS pad RS" and its argument.
+	overhead := 1 + len(PadCommand) + 1
+	if padTo <= 0 || len(datagram)+overhead >= padTo || len(q.Commands) >= wiregqp.MaxCommands {
+		return datagram, false, nil
+	}
+	pq := wiregqp.Query{Encoding: q.Encoding, Commands: append(q.Commands[:len(q.Commands):len(q.Commands)],
+		wiregqp.Command{Name: []byte(PadCommand), Args: [][]byte{bytes.Repeat([]byte{'.'}, padTo-len(datagram)-overhead)}})}
+	padded, err := pq.AppendTo(nil)
+	if err != nil {
+		return datagram, false, nil
+	}
+	return padded, true, nil
+}
+
+func (c *Client) attempt(ctx context.Context, laddr, raddr *net.UDPAddr, datagram []byte, timeout time.Duration) ([]byte, error) {
+	conn, err := net.DialUDP("udp", laddr, raddr) // connected: the kernel drops other sources
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := conn.Write(datagram); err != nil {
+		return nil, err
+	}
+	if c.OnSend != nil {
+		c.OnSend()
+	}
+	re := wiregqp.Reassembler{Limit: c.MaxResponse}
+	buf := make([]byte, 65536)
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if len(re.Bytes()) > 0 {
+					return nil, ErrIncomplete
+				}
+				return nil, ErrTimeout
+			}
+			var ne net.Error
+			if errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
+				// An ICMP port-unreachable surfaces as a read error on a
+				// connected socket: nobody is listening, the same as no
+				// answer.
+				return nil, ErrTimeout
+			}
+			return nil, err
+		}
+		complete, err := re.Add(buf[:n])
+		if err != nil {
+			return nil, &ProtocolError{Err: err}
+		}
+		if complete {
+			return bytes.Clone(re.Bytes()), nil
+		}
+	}
+}
+
+func decodeResponse(raw []byte, q *wiregqp.Query, padded bool) (*wiregqp.Response, error) {
+	resp := new(wiregqp.Response)
+	if err := resp.Decode(raw); err != nil {
+		return nil, &ProtocolError{Err: err}
+	}
+	if padded {
+		// The last reply answers the padding command, whatever the server
+		// made of it.
+		if n := len(resp.Replies); n == len(q.Commands)+1 && string(resp.Replies[n-1].Name) == PadCommand {
+			resp.Replies = resp.Replies[:n-1]
+		}
+	}
+	// One reply per command; a single nameless reply is the server's 40 or
+	// 41 for the whole query.
+	if len(resp.Replies) != len(q.Commands) {
+		if len(resp.Replies) == 1 && len(resp.Replies[0].Name) == 0 {
+			return resp, nil
+		}
+		return nil, &ProtocolError{Err: fmt.Errorf("%d replies to %d commands", len(resp.Replies), len(q.Commands))}
+	}
+	return resp, nil
+}
