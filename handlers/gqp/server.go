@@ -81,10 +81,10 @@ type Verdict uint8
 
 // Verdicts.
 const (
-	Answered            Verdict = iota
-	AnsweredError               // answered status 40 or 41 for a query that did not decode
-	DroppedMalformed            // did not decode, and no error reply fits
-	DroppedAmplification        // the answer is larger than the query and the source is not validated
+	Answered             Verdict = iota
+	AnsweredError                // answered status 40 or 41 for a query that did not decode
+	DroppedMalformed             // did not decode, and no error reply fits
+	DroppedAmplification         // the answer is larger than the query and the source is not validated
 	NumVerdicts
 )
 
