@@ -162,6 +162,11 @@ func (c *Client) attempt(ctx context.Context, laddr, raddr *net.UDPAddr, datagra
 			}
 			return nil, err
 		}
+		if len(re.Bytes()) == 0 && n > 0 && buf[0] != wiregqp.SOH && (buf[0] < '0' || buf[0] > '9') {
+			// A response starts with an encoding header or a status digit:
+			// this cannot become one, so do not wait for its end.
+			return nil, &ProtocolError{Err: errors.New("the answer does not start like a GQP response")}
+		}
 		complete, err := re.Add(buf[:n])
 		if err != nil {
 			return nil, &ProtocolError{Err: err}

@@ -70,7 +70,7 @@ func testServer(t *testing.T) *Server {
 	return s
 }
 
-func query(names ...string) *wiregqp.Query {
+func mkQuery(names ...string) *wiregqp.Query {
 	q := new(wiregqp.Query)
 	for _, n := range names {
 		name, args, _ := strings.Cut(n, " ")
@@ -97,7 +97,7 @@ func ask(t *testing.T, c *Client, addr string, q *wiregqp.Query) *wiregqp.Respon
 func TestRequiredCommands(t *testing.T) {
 	addr := serve(t, testServer(t))
 	c := &Client{Timeout: 2 * time.Second}
-	resp := ask(t, c, addr, query("identify", "echo one,two,three", "echo single", "extensions", "players", "nothing", "rcon"))
+	resp := ask(t, c, addr, mkQuery("identify", "echo one,two,three", "echo single", "extensions", "players", "nothing", "rcon"))
 	if len(resp.Replies) != 7 {
 		t.Fatalf("got %d replies, want 7 (the pad reply removed)", len(resp.Replies))
 	}
@@ -131,31 +131,31 @@ func TestChallengeValidate(t *testing.T) {
 	s := testServer(t)
 	addr := serve(t, s)
 	c := &Client{Timeout: 2 * time.Second, Local: "127.0.0.1:0"}
-	if r := ask(t, c, addr, query("kick bob")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
+	if r := ask(t, c, addr, mkQuery("kick bob")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
 		t.Fatalf("protected command before validation: got %v, want 32", r.Status)
 	}
-	if r := ask(t, c, addr, query("challenge admin,wrong")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
+	if r := ask(t, c, addr, mkQuery("challenge admin,wrong")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
 		t.Fatalf("wrong password: got %v, want 32", r.Status)
 	}
-	ch := ask(t, c, addr, query("challenge admin,hunter2")).Replies[0]
+	ch := ask(t, c, addr, mkQuery("challenge admin,hunter2")).Replies[0]
 	if ch.Status != wiregqp.StatusOK || len(ch.Records) != 1 {
 		t.Fatalf("challenge: got %+v", ch)
 	}
 	token := string(ch.Records[0].Value())
-	if r := ask(t, c, addr, query("validate nope")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
+	if r := ask(t, c, addr, mkQuery("validate nope")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
 		t.Fatalf("validate with a wrong challenge: got %v, want 32", r.Status)
 	}
-	if r := ask(t, c, addr, query("validate "+token)).Replies[0]; r.Status != wiregqp.StatusOK || r.Kind != wiregqp.ReplyEmpty {
+	if r := ask(t, c, addr, mkQuery("validate "+token)).Replies[0]; r.Status != wiregqp.StatusOK || r.Kind != wiregqp.ReplyEmpty {
 		t.Fatalf("validate: got %+v, want 10 with an empty reply", r)
 	}
-	if r := ask(t, c, addr, query("kick bob")).Replies[0]; r.Status != wiregqp.StatusOK || string(r.Records[0].Value()) != "bob" {
+	if r := ask(t, c, addr, mkQuery("kick bob")).Replies[0]; r.Status != wiregqp.StatusOK || string(r.Records[0].Value()) != "bob" {
 		t.Fatalf("protected command after validation: got %+v", r)
 	}
-	if r := ask(t, c, addr, query("kick")).Replies[0]; r.Status != wiregqp.StatusWrongArgCount {
+	if r := ask(t, c, addr, mkQuery("kick")).Replies[0]; r.Status != wiregqp.StatusWrongArgCount {
 		t.Fatalf("too few arguments: got %v, want 22", r.Status)
 	}
 	// The challenge was used up.
-	if r := ask(t, c, addr, query("validate "+token)).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
+	if r := ask(t, c, addr, mkQuery("validate "+token)).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
 		t.Fatalf("second validate with the same challenge: got %v, want 32", r.Status)
 	}
 }
@@ -175,7 +175,7 @@ func TestNoAmplification(t *testing.T) {
 	}
 	// Unpadded, the client gets no answer from a refusing server.
 	addr := serve(t, s)
-	_, err := (&Client{Timeout: 200 * time.Millisecond, Retries: -1, PadTo: -1}).Query(context.Background(), addr, query("identify"))
+	_, err := (&Client{Timeout: 200 * time.Millisecond, Retries: -1, PadTo: -1}).Query(context.Background(), addr, mkQuery("identify"))
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("unpadded identify: got %v, want a timeout", err)
 	}
@@ -213,7 +213,7 @@ func TestClientErrors(t *testing.T) {
 			addr := serveFunc(t, func(_ netip.AddrPort, q []byte) [][]byte { return tt.answer(q) })
 			c := &Client{Timeout: 200 * time.Millisecond, Retries: -1, MaxResponse: 8 << 10}
 			start := time.Now()
-			_, err := c.Query(context.Background(), addr, query("identify"))
+			_, err := c.Query(context.Background(), addr, mkQuery("identify"))
 			if !tt.check(err) {
 				t.Fatalf("got %v (%T)", err, err)
 			}
@@ -240,7 +240,7 @@ func TestClientRetries(t *testing.T) {
 		return out
 	})
 	c := &Client{Timeout: 200 * time.Millisecond, Retries: 2}
-	resp, err := c.Query(context.Background(), addr, query("identify"))
+	resp, err := c.Query(context.Background(), addr, mkQuery("identify"))
 	if err != nil || resp.Replies[0].Status != wiregqp.StatusOK || n.Load() != 2 {
 		t.Fatalf("got %v after %d queries, want an answer to the second", err, n.Load())
 	}
@@ -262,9 +262,9 @@ func TestLargeResponseSplitForValidatedSource(t *testing.T) {
 	}
 	addr := serve(t, s)
 	c := &Client{Timeout: time.Second, Local: "127.0.0.1:0"}
-	token := string(ask(t, c, addr, query("challenge a,b")).Replies[0].Records[0].Value())
-	ask(t, c, addr, query("validate "+token))
-	resp := ask(t, c, addr, query("all"))
+	token := string(ask(t, c, addr, mkQuery("challenge a,b")).Replies[0].Records[0].Value())
+	ask(t, c, addr, mkQuery("validate "+token))
+	resp := ask(t, c, addr, mkQuery("all"))
 	if r := resp.Replies[0]; len(r.Records) != 40 || string(r.Records[39].Value()) != big {
 		t.Fatalf("a ~8 KB answer over several datagrams: got %d records", len(r.Records))
 	}

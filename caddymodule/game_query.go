@@ -1,0 +1,443 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gamegate/gamegate/handlers/query"
+)
+
+func init() {
+	caddy.RegisterModule(new(GameQuery))
+	httpcaddyfile.RegisterHandlerDirective("game_query", parseGameQueryDirective)
+	httpcaddyfile.RegisterDirectiveOrder("game_query", httpcaddyfile.Before, "respond")
+}
+
+// GameQuery answers HTTP questions about game servers with JSON, asking
+// the servers in their own query protocols (modules in the gamegate.query
+// namespace: gqp, freeciv, …):
+//
+//	GET  /{server}                  the server's normalised status
+//	GET  /{server}/{command}?arg=…  one protocol command's answer
+//	POST /                          a batch of servers × commands
+//
+// Paths are taken as they reach the handler: mount it with handle_path to
+// strip a prefix. Results are cached per server and command: concurrent
+// requests share one upstream query, stale results are served while one
+// refresh runs or when a server fails, failures are cached briefly, and the
+// upstream query rate per server is limited.
+type GameQuery struct {
+	// Game servers by name.
+	Servers map[string]*GameQueryServer `json:"servers,omitempty"`
+	// The protocol for targets given as host:port instead of a name (a
+	// gamegate.query module). Such targets are allowed only inside
+	// allow_targets. Default: none (only named servers).
+	AdHocRaw json.RawMessage `json:"ad_hoc,omitempty" caddy:"namespace=gamegate.query inline_key=protocol"`
+	// Networks (CIDRs or IPs) that ad-hoc targets must resolve into, so the
+	// gateway cannot be used to send datagrams to arbitrary hosts.
+	AllowTargets []string `json:"allow_targets,omitempty"`
+	// Cache lifetime per command name ("status" is the normalised status).
+	TTL map[string]caddy.Duration `json:"ttl,omitempty"`
+	// Cache lifetime of other commands. Default: 5s.
+	DefaultTTL caddy.Duration `json:"default_ttl,omitempty"`
+	// How long past its lifetime a result is served while one refresh
+	// runs. Default: 10s.
+	StaleWhileRevalidate caddy.Duration `json:"stale_while_revalidate,omitempty"`
+	// How long past its lifetime a result is served when the server fails
+	// to answer. Default: 1m.
+	StaleIfError caddy.Duration `json:"stale_if_error,omitempty"`
+	// How long a failure (a timeout, an unusable answer) is cached.
+	// Default: 2s.
+	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
+	// Most upstream queries per second per server. Default: 10.
+	RateLimit float64 `json:"rate_limit,omitempty"`
+	// Upstream queries per server allowed at once. Default: rate_limit.
+	RateBurst int `json:"rate_burst,omitempty"`
+	// Time allowed for one upstream query, retries included. Default: 3s.
+	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
+	// Most results cached. Default: 10000.
+	MaxEntries int `json:"max_entries,omitempty"`
+	// Most servers × commands in one batch. Default: 100.
+	MaxBatch int `json:"max_batch,omitempty"`
+	// Queries of one batch run at once. Default: 16.
+	BatchConcurrency int `json:"batch_concurrency,omitempty"`
+	// Largest batch request body, in bytes. Default: 65536.
+	MaxBody int64 `json:"max_body,omitempty"`
+
+	gateway *query.Gateway
+}
+
+// GameQueryServer is one named game server.
+type GameQueryServer struct {
+	// The server's query address, host:port. Required.
+	Address string `json:"address,omitempty"`
+	// Its query protocol (a gamegate.query module). Default: gqp.
+	ProtocolRaw json.RawMessage `json:"protocol,omitempty" caddy:"namespace=gamegate.query inline_key=protocol"`
+
+	protocol query.Protocol
+}
+
+// CaddyModule returns the Caddy module information.
+func (*GameQuery) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.game_query",
+		New: func() caddy.Module { return new(GameQuery) },
+	}
+}
+
+func (h *GameQuery) setDefaults() {
+	defaults := []struct {
+		d *caddy.Duration
+		v time.Duration
+	}{
+		{&h.DefaultTTL, 5 * time.Second}, {&h.StaleWhileRevalidate, 10 * time.Second},
+		{&h.StaleIfError, time.Minute}, {&h.NegativeTTL, 2 * time.Second}, {&h.QueryTimeout, 3 * time.Second},
+	}
+	for _, d := range defaults {
+		if *d.d == 0 {
+			*d.d = caddy.Duration(d.v)
+		}
+	}
+	if h.RateLimit == 0 {
+		h.RateLimit = 10
+	}
+}
+
+func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protocol, error) {
+	mod, err := ctx.LoadModule(structPtr, field)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := mod.(query.Protocol)
+	if !ok {
+		return nil, fmt.Errorf("module %T is not a game query protocol", mod)
+	}
+	return p, nil
+}
+
+// Provision loads the protocol modules and builds the gateway.
+func (h *GameQuery) Provision(ctx caddy.Context) error {
+	h.setDefaults()
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	cfg := query.Config{
+		Servers:              make(map[string]query.Server, len(h.Servers)),
+		TTL:                  make(map[string]time.Duration, len(h.TTL)),
+		DefaultTTL:           time.Duration(h.DefaultTTL),
+		StaleWhileRevalidate: time.Duration(h.StaleWhileRevalidate),
+		StaleIfError:         time.Duration(h.StaleIfError),
+		NegativeTTL:          time.Duration(h.NegativeTTL),
+		RateLimit:            h.RateLimit,
+		RateBurst:            h.RateBurst,
+		QueryTimeout:         time.Duration(h.QueryTimeout),
+		MaxEntries:           h.MaxEntries,
+		MaxBatch:             h.MaxBatch,
+		BatchConcurrency:     h.BatchConcurrency,
+		MaxBody:              h.MaxBody,
+		OnUpstream:           func(string) { gameQueryMetrics.upstream.Inc() },
+	}
+	for name, s := range h.Servers {
+		if s.ProtocolRaw == nil {
+			s.ProtocolRaw = json.RawMessage(`{"protocol":"gqp"}`)
+		}
+		p, err := loadProtocol(ctx, s, "ProtocolRaw")
+		if err != nil {
+			return fmt.Errorf("game_query: server %q: %w", name, err)
+		}
+		s.protocol = p
+		cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: p}
+	}
+	if h.AdHocRaw != nil {
+		p, err := loadProtocol(ctx, h, "AdHocRaw")
+		if err != nil {
+			return fmt.Errorf("game_query: ad_hoc: %w", err)
+		}
+		cfg.AdHoc = p
+	}
+	for _, a := range h.AllowTargets {
+		p, _ := parsePrefix(a)
+		cfg.AllowTargets = append(cfg.AllowTargets, p)
+	}
+	for cmd, d := range h.TTL {
+		cfg.TTL[cmd] = time.Duration(d)
+	}
+	h.gateway = query.NewGateway(cfg)
+	return registerCollectors(ctx.GetMetricsRegistry(), gameQueryMetrics.collectors()...)
+}
+
+// Validate checks the configuration.
+func (h *GameQuery) Validate() error {
+	for name, s := range h.Servers {
+		if _, err := netip.ParseAddrPort(s.Address); err != nil {
+			if _, _, err := splitHostPortStrict(s.Address); err != nil {
+				return fmt.Errorf("game_query: server %q: address %q is not host:port", name, s.Address)
+			}
+		}
+	}
+	for _, a := range h.AllowTargets {
+		if _, err := parsePrefix(a); err != nil {
+			return fmt.Errorf("game_query: allow_targets: %q is not a CIDR or IP address", a)
+		}
+	}
+	if h.AdHocRaw != nil && len(h.AllowTargets) == 0 {
+		return errors.New("game_query: ad_hoc needs allow_targets: the networks ad-hoc targets may be in")
+	}
+	if h.RateLimit < 0 {
+		return errors.New("game_query: rate_limit must not be negative")
+	}
+	return nil
+}
+
+func splitHostPortStrict(s string) (string, int, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 || host == "" {
+		return "", 0, errors.New("bad host:port")
+	}
+	return host, p, nil
+}
+
+// ServeHTTP answers game queries.
+func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	rec := &statusRecorder{ResponseWriter: w}
+	h.gateway.ServeHTTP(rec, r, r.URL.Path)
+	gameQueryMetrics.count(rec.status)
+	return nil
+}
+
+// statusRecorder notes the status written, for metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	game_query {
+//		server <name> <host:port> [<protocol> [{
+//			<protocol options>
+//		}]]
+//		ad_hoc <protocol> [{
+//			<protocol options>
+//		}]
+//		allow_targets          <cidr|ip> ...
+//		ttl                    <command> <duration>
+//		default_ttl            <duration>
+//		stale_while_revalidate <duration>
+//		stale_if_error         <duration>
+//		negative_ttl           <duration>
+//		rate_limit             <queries_per_second> [<burst>]
+//		query_timeout          <duration>
+//		max_entries            <count>
+//		max_batch              <count>
+//		batch_concurrency      <count>
+//		max_body               <bytes>
+//	}
+//
+// A server's protocol defaults to gqp; server and ttl may repeat.
+func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if opt != "server" && opt != "ttl" && seen[opt] {
+			return d.Errf("game_query: duplicate option '%s'", opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "server":
+			err = h.parseServer(d)
+		case "ad_hoc":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			h.AdHocRaw, err = unmarshalProtocol(d)
+		case "allow_targets":
+			h.AllowTargets = d.RemainingArgs()
+			if len(h.AllowTargets) == 0 {
+				return d.ArgErr()
+			}
+			for _, a := range h.AllowTargets {
+				if _, perr := parsePrefix(a); perr != nil {
+					return d.Errf("game_query: allow_targets: '%s' is not a CIDR or IP address", a)
+				}
+			}
+		case "ttl":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("game_query: ttl takes <command> <duration>")
+			}
+			dur, perr := caddy.ParseDuration(args[1])
+			if perr != nil || dur <= 0 {
+				return d.Errf("game_query: ttl %s: '%s' is not a positive duration", args[0], args[1])
+			}
+			if h.TTL == nil {
+				h.TTL = make(map[string]caddy.Duration)
+			}
+			if _, dup := h.TTL[args[0]]; dup {
+				return d.Errf("game_query: duplicate ttl for '%s'", args[0])
+			}
+			h.TTL[args[0]] = caddy.Duration(dur)
+		case "default_ttl":
+			h.DefaultTTL, err = parseDuration(d)
+		case "stale_while_revalidate":
+			h.StaleWhileRevalidate, err = parseDuration(d)
+		case "stale_if_error":
+			h.StaleIfError, err = parseDuration(d)
+		case "negative_ttl":
+			h.NegativeTTL, err = parseDuration(d)
+		case "rate_limit":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 {
+				return d.Errf("game_query: rate_limit takes <queries_per_second> [<burst>]")
+			}
+			f, perr := strconv.ParseFloat(args[0], 64)
+			if perr != nil || f <= 0 {
+				return d.Errf("game_query: rate_limit: '%s' is not a positive number", args[0])
+			}
+			h.RateLimit = f
+			if len(args) == 2 {
+				b, perr := strconv.Atoi(args[1])
+				if perr != nil || b < 1 {
+					return d.Errf("game_query: rate_limit burst: '%s' is not a positive integer", args[1])
+				}
+				h.RateBurst = b
+			}
+		case "query_timeout":
+			h.QueryTimeout, err = parseDuration(d)
+		case "max_entries":
+			h.MaxEntries, err = parseIntRange(d, 1, 1<<30)
+		case "max_batch":
+			h.MaxBatch, err = parseIntRange(d, 1, 100000)
+		case "batch_concurrency":
+			h.BatchConcurrency, err = parseIntRange(d, 1, 1024)
+		case "max_body":
+			var n int
+			n, err = parseIntRange(d, 1, 64<<20)
+			h.MaxBody = int64(n)
+		default:
+			return d.Errf("game_query: unrecognized option '%s'", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
+	args := []string{}
+	for len(args) < 2 && d.NextArg() {
+		args = append(args, d.Val())
+	}
+	if len(args) != 2 {
+		return d.Errf("game_query: server takes <name> <host:port> [<protocol>]")
+	}
+	name, addr := args[0], args[1]
+	if _, _, err := splitHostPortStrict(addr); err != nil {
+		return d.Errf("game_query: server '%s': '%s' is not host:port", name, addr)
+	}
+	if _, dup := h.Servers[name]; dup {
+		return d.Errf("game_query: duplicate server '%s'", name)
+	}
+	s := &GameQueryServer{Address: addr}
+	if d.NextArg() {
+		raw, err := unmarshalProtocol(d)
+		if err != nil {
+			return err
+		}
+		s.ProtocolRaw = raw
+	} else if d.NextBlock(d.Nesting()) {
+		return d.Errf("game_query: server '%s': name the protocol before its options", name)
+	}
+	if h.Servers == nil {
+		h.Servers = make(map[string]*GameQueryServer)
+	}
+	h.Servers[name] = s
+	return nil
+}
+
+// unmarshalProtocol parses a protocol module from the current token (its
+// name) and the block after it.
+func unmarshalProtocol(d *caddyfile.Dispenser) (json.RawMessage, error) {
+	name := d.Val()
+	unm, err := caddyfile.UnmarshalModule(d, "gamegate.query."+name)
+	if err != nil {
+		return nil, err
+	}
+	return caddyconfig.JSONModuleObject(unm, "protocol", name, nil), nil
+}
+
+func parseGameQueryDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(GameQuery)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+var gameQueryMetrics = newGameQueryMetrics()
+
+type gameQueryMetricSet struct {
+	requests *prometheus.CounterVec
+	upstream prometheus.Counter
+}
+
+func newGameQueryMetrics() *gameQueryMetricSet {
+	const ns, sub = "gamegate", "game_query"
+	return &gameQueryMetricSet{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "requests_total",
+			Help: "Game query HTTP requests answered, by status code.",
+		}, []string{"code"}),
+		upstream: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "upstream_queries_total",
+			Help: "Queries sent to game servers (after caching and coalescing).",
+		}),
+	}
+}
+
+func (m *gameQueryMetricSet) count(code int) {
+	if code == 0 {
+		code = http.StatusOK
+	}
+	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+}
+
+func (m *gameQueryMetricSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.upstream}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*GameQuery)(nil)
+	_ caddy.Validator             = (*GameQuery)(nil)
+	_ caddyfile.Unmarshaler       = (*GameQuery)(nil)
+	_ caddyhttp.MiddlewareHandler = (*GameQuery)(nil)
+)

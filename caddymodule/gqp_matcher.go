@@ -1,0 +1,83 @@
+package caddymodule
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/mholt/caddy-l4/layer4"
+
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
+)
+
+func init() {
+	caddy.RegisterModule(new(MatchGQP))
+}
+
+// MatchGQP matches a UDP association whose first datagram is a GQP query
+// (one that decodes, or one in an encoding the responder will refuse with
+// status 40), so GQP can share a port with other protocols.
+type MatchGQP struct{}
+
+// CaddyModule returns the Caddy module information.
+func (*MatchGQP) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "layer4.matchers.gqp",
+		New: func() caddy.Module { return new(MatchGQP) },
+	}
+}
+
+type gqpMatchBuffer [wiregqp.MaxQuery + 1]byte
+
+var gqpMatchBuffers = sync.Pool{New: func() any { return new(gqpMatchBuffer) }}
+
+// Match reads the first datagram once.
+func (m *MatchGQP) Match(cx *layer4.Connection) (bool, error) {
+	if _, ok := cx.Conn.(net.PacketConn); !ok {
+		return false, nil
+	}
+	buf := gqpMatchBuffers.Get().(*gqpMatchBuffer)
+	defer gqpMatchBuffers.Put(buf)
+	n, err := cx.Read(buf[:])
+	if err != nil {
+		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
+	}
+	if n == 0 || n > wiregqp.MaxQuery {
+		return false, nil
+	}
+	var q wiregqp.Query
+	err = q.Decode(buf[:n])
+	return err == nil || errors.Is(err, wiregqp.ErrUnsupportedEncoding), nil
+}
+
+// UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
+//
+//	gqp
+func (m *MatchGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the matcher name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(d.Nesting()) {
+		return d.Errf("gqp matcher: takes no options, got '%s'", d.Val())
+	}
+	return nil
+}
+
+func gqpSource(a net.Addr) netip.AddrPort {
+	if u, ok := a.(*net.UDPAddr); ok {
+		ap := u.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+// Interface guards
+var (
+	_ caddyfile.Unmarshaler = (*MatchGQP)(nil)
+	_ layer4.ConnMatcher    = (*MatchGQP)(nil)
+)

@@ -1,0 +1,124 @@
+package caddymodule
+
+import (
+	"context"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/gamegate/gamegate/handlers/gqp"
+	"github.com/gamegate/gamegate/handlers/query"
+)
+
+func init() {
+	caddy.RegisterModule(new(QueryGQP))
+}
+
+// QueryGQP is the GQP protocol for game_query: commands are sent as they
+// are, and a server's status comes from identify plus an optional status
+// command (its name/value records hostname, map, numplayers, maxplayers and
+// a labeled list "players" fill the normalised fields).
+type QueryGQP struct {
+	// Time one attempt waits for a complete answer. Default: 1s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Attempts after the first; -1 for none. Default: 1.
+	Retries int `json:"retries,omitempty"`
+	// Queries are padded to this many bytes, so servers that refuse to
+	// amplify (gamegate's own GQP responder among them) answer in full.
+	// Default: 1200.
+	PadTo int `json:"pad_to,omitempty"`
+	// The command describing the server's state, asked with identify for
+	// a status. Default: none (identify only).
+	StatusCommand string `json:"status_command,omitempty"`
+	// Largest answer accepted, in bytes. Default: 65536.
+	MaxResponse int `json:"max_response,omitempty"`
+
+	protocol *gqp.QueryProtocol
+}
+
+// CaddyModule returns the Caddy module information.
+func (*QueryGQP) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gamegate.query.gqp",
+		New: func() caddy.Module { return new(QueryGQP) },
+	}
+}
+
+// Provision builds the GQP client.
+func (p *QueryGQP) Provision(caddy.Context) error {
+	retries := p.Retries // the client reads 0 as 1 and -1 as none
+	p.protocol = &gqp.QueryProtocol{
+		Client: &gqp.Client{
+			Timeout:     time.Duration(p.Timeout),
+			Retries:     retries,
+			PadTo:       p.PadTo,
+			MaxResponse: p.MaxResponse,
+		},
+		StatusCommand: p.StatusCommand,
+	}
+	return nil
+}
+
+// Name returns "gqp".
+func (p *QueryGQP) Name() string { return "gqp" }
+
+// Status returns a server's normalised status.
+func (p *QueryGQP) Status(ctx context.Context, address string) (*query.Status, error) {
+	return p.protocol.Status(ctx, address)
+}
+
+// Command runs one GQP command.
+func (p *QueryGQP) Command(ctx context.Context, address, command string, args []string) (any, error) {
+	return p.protocol.Command(ctx, address, command, args)
+}
+
+// UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
+//
+//	gqp {
+//		timeout        <duration>
+//		retries        <count>
+//		pad_to         <bytes>
+//		status_command <command>
+//		max_response   <bytes>
+//	}
+func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the protocol name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("gqp: duplicate option '%s'", opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "timeout":
+			p.Timeout, err = parseDuration(d)
+		case "retries":
+			p.Retries, err = parseIntRange(d, -1, 10)
+		case "pad_to":
+			p.PadTo, err = parseIntRange(d, 0, 1500)
+		case "status_command":
+			p.StatusCommand, err = parseSingleArg(d)
+		case "max_response":
+			p.MaxResponse, err = parseIntRange(d, 64, 64<<10)
+		default:
+			return d.Errf("gqp: unrecognized option '%s'", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*QueryGQP)(nil)
+	_ caddyfile.Unmarshaler = (*QueryGQP)(nil)
+	_ query.Protocol        = (*QueryGQP)(nil)
+)
