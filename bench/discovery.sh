@@ -14,10 +14,8 @@ rounds=${2:-2}
 threads=${WRK_THREADS:-2}
 conns=${WRK_CONNECTIONS:-32}
 
-if ! command -v wrk >/dev/null; then
-	echo "bench/discovery.sh: installing wrk (Debian package)" >&2
-	if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq wrk >/dev/null; else sudo apt-get update -qq && sudo apt-get install -y -qq wrk >/dev/null; fi
-fi
+. bench/lib.sh
+ensure_wrk
 
 work=$(mktemp -d)
 trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -38,7 +36,6 @@ cat >"$work/fleets.json" <<'JSON'
 ]}}}
 JSON
 mkdir -p "$work/www/v1/fleets/bench-fleet"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 fport=$(free_port)
 dport=$(free_port)
 cat >"$work/Caddyfile" <<CADDY
@@ -68,7 +65,6 @@ detag=$(curl -fsI "http://127.0.0.1:$dport$dpath" | tr -d '\r' | awk -F': ' 'tol
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $fetag" "http://127.0.0.1:$fport$dpath")" = 304 ] || { echo "file_server did not answer 304" >&2; exit 1; }
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $detag" "http://127.0.0.1:$dport$dpath")" = 304 ] || { echo "qos_discovery did not answer 304" >&2; exit 1; }
 
-rps() { wrk -t"$threads" -c"$conns" -d"$duration" "$@" | awk '/Requests\/sec/{print $2}'; }
 declare -A sum
 for r in $(seq "$rounds"); do
 	for target in file_200 disc_200 file_304 disc_304; do

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Game-query benchmark, everything on loopback, all figures from one run:
+#   1. requests/s of game_query answering from its cache (a fresh hit)
+#      against qos_discovery's 200 path, same wrk client and concurrency,
+#      reported as a ratio;
+#   2. upstream GQP datagrams per 10 000 HTTP requests at a 1 s TTL, from
+#      the gateway's own counters, with wrk hammering one server and command.
+#
+#	bench/gamequery.sh [duration] [rounds]     (defaults: 10s, 2)
+#
+# Installs wrk from Debian's packages when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+duration=${1:-10s}
+rounds=${2:-2}
+threads=${WRK_THREADS:-2}
+conns=${WRK_CONNECTIONS:-32}
+ensure_wrk
+
+work=$(mktemp -d)
+trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+go build -o "$work/gamegate" ./cmd/gamegate
+hport=$(free_port tcp)
+gport=$(free_port udp)
+aport=$(free_port tcp)
+cat >"$work/Caddyfile" <<CADDY
+{
+	admin 127.0.0.1:$aport
+	default_bind 127.0.0.1
+	layer4 {
+		udp/127.0.0.1:$gport {
+			route {
+				gqp {
+					identify benchgame 1.0 1
+				}
+			}
+		}
+	}
+}
+http://:$hport {
+	qos_discovery {
+		fleet bench-fleet {
+			server 4f7d1d1a-a565-40b4-955a-ff0257d7ed3b 123 192.0.2.1:9000
+			server 22bf10c2-2565-4e75-848f-d2df25210896 456 198.51.100.1:9000
+		}
+	}
+	handle_path /query/* {
+		game_query {
+			server bench 127.0.0.1:$gport
+			ttl identify 1m
+			ttl echo 1s
+			rate_limit 1000
+		}
+	}
+}
+CADDY
+"$work/gamegate" run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
+pid=$!
+disc="http://127.0.0.1:$hport/v1/fleets/bench-fleet/servers"
+hit="http://127.0.0.1:$hport/query/bench/identify"
+wait_http "$disc"
+wait_http "$hit"
+
+declare -A sum
+for r in $(seq "$rounds"); do
+	for target in discovery game_query; do
+		case $target in
+		discovery) v=$(rps "$disc") ;;
+		game_query) v=$(rps "$hit") ;;
+		esac
+		echo "round $r $target: $v requests/s" >&2
+		sum[$target]=$(python3 -c "print(${sum[$target]:-0} + $v)")
+	done
+done
+
+# Upstream datagrams per 10 000 requests at a 1 s TTL.
+wait_http "http://127.0.0.1:$hport/query/bench/echo?arg=x"
+up0=$(metric "127.0.0.1:$aport" gamegate_game_query_upstream_queries_total)
+gq0=$(metric "127.0.0.1:$aport" 'gamegate_gqp_queries_total{outcome="answered"}')
+req0=$(metric "127.0.0.1:$aport" 'gamegate_game_query_requests_total{code="200"}')
+rps "http://127.0.0.1:$hport/query/bench/echo?arg=x" >/dev/null
+up1=$(metric "127.0.0.1:$aport" gamegate_game_query_upstream_queries_total)
+gq1=$(metric "127.0.0.1:$aport" 'gamegate_gqp_queries_total{outcome="answered"}')
+req1=$(metric "127.0.0.1:$aport" 'gamegate_game_query_requests_total{code="200"}')
+
+python3 - "$rounds" "${sum[discovery]}" "${sum[game_query]}" "$up0" "$up1" "$gq0" "$gq1" "$req0" "$req1" "$duration" <<'PY'
+import sys
+rounds = int(sys.argv[1])
+disc, gq = float(sys.argv[2]) / rounds, float(sys.argv[3]) / rounds
+up0, up1, gq0, gq1, req0, req1 = (float(x) for x in sys.argv[4:10])
+print(f"wrk mean of {rounds} rounds")
+print(f"{'path':28}{'requests/s':>12}")
+print(f"{'qos_discovery 200':28}{disc:12.0f}")
+print(f"{'game_query cached hit':28}{gq:12.0f}   ratio {gq/disc:.2f}x")
+reqs = req1 - req0
+print(f"1 s TTL, {sys.argv[10]} of wrk on one server and command: {reqs:.0f} HTTP requests, "
+      f"{up1-up0:.0f} upstream queries sent, {gq1-gq0:.0f} answered by the GQP server: "
+      f"{(up1-up0) / reqs * 10000:.2f} upstream datagrams per 10 000 requests")
+PY
