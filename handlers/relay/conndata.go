@@ -9,6 +9,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
+
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
@@ -123,12 +125,11 @@ func (s *Sealer) Open(data []byte, a *Allocation) error {
 // NewAllocation returns an allocation with a random ID (a version 4 UUID) and
 // key.
 func NewAllocation(maxConnections int, region string, expires time.Time) (*Allocation, error) {
-	a := &Allocation{MaxConnections: maxConnections, Region: region, Expires: expires}
-	if _, err := rand.Read(a.ID[:]); err != nil {
+	id, err := uuid.NewRandom()
+	if err != nil {
 		return nil, err
 	}
-	a.ID[6] = a.ID[6]&0x0F | 0x40 // version 4
-	a.ID[8] = a.ID[8]&0x3F | 0x80 // RFC 4122 variant
+	a := &Allocation{ID: wirerelay.AllocationID(id), MaxConnections: maxConnections, Region: region, Expires: expires}
 	if _, err := rand.Read(a.Key[:]); err != nil {
 		return nil, err
 	}

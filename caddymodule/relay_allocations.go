@@ -1,0 +1,498 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/handlers/relay"
+)
+
+func init() {
+	caddy.RegisterModule(new(RelayAllocations))
+	httpcaddyfile.RegisterHandlerDirective("relay_allocations", parseRelayAllocationsDirective)
+	httpcaddyfile.RegisterDirectiveOrder("relay_allocations", httpcaddyfile.Before, "respond")
+}
+
+// RelayAllocations is the Unity Relay allocations REST API, in the shapes of
+// Unity's Relay Allocations service, so that unmodified Unity clients get
+// their allocations and join codes from gamegate and then use gamegate's
+// relay (the layer4 relay handler, which opens their connection data with
+// the same secrets):
+//
+//   - POST .../v1/allocate {"maxConnections", "region"?}: 201 with a new
+//     allocation.
+//   - POST .../v1/joincode {"allocationId"}: 201 with a new join code, or 200
+//     with the allocation's current one while it is valid.
+//   - POST .../v1/join {"joinCode"} (any case): 200 with a new allocation for
+//     the joiner (one connection) and the host's connection data.
+//   - GET .../v1/regions: 200 with the configured regions.
+//
+// Successes are {"meta": {"requestId", "status"}, "data": {...}}; errors are
+// {"status", "title", "detail", "type", "code", "details"?}, where code is
+// the value of the Unity SDK's RelayExceptionReason of the same meaning
+// (15001 malformed request, 15400 invalid value, 15007 unknown region,
+// 15401 bad token, 15008 unknown or expired allocation, 15009 unknown or
+// expired join code, 15405 method, 15413 body too large, 15500 storage
+// failure, 15010 max_allocations reached, 15503 no free join code) and type
+// is urn:gamegate:relay:<kind>. Allocations list one endpoint, plain UDP at
+// public_address: gamegate's relay speaks neither DTLS nor WebSocket.
+//
+// Requests whose path does not end in one of the four endpoints go to the
+// next handler, so the API can share a site and live under a path prefix.
+//
+// Allocations and join codes are kept in Caddy's storage (gamegate/relay/
+// allocations/<uuid> and gamegate/relay/joincodes/<CODE>), so gateways
+// sharing a storage module share their join codes. Expired records are
+// refused and deleted when met, and swept every 5 minutes.
+type RelayAllocations struct {
+	// Secrets that seal connection data, as the relay's secrets: the
+	// first seals, all open. Each must be at least 16 bytes once
+	// placeholders such as {env.RELAY_SECRET} are replaced. Required.
+	Secrets []string `json:"secrets,omitempty"`
+	// Bearer tokens, any of which a caller must send as "Authorization:
+	// Bearer <token>"; others get 401. Placeholders are replaced.
+	// Required unless insecure_no_auth is set.
+	Tokens []string `json:"tokens,omitempty"`
+	// Serve the API without authentication, so that anyone who reaches it
+	// can allocate on the relay. Cannot be combined with tokens.
+	// Default: false.
+	InsecureNoAuth bool `json:"insecure_no_auth,omitempty"`
+	// The relay's UDP address as clients reach it, host:port, written into
+	// every allocation (relayServer and serverEndpoints). The host may be
+	// a name, but it is also written as relayServer's ipV4, which Unity
+	// deprecated yet older client code still reads, so an IPv4 address
+	// suits every client. Placeholders are replaced. Required.
+	PublicAddress string `json:"public_address,omitempty"`
+	// Regions offered by /v1/regions and accepted by /v1/allocate; the
+	// first is the default. Each is {"id", "description"} or just the ID
+	// as a string. An ID is 1 to 64 letters, digits, '.', '_' or '-'; a
+	// missing description is the ID. Default: one region, default.
+	Regions []RelayAllocationsRegion `json:"regions,omitempty"`
+	// The largest maxConnections of an allocation, at most 65535.
+	// Default: 100.
+	MaxConnections int `json:"max_connections,omitempty"`
+	// How long an allocation may first be bound on the relay, and be given
+	// join codes. Default: 1h.
+	AllocationTTL caddy.Duration `json:"allocation_ttl,omitempty"`
+	// How long a join code is valid. Default: 15m.
+	JoinCodeTTL caddy.Duration `json:"join_code_ttl,omitempty"`
+	// The most unexpired allocations (hosts' and joiners') this gateway
+	// hands out for the relay at public_address, at most 1000000; past it
+	// requests get 503 with Retry-After. Handlers with the same
+	// public_address share the count, which survives config reloads.
+	// Default: 10000.
+	MaxAllocations int `json:"max_allocations,omitempty"`
+	// The largest request body, in bytes, at most 16 MiB; larger ones get
+	// 413. Default: 65536.
+	MaxBody int64 `json:"max_body,omitempty"`
+
+	api     *relay.API
+	limitID string
+	logger  *zap.Logger
+}
+
+// RelayAllocationsRegion is a region of the allocations API.
+type RelayAllocationsRegion struct {
+	// The region ID clients request. Required.
+	ID string `json:"id,omitempty"`
+	// A human-readable description. Default: the ID.
+	Description string `json:"description,omitempty"`
+}
+
+// UnmarshalJSON also accepts a region given as its ID alone, "eu-west".
+func (r *RelayAllocationsRegion) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		*r = RelayAllocationsRegion{}
+		return json.Unmarshal(b, &r.ID)
+	}
+	type plain RelayAllocationsRegion
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // as strict as Caddy is with the rest
+	return dec.Decode((*plain)(r))
+}
+
+// CaddyModule returns the Caddy module information.
+func (*RelayAllocations) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.relay_allocations",
+		New: func() caddy.Module { return new(RelayAllocations) },
+	}
+}
+
+const (
+	relayAPIMaxMaxAllocations = 1_000_000
+	relayAPIMaxMaxBody        = 16 << 20
+)
+
+// relayAPILimiters holds the allocation counts by public address across
+// configuration reloads.
+var relayAPILimiters = caddy.NewUsagePool()
+
+type pooledLimiter struct{ *relay.AllocationLimiter }
+
+func (pooledLimiter) Destruct() error { return nil }
+
+func (h *RelayAllocations) setDefaults() {
+	if len(h.Regions) == 0 {
+		h.Regions = []RelayAllocationsRegion{{ID: "default"}}
+	}
+	if h.MaxConnections == 0 {
+		h.MaxConnections = relay.DefaultAPIMaxConnections
+	}
+	if h.AllocationTTL == 0 {
+		h.AllocationTTL = caddy.Duration(relay.DefaultAllocationTTL)
+	}
+	if h.JoinCodeTTL == 0 {
+		h.JoinCodeTTL = caddy.Duration(relay.DefaultJoinCodeTTL)
+	}
+	if h.MaxAllocations == 0 {
+		h.MaxAllocations = relay.DefaultMaxAllocations
+	}
+	if h.MaxBody == 0 {
+		h.MaxBody = relay.DefaultAPIMaxBody
+	}
+}
+
+// Provision replaces placeholders in the secrets, tokens and public address,
+// and sets up the API on Caddy's storage.
+func (h *RelayAllocations) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	h.setDefaults()
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	repl := caddy.NewReplacer()
+	secrets, err := relayAPIReplaceEach(repl, "secrets", h.Secrets)
+	if err != nil {
+		return err
+	}
+	for i, s := range secrets {
+		if len(s) < 16 {
+			return fmt.Errorf("relay_allocations: secrets: secret %d is %d bytes, want at least 16", i+1, len(s))
+		}
+	}
+	sealer, err := relay.NewSealer(secrets...)
+	if err != nil {
+		return fmt.Errorf("relay_allocations: secrets: %w", err)
+	}
+	tokens, err := relayAPIReplaceEach(repl, "tokens", h.Tokens)
+	if err != nil {
+		return err
+	}
+	addr := repl.ReplaceKnown(h.PublicAddress, "")
+	host, port, err := splitRelayPublicAddress(addr)
+	if err != nil {
+		return fmt.Errorf("relay_allocations: public_address: %q: %w", addr, err)
+	}
+	regions := make([]relay.APIRegion, len(h.Regions))
+	for i, r := range h.Regions {
+		regions[i] = relay.APIRegion{ID: r.ID, Description: r.Description}
+	}
+	h.limitID = net.JoinHostPort(host, strconv.Itoa(port))
+	val, _, err := relayAPILimiters.LoadOrNew(h.limitID, func() (caddy.Destructor, error) {
+		return pooledLimiter{relay.NewAllocationLimiter()}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.api, err = relay.NewAPI(relay.APIConfig{
+		Sealer:         sealer,
+		Store:          ctx.Storage(),
+		Tokens:         tokens,
+		Regions:        regions,
+		PublicHost:     host,
+		PublicPort:     port,
+		MaxConnections: h.MaxConnections,
+		AllocationTTL:  time.Duration(h.AllocationTTL),
+		JoinCodeTTL:    time.Duration(h.JoinCodeTTL),
+		MaxAllocations: h.MaxAllocations,
+		Limiter:        val.(pooledLimiter).AllocationLimiter,
+		MaxBody:        h.MaxBody,
+		Logger:         h.logger,
+		OnAllocation:   relayAPIMetrics.allocations.Inc,
+		OnJoinCode:     relayAPIMetrics.joinCodes.Inc,
+	})
+	if err != nil {
+		_, _ = relayAPILimiters.Delete(h.limitID)
+		h.limitID = ""
+		return fmt.Errorf("relay_allocations: %w", err)
+	}
+	h.api.Start()
+	return registerCollectors(ctx.GetMetricsRegistry(), relayAPIMetrics.collectors()...)
+}
+
+// relayAPIReplaceEach replaces the placeholders of each value, which must
+// not come out empty (an unset environment variable must not turn into an
+// empty token or secret).
+func relayAPIReplaceEach(repl *caddy.Replacer, field string, values []string) ([][]byte, error) {
+	out := make([][]byte, 0, len(values))
+	for _, v := range values {
+		r := repl.ReplaceKnown(v, "")
+		if r == "" {
+			return nil, fmt.Errorf("relay_allocations: %s: %q is empty after replacing placeholders", field, v)
+		}
+		out = append(out, []byte(r))
+	}
+	return out, nil
+}
+
+// splitRelayPublicAddress splits host:port, with a port in [1, 65535].
+func splitRelayPublicAddress(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, errors.New("want host:port")
+	}
+	if host == "" {
+		return "", 0, errors.New("the host is missing")
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q is not in [1, 65535]", portStr)
+	}
+	return host, port, nil
+}
+
+// Validate checks the configuration.
+func (h *RelayAllocations) Validate() error {
+	switch {
+	case len(h.Secrets) == 0:
+		return errors.New("relay_allocations: secrets: at least one secret is required (the relay's secrets, to seal connection data)")
+	case len(h.Tokens) == 0 && !h.InsecureNoAuth:
+		return errors.New("relay_allocations: tokens: at least one token is required, or set insecure_no_auth to let anyone who reaches the API allocate on the relay")
+	case len(h.Tokens) > 0 && h.InsecureNoAuth:
+		return errors.New("relay_allocations: insecure_no_auth cannot be combined with tokens")
+	case h.PublicAddress == "":
+		return errors.New("relay_allocations: public_address is required (the relay's host:port as clients reach it)")
+	case h.MaxConnections < 0 || h.MaxConnections > 65535:
+		return fmt.Errorf("relay_allocations: max_connections must be in [1, 65535], not %d", h.MaxConnections)
+	case h.AllocationTTL < 0:
+		return errors.New("relay_allocations: allocation_ttl must be positive")
+	case h.JoinCodeTTL < 0:
+		return errors.New("relay_allocations: join_code_ttl must be positive")
+	case h.MaxAllocations < 0 || h.MaxAllocations > relayAPIMaxMaxAllocations:
+		return fmt.Errorf("relay_allocations: max_allocations must be in [1, %d], not %d", relayAPIMaxMaxAllocations, h.MaxAllocations)
+	case h.MaxBody < 0 || h.MaxBody > relayAPIMaxMaxBody:
+		return fmt.Errorf("relay_allocations: max_body must be in [1, %d] bytes, not %d", relayAPIMaxMaxBody, h.MaxBody)
+	}
+	if !strings.Contains(h.PublicAddress, "{") {
+		if _, _, err := splitRelayPublicAddress(h.PublicAddress); err != nil {
+			return fmt.Errorf("relay_allocations: public_address: %q: %w", h.PublicAddress, err)
+		}
+	}
+	seen := make(map[string]bool)
+	for _, r := range h.Regions {
+		if err := relay.ValidateRegionID(r.ID); err != nil {
+			return fmt.Errorf("relay_allocations: regions: %w", err)
+		}
+		if seen[r.ID] {
+			return fmt.Errorf("relay_allocations: regions: duplicate region %q", r.ID)
+		}
+		seen[r.ID] = true
+	}
+	return nil
+}
+
+// Cleanup stops the sweeper and releases the allocation count.
+func (h *RelayAllocations) Cleanup() error {
+	if h.api != nil {
+		h.api.Stop()
+	}
+	if h.limitID == "" {
+		return nil
+	}
+	_, err := relayAPILimiters.Delete(h.limitID)
+	return err
+}
+
+// ServeHTTP answers the API's endpoints and passes other paths on.
+func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	ep, ok := relay.APIEndpointFromPath(r.URL.Path)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	relayAPIMetrics.count(ep, h.api.Serve(w, r, ep))
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	relay_allocations {
+//		secrets         <secret> ...
+//		tokens          <token> ...
+//		insecure_no_auth
+//		public_address  <host:port>
+//		regions         <id>[=<description>] ...
+//		max_connections <count>
+//		allocation_ttl  <duration>
+//		join_code_ttl   <duration>
+//		max_allocations <count>
+//		max_body        <bytes>
+//	}
+//
+// A description containing spaces is quoted with its ID:
+// regions "eu-west=Europe (Frankfurt)" us-east. max_body takes a number of
+// bytes, optionally with a unit: B, KB, KiB, MB or MiB.
+func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("relay_allocations: duplicate option '%s'", opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "secrets":
+			h.Secrets, err = parseRelayAPIList(d)
+		case "tokens":
+			h.Tokens, err = parseRelayAPIList(d)
+		case "insecure_no_auth":
+			if d.NextArg() {
+				return d.Errf("relay_allocations: option 'insecure_no_auth' takes no value, got '%s'", d.Val())
+			}
+			h.InsecureNoAuth = true
+		case "public_address":
+			if h.PublicAddress, err = parseSingleArg(d); err != nil {
+				return err
+			}
+			if !strings.Contains(h.PublicAddress, "{") {
+				if _, _, perr := splitRelayPublicAddress(h.PublicAddress); perr != nil {
+					return d.Errf("relay_allocations: option 'public_address': '%s': %v", h.PublicAddress, perr)
+				}
+			}
+		case "regions":
+			err = h.parseRegions(d)
+		case "max_connections":
+			h.MaxConnections, err = parseIntRange(d, 1, 65535)
+		case "allocation_ttl":
+			h.AllocationTTL, err = parseDuration(d)
+		case "join_code_ttl":
+			h.JoinCodeTTL, err = parseDuration(d)
+		case "max_allocations":
+			h.MaxAllocations, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
+		case "max_body":
+			h.MaxBody, err = parseRelayAPIByteSize(d, relayAPIMaxMaxBody)
+		default:
+			return d.Errf("relay_allocations: unrecognized option '%s'", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseRelayAPIList reads the one or more values of the current option.
+func parseRelayAPIList(d *caddyfile.Dispenser) ([]string, error) {
+	opt := d.Val()
+	values := d.RemainingArgs()
+	if len(values) == 0 {
+		return nil, d.Errf("option '%s' needs at least one value", opt)
+	}
+	return values, nil
+}
+
+func (h *RelayAllocations) parseRegions(d *caddyfile.Dispenser) error {
+	args, err := parseRelayAPIList(d)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool)
+	for _, a := range args {
+		id, desc, _ := strings.Cut(a, "=")
+		if err := relay.ValidateRegionID(id); err != nil {
+			return d.Errf("relay_allocations: option 'regions': %v", err)
+		}
+		if seen[id] {
+			return d.Errf("relay_allocations: option 'regions': duplicate region '%s'", id)
+		}
+		seen[id] = true
+		h.Regions = append(h.Regions, RelayAllocationsRegion{ID: id, Description: desc})
+	}
+	return nil
+}
+
+// parseRelayAPIByteSize reads a size in bytes, such as 65536, 64KiB or 1MB,
+// in [1, limit].
+func parseRelayAPIByteSize(d *caddyfile.Dispenser, limit int64) (int64, error) {
+	opt := d.Val()
+	s, err := parseSingleArg(d)
+	if err != nil {
+		return 0, err
+	}
+	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := map[string]int64{"": 1, "b": 1, "kb": 1000, "kib": 1 << 10, "mb": 1000 * 1000, "mib": 1 << 20}[strings.ToLower(s[len(digits):])]
+	n, perr := strconv.ParseInt(digits, 10, 64)
+	if perr != nil || unit == 0 || n < 1 || n > limit/unit {
+		return 0, d.Errf("option '%s': want a size in [1, %d] bytes (such as 65536 or 64KiB), got '%s'", opt, limit, s)
+	}
+	return n * unit, nil
+}
+
+func parseRelayAllocationsDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(RelayAllocations)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+// relayAPIMetrics are the allocations API's Prometheus metrics.
+var relayAPIMetrics = newRelayAPIMetrics()
+
+type relayAPIMetricSet struct {
+	requests    *prometheus.CounterVec
+	allocations prometheus.Counter
+	joinCodes   prometheus.Counter
+}
+
+func newRelayAPIMetrics() *relayAPIMetricSet {
+	const ns, sub = "gamegate", "relay"
+	return &relayAPIMetricSet{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "api_requests_total",
+			Help: "Relay allocations API requests answered, by endpoint and status code.",
+		}, []string{"endpoint", "code"}),
+		allocations: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "allocations_total",
+			Help: "Relay allocations handed out by the allocations API (/v1/allocate and /v1/join).",
+		}),
+		joinCodes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "join_codes_total",
+			Help: "Join codes created by the allocations API.",
+		}),
+	}
+}
+
+func (m *relayAPIMetricSet) count(ep relay.APIEndpoint, code int) {
+	m.requests.WithLabelValues(ep.String(), strconv.Itoa(code)).Inc()
+}
+
+func (m *relayAPIMetricSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.allocations, m.joinCodes}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*RelayAllocations)(nil)
+	_ caddy.Validator             = (*RelayAllocations)(nil)
+	_ caddy.CleanerUpper          = (*RelayAllocations)(nil)
+	_ caddyfile.Unmarshaler       = (*RelayAllocations)(nil)
+	_ caddyhttp.MiddlewareHandler = (*RelayAllocations)(nil)
+)
