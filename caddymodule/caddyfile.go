@@ -75,3 +75,13 @@ func parseOneOf(d *caddyfile.Dispenser, choices ...string) (string, error) {
 	}
 	return s, nil
 }
+
+func parseFloatArg(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, strconv.ErrSyntax
+	}
+	return f, nil
+}
+
+func parseIntArg(s string) (int, error) { return strconv.Atoi(s) }

@@ -1,0 +1,283 @@
+package caddymodule
+
+import (
+	"io"
+	"net"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/mholt/caddy-l4/layer4"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/handlers/freeciv"
+	wirefreeciv "github.com/gamegate/gamegate/wire/freeciv"
+)
+
+func init() {
+	caddy.RegisterModule(new(MatchFreeciv))
+	caddy.RegisterModule(new(FreecivGuard))
+}
+
+// MatchFreeciv matches a TCP connection whose first packet is a plausible
+// Freeciv JOIN_REQ (a length in range, type 4 in the initial 1-byte type
+// header, NUL-terminated strings within their bounds), so Freeciv can share
+// a port with TLS, HTTP and other protocols.
+type MatchFreeciv struct{}
+
+// CaddyModule returns the Caddy module information.
+func (*MatchFreeciv) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "layer4.matchers.freeciv",
+		New: func() caddy.Module { return new(MatchFreeciv) },
+	}
+}
+
+// Match looks at the bytes prefetched so far and asks for more only while
+// they may still be the start of a JOIN_REQ (at most 623 bytes).
+func (m *MatchFreeciv) Match(cx *layer4.Connection) (bool, error) {
+	b := cx.MatchingBytes()
+	ok, more := wirefreeciv.PlausibleJoinReq(b)
+	switch {
+	case ok:
+		return true, nil
+	case more:
+		return false, layer4.ErrConsumedAllPrefetchedBytes
+	}
+	return false, nil
+}
+
+// UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
+//
+//	freeciv
+func (m *MatchFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the matcher name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(d.Nesting()) {
+		return d.Errf("freeciv matcher: takes no options, got '%s'", d.Val())
+	}
+	return nil
+}
+
+// FreecivGuard sits before proxy in a layer4 route and passes a Freeciv
+// client's stream through unchanged while checking it: the first packet is
+// a well-formed JOIN_REQ, every packet is well framed and within
+// max_packet, compressed chunks stay within max_chunk and decompress to at
+// most max_decompressed without nesting, and, optionally, the client sends
+// at most packet_rate packets per second. Only bytes of complete, checked
+// packets are passed on, so nothing malformed reaches the server; a
+// violation closes the connection with a log line saying why. The server's
+// answers pass unchanged (watched only for the join, after which both
+// directions use the 2-byte packet type).
+type FreecivGuard struct {
+	// Largest ordinary packet, header included, in bytes. Default: 4096.
+	MaxPacket int `json:"max_packet,omitempty"`
+	// Largest compressed chunk, framing included, in bytes. Default: 1048576.
+	MaxChunk int `json:"max_chunk,omitempty"`
+	// Most bytes one chunk may decompress to. Default: 1048576.
+	MaxDecompressed int `json:"max_decompressed,omitempty"`
+	// Most packets per second a client may send. Default: 0 (no limit).
+	PacketRate float64 `json:"packet_rate,omitempty"`
+	// Packets a client may send at once above packet_rate. Default: 100.
+	PacketBurst int `json:"packet_burst,omitempty"`
+
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*FreecivGuard) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "layer4.handlers.freeciv_guard",
+		New: func() caddy.Module { return new(FreecivGuard) },
+	}
+}
+
+// Provision sets up the guard.
+func (h *FreecivGuard) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.PacketBurst == 0 {
+		h.PacketBurst = 100
+	}
+	return registerCollectors(ctx.GetMetricsRegistry(), freecivMetrics.collectors()...)
+}
+
+// Handle checks the connection and hands the checked stream to the next
+// handler (normally proxy).
+func (h *FreecivGuard) Handle(cx *layer4.Connection, next layer4.Handler) error {
+	freecivMetrics.connections.Inc()
+	g := freeciv.NewGuard(freeciv.GuardConfig{
+		MaxPacket: h.MaxPacket, MaxChunk: h.MaxChunk, MaxDecompressed: h.MaxDecompressed,
+		PacketRate: h.PacketRate, PacketBurst: h.PacketBurst,
+	})
+	gc := &guardedConn{Conn: cx, src: cx, guard: g, logger: h.logger, rbuf: make([]byte, 32<<10)}
+	// The matchers' prefetched bytes would otherwise be replayed by the
+	// wrapped connection, around the guard: take them through it first.
+	if pre := len(cx.MatchingBytes()); pre > 0 {
+		first := make([]byte, pre)
+		if _, err := io.ReadFull(cx, first); err != nil {
+			return err
+		}
+		out, err := g.Client(first)
+		if err != nil {
+			gc.violation(err)
+			return nil
+		}
+		gc.ready = out
+	}
+	return next.Handle(cx.Wrap(gc))
+}
+
+// guardedConn is the client connection as the next handler sees it: reads
+// return only checked bytes; writes (the server's answers) are watched for
+// the join.
+type guardedConn struct {
+	net.Conn
+	src    *layer4.Connection
+	guard  *freeciv.Guard
+	logger *zap.Logger
+	rbuf   []byte
+	ready  []byte
+	err    error
+}
+
+func (c *guardedConn) Read(p []byte) (int, error) {
+	for len(c.ready) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		n, err := c.src.Read(c.rbuf)
+		if n > 0 {
+			out, verr := c.guard.Client(c.rbuf[:n])
+			if verr != nil {
+				c.violation(verr)
+				return 0, c.err
+			}
+			c.ready = out
+		}
+		if err != nil {
+			c.err = err
+		}
+	}
+	n := copy(p, c.ready)
+	c.ready = c.ready[n:]
+	return n, nil
+}
+
+func (c *guardedConn) violation(err error) {
+	c.err = err
+	reason := "framing"
+	if v, ok := err.(*freeciv.Violation); ok {
+		reason = v.Reason
+	}
+	freecivMetrics.violations.WithLabelValues(reason).Inc()
+	c.logger.Warn("freeciv guard closed a connection",
+		zap.String("remote", c.src.RemoteAddr().String()),
+		zap.String("reason", reason),
+		zap.Int64("packets_checked", c.guard.Packets()),
+		zap.Error(err))
+	_ = c.src.Conn.Close()
+}
+
+func (c *guardedConn) Write(p []byte) (int, error) {
+	c.guard.Server(p)
+	return c.Conn.Write(p)
+}
+
+// CloseWrite half-closes the client connection when the server is done.
+func (c *guardedConn) CloseWrite() error {
+	if cw, ok := c.src.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the guard from Caddyfile tokens. Syntax:
+//
+//	freeciv_guard {
+//		max_packet       <bytes>
+//		max_chunk        <bytes>
+//		max_decompressed <bytes>
+//		packet_rate      <packets_per_second> [<burst>]
+//	}
+func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the handler name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if seen[opt] {
+			return d.Errf("freeciv_guard: duplicate option '%s'", opt)
+		}
+		seen[opt] = true
+		var err error
+		switch opt {
+		case "max_packet":
+			h.MaxPacket, err = parseIntRange(d, 4, wirefreeciv.CompressionBorder-1)
+		case "max_chunk":
+			h.MaxChunk, err = parseIntRange(d, 16, 1<<30)
+		case "max_decompressed":
+			h.MaxDecompressed, err = parseIntRange(d, 16, 1<<30)
+		case "packet_rate":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 {
+				return d.Errf("freeciv_guard: packet_rate takes <packets_per_second> [<burst>]")
+			}
+			f, ferr := parseFloatArg(args[0])
+			if ferr != nil || f <= 0 {
+				return d.Errf("freeciv_guard: packet_rate: '%s' is not a positive number", args[0])
+			}
+			h.PacketRate = f
+			if len(args) == 2 {
+				b, berr := parseIntArg(args[1])
+				if berr != nil || b < 1 {
+					return d.Errf("freeciv_guard: packet_rate burst: '%s' is not a positive integer", args[1])
+				}
+				h.PacketBurst = b
+			}
+		default:
+			return d.Errf("freeciv_guard: unrecognized option '%s'", opt)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var freecivMetrics = newFreecivMetrics()
+
+type freecivMetricSet struct {
+	connections prometheus.Counter
+	violations  *prometheus.CounterVec
+}
+
+func newFreecivMetrics() *freecivMetricSet {
+	const ns, sub = "gamegate", "freeciv_guard"
+	return &freecivMetricSet{
+		connections: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "connections_total",
+			Help: "Freeciv connections checked by the guard.",
+		}),
+		violations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "violations_total",
+			Help: "Freeciv connections closed by the guard, by reason (framing, first_packet, rate).",
+		}, []string{"reason"}),
+	}
+}
+
+func (m *freecivMetricSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.connections, m.violations}
+}
+
+// Interface guards
+var (
+	_ caddyfile.Unmarshaler = (*MatchFreeciv)(nil)
+	_ layer4.ConnMatcher    = (*MatchFreeciv)(nil)
+	_ caddy.Provisioner     = (*FreecivGuard)(nil)
+	_ caddyfile.Unmarshaler = (*FreecivGuard)(nil)
+	_ layer4.NextHandler    = (*FreecivGuard)(nil)
+)

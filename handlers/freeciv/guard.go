@@ -1,0 +1,184 @@
+// Package freeciv is gamegate's Freeciv support, free of Caddy: a guard that
+// checks a client's stream before it reaches a Freeciv server, and a query
+// protocol that asks a server for its version and capabilities with a
+// JOIN_REQ probe.
+package freeciv
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gamegate/gamegate/wire/freeciv"
+)
+
+// GuardConfig bounds what a client may send.
+type GuardConfig struct {
+	// MaxPacket bounds an ordinary packet, header included. Default: 4096.
+	MaxPacket int
+	// MaxChunk bounds a compressed chunk, framing included. Default: 1 MiB.
+	MaxChunk int
+	// MaxDecompressed bounds what one chunk decompresses to. Default: 1 MiB.
+	MaxDecompressed int
+	// PacketRate, if positive, is the most packets per second a client may
+	// send, with PacketBurst at once.
+	PacketRate  float64
+	PacketBurst int
+	// Now gives the time. Default: time.Now.
+	Now func() time.Time
+}
+
+// Violation is why a guard cut a client off.
+type Violation struct {
+	Reason string // framing, first_packet, rate
+	Err    error
+}
+
+func (v *Violation) Error() string { return "freeciv guard: " + v.Reason + ": " + v.Err.Error() }
+func (v *Violation) Unwrap() error { return v.Err }
+
+// Guard checks one connection. Bytes from the client go through Client,
+// which releases only the bytes of complete, well-formed frames, so nothing
+// malformed reaches the server; bytes from the server go through Server,
+// which watches for the JOIN_REPLY after which both directions use the
+// 2-byte packet type. Client and Server may run on different goroutines.
+type Guard struct {
+	cfg       GuardConfig
+	client    freeciv.Splitter
+	pending   []byte // client bytes not yet released
+	validated int    // bytes at the front of pending that are whole frames
+	packets   int64
+	first     bool // the first packet has been checked
+	tat       int64
+
+	server       freeciv.Splitter
+	serverMu     sync.Mutex
+	serverDone   bool
+	joined       atomic.Bool // the server accepted the join
+	clientJoined bool        // the client side has switched
+}
+
+// NewGuard returns a guard for one connection.
+func NewGuard(cfg GuardConfig) *Guard {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	g := &Guard{cfg: cfg}
+	g.client = freeciv.Splitter{MaxPacket: cfg.MaxPacket, MaxChunk: cfg.MaxChunk, MaxDecompressed: cfg.MaxDecompressed}
+	// The server's own traffic is trusted for size: it is only watched for
+	// the join, with the codec's default limits.
+	g.server = freeciv.Splitter{SwitchOnJoin: true}
+	return g
+}
+
+// Packets is the number of client packets checked.
+func (g *Guard) Packets() int64 { return g.packets }
+
+// Joined reports whether the server has accepted the client's join.
+func (g *Guard) Joined() bool { return g.joined.Load() }
+
+// Client takes bytes read from the client and returns the bytes that may be
+// passed to the server now (aliasing the guard's buffer until the next
+// call), or a *Violation, after which the connection must be closed.
+func (g *Guard) Client(p []byte) ([]byte, error) {
+	// Drop what the previous call released.
+	if g.validated > 0 {
+		n := copy(g.pending, g.pending[g.validated:])
+		g.pending = g.pending[:n]
+		g.validated = 0
+	}
+	for len(p) > 0 {
+		n, werr := g.client.Write(p)
+		g.pending = append(g.pending, p[:n]...)
+		p = p[n:]
+		if err := g.drain(); err != nil {
+			return nil, err
+		}
+		if werr != nil && n == 0 {
+			return nil, &Violation{Reason: "framing", Err: werr}
+		}
+	}
+	g.validated = len(g.pending) - g.client.Buffered()
+	return g.pending[:g.validated], nil
+}
+
+// drain checks every complete frame the client splitter holds.
+func (g *Guard) drain() error {
+	for {
+		if !g.clientJoined && g.joined.Load() {
+			// The server accepted the join: the client's next packets use
+			// the 2-byte type.
+			if err := g.client.SetTypeWidth(2); err != nil {
+				return &Violation{Reason: "framing", Err: err}
+			}
+			g.clientJoined = true
+		}
+		f, err := g.client.Next()
+		if errors.Is(err, freeciv.ErrNeedMore) {
+			return nil
+		}
+		if err != nil {
+			return &Violation{Reason: "framing", Err: err}
+		}
+		g.packets++
+		if !g.first {
+			g.first = true
+			var req freeciv.JoinReq
+			if f.Type != freeciv.PacketServerJoinReq || f.FromChunk {
+				return &Violation{Reason: "first_packet", Err: fmt.Errorf("packet type %d, want a JOIN_REQ (4)", f.Type)}
+			}
+			if err := req.Decode(f.Packet); err != nil {
+				return &Violation{Reason: "first_packet", Err: err}
+			}
+		}
+		if g.cfg.PacketRate > 0 && !g.allow() {
+			return &Violation{Reason: "rate", Err: fmt.Errorf("more than %g packets per second", g.cfg.PacketRate)}
+		}
+	}
+}
+
+func (g *Guard) allow() bool {
+	now := g.cfg.Now().UnixNano()
+	emission := int64(float64(time.Second) / g.cfg.PacketRate)
+	tat := max(g.tat, now) + emission
+	if tat-now > emission*int64(max(g.cfg.PacketBurst, 1)) {
+		return false
+	}
+	g.tat = tat
+	return true
+}
+
+// Server watches bytes sent by the server until it has accepted or refused
+// the join; after that it costs nothing.
+func (g *Guard) Server(p []byte) {
+	g.serverMu.Lock()
+	defer g.serverMu.Unlock()
+	for len(p) > 0 && !g.serverDone {
+		n, werr := g.server.Write(p)
+		p = p[n:]
+		for !g.serverDone {
+			f, err := g.server.Next()
+			if errors.Is(err, freeciv.ErrNeedMore) {
+				break
+			}
+			if err != nil {
+				g.serverDone = true // cannot follow the server: stop watching
+				break
+			}
+			if f.Type == freeciv.PacketServerJoinReply {
+				if g.server.TypeWidth() == 2 {
+					g.joined.Store(true)
+				}
+				g.serverDone = true
+			}
+		}
+		if werr != nil && n == 0 {
+			g.serverDone = true
+		}
+	}
+	if g.serverDone {
+		g.server.Reset()
+	}
+}

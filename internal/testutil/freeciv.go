@@ -1,0 +1,88 @@
+package testutil
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// FreecivServerPath is where Debian's freeciv-server package installs the
+// server; scripts/test installs the package when it is missing.
+const FreecivServerPath = "/usr/games/freeciv-server"
+
+// StartFreeciv runs a real Freeciv server on a free loopback port until the
+// test ends and returns its address. The server refuses to run as root, so
+// under root it runs as nobody (uid 65534). A missing server fails the test
+// with the command that installs it.
+func StartFreeciv(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat(FreecivServerPath); err != nil {
+		t.Fatalf("%s is missing: run scripts/test (it installs Debian's freeciv-server), or apt-get install freeciv-server", FreecivServerPath)
+	}
+	// Not t.TempDir: its parent is private to this user, and under root the
+	// server runs as nobody, which must reach its working directory.
+	dir, err := os.MkdirTemp("", "gamegate-freeciv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	saves, home := filepath.Join(dir, "saves"), filepath.Join(dir, "home")
+	for _, d := range []string{saves, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := FreeTCPAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(FreecivServerPath, "--port", port, "--bind", "127.0.0.1", "--saves", saves)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() == 0 {
+		const nobody = 65534
+		for _, d := range []string{dir, saves, home} {
+			if err := os.Chown(d, nobody, nobody); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody, NoSetGroups: true}
+	}
+	if err = cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", FreecivServerPath, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return addr
+		}
+		select {
+		case <-exited:
+			t.Fatalf("freeciv-server exited at start:\n%s", out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("freeciv-server did not listen on %s within 20 s:\n%s", addr, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

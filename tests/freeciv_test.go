@@ -1,0 +1,270 @@
+package tests
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/wire/freeciv"
+)
+
+type freecivEnv struct {
+	server string // the real Freeciv server
+	gate   string // gamegate's layer4 route in front of it: matcher, guard, proxy
+	bare   string // a route with the guard but no matcher
+	http   string
+	caddy  *testutil.Caddy
+}
+
+func startFreecivGate(t *testing.T) *freecivEnv {
+	t.Helper()
+	env := &freecivEnv{server: testutil.StartFreeciv(t), gate: testutil.FreeTCPAddr(t), bare: testutil.FreeTCPAddr(t)}
+	env.http = "http://" + testutil.FreeTCPAddr(t)
+	env.caddy = testutil.StartCaddy(t, fmt.Sprintf(`{
+	layer4 {
+		%s {
+			@freeciv freeciv
+			route @freeciv {
+				freeciv_guard {
+					max_decompressed 65536
+				}
+				proxy %s
+			}
+		}
+		%s {
+			route {
+				freeciv_guard {
+					max_decompressed 65536
+				}
+				proxy %s
+			}
+		}
+	}
+}
+%s {
+	handle_path /query/* {
+		game_query {
+			server civ %s freeciv
+		}
+	}
+}
+`, env.gate, env.server, env.bare, env.server, env.http, env.server))
+	return env
+}
+
+// joinReq is a real client's first packet.
+func joinReq(t *testing.T, capability string) []byte {
+	t.Helper()
+	r := freeciv.JoinReq{Username: []byte("tester"), Capability: []byte(capability), Major: 3, Minor: 0, Patch: 6}
+	b, err := r.AppendTo(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// readServer decodes everything the server sends until it has been quiet
+// for idle, and returns the JOIN_REPLY, the number of packets, how many
+// came from compressed chunks, and the bytes the splitter could not frame.
+func readServer(t *testing.T, c net.Conn, idle time.Duration) (reply *freeciv.JoinReply, packets, fromChunks, leftover int) {
+	t.Helper()
+	var s freeciv.Splitter
+	s.SwitchOnJoin = true
+	buf := make([]byte, 64<<10)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(idle))
+		n, err := c.Read(buf)
+		for p := buf[:n]; len(p) > 0; {
+			k, werr := s.Write(p)
+			p = p[k:]
+			for {
+				f, err := s.Next()
+				if errors.Is(err, freeciv.ErrNeedMore) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("the server's traffic does not frame: %v", err)
+				}
+				packets++
+				if f.FromChunk {
+					fromChunks++
+				}
+				if f.Type == freeciv.PacketServerJoinReply && reply == nil {
+					reply = new(freeciv.JoinReply)
+					if err := reply.Decode(f.Packet); err != nil {
+						t.Fatalf("JOIN_REPLY: %v", err)
+					}
+					// The decoded strings alias the splitter: keep copies.
+					reply.Message, reply.Capability = bytes.Clone(reply.Message), bytes.Clone(reply.Capability)
+				}
+			}
+			if werr != nil && k == 0 {
+				t.Fatalf("splitter: %v", werr)
+			}
+		}
+		if err != nil {
+			return reply, packets, fromChunks, s.Buffered()
+		}
+	}
+}
+
+func TestFreecivThroughGuard(t *testing.T) {
+	env := startFreecivGate(t)
+
+	// A probe with a capability the server lacks: refused, with the
+	// server's own capability string.
+	c, err := net.Dial("tcp", env.gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(joinReq(t, "+not-a-real-capability")); err != nil {
+		t.Fatal(err)
+	}
+	reply, _, _, _ := readServer(t, c, 2*time.Second)
+	c.Close()
+	if reply == nil || reply.YouCanJoin || len(reply.Capability) == 0 {
+		t.Fatalf("JOIN_REPLY to an incompatible client: got %+v", reply)
+	}
+	capability := string(reply.Capability)
+	t.Logf("server refused the probe: %q; its capability: %q", reply.Message, capability)
+
+	// With the server's own capability the client joins, and everything the
+	// server then sends frames with wire/freeciv, compressed chunks included.
+	c, err = net.Dial("tcp", env.gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(joinReq(t, capability)); err != nil {
+		t.Fatal(err)
+	}
+	reply, packets, fromChunks, leftover := readServer(t, c, 2*time.Second)
+	if reply == nil || !reply.YouCanJoin {
+		t.Fatalf("JOIN_REPLY with the server's capability: got %+v", reply)
+	}
+	if fromChunks == 0 || leftover != 0 || packets < 100 {
+		t.Fatalf("after the join: %d packets, %d from compressed chunks, %d bytes left over; want many packets, some from chunks, none left over",
+			packets, fromChunks, leftover)
+	}
+	t.Logf("joined through the guard: %q, then %d packets (%d from compressed chunks), 0 bytes left over", reply.Message, packets, fromChunks)
+}
+
+// hostile sends a stream and reports whether the gateway cut it off (the
+// connection ends without any answer).
+func hostile(t *testing.T, gate string, stream []byte) (answered int) {
+	t.Helper()
+	c, err := net.Dial("tcp", gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = c.Write(stream) // the gateway may cut the connection mid-write
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection was not closed within 5 s")
+	}
+	return int(n)
+}
+
+func TestFreecivGuardCutsOffHostileStreams(t *testing.T) {
+	env := startFreecivGate(t)
+	valid := joinReq(t, "+Freeciv-3.0-network")
+
+	// A compressed chunk whose packets decompress past max_decompressed
+	// (64 KiB): 200 KiB of well-formed packets.
+	var packets []byte
+	for len(packets) < 200<<10 {
+		packets, _ = freeciv.AppendPacket(packets, 1, 80, make([]byte, 1000))
+	}
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(packets)
+	zw.Close()
+	bomb := binary.BigEndian.AppendUint16(nil, uint16(freeciv.CompressionBorder+2+z.Len()))
+	bomb = append(bomb, z.Bytes()...)
+
+	badBody := bytes.Clone(valid)
+	for i := 3; i < len(badBody); i++ {
+		badBody[i] = 0xAA // a valid header, garbage after it: strings without NULs
+	}
+	cases := map[string][]byte{
+		"oversized length":               append(bytes.Clone(valid), 0x3F, 0xFF, 0x05), // 16383-byte packet > 4096
+		"chunk past the limit":           append(bytes.Clone(valid), bomb...),
+		"garbage after the header":       badBody,
+		"garbage after the first packet": append(bytes.Clone(valid), bytes.Repeat([]byte{0xFF}, 64)...),
+	}
+	violations := func() float64 {
+		f, _ := env.caddy.Metric(t, `gamegate_freeciv_guard_violations_total{reason="framing"}`)
+		p, _ := env.caddy.Metric(t, `gamegate_freeciv_guard_violations_total{reason="first_packet"}`)
+		return f + p
+	}
+	for name, stream := range cases {
+		for route, addr := range map[string]string{"matcher and guard": env.gate, "guard alone": env.bare} {
+			t.Run(name+" via "+route, func(t *testing.T) {
+				before := violations()
+				n := hostile(t, addr, stream)
+				if name == "garbage after the header" && route == "matcher and guard" {
+					// Not a plausible JOIN_REQ: the matcher refuses it and
+					// caddy-l4 closes the connection before any handler.
+					if n > 0 {
+						t.Fatalf("the server answered %d bytes to a malformed JOIN_REQ", n)
+					}
+					return
+				}
+				if after := violations(); after != before+1 {
+					t.Fatalf("guard violations: %v before, %v after; want one more (the guard, not the server, cut it off)", before, after)
+				}
+			})
+		}
+	}
+	// The server keeps serving other clients.
+	c, err := net.Dial("tcp", env.gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write(joinReq(t, "+not-a-real-capability"))
+	if reply, _, _, _ := readServer(t, c, 2*time.Second); reply == nil || len(reply.Capability) == 0 {
+		t.Fatalf("after the hostile clients, a new client got %+v", reply)
+	}
+}
+
+func TestFreecivGameQuery(t *testing.T) {
+	env := startFreecivGate(t)
+	var st struct {
+		Version  string `json:"version"`
+		Protocol string `json:"protocol"`
+		Raw      struct {
+			Capability string `json:"capability"`
+			CanJoin    bool   `json:"can_join"`
+		} `json:"raw"`
+	}
+	if r := getJSON(t, env.http+"/query/civ", &st); r.status != 200 || st.Version != "3.0.6" || st.Protocol != "freeciv" ||
+		!strings.HasPrefix(st.Raw.Capability, "+Freeciv-3.0-network") {
+		t.Fatalf("status of the real server: got %d %s", r.status, r.body)
+	}
+	var join struct {
+		CanJoin    bool   `json:"can_join"`
+		Message    string `json:"message"`
+		Capability string `json:"capability"`
+	}
+	if r := getJSON(t, env.http+"/query/civ/join", &join); r.status != 200 || !join.CanJoin || join.Capability == "" {
+		t.Fatalf("join probe: got %d %s", r.status, r.body)
+	}
+	if r := getJSON(t, env.http+"/query/civ/players", nil); r.status != 404 {
+		t.Fatalf("unknown command: got %d %s", r.status, r.body)
+	}
+	raw, _ := json.Marshal(st)
+	t.Logf("game_query status of the real Freeciv server: %s", raw)
+}
