@@ -10,6 +10,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/discovery"
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -22,9 +23,19 @@ func TestCaddyfileExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	qosAddr := testutil.FreeUDPAddr(t)
+	relayAddr := testutil.FreeUDPAddr(t)
 	_, httpPort, _ := net.SplitHostPort(testutil.FreeTCPAddr(t))
-	t.Setenv("GAMEGATE_QOS_LISTEN", qosAddr)
-	t.Setenv("GAMEGATE_HTTP_PORT", httpPort)
+	freecivServer := testutil.StartFreeciv(t)
+	for k, v := range map[string]string{
+		"GAMEGATE_QOS_LISTEN":       qosAddr,
+		"GAMEGATE_HTTP_PORT":        httpPort,
+		"GAMEGATE_RELAY_LISTEN":     relayAddr,
+		"GAMEGATE_GQP_LISTEN":       testutil.FreeUDPAddr(t),
+		"GAMEGATE_FREECIV_LISTEN":   testutil.FreeTCPAddr(t),
+		"GAMEGATE_FREECIV_UPSTREAM": freecivServer,
+	} {
+		t.Setenv(k, v)
+	}
 	testutil.StartCaddy(t, string(example))
 
 	var dc discovery.Client
@@ -55,5 +66,27 @@ func TestCaddyfileExample(t *testing.T) {
 	}
 	if r.Percentile(50) <= 0 {
 		t.Fatalf("latency p50: got %v, want > 0", r.Percentile(50))
+	}
+
+	// The relay, through its allocations API with the development token.
+	rc, err := relay.Check(context.Background(), relay.CheckConfig{
+		API: &relay.APIClient{Base: base + "/relay", Token: "dev-only-token"}, Messages: 50, Timeout: 20 * time.Second,
+	})
+	if err != nil || rc.Received != 50 || rc.Relay != relayAddr {
+		t.Fatalf("relay check against the example: %+v (%v)", rc, err)
+	}
+
+	// Game queries: the GQP responder answering from the example's JSON
+	// status, and the Freeciv server.
+	var st struct {
+		Name       string `json:"name"`
+		NumPlayers int    `json:"numplayers"`
+		Version    string `json:"version"`
+	}
+	if r := getJSON(t, base+"/query/example", &st); r.status != 200 || st.Name != "gamegate example" || st.NumPlayers != 2 {
+		t.Fatalf("/query/example: got %d %s", r.status, r.body)
+	}
+	if r := getJSON(t, base+"/query/civ", &st); r.status != 200 || st.Version != "3.0.6" {
+		t.Fatalf("/query/civ: got %d %s", r.status, r.body)
 	}
 }

@@ -18,11 +18,12 @@ import (
 
 const relaySecret = "relay-test-secret-0123456789"
 
-func relayCaddyfile(addr, options string) string {
+func relayCaddyfile(addr, httpAddr, storage, options string) string {
 	if options != "" {
 		options = "\n\t\t\t\t\t" + options
 	}
 	return fmt.Sprintf(`{
+	storage file_system %s
 	layer4 {
 		udp/%s {
 			@relay relay
@@ -34,11 +35,20 @@ func relayCaddyfile(addr, options string) string {
 		}
 	}
 }
-`, addr, options)
+http://%s {
+	relay_allocations {
+		secrets {env.GAMEGATE_TEST_RELAY_SECRET}
+		tokens relay-test-token
+		public_address %s
+		max_connections 10
+	}
+}
+`, storage, addr, options, httpAddr, addr)
 }
 
 type relayEnv struct {
 	addr   string
+	api    *relay.APIClient
 	caddy  *testutil.Caddy
 	cfg    string
 	sealer *relay.Sealer
@@ -48,7 +58,9 @@ func startRelay(t *testing.T, options string) *relayEnv {
 	t.Helper()
 	t.Setenv("GAMEGATE_TEST_RELAY_SECRET", relaySecret)
 	env := &relayEnv{addr: testutil.FreeUDPAddr(t)}
-	env.cfg = relayCaddyfile(env.addr, options)
+	httpAddr := testutil.FreeTCPAddr(t)
+	env.api = &relay.APIClient{Base: "http://" + httpAddr, Token: "relay-test-token"}
+	env.cfg = relayCaddyfile(env.addr, httpAddr, t.TempDir(), options)
 	env.caddy = testutil.StartCaddy(t, env.cfg)
 	var err error
 	if env.sealer, err = relay.NewSealer([]byte(relaySecret)); err != nil {
@@ -86,6 +98,25 @@ func (env *relayEnv) dial(t *testing.T, maxConn int) (*relay.Client, *relay.Allo
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, a, data
+}
+
+// dialAPI binds a client to an allocation the HTTP API handed out, as a game
+// does.
+func (env *relayEnv) dialAPI(t *testing.T, a *relay.APIAllocation) *relay.Client {
+	t.Helper()
+	cfg, err := relay.ClientConfigFor(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Local, cfg.BindRetry, cfg.ConnectRetry = "127.0.0.1:0", 200*time.Millisecond, 200*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := relay.Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func connectTo(t *testing.T, c *relay.Client, hostData []byte) (wirerelay.AllocationID, error) {
@@ -171,26 +202,43 @@ func exchange(t *testing.T, c *relay.Client, host wirerelay.AllocationID, j byte
 
 func TestRelayHostAndJoiners(t *testing.T) {
 	env := startRelay(t, "")
-	host, hostAlloc, hostData := env.dial(t, 2)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
+	// Over HTTP: the host's allocation and a join code; each joiner trades
+	// the code for its own allocation and the host's connection data.
+	hostAlloc, err := env.api.Allocate(ctx, 2, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := env.api.JoinCode(ctx, hostAlloc.AllocationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := env.dialAPI(t, hostAlloc)
+	hostID, _ := relay.ParseAllocationID(hostAlloc.AllocationID)
+	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	seen, hostDone := echoHost(ctx, t, host)
+	seen, hostDone := echoHost(hctx, t, host)
 
-	joiners := make([]*relay.Client, 2)
-	for i := range joiners {
-		c, _, _ := env.dial(t, 1)
-		from, err := connectTo(t, c, hostData)
+	join := func() (*relay.Client, error) {
+		a, err := env.api.Join(ctx, code)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if from != hostAlloc.ID {
-			t.Fatalf("ACCEPTED.From: got %x, want the host's ID %x", from, hostAlloc.ID)
+		c := env.dialAPI(t, a)
+		from, err := connectTo(t, c, a.HostConnectionData)
+		if err == nil && from != hostID {
+			t.Fatalf("ACCEPTED.From: got %x, want the host's ID %x", from, hostID)
 		}
-		joiners[i] = c
+		return c, err
+	}
+	joiners := make([]*relay.Client, 2)
+	for i := range joiners {
+		if joiners[i], err = join(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A third joiner is past the host's 2 connections.
-	third, _, _ := env.dial(t, 1)
-	if _, err := connectTo(t, third, hostData); !errors.Is(err, relay.ErrRejected) {
+	if _, err := join(); !errors.Is(err, relay.ErrRejected) {
 		t.Fatalf("third joiner: got %v, want REJECTED", err)
 	}
 
@@ -200,7 +248,7 @@ func TestRelayHostAndJoiners(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			exchange(t, c, hostAlloc.ID, byte(i), 0, n, 16)
+			exchange(t, c, hostID, byte(i), 0, n, 16)
 		}()
 	}
 	wg.Wait()
@@ -405,4 +453,18 @@ func TestRelayNoAmplificationFromUnboundSources(t *testing.T) {
 		t.Fatalf("bindings: got %v, want at most 8", n)
 	}
 	t.Logf("5000 datagrams from 32 unbound sources: %d replies, none larger than a datagram the source sent", replies)
+}
+
+// relay-check's flow against a real Caddy: allocate, join code, join,
+// bind, connect, echo.
+func TestRelayCheck(t *testing.T) {
+	env := startRelay(t, "")
+	res, err := relay.Check(context.Background(), relay.CheckConfig{API: env.api, Messages: 200, Size: 100, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 200 || res.Received != 200 || res.P50 <= 0 || res.P99 < res.P50 || res.Relay != env.addr || len(res.JoinCode) != 6 {
+		t.Fatalf("relay check: got %+v", res)
+	}
+	t.Logf("relay check: %d round trips, p50 %.3fms p99 %.3fms", res.Received, res.P50ms, res.P99ms)
 }

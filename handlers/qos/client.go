@@ -175,9 +175,9 @@ func (c *Checker) Check(ctx context.Context, targets []Target) ([]*ServerResult,
 	defer stop()
 
 	start := c.cfg.Now()
-	pending := 0
-	buf := make([]byte, 0, wireqos.MaxPacket)
-	custom := make([]byte, max(customLen, c.cfg.PacketSize))
+	// Decide which servers are contacted before sending, so the reader
+	// knows how many responses to expect.
+	var contacted []netip.AddrPort
 	for _, addr := range order {
 		st := byAddr[addr]
 		if until, ok := c.skip[addr]; ok {
@@ -187,36 +187,65 @@ func (c *Checker) Check(ctx context.Context, targets []Target) ([]*ServerResult,
 			}
 			delete(c.skip, addr)
 		}
-		dst := net.UDPAddrFromAddrPort(addr)
-		for seq := range c.cfg.Requests {
-			buf = c.appendRequest(buf[:0], custom, uint8(seq), st.id, c.cfg.Now().Sub(start))
-			if _, err := conn.WriteTo(buf, dst); err != nil {
-				st.res.Err = err
-				break
-			}
-			st.res.Sent++
-			pending++
-			if seq%10 == 9 {
-				// A short pause every ten sends keeps the burst from
-				// overrunning socket buffers on the way.
-				time.Sleep(time.Millisecond)
+		contacted = append(contacted, addr)
+	}
+	pending := len(contacted) * c.cfg.Requests
+
+	// Responses are read while the requests go out, so each is timed when
+	// it arrives, not when the last request has been sent.
+	sendDone := make(chan time.Time, 1)
+	go func() {
+		buf := make([]byte, 0, wireqos.MaxPacket)
+		custom := make([]byte, max(customLen, c.cfg.PacketSize))
+		for _, addr := range contacted {
+			st := byAddr[addr]
+			dst := net.UDPAddrFromAddrPort(addr)
+			for seq := range c.cfg.Requests {
+				if seq > 0 && seq%10 == 0 {
+					// A short pause every ten sends keeps a burst from
+					// overrunning socket buffers on the way.
+					time.Sleep(time.Millisecond)
+				}
+				buf = c.appendRequest(buf[:0], custom, uint8(seq), st.id, c.cfg.Now().Sub(start))
+				if _, err := conn.WriteTo(buf, dst); err != nil {
+					st.res.Err = err
+					break
+				}
+				st.res.Sent++
 			}
 		}
-	}
+		sendDone <- time.Now()
+	}()
 
 	// Socket deadlines run on the wall clock whatever clock measures latency.
-	waitUntil := time.Now().Add(c.cfg.Wait)
+	var waitUntil time.Time
+	sending := true
 	rbuf := make([]byte, 65536)
-	for pending > 0 {
-		if err := ctx.Err(); err != nil {
-			break
+	for pending > 0 && ctx.Err() == nil {
+		if sending {
+			select {
+			case t := <-sendDone:
+				sending, waitUntil = false, t.Add(c.cfg.Wait)
+			default:
+			}
 		}
-		_ = conn.SetReadDeadline(waitUntil)
+		step := time.Now().Add(50 * time.Millisecond)
+		if !sending && waitUntil.Before(step) {
+			step = waitUntil
+		}
+		_ = conn.SetReadDeadline(step)
 		n, from, err := conn.ReadFrom(rbuf)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				break
+				if !sending && !time.Now().Before(waitUntil) {
+					break
+				}
+				continue
 			}
+			if !sending {
+				return results, err
+			}
+			<-sendDone
 			return results, err
 		}
 		recvAt := c.cfg.Now()
@@ -238,7 +267,7 @@ func (c *Checker) Check(ctx context.Context, targets []Target) ([]*ServerResult,
 			continue
 		}
 		seq := resp.Custom[0]
-		if int(seq) >= st.res.Sent || st.seen[seq] {
+		if int(seq) >= c.cfg.Requests || st.seen[seq] {
 			st.res.Duplicates++
 			continue
 		}
@@ -250,6 +279,9 @@ func (c *Checker) Check(ctx context.Context, targets []Target) ([]*ServerResult,
 		if stronger(resp.Flow, st.res.Flow) {
 			st.res.Flow = resp.Flow
 		}
+	}
+	if sending {
+		<-sendDone // the sender is bounded; its counts are read below
 	}
 	for _, addr := range order {
 		r := byAddr[addr].res
