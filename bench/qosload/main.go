@@ -28,19 +28,14 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
-	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	_ "github.com/caddyserver/caddy/v2/modules/standard"
-	_ "github.com/mholt/caddy-l4"
 
-	_ "github.com/gamegate/gamegate/caddymodule"
+	"github.com/gamegate/gamegate/bench/internal/benchutil"
 )
 
 func main() {
@@ -84,10 +79,7 @@ func main() {
 	report(targets, *jsonOut, *clients, *inflight, *duration, *rounds)
 }
 
-func fatal(err error) {
-	fmt.Fprintln(os.Stderr, "qosload:", err)
-	os.Exit(1)
-}
+func fatal(err error) { benchutil.Fatal(err) }
 
 const title = "QoS request"
 
@@ -113,24 +105,9 @@ func startBareEcho() (string, error) {
 	return conn.LocalAddr().String(), nil
 }
 
-func freeUDP() (string, error) {
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	return c.LocalAddr().String(), nil
-}
-
 func startCaddy() (echoAddr, qosAddr string, err error) {
-	if echoAddr, err = freeUDP(); err != nil {
-		return
-	}
-	if qosAddr, err = freeUDP(); err != nil {
-		return
-	}
-	caddyfile := fmt.Sprintf(`{
-	admin off
+	echoAddr, qosAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+	return echoAddr, qosAddr, benchutil.StartCaddy(fmt.Sprintf(`{
 	layer4 {
 		udp/%s {
 			route {
@@ -148,18 +125,7 @@ func startCaddy() (echoAddr, qosAddr string, err error) {
 		}
 	}
 }
-`, echoAddr, qosAddr)
-	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
-	if err != nil {
-		return "", "", err
-	}
-	var m map[string]any
-	if err = json.Unmarshal(cfg, &m); err != nil {
-		return
-	}
-	m["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
-	cfg, _ = json.Marshal(m)
-	return echoAddr, qosAddr, caddy.Load(cfg, false)
+`, echoAddr, qosAddr))
 }
 
 type target struct {
@@ -288,18 +254,12 @@ func summarize(t *target) summary {
 		elapsed += r.elapsed
 		rtts = append(rtts, r.rtts...)
 	}
-	slices.Sort(rtts)
-	pct := func(p float64) float64 {
-		if len(rtts) == 0 {
-			return 0
-		}
-		return float64(rtts[min(len(rtts)-1, int(float64(len(rtts))*p))].Nanoseconds()) / 1000
-	}
+	rtts = benchutil.Sorted(rtts)
 	return summary{
 		Target:    t.name,
 		PerSecond: float64(responses) / elapsed.Seconds(),
-		P50us:     pct(0.50),
-		P99us:     pct(0.99),
+		P50us:     benchutil.Percentile(rtts, 0.50),
+		P99us:     benchutil.Percentile(rtts, 0.99),
 		Lost:      lost,
 	}
 }

@@ -1,0 +1,81 @@
+// Package benchutil holds what gamegate's load programs share: an
+// in-process Caddy started from a Caddyfile, free loopback ports, and
+// percentile summaries.
+package benchutil
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/mholt/caddy-l4"
+
+	_ "github.com/gamegate/gamegate/caddymodule"
+)
+
+// StartCaddy loads a Caddyfile into this process's Caddy, logging errors
+// only. Stop it with caddy.Stop.
+func StartCaddy(caddyfile string) error {
+	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(cfg, &m); err != nil {
+		return err
+	}
+	m["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
+	if _, ok := m["admin"]; !ok {
+		m["admin"] = map[string]any{"disabled": true}
+	}
+	cfg, _ = json.Marshal(m)
+	return caddy.Load(cfg, false)
+}
+
+// FreeAddr returns a loopback address whose port (udp or tcp) was free a
+// moment ago.
+func FreeAddr(network string) string {
+	if network == "udp" {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().String()
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Fatal prints err and exits.
+func Fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+// Percentile returns the p-quantile (0..1) of sorted durations, in
+// microseconds.
+func Percentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return float64(sorted[min(len(sorted)-1, int(float64(len(sorted))*p))].Nanoseconds()) / 1000
+}
+
+// Sorted returns the durations sorted.
+func Sorted(d []time.Duration) []time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s
+}
