@@ -85,3 +85,26 @@ func parseFloatArg(s string) (float64, error) {
 }
 
 func parseIntArg(s string) (int, error) { return strconv.Atoi(s) }
+
+// parseBlock calls option for each option of the block that follows, in
+// order. An option given twice is an error naming it, except those listed
+// as repeatable; module prefixes error messages ("qos", "gqp: command 'x'").
+func parseBlock(d *caddyfile.Dispenser, module string, repeatable []string, option func(name string) error) error {
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if seen[name] && !slices.Contains(repeatable, name) {
+			return d.Errf("%s: duplicate option '%s'", module, name)
+		}
+		seen[name] = true
+		if err := option(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unknownOption is the error for an option a module does not have.
+func unknownOption(d *caddyfile.Dispenser, module, name string) error {
+	return d.Errf("%s: unrecognized option '%s'", module, name)
+}

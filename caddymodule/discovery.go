@@ -404,13 +404,7 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if opt != "fleet" && seen[opt] {
-			return d.Errf("qos_discovery: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	return parseBlock(d, "qos_discovery", []string{"fleet"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "fleet":
@@ -448,13 +442,10 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "name":
 			h.Name, err = parseSingleArg(d)
 		default:
-			return d.Errf("qos_discovery: unrecognized option '%s'", opt)
+			return unknownOption(d, "qos_discovery", opt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func (h *QoSDiscovery) parseFleet(d *caddyfile.Dispenser) error {
@@ -517,13 +508,7 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	hc := &DiscoveryHealthCheck{}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if seen[opt] {
-			return d.Errf("qos_discovery: health_check: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	if err := parseBlock(d, "qos_discovery: health_check", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "fleets":
@@ -540,11 +525,11 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		case "wait":
 			hc.Wait, err = parseDuration(d)
 		default:
-			return d.Errf("qos_discovery: health_check: unrecognized option '%s'", opt)
+			return unknownOption(d, "qos_discovery: health_check", opt)
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	}); err != nil {
+		return err
 	}
 	h.HealthCheck = hc
 	return nil

@@ -206,13 +206,7 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if seen[opt] {
-			return d.Errf("freeciv_guard: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	return parseBlock(d, "freeciv_guard", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "max_packet":
@@ -239,13 +233,10 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				h.PacketBurst = b
 			}
 		default:
-			return d.Errf("freeciv_guard: unrecognized option '%s'", opt)
+			return unknownOption(d, "freeciv_guard", opt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 var freecivMetrics = newFreecivMetrics()

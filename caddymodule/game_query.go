@@ -264,13 +264,7 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if opt != "server" && opt != "ttl" && seen[opt] {
-			return d.Errf("game_query: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	return parseBlock(d, "game_query", []string{"server", "ttl"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "server":
@@ -344,13 +338,10 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			n, err = parseIntRange(d, 1, 64<<20)
 			h.MaxBody = int64(n)
 		default:
-			return d.Errf("game_query: unrecognized option '%s'", opt)
+			return unknownOption(d, "game_query", opt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {

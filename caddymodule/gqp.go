@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -166,9 +164,9 @@ const gqpQueueLen = 4
 // ends. Answers are computed off the read loop (an upstream may be slow),
 // so the shared socket keeps being read for every other client.
 func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	pc, ok := cx.Conn.(net.PacketConn)
-	if !ok {
-		return errors.New("gqp: GQP runs over UDP; this route's listener is not a packet listener")
+	pc, err := packetConnOf(cx, "GQP")
+	if err != nil {
+		return err
 	}
 	remote := cx.RemoteAddr()
 	src := gqpSource(remote)
@@ -191,28 +189,18 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 		}
 	}()
 	defer func() { close(queue); <-done }()
-	buf := make([]byte, maxDatagram)
-	for {
-		n, err := cx.Read(buf)
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
-		}
-		if n == 0 {
-			return nil // a partial oversized datagram (see the package notes)
-		}
-		if n > wiregqp.MaxQuery {
-			gqpMetrics.verdicts[gqp.DroppedMalformed].Inc()
-			continue
+	drop := func() { gqpMetrics.verdicts[gqp.DroppedMalformed].Inc() }
+	return readDatagrams(cx, drop, func(datagram []byte) {
+		if len(datagram) > wiregqp.MaxQuery {
+			drop()
+			return
 		}
 		select {
-		case queue <- append([]byte(nil), buf[:n]...):
+		case queue <- append([]byte(nil), datagram...):
 		default:
 			gqpMetrics.busy.Inc()
 		}
-	}
+	})
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -238,13 +226,7 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if opt != "command" && opt != "login" && seen[opt] {
-			return d.Errf("gqp: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	return parseBlock(d, "gqp", []string{"command", "login"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "identify":
@@ -274,13 +256,10 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_datagram":
 			h.MaxDatagram, err = parseIntRange(d, 64, 65000)
 		default:
-			return d.Errf("gqp: unrecognized option '%s'", opt)
+			return unknownOption(d, "gqp", opt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
@@ -292,13 +271,7 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 		return d.Errf("gqp: duplicate command '%s'", name)
 	}
 	c := &GQPCommand{}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if opt != "record" && seen[opt] {
-			return d.Errf("gqp: command '%s': duplicate option '%s'", name, opt)
-		}
-		seen[opt] = true
+	if err := parseBlock(d, fmt.Sprintf("gqp: command '%s'", name), []string{"record"}, func(opt string) error {
 		switch opt {
 		case "url":
 			c.URL, err = parseSingleArg(d)
@@ -318,11 +291,11 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 		case "ttl":
 			c.TTL, err = parseDuration(d)
 		default:
-			return d.Errf("gqp: command '%s': unrecognized option '%s'", name, opt)
+			return unknownOption(d, fmt.Sprintf("gqp: command '%s'", name), opt)
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	}); err != nil {
+		return err
 	}
 	if h.Commands == nil {
 		h.Commands = make(map[string]*GQPCommand)

@@ -3,8 +3,6 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
 	"time"
 
@@ -21,12 +19,6 @@ import (
 func init() {
 	caddy.RegisterModule(new(QoSEcho))
 }
-
-// maxDatagram is the largest datagram caddy-l4 delivers (its read buffers
-// are 9000 bytes). Reading into a buffer this size keeps one datagram per
-// Read, so an oversized datagram is seen whole and dropped, never split into
-// pieces that could each look like a request.
-const maxDatagram = 9000
 
 // QoSEcho answers Multiplay QoS echo requests (0x59 → 0x95) on a caddy-l4 UDP
 // server, with per-source rate limits and bans, an optional global capacity
@@ -203,30 +195,14 @@ func (h *QoSEcho) Cleanup() error {
 
 // Handle answers the datagrams of one client until the association ends.
 func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	if _, ok := cx.Conn.(net.PacketConn); !ok {
-		return errors.New("qos: the QoS echo protocol runs over UDP; this route's listener is not a packet listener")
+	if _, err := packetConnOf(cx, "the QoS echo protocol"); err != nil {
+		return err
 	}
 	src := qos.SourceOf(cx.RemoteAddr(), h.byPort)
-	buf := make([]byte, maxDatagram)
 	out := make([]byte, 0, wireqos.MaxPacket)
-	for {
-		n, err := cx.Read(buf)
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
-		}
-		if n == 0 {
-			// Part of a datagram longer than caddy-l4's matching chunk is
-			// stuck in the matching buffer with no frame boundary: no read
-			// can make progress. End the association; the client's next
-			// datagram starts a fresh one.
-			qosMetrics.dropped[qos.DroppedTooLong].Inc()
-			return nil
-		}
+	return readDatagrams(cx, func() { qosMetrics.dropped[qos.DroppedTooLong].Inc() }, func(datagram []byte) {
 		qosMetrics.requests.Inc()
-		resp, v := h.engine.Handle(src, buf[:n], out[:0])
+		resp, v := h.engine.Handle(src, datagram, out[:0])
 		qosMetrics.count(v)
 		if v == qos.BannedRate || v == qos.BannedCapacity {
 			if ce := h.logger.Check(zap.DebugLevel, "banned QoS source"); ce != nil {
@@ -234,14 +210,14 @@ func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 			}
 		}
 		if resp == nil {
-			continue
+			return
 		}
 		if _, err := cx.Write(resp); err != nil {
 			if ce := h.logger.Check(zap.DebugLevel, "writing QoS response"); ce != nil {
 				ce.Write(zap.Stringer("source", src), zap.Error(err))
 			}
 		}
-	}
+	})
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -264,13 +240,7 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if seen[opt] {
-			return d.Errf("qos: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	return parseBlock(d, "qos", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "rate":
@@ -299,13 +269,10 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "name":
 			h.Name, err = parseSingleArg(d)
 		default:
-			return d.Errf("qos: unrecognized option '%s'", opt)
+			return unknownOption(d, "qos", opt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // qosMetrics are the QoS echo handler's Prometheus metrics, shared by every

@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -29,7 +28,8 @@ type QueryFreeciv struct {
 	// Time allowed for one probe. Default: 3s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 
-	protocol *freeciv.QueryProtocol
+	// The protocol itself, built by Provision: Name, Status and Command.
+	*freeciv.QueryProtocol `json:"-"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -42,24 +42,11 @@ func (*QueryFreeciv) CaddyModule() caddy.ModuleInfo {
 
 // Provision builds the prober.
 func (p *QueryFreeciv) Provision(caddy.Context) error {
-	p.protocol = &freeciv.QueryProtocol{
+	p.QueryProtocol = &freeciv.QueryProtocol{
 		Prober:         freeciv.Prober{Username: p.Username, Timeout: time.Duration(p.Timeout)},
 		JoinCapability: p.JoinCapability,
 	}
 	return nil
-}
-
-// Name returns "freeciv".
-func (p *QueryFreeciv) Name() string { return "freeciv" }
-
-// Status probes a server's version and capabilities.
-func (p *QueryFreeciv) Status(ctx context.Context, address string) (*query.Status, error) {
-	return p.protocol.Status(ctx, address)
-}
-
-// Command runs "join".
-func (p *QueryFreeciv) Command(ctx context.Context, address, command string, args []string) (any, error) {
-	return p.protocol.Command(ctx, address, command, args)
 }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
@@ -74,13 +61,7 @@ func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if seen[opt] {
-			return d.Errf("freeciv: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	return parseBlock(d, "freeciv", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "username":
@@ -90,13 +71,10 @@ func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "timeout":
 			p.Timeout, err = parseDuration(d)
 		default:
-			return d.Errf("freeciv: unrecognized option '%s'", opt)
+			return unknownOption(d, "freeciv", opt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // Interface guards

@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -34,7 +33,8 @@ type QueryGQP struct {
 	// Largest answer accepted, in bytes. Default: 65536.
 	MaxResponse int `json:"max_response,omitempty"`
 
-	protocol *gqp.QueryProtocol
+	// The protocol itself, built by Provision: Name, Status and Command.
+	*gqp.QueryProtocol `json:"-"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -48,7 +48,7 @@ func (*QueryGQP) CaddyModule() caddy.ModuleInfo {
 // Provision builds the GQP client.
 func (p *QueryGQP) Provision(caddy.Context) error {
 	retries := p.Retries // the client reads 0 as 1 and -1 as none
-	p.protocol = &gqp.QueryProtocol{
+	p.QueryProtocol = &gqp.QueryProtocol{
 		Client: &gqp.Client{
 			Timeout:     time.Duration(p.Timeout),
 			Retries:     retries,
@@ -58,19 +58,6 @@ func (p *QueryGQP) Provision(caddy.Context) error {
 		StatusCommand: p.StatusCommand,
 	}
 	return nil
-}
-
-// Name returns "gqp".
-func (p *QueryGQP) Name() string { return "gqp" }
-
-// Status returns a server's normalised status.
-func (p *QueryGQP) Status(ctx context.Context, address string) (*query.Status, error) {
-	return p.protocol.Status(ctx, address)
-}
-
-// Command runs one GQP command.
-func (p *QueryGQP) Command(ctx context.Context, address, command string, args []string) (any, error) {
-	return p.protocol.Command(ctx, address, command, args)
 }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
@@ -87,13 +74,7 @@ func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if seen[opt] {
-			return d.Errf("gqp: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	return parseBlock(d, "gqp", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "timeout":
@@ -107,13 +88,10 @@ func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_response":
 			p.MaxResponse, err = parseIntRange(d, 64, 64<<10)
 		default:
-			return d.Errf("gqp: unrecognized option '%s'", opt)
+			return unknownOption(d, "gqp", opt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // Interface guards

@@ -3,8 +3,6 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
 	"time"
 
@@ -175,28 +173,14 @@ func (h *Relay) Cleanup() error {
 // Handle relays the datagrams of one client address until the association
 // ends. Messages for other clients go out through the shared socket.
 func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	pc, ok := cx.Conn.(net.PacketConn)
-	if !ok {
-		return errors.New("relay: the relay protocol runs over UDP; this route's listener is not a packet listener")
+	pc, err := packetConnOf(cx, "the relay protocol")
+	if err != nil {
+		return err
 	}
 	src := relay.PeerOf(cx.RemoteAddr())
-	buf := make([]byte, maxDatagram)
 	out := relay.NewOutbox()
-	for {
-		n, err := cx.Read(buf)
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
-		}
-		if n == 0 {
-			// Part of a datagram longer than caddy-l4's matching chunk is
-			// stuck without a frame boundary (see the package notes).
-			relayMetrics.verdicts[relay.DroppedMalformed].Inc()
-			return nil
-		}
-		v := h.engine.Handle(src, buf[:n], out)
+	return readDatagrams(cx, func() { relayMetrics.verdicts[relay.DroppedMalformed].Inc() }, func(datagram []byte) {
+		v := h.engine.Handle(src, datagram, out)
 		relayMetrics.verdicts[v].Inc()
 		for _, s := range out.Sends {
 			var err error
@@ -211,7 +195,7 @@ func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 				}
 			}
 		}
-	}
+	})
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -230,13 +214,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if seen[opt] {
-			return d.Errf("relay: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	return parseBlock(d, "relay", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -257,13 +235,10 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "name":
 			h.Name, err = parseSingleArg(d)
 		default:
-			return d.Errf("relay: unrecognized option '%s'", opt)
+			return unknownOption(d, "relay", opt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 var relayMetrics = newRelayMetrics()

@@ -351,13 +351,7 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := make(map[string]bool)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if seen[opt] {
-			return d.Errf("relay_allocations: duplicate option '%s'", opt)
-		}
-		seen[opt] = true
+	return parseBlock(d, "relay_allocations", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -391,13 +385,10 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_body":
 			h.MaxBody, err = parseRelayAPIByteSize(d, relayAPIMaxMaxBody)
 		default:
-			return d.Errf("relay_allocations: unrecognized option '%s'", opt)
+			return unknownOption(d, "relay_allocations", opt)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // parseRelayAPIList reads the one or more values of the current option.
