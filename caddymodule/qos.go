@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -200,8 +201,7 @@ func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 	}
 	src := qos.SourceOf(cx.RemoteAddr(), h.byPort)
 	out := make([]byte, 0, wireqos.MaxPacket)
-	return readDatagrams(cx, func() { qosMetrics.dropped[qos.DroppedTooLong].Inc() }, func(datagram []byte) {
-		qosMetrics.requests.Inc()
+	return readDatagrams(cx, func() { qosMetrics.count(qos.DroppedTooLong) }, func(datagram []byte) {
 		resp, v := h.engine.Handle(src, datagram, out[:0])
 		qosMetrics.count(v)
 		if v == qos.BannedRate || v == qos.BannedCapacity {
@@ -281,83 +281,67 @@ var qosMetrics = newQoSMetrics()
 
 var liveSourceTables liveSet[*qos.SourceTable]
 
+// qosMetricSet counts what QoS handlers do: one atomic add per datagram,
+// for its verdict. Every metric is derived from those counts when scraped,
+// so the hot path pays for one counter, not one per metric.
 type qosMetricSet struct {
-	requests  prometheus.Counter
-	responses *prometheus.CounterVec
-	drops     *prometheus.CounterVec
-	bans      *prometheus.CounterVec
-	tracked   prometheus.GaugeFunc
-	// Resolved once, so the hot path does no label lookups.
-	answered [qos.NumVerdicts]prometheus.Counter
-	dropped  [qos.NumVerdicts]prometheus.Counter
-	banned   [qos.NumVerdicts]prometheus.Counter
+	verdicts [qos.NumVerdicts]struct {
+		n atomic.Uint64
+		_ [56]byte // one cache line each: verdicts are counted from every core
+	}
+	requests, responses, drops, bans, tracked *prometheus.Desc
 }
 
 func newQoSMetrics() *qosMetricSet {
-	const ns, sub = "gamegate", "qos"
-	m := &qosMetricSet{
-		requests: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "requests_total",
-			Help: "Datagrams received by QoS echo handlers.",
-		}),
-		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "responses_total",
-			Help: "QoS responses sent, by flow control (none, backoff, ban).",
-		}, []string{"flow"}),
-		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "dropped_total",
-			Help: "QoS datagrams dropped without a response, by reason.",
-		}, []string{"reason"}),
-		bans: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "bans_total",
-			Help: "QoS sources banned, by cause (rate, capacity).",
-		}, []string{"cause"}),
+	name := func(n string) string { return prometheus.BuildFQName("gamegate", "qos", n) }
+	return &qosMetricSet{
+		requests:  prometheus.NewDesc(name("requests_total"), "Datagrams received by QoS echo handlers.", nil, nil),
+		responses: prometheus.NewDesc(name("responses_total"), "QoS responses sent, by flow control (none, backoff, ban).", []string{"flow"}, nil),
+		drops:     prometheus.NewDesc(name("dropped_total"), "QoS datagrams dropped without a response, by reason.", []string{"reason"}, nil),
+		bans:      prometheus.NewDesc(name("bans_total"), "QoS sources banned, by cause (rate, capacity).", []string{"cause"}, nil),
+		tracked:   prometheus.NewDesc(name("tracked_sources"), "Sources whose QoS rate and ban state is remembered.", nil, nil),
 	}
-	m.tracked = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: ns, Subsystem: sub, Name: "tracked_sources",
-		Help: "Sources whose QoS rate and ban state is remembered.",
-	}, func() float64 {
-		n := 0
-		liveSourceTables.each(func(t *qos.SourceTable) { n += t.Len() })
-		return float64(n)
-	})
-	for v := qos.Verdict(0); v < qos.NumVerdicts; v++ {
-		switch v {
-		case qos.Answered:
-			m.answered[v] = m.responses.WithLabelValues("none")
-		case qos.AnsweredBackoff:
-			m.answered[v] = m.responses.WithLabelValues("backoff")
-		case qos.BannedRate:
-			m.answered[v] = m.responses.WithLabelValues("ban")
-			m.banned[v] = m.bans.WithLabelValues("rate")
-		case qos.BannedCapacity:
-			m.answered[v] = m.responses.WithLabelValues("ban")
-			m.banned[v] = m.bans.WithLabelValues("capacity")
-		default:
-			m.dropped[v] = m.drops.WithLabelValues(v.String())
-		}
-	}
-	return m
 }
 
-func (m *qosMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.responses, m.drops, m.bans, m.tracked}
+func (m *qosMetricSet) count(v qos.Verdict) { m.verdicts[v].n.Add(1) }
+
+func (m *qosMetricSet) collectors() []prometheus.Collector { return []prometheus.Collector{m} }
+
+// Describe implements prometheus.Collector.
+func (m *qosMetricSet) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.requests, m.responses, m.drops, m.bans, m.tracked} {
+		ch <- d
+	}
 }
 
-func (m *qosMetricSet) count(v qos.Verdict) {
-	if c := m.answered[v]; c != nil {
-		c.Inc()
+// Collect implements prometheus.Collector.
+func (m *qosMetricSet) Collect(ch chan<- prometheus.Metric) {
+	var n [qos.NumVerdicts]float64
+	total := 0.0
+	for v := range n {
+		n[v] = float64(m.verdicts[v].n.Load())
+		total += n[v]
 	}
-	if c := m.banned[v]; c != nil {
-		c.Inc()
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	if c := m.dropped[v]; c != nil {
-		c.Inc()
+	counter(m.requests, total)
+	counter(m.responses, n[qos.Answered], "none")
+	counter(m.responses, n[qos.AnsweredBackoff], "backoff")
+	counter(m.responses, n[qos.BannedRate]+n[qos.BannedCapacity], "ban")
+	counter(m.bans, n[qos.BannedRate], "rate")
+	counter(m.bans, n[qos.BannedCapacity], "capacity")
+	for v := qos.DroppedBanned; v < qos.NumVerdicts; v++ {
+		counter(m.drops, n[v], v.String())
 	}
+	tracked := 0
+	liveSourceTables.each(func(t *qos.SourceTable) { tracked += t.Len() })
+	ch <- prometheus.MustNewConstMetric(m.tracked, prometheus.GaugeValue, float64(tracked))
 }
 
 // Interface guards
 var (
+	_ prometheus.Collector  = (*qosMetricSet)(nil)
 	_ caddy.Provisioner     = (*QoSEcho)(nil)
 	_ caddy.Validator       = (*QoSEcho)(nil)
 	_ caddy.CleanerUpper    = (*QoSEcho)(nil)
