@@ -1,6 +1,9 @@
 package caddymodule
 
 import (
+	"fmt"
+	"net"
+	"net/netip"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -27,6 +30,20 @@ type QueryFreeciv struct {
 	JoinCapability string `json:"join_capability,omitempty"`
 	// Time allowed for one probe. Default: 3s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Enables the LAN announcement query, for servers on the gateway's LAN
+	// that announce themselves (freeciv-server --Announce IPv4): the group
+	// requests go to and answers arrive on, Freeciv's being 225.1.1.1 (or
+	// the unicast address a server's FREECIV_MULTICAST_GROUP names).
+	// Default: off.
+	LANGroup string `json:"lan_group,omitempty"`
+	// UDP port LAN requests go to. Default: 4555.
+	LANRequestPort int `json:"lan_request_port,omitempty"`
+	// UDP port LAN announcements arrive on. Default: 4556.
+	LANAnswerPort int `json:"lan_answer_port,omitempty"`
+	// Network interface to join the LAN group on. Default: the system's.
+	LANInterface string `json:"lan_interface,omitempty"`
+	// How long LAN announcements are awaited. Default: 1s.
+	LANWait caddy.Duration `json:"lan_wait,omitempty"`
 
 	// The protocol itself, built by Provision: Name, Status and Command.
 	*freeciv.QueryProtocol `json:"-"`
@@ -46,15 +63,33 @@ func (p *QueryFreeciv) Provision(caddy.Context) error {
 		Prober:         freeciv.Prober{Username: p.Username, Timeout: time.Duration(p.Timeout)},
 		JoinCapability: p.JoinCapability,
 	}
+	if p.LANGroup != "" {
+		group, err := netip.ParseAddr(p.LANGroup)
+		if err != nil {
+			return fmt.Errorf("freeciv: lan_group: %q is not an IP address", p.LANGroup)
+		}
+		lan := &freeciv.LAN{Group: group, RequestPort: p.LANRequestPort, AnswerPort: p.LANAnswerPort, Wait: time.Duration(p.LANWait)}
+		if p.LANInterface != "" {
+			if lan.Interface, err = net.InterfaceByName(p.LANInterface); err != nil {
+				return fmt.Errorf("freeciv: lan_interface: %v", err)
+			}
+		}
+		p.QueryProtocol.LAN = lan
+	}
 	return nil
 }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
 //	freeciv {
-//		username        <name>
-//		join_capability <capability>
-//		timeout         <duration>
+//		username         <name>
+//		join_capability  <capability>
+//		timeout          <duration>
+//		lan_group        <ip>
+//		lan_request_port <port>
+//		lan_answer_port  <port>
+//		lan_interface    <name>
+//		lan_wait         <duration>
 //	}
 func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the protocol name
@@ -70,6 +105,20 @@ func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			p.JoinCapability, err = parseSingleArg(d)
 		case "timeout":
 			p.Timeout, err = parseDuration(d)
+		case "lan_group":
+			if p.LANGroup, err = parseSingleArg(d); err == nil {
+				if _, perr := netip.ParseAddr(p.LANGroup); perr != nil {
+					return d.Errf("freeciv: lan_group: '%s' is not an IP address", p.LANGroup)
+				}
+			}
+		case "lan_request_port":
+			p.LANRequestPort, err = parseIntRange(d, 1, 65535)
+		case "lan_answer_port":
+			p.LANAnswerPort, err = parseIntRange(d, 1, 65535)
+		case "lan_interface":
+			p.LANInterface, err = parseSingleArg(d)
+		case "lan_wait":
+			p.LANWait, err = parseDuration(d)
 		default:
 			return unknownOption(d, "freeciv", opt)
 		}

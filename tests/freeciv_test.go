@@ -268,3 +268,45 @@ func TestFreecivGameQuery(t *testing.T) {
 	raw, _ := json.Marshal(st)
 	t.Logf("game_query status of the real Freeciv server: %s", raw)
 }
+
+// The LAN announcement query against the real server, which announces to
+// a loopback "group" so that the test stays on loopback.
+func TestFreecivGameQueryLAN(t *testing.T) {
+	server := testutil.StartFreecivAnnouncing(t, "127.0.0.1")
+	base := "http://" + testutil.FreeTCPAddr(t)
+	testutil.StartCaddy(t, fmt.Sprintf(`%s {
+	game_query {
+		server civ %s freeciv {
+			lan_group 127.0.0.1
+			lan_wait 2s
+		}
+	}
+}
+`, base, server))
+	var lan struct {
+		Hostname string `json:"hostname"`
+		Port     int    `json:"port"`
+		Version  string `json:"version"`
+		Status   string `json:"status"`
+		Players  int    `json:"players"`
+		Humans   int    `json:"humans"`
+	}
+	_, port, _ := net.SplitHostPort(server)
+	if r := getJSON(t, base+"/civ/lan", &lan); r.status != 200 || lan.Version != "3.0.6" || fmt.Sprint(lan.Port) != port || lan.Hostname == "" || lan.Status == "" {
+		t.Fatalf("LAN announcement: got %d %s", r.status, r.body)
+	}
+	var st struct {
+		Name       string `json:"name"`
+		NumPlayers int    `json:"numplayers"`
+		Version    string `json:"version"`
+		Raw        struct {
+			LAN *struct {
+				Status string `json:"status"`
+			} `json:"lan"`
+		} `json:"raw"`
+	}
+	if r := getJSON(t, base+"/civ", &st); r.status != 200 || st.Name != lan.Hostname || st.NumPlayers != lan.Players || st.Raw.LAN == nil || st.Version != "3.0.6" {
+		t.Fatalf("status with the LAN announcement: got %d %s", r.status, r.body)
+	}
+	t.Logf("LAN announcement of the real server: %+v", lan)
+}

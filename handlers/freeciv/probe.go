@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/query"
@@ -130,9 +132,13 @@ func (e *errProtocol) Unwrap() error { return e.err }
 // ProbeCapability (the server refuses, so nothing joins, and says its
 // version and capabilities); the "join" command probes with a real
 // capability (the first argument, or JoinCapability) and reports whether
-// such a client can join.
+// such a client can join. With LAN set, a status also carries the server's
+// LAN announcement, and the "lan" command returns it.
 type QueryProtocol struct {
 	Prober Prober
+	// LAN, if set, adds the server's LAN announcement (hostname, status,
+	// players) to its status, and enables the "lan" command.
+	LAN *LAN
 	// JoinCapability is the capability the join command offers by default.
 	// Default: +Freeciv-3.0-network.
 	JoinCapability string
@@ -165,14 +171,26 @@ func mapError(address string, err error) error {
 	return query.Errorf(http.StatusBadGateway, "the Freeciv server at %s: %v", address, err)
 }
 
-// Status reports a server's version and capabilities.
+// Status reports a server's version and capabilities, and with LAN set its
+// announcement (asked at the same time as the probe).
 func (q *QueryProtocol) Status(ctx context.Context, address string) (*query.Status, error) {
+	type lanAnswer struct {
+		res *LANResult
+		err error
+	}
+	lanC := make(chan lanAnswer, 1)
+	if q.LAN != nil {
+		go func() {
+			res, err := q.lan(ctx, address)
+			lanC <- lanAnswer{res, err}
+		}()
+	}
 	start := q.now()
 	res, err := q.Prober.Join(ctx, address, ProbeCapability)
 	if err != nil {
 		return nil, mapError(address, err)
 	}
-	return &query.Status{
+	st := &query.Status{
 		Version:  res.Version,
 		Players:  []query.Player{},
 		Ping:     q.now().Sub(start).Milliseconds(),
@@ -183,13 +201,53 @@ func (q *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 			"message":    res.Message,
 			"can_join":   res.CanJoin,
 		},
-	}, nil
+	}
+	if q.LAN != nil {
+		if a := <-lanC; a.err == nil {
+			st.Name, st.NumPlayers = a.res.Hostname, a.res.Players
+			if st.Version == "" {
+				st.Version = a.res.Version
+			}
+			st.Raw["lan"] = a.res
+		} else {
+			st.Raw["lan_error"] = a.err.Error()
+		}
+	}
+	return st, nil
 }
 
-// Command runs "join" (a joining probe); Freeciv has no other commands.
+func (q *QueryProtocol) lan(ctx context.Context, address string) (*LANResult, error) {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		host, port, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, err
+		}
+		p, _ := strconv.Atoi(port)
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil || len(addrs) == 0 {
+			return nil, fmt.Errorf("resolving %s: %v", host, err)
+		}
+		ap = netip.AddrPortFrom(addrs[0], uint16(p))
+	}
+	return q.LAN.Query(ctx, ap.Addr(), int(ap.Port()))
+}
+
+// Command runs "join" (a joining probe) or, with LAN set, "lan" (the
+// server's LAN announcement).
 func (q *QueryProtocol) Command(ctx context.Context, address, command string, args []string) (any, error) {
+	if command == "lan" && q.LAN != nil {
+		res, err := q.lan(ctx, address)
+		if errors.Is(err, ErrNoAnnouncement) {
+			return nil, query.Errorf(http.StatusGatewayTimeout, "no LAN announcement from the Freeciv server at %s", address)
+		}
+		if err != nil {
+			return nil, mapError(address, err)
+		}
+		return res, nil
+	}
 	if command != "join" {
-		return nil, query.Errorf(http.StatusNotFound, "the freeciv protocol has no command %q (it has status and join)", command)
+		return nil, query.Errorf(http.StatusNotFound, "the freeciv protocol has no command %q (it has status, join and, on a LAN, lan)", command)
 	}
 	capability := q.JoinCapability
 	if capability == "" {

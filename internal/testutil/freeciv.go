@@ -19,7 +19,15 @@ const FreecivServerPath = "/usr/games/freeciv-server"
 // test ends and returns its address. The server refuses to run as root, so
 // under root it runs as nobody (uid 65534). A missing server fails the test
 // with the command that installs it.
-func StartFreeciv(t testing.TB) string {
+func StartFreeciv(t testing.TB) string { return startFreeciv(t, "") }
+
+// StartFreecivAnnouncing is StartFreeciv with the server announcing itself
+// for the LAN query, to group (FREECIV_MULTICAST_GROUP; a loopback address
+// keeps the test on loopback). The LAN ports are the protocol's fixed 4555
+// and 4556, so one such server runs at a time.
+func StartFreecivAnnouncing(t testing.TB, group string) string { return startFreeciv(t, group) }
+
+func startFreeciv(t testing.TB, group string) string {
 	t.Helper()
 	if _, err := os.Stat(FreecivServerPath); err != nil {
 		t.Fatalf("%s is missing: run scripts/test (it installs Debian's freeciv-server), or apt-get install freeciv-server", FreecivServerPath)
@@ -39,9 +47,15 @@ func StartFreeciv(t testing.TB) string {
 	}
 	addr := FreeTCPAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(FreecivServerPath, "--port", port, "--bind", "127.0.0.1", "--saves", saves)
+	args := []string{"--port", port, "--bind", "127.0.0.1", "--saves", saves}
+	env := append(os.Environ(), "HOME="+home)
+	if group != "" {
+		args = append(args, "--Announce", "IPv4")
+		env = append(env, "FREECIV_MULTICAST_GROUP="+group)
+	}
+	cmd := exec.Command(FreecivServerPath, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+home)
+	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
