@@ -280,10 +280,13 @@ func TestGameQueryCoalesces(t *testing.T) {
 func TestGameQueryBadUpstreams(t *testing.T) {
 	garbage := startCountingGQP(t, func([]byte) [][]byte { return [][]byte{[]byte("\x00\x01garbage\xff")} })
 	tooMuch := startCountingGQP(t, func([]byte) [][]byte {
+		// A response that starts well and never ends: 84 KB, past the
+		// client's 64 KiB bound, without an EOT.
 		out := make([][]byte, 60)
 		for i := range out {
 			out[i] = []byte(strings.Repeat("x", 1400))
 		}
+		out[0] = append([]byte("10identify\x1e\x11"), out[0][13:]...)
 		return out
 	})
 	half := startCountingGQP(t, func([]byte) [][]byte { return [][]byte{[]byte("10identify\x1e\x12gamename\x1fu")} })
@@ -297,11 +300,17 @@ func TestGameQueryBadUpstreams(t *testing.T) {
 	for _, tc := range []struct {
 		server string
 		want   int
-	}{{"garbage", 502}, {"toomuch", 502}, {"half", 502}, {"silent", 504}} {
+		why    string // the words the error must contain
+	}{
+		{"garbage", 502, "does not start like a GQP response"},
+		{"toomuch", 502, "too long"},
+		{"half", 502, "ended before its EOT"},
+		{"silent", 504, "did not answer in time"},
+	} {
 		start := time.Now()
 		r := request(t, "GET", env.base+"/query/"+tc.server+"/identify")
-		if r.status != tc.want || !strings.Contains(r.body, `"error"`) {
-			t.Fatalf("%s: got %d %s, want %d with an error in words", tc.server, r.status, r.body, tc.want)
+		if r.status != tc.want || !strings.Contains(r.body, tc.why) {
+			t.Fatalf("%s: got %d %s, want %d saying %q", tc.server, r.status, r.body, tc.want, tc.why)
 		}
 		if d := time.Since(start); d > 3*time.Second {
 			t.Fatalf("%s: took %v", tc.server, d)
