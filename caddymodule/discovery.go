@@ -38,11 +38,13 @@ func init() {
 // fleets. The ETag of a list depends on its content only, so clients keep
 // getting 304s across reloads and restarts while it is unchanged.
 type QoSDiscovery struct {
-	// Fleets declared inline: fleet ID → its QoS servers.
+	// Fleets declared inline: fleet ID → its QoS servers (Caddyfile: one
+	// fleet block each). Default: none.
 	Fleets map[string][]DiscoveryServer `json:"fleets,omitempty"`
 	// A JSON file of fleets, {"fleets": {"<id>": {"servers": [...]}}},
 	// re-read when it changes. A file that fails to parse keeps the last
 	// good list in service. Its fleets take precedence over inline ones.
+	// Default: none.
 	FleetsFile string `json:"fleets_file,omitempty"`
 	// How often the fleets file is checked for changes. Default: 2s.
 	FilePoll caddy.Duration `json:"file_poll,omitempty"`
@@ -79,15 +81,15 @@ type QoSDiscovery struct {
 
 // DiscoveryServer is one QoS server of a fleet.
 type DiscoveryServer struct {
-	// Multiplay location ID.
+	// Multiplay location ID. Default: 0.
 	LocationID int64 `json:"location_id,omitempty"`
 	// Region ID. Required.
 	RegionID string `json:"region_id,omitempty"`
-	// IPv4 address, dotted quad.
+	// IPv4 address, dotted quad. Give ipv4, ipv6 or both. Default: none.
 	IPv4 string `json:"ipv4,omitempty"`
-	// IPv6 address.
+	// IPv6 address. Default: none.
 	IPv6 string `json:"ipv6,omitempty"`
-	// UDP port of the QoS server, for both addresses.
+	// UDP port of the QoS server, for both addresses. Required.
 	Port int `json:"port,omitempty"`
 }
 
@@ -194,11 +196,11 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		Logger:     h.logger,
 		OnFileLoad: func(err error) {
 			if err != nil {
-				discoveryMetrics.fileErrors.Inc()
-				discoveryMetrics.fileOK.Set(0)
+				discoveryMetrics.fileErrors.WithLabelValues(h.Name).Inc()
+				discoveryMetrics.fileOK.WithLabelValues(h.Name).Set(0)
 			} else {
-				discoveryMetrics.fileLoads.Inc()
-				discoveryMetrics.fileOK.Set(1)
+				discoveryMetrics.fileLoads.WithLabelValues(h.Name).Inc()
+				discoveryMetrics.fileOK.WithLabelValues(h.Name).Set(1)
 			}
 		},
 	}
@@ -549,9 +551,9 @@ var discoveryMetrics = newDiscoveryMetrics()
 type discoveryMetricSet struct {
 	requests   *prometheus.CounterVec
 	byCode     map[int]prometheus.Counter
-	fileLoads  prometheus.Counter
-	fileErrors prometheus.Counter
-	fileOK     prometheus.Gauge
+	fileLoads  *prometheus.CounterVec
+	fileErrors *prometheus.CounterVec
+	fileOK     *prometheus.GaugeVec
 	withheld   prometheus.GaugeFunc
 }
 
@@ -562,18 +564,18 @@ func newDiscoveryMetrics() *discoveryMetricSet {
 			Namespace: ns, Subsystem: sub, Name: "requests_total",
 			Help: "Discovery requests answered, by status code.",
 		}, []string{"code"}),
-		fileLoads: prometheus.NewCounter(prometheus.CounterOpts{
+		fileLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "fleets_file_loads_total",
-			Help: "Fleets files loaded successfully after a change.",
-		}),
-		fileErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Help: "Fleets files loaded successfully after a change, by handler name.",
+		}, []string{"name"}),
+		fileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "fleets_file_errors_total",
-			Help: "Attempts to load a changed fleets file that failed (the last good list stays in service).",
-		}),
-		fileOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Help: "Changes to a fleets file that could not be loaded (the last good list stays in service), by handler name.",
+		}, []string{"name"}),
+		fileOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "fleets_file_ok",
-			Help: "1 if the last attempt to load the fleets file succeeded, 0 if it failed.",
-		}),
+			Help: "1 if the fleets file was last loaded successfully, 0 if not, by handler name.",
+		}, []string{"name"}),
 	}
 	m.withheld = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: ns, Subsystem: sub, Name: "withheld_servers",

@@ -1,7 +1,10 @@
 package caddymodule
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 
 	"github.com/caddyserver/caddy/v2"
@@ -100,7 +103,27 @@ func (h *FreecivGuard) Provision(ctx caddy.Context) error {
 	if h.PacketBurst == 0 {
 		h.PacketBurst = 100
 	}
+	if err := h.Validate(); err != nil {
+		return err
+	}
 	return registerCollectors(ctx.GetMetricsRegistry(), freecivMetrics.collectors()...)
+}
+
+// Validate checks the configuration.
+func (h *FreecivGuard) Validate() error {
+	switch {
+	case h.MaxPacket < 0 || h.MaxPacket > 0 && h.MaxPacket < 4 || h.MaxPacket >= wirefreeciv.CompressionBorder:
+		return fmt.Errorf("freeciv_guard: max_packet must be in [4, %d]", wirefreeciv.CompressionBorder-1)
+	case h.MaxChunk < 0 || h.MaxChunk > 0 && h.MaxChunk < 16:
+		return errors.New("freeciv_guard: max_chunk must be at least 16")
+	case h.MaxDecompressed < 0 || h.MaxDecompressed > 0 && h.MaxDecompressed < 16:
+		return errors.New("freeciv_guard: max_decompressed must be at least 16")
+	case h.PacketRate < 0 || math.IsNaN(h.PacketRate) || math.IsInf(h.PacketRate, 0):
+		return errors.New("freeciv_guard: packet_rate must be a finite number ≥ 0")
+	case h.PacketBurst < 0:
+		return errors.New("freeciv_guard: packet_burst must be positive")
+	}
+	return nil
 }
 
 // Handle checks the connection and hands the checked stream to the next
@@ -200,6 +223,7 @@ func (c *guardedConn) CloseWrite() error {
 //		max_chunk        <bytes>
 //		max_decompressed <bytes>
 //		packet_rate      <packets_per_second> [<burst>]
+//		packet_burst     <packets>
 //	}
 func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the handler name
@@ -215,6 +239,8 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxChunk, err = parseIntRange(d, 16, 1<<30)
 		case "max_decompressed":
 			h.MaxDecompressed, err = parseIntRange(d, 16, 1<<30)
+		case "packet_burst":
+			h.PacketBurst, err = parseIntRange(d, 1, 1<<30)
 		case "packet_rate":
 			args := d.RemainingArgs()
 			if len(args) < 1 || len(args) > 2 {
@@ -269,6 +295,7 @@ var (
 	_ caddyfile.Unmarshaler = (*MatchFreeciv)(nil)
 	_ layer4.ConnMatcher    = (*MatchFreeciv)(nil)
 	_ caddy.Provisioner     = (*FreecivGuard)(nil)
+	_ caddy.Validator       = (*FreecivGuard)(nil)
 	_ caddyfile.Unmarshaler = (*FreecivGuard)(nil)
 	_ layer4.NextHandler    = (*FreecivGuard)(nil)
 )

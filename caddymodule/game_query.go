@@ -40,16 +40,19 @@ func init() {
 // refresh runs or when a server fails, failures are cached briefly, and the
 // upstream query rate per server is limited.
 type GameQuery struct {
-	// Game servers by name.
+	// Game servers by name (Caddyfile: one server line each). Default:
+	// none.
 	Servers map[string]*GameQueryServer `json:"servers,omitempty"`
 	// The protocol for targets given as host:port instead of a name (a
 	// gamegate.query module). Such targets are allowed only inside
 	// allow_targets. Default: none (only named servers).
 	AdHocRaw json.RawMessage `json:"ad_hoc,omitempty" caddy:"namespace=gamegate.query inline_key=protocol"`
 	// Networks (CIDRs or IPs) that ad-hoc targets must resolve into, so the
-	// gateway cannot be used to send datagrams to arbitrary hosts.
+	// gateway cannot be used to send datagrams to arbitrary hosts. Required
+	// with ad_hoc. Default: none.
 	AllowTargets []string `json:"allow_targets,omitempty"`
-	// Cache lifetime per command name ("status" is the normalised status).
+	// Cache lifetime per command name ("status" is the normalised status;
+	// Caddyfile: one ttl line each). Default: default_ttl for every command.
 	TTL map[string]caddy.Duration `json:"ttl,omitempty"`
 	// Cache lifetime of other commands. Default: 5s.
 	DefaultTTL caddy.Duration `json:"default_ttl,omitempty"`
@@ -251,6 +254,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 //		stale_if_error         <duration>
 //		negative_ttl           <duration>
 //		rate_limit             <queries_per_second> [<burst>]
+//		rate_burst             <queries>
 //		query_timeout          <duration>
 //		max_entries            <count>
 //		max_batch              <count>
@@ -308,6 +312,8 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.StaleIfError, err = parseDuration(d)
 		case "negative_ttl":
 			h.NegativeTTL, err = parseDuration(d)
+		case "rate_burst":
+			h.RateBurst, err = parseIntRange(d, 1, 1<<30)
 		case "rate_limit":
 			args := d.RemainingArgs()
 			if len(args) < 1 || len(args) > 2 {

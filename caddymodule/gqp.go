@@ -32,18 +32,21 @@ func init() {
 // passed challenge/validate; clients pad their queries (the "pad"
 // extension, which gamegate's own query client uses) to get full answers.
 type GQPResponder struct {
-	// What identify answers.
+	// What identify answers. Default: empty names and versions.
 	Identify *GQPIdentify `json:"identify,omitempty"`
-	// Commands by name.
+	// Custom commands by name (Caddyfile: one command block each).
+	// Default: none; the required commands are always answered.
 	Commands map[string]*GQPCommand `json:"commands,omitempty"`
-	// Logins for challenge: login → password. Placeholders such as
-	// {env.GQP_ADMIN_PASSWORD} are replaced.
+	// Logins for challenge: login → password (Caddyfile: one login line
+	// each). Placeholders such as {env.GQP_ADMIN_PASSWORD} are replaced; a
+	// password that is empty afterwards is refused. Default: none (challenge
+	// then always answers 32).
 	Logins map[string]string `json:"logins,omitempty"`
 	// How long validate authorises a source address. Default: 10m.
 	AuthTTL caddy.Duration `json:"auth_ttl,omitempty"`
 	// Time allowed for an upstream request. Default: 2s.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
-	// Largest datagram an answer is cut into. Default: 1400.
+	// Largest datagram an answer is cut into, in bytes. Default: 1400.
 	MaxDatagram int `json:"max_datagram,omitempty"`
 
 	server *gqp.Server
@@ -52,9 +55,12 @@ type GQPResponder struct {
 
 // GQPIdentify is the game identification identify returns.
 type GQPIdentify struct {
+	// The game's tag (gamename).
 	GameName string `json:"gamename,omitempty"`
-	GameVer  string `json:"gamever,omitempty"`
-	NetVer   string `json:"netver,omitempty"`
+	// The game's version (gamever).
+	GameVer string `json:"gamever,omitempty"`
+	// The oldest network version it plays with (netver).
+	NetVer string `json:"netver,omitempty"`
 }
 
 // GQPCommand is one custom command: static records, or records from an
@@ -62,10 +68,13 @@ type GQPIdentify struct {
 type GQPCommand struct {
 	// HTTP(S) URL fetched with GET; the command's arguments are added as
 	// repeated "arg" query parameters. Its JSON object becomes records.
+	// Give url or records. Default: none.
 	URL string `json:"url,omitempty"`
-	// Static name/value records, answered in order.
+	// Static name/value records, answered in order (Caddyfile: one record
+	// line each). Default: none.
 	Records []GQPRecord `json:"records,omitempty"`
-	// Only sources that passed challenge/validate may use it.
+	// Only sources that passed challenge/validate may use it. Default:
+	// false.
 	Protected bool `json:"protected,omitempty"`
 	// Fewest arguments it needs. Default: 0.
 	MinArgs int `json:"min_args,omitempty"`
@@ -75,7 +84,9 @@ type GQPCommand struct {
 
 // GQPRecord is a static name/value record.
 type GQPRecord struct {
-	Name  string `json:"name"`
+	// The record's name.
+	Name string `json:"name"`
+	// Its value.
 	Value string `json:"value"`
 }
 
@@ -102,7 +113,12 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	}
 	repl := caddy.NewReplacer()
 	for login, pw := range h.Logins {
-		cfg.Logins[login] = repl.ReplaceKnown(pw, "")
+		pw = repl.ReplaceKnown(pw, "")
+		if pw == "" {
+			// An unset variable must not become a password anyone can send.
+			return fmt.Errorf("gqp: login %q: the password is empty after replacing placeholders", login)
+		}
+		cfg.Logins[login] = pw
 	}
 	client := &http.Client{Timeout: time.Duration(h.UpstreamTimeout)}
 	for name, c := range h.Commands {

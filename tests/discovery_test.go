@@ -363,16 +363,23 @@ func TestDiscoveryFleetsFile(t *testing.T) {
 	}
 	etag := first.header.Get("ETag")
 
-	errorsBefore, _ := env.caddy.Metric(t, "gamegate_discovery_fleets_file_errors_total")
+	// This handler is named "default"; the test site's other handlers have
+	// their own series.
+	const errorsSeries = `gamegate_discovery_fleets_file_errors_total{name="default"}`
+	const okSeries = `gamegate_discovery_fleets_file_ok{name="default"}`
+	if ok, found := env.caddy.Metric(t, okSeries); !found || ok != 1 {
+		t.Fatalf("%s with a good file: got %v (found %v), want 1", okSeries, ok, found)
+	}
+	errorsBefore, _ := env.caddy.Metric(t, errorsSeries)
 	if err := os.WriteFile(env.file, []byte(`{"fleets": {"file-fleet": {"servers": [{"region_id": `), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the broken file to be read", func() bool {
-		n, _ := env.caddy.Metric(t, "gamegate_discovery_fleets_file_errors_total")
-		return n > errorsBefore
+		n, _ := env.caddy.Metric(t, errorsSeries)
+		return n == errorsBefore+1
 	})
-	if ok, _ := env.caddy.Metric(t, "gamegate_discovery_fleets_file_ok"); ok != 0 {
-		t.Fatalf("gamegate_discovery_fleets_file_ok after a broken file: got %v, want 0", ok)
+	if ok, found := env.caddy.Metric(t, okSeries); !found || ok != 0 {
+		t.Fatalf("%s after a broken file: got %v (found %v), want 0", okSeries, ok, found)
 	}
 	kept := request(t, "GET", url)
 	if kept.status != 200 || kept.body != first.body || kept.header.Get("ETag") != etag {
@@ -382,10 +389,18 @@ func TestDiscoveryFleetsFile(t *testing.T) {
 		t.Fatalf("after a broken file, conditional request: got %d, want 304", r.status)
 	}
 
+	// The unchanged broken file is not counted again at every poll.
+	time.Sleep(200 * time.Millisecond) // four polls
+	if n, _ := env.caddy.Metric(t, errorsSeries); n != errorsBefore+1 {
+		t.Fatalf("%s after four polls of the same broken file: got %v, want %v", errorsSeries, n, errorsBefore+1)
+	}
 	writeFleetsFile(t, env.file, 9200)
 	waitFor(t, "the valid file to take effect", func() bool {
 		return strings.Contains(request(t, "GET", url).body, `"port":9200`)
 	})
+	if ok, _ := env.caddy.Metric(t, okSeries); ok != 1 {
+		t.Fatalf("%s after a good file again: got %v, want 1", okSeries, ok)
+	}
 	changed := request(t, "GET", url, "If-None-Match", etag)
 	if changed.status != 200 || changed.header.Get("ETag") == etag {
 		t.Fatalf("after a valid change: got %d ETag %s, want 200 with a new ETag", changed.status, changed.header.Get("ETag"))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +81,11 @@ func readServer(t *testing.T, c net.Conn, idle time.Duration) (reply *freeciv.Jo
 	var s freeciv.Splitter
 	s.SwitchOnJoin = true
 	buf := make([]byte, 64<<10)
+	limit := time.Now().Add(30 * time.Second) // a server that never goes quiet
 	for {
+		if time.Now().After(limit) {
+			t.Fatalf("the server was still sending after 30 s")
+		}
 		_ = c.SetReadDeadline(time.Now().Add(idle))
 		n, err := c.Read(buf)
 		for p := buf[:n]; len(p) > 0; {
@@ -179,31 +184,7 @@ func hostile(t *testing.T, gate string, stream []byte) (answered int) {
 
 func TestFreecivGuardCutsOffHostileStreams(t *testing.T) {
 	env := startFreecivGate(t)
-	valid := joinReq(t, "+Freeciv-3.0-network")
-
-	// A compressed chunk whose packets decompress past max_decompressed
-	// (64 KiB): 200 KiB of well-formed packets.
-	var packets []byte
-	for len(packets) < 200<<10 {
-		packets, _ = freeciv.AppendPacket(packets, 1, 80, make([]byte, 1000))
-	}
-	var z bytes.Buffer
-	zw := zlib.NewWriter(&z)
-	zw.Write(packets)
-	zw.Close()
-	bomb := binary.BigEndian.AppendUint16(nil, uint16(freeciv.CompressionBorder+2+z.Len()))
-	bomb = append(bomb, z.Bytes()...)
-
-	badBody := bytes.Clone(valid)
-	for i := 3; i < len(badBody); i++ {
-		badBody[i] = 0xAA // a valid header, garbage after it: strings without NULs
-	}
-	cases := map[string][]byte{
-		"oversized length":               append(bytes.Clone(valid), 0x3F, 0xFF, 0x05), // 16383-byte packet > 4096
-		"chunk past the limit":           append(bytes.Clone(valid), bomb...),
-		"garbage after the header":       badBody,
-		"garbage after the first packet": append(bytes.Clone(valid), bytes.Repeat([]byte{0xFF}, 64)...),
-	}
+	_, cases := hostileStreams(t)
 	violations := func() float64 {
 		f, _ := env.caddy.Metric(t, `gamegate_freeciv_guard_violations_total{reason="framing"}`)
 		p, _ := env.caddy.Metric(t, `gamegate_freeciv_guard_violations_total{reason="first_packet"}`)
@@ -250,17 +231,21 @@ func TestFreecivGameQuery(t *testing.T) {
 			CanJoin    bool   `json:"can_join"`
 		} `json:"raw"`
 	}
-	if r := getJSON(t, env.http+"/query/civ", &st); r.status != 200 || st.Version != "3.0.6" || st.Protocol != "freeciv" ||
-		!strings.HasPrefix(st.Raw.Capability, "+Freeciv-3.0-network") {
-		t.Fatalf("status of the real server: got %d %s", r.status, r.body)
+	version := testutil.FreecivVersion(t)
+	if r := getJSON(t, env.http+"/query/civ", &st); r.status != 200 || st.Version != version || st.Protocol != "freeciv" ||
+		!strings.HasPrefix(st.Raw.Capability, "+Freeciv-") {
+		t.Fatalf("status of the real server (version %s): got %d %s", version, r.status, r.body)
 	}
+	// The server's network capability is the first of its capabilities: a
+	// client offering it can join.
+	network := strings.Fields(st.Raw.Capability)[0]
 	var join struct {
 		CanJoin    bool   `json:"can_join"`
 		Message    string `json:"message"`
 		Capability string `json:"capability"`
 	}
-	if r := getJSON(t, env.http+"/query/civ/join", &join); r.status != 200 || !join.CanJoin || join.Capability == "" {
-		t.Fatalf("join probe: got %d %s", r.status, r.body)
+	if r := getJSON(t, env.http+"/query/civ/join?arg="+url.QueryEscape(network), &join); r.status != 200 || !join.CanJoin || join.Capability == "" {
+		t.Fatalf("join probe offering %q: got %d %s", network, r.status, r.body)
 	}
 	if r := getJSON(t, env.http+"/query/civ/players", nil); r.status != 404 {
 		t.Fatalf("unknown command: got %d %s", r.status, r.body)
@@ -292,7 +277,8 @@ func TestFreecivGameQueryLAN(t *testing.T) {
 		Humans   int    `json:"humans"`
 	}
 	_, port, _ := net.SplitHostPort(server)
-	if r := getJSON(t, base+"/civ/lan", &lan); r.status != 200 || lan.Version != "3.0.6" || fmt.Sprint(lan.Port) != port || lan.Hostname == "" || lan.Status == "" {
+	version := testutil.FreecivVersion(t)
+	if r := getJSON(t, base+"/civ/lan", &lan); r.status != 200 || lan.Version != version || fmt.Sprint(lan.Port) != port || lan.Hostname == "" || lan.Status == "" {
 		t.Fatalf("LAN announcement: got %d %s", r.status, r.body)
 	}
 	var st struct {
@@ -305,8 +291,128 @@ func TestFreecivGameQueryLAN(t *testing.T) {
 			} `json:"lan"`
 		} `json:"raw"`
 	}
-	if r := getJSON(t, base+"/civ", &st); r.status != 200 || st.Name != lan.Hostname || st.NumPlayers != lan.Players || st.Raw.LAN == nil || st.Version != "3.0.6" {
+	if r := getJSON(t, base+"/civ", &st); r.status != 200 || st.Name != lan.Hostname || st.NumPlayers != lan.Players || st.Raw.LAN == nil || st.Version != version {
 		t.Fatalf("status with the LAN announcement: got %d %s", r.status, r.body)
 	}
 	t.Logf("LAN announcement of the real server: %+v", lan)
+}
+
+// hostileStreams are streams a guard must cut off, each starting with (or
+// being a corrupted) valid JOIN_REQ.
+func hostileStreams(t *testing.T) (valid []byte, cases map[string][]byte) {
+	t.Helper()
+	valid = joinReq(t, "+Freeciv-3.0-network")
+	// A compressed chunk whose packets decompress past max_decompressed
+	// (64 KiB): 200 KiB of well-formed packets.
+	var packets []byte
+	for len(packets) < 200<<10 {
+		packets, _ = freeciv.AppendPacket(packets, 1, 80, make([]byte, 1000))
+	}
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(packets)
+	zw.Close()
+	bomb := binary.BigEndian.AppendUint16(nil, uint16(freeciv.CompressionBorder+2+z.Len()))
+	bomb = append(bomb, z.Bytes()...)
+
+	badBody := bytes.Clone(valid)
+	for i := 3; i < len(badBody); i++ {
+		badBody[i] = 0xAA // a valid header, garbage after it: strings without NULs
+	}
+	cases = map[string][]byte{
+		"oversized length":               append(bytes.Clone(valid), 0x3F, 0xFF, 0x05), // 16383-byte packet > 4096
+		"chunk past the limit":           append(bytes.Clone(valid), bomb...),
+		"garbage after the header":       badBody,
+		"garbage after the first packet": append(bytes.Clone(valid), bytes.Repeat([]byte{0xFF}, 64)...),
+	}
+	return valid, cases
+}
+
+// recordingServer accepts TCP connections on loopback and hands over what
+// each one received once it closes.
+func recordingServer(t *testing.T) (addr string, got <-chan []byte) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ch := make(chan []byte, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				b, _ := io.ReadAll(c)
+				ch <- b
+			}()
+		}
+	}()
+	return l.Addr().String(), ch
+}
+
+// Nothing malformed reaches the server: behind the guard, a recording
+// server receives at most the valid JOIN_REQ that starts a hostile stream,
+// never the hostile bytes after it.
+func TestFreecivGuardPassesNothingMalformed(t *testing.T) {
+	upstream, received := recordingServer(t)
+	gate, bare := testutil.FreeTCPAddr(t), testutil.FreeTCPAddr(t)
+	testutil.StartCaddy(t, fmt.Sprintf(`{
+	layer4 {
+		%s {
+			@freeciv freeciv
+			route @freeciv {
+				freeciv_guard {
+					max_decompressed 65536
+				}
+				proxy %s
+			}
+		}
+		%s {
+			route {
+				freeciv_guard {
+					max_decompressed 65536
+				}
+				proxy %s
+			}
+		}
+	}
+}
+`, gate, upstream, bare, upstream))
+	valid, cases := hostileStreams(t)
+	// A well-formed stream passes unchanged, as a control.
+	good := append(bytes.Clone(valid), 0x00, 0x04, 0x09, 0x01)
+	for name, stream := range map[string][]byte{"a well-formed stream": good} {
+		c, err := net.Dial("tcp", gate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(stream)
+		c.Close()
+		select {
+		case b := <-received:
+			if !bytes.Equal(b, stream) {
+				t.Fatalf("%s: the server received %x, want it unchanged", name, b)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: nothing reached the server", name)
+		}
+	}
+	for name, stream := range cases {
+		for route, addr := range map[string]string{"matcher and guard": gate, "guard alone": bare} {
+			hostile(t, addr, stream)
+			select {
+			case b := <-received:
+				if !bytes.HasPrefix(valid, b) || len(b) > len(valid) {
+					t.Fatalf("%s via %s: the server received %d bytes (%x…), more than the valid JOIN_REQ before the hostile part", name, route, len(b), b[:min(len(b), 16)])
+				}
+			case <-time.After(2 * time.Second):
+				// The guard refused before the proxy dialled the server.
+			}
+		}
+	}
 }

@@ -4,9 +4,16 @@
 package tests
 
 import (
+	"net/http"
+	"time"
+
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/mholt/caddy-l4"
 
 	_ "github.com/gamegate/gamegate/caddymodule"
 )
+
+// httpClient is the client every test request goes through: no request can
+// hang a test past its timeout.
+var httpClient = &http.Client{Timeout: 10 * time.Second}

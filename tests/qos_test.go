@@ -2,14 +2,20 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"reflect"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/caddymodule"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
@@ -106,6 +112,13 @@ func TestQoSEchoUnityLayout(t *testing.T) {
 func TestQoSEchoDropsMalformed(t *testing.T) {
 	addr := testutil.FreeUDPAddr(t)
 	caddy := testutil.StartCaddy(t, qosCaddyfile(addr, "rate 1000\n\t\t\t\t\tburst 1000"))
+	// Dropped mid-association, where the handler sees them; as a first
+	// datagram the matcher refuses them before any handler does.
+	wantDrops := map[string]float64{"title_length": 2, "magic": 1, "flow": 1, "too_long": 2}
+	dropsBefore := map[string]float64{}
+	for reason := range wantDrops {
+		dropsBefore[reason] = caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="`+reason+`"}`)
+	}
 	valid := unityRequest(1, 7, 42)
 	bad := map[string][]byte{
 		// The title length says 12 but only 5 bytes follow.
@@ -139,9 +152,9 @@ func TestQoSEchoDropsMalformed(t *testing.T) {
 			}
 		})
 	}
-	for _, reason := range []string{"title_length", "magic", "flow", "too_long"} {
-		if v, ok := caddy.Metric(t, `gamegate_qos_dropped_total{reason="`+reason+`"}`); !ok || v < 1 {
-			t.Errorf("metric gamegate_qos_dropped_total{reason=%q}: got %v (found %v), want ≥ 1", reason, v, ok)
+	for reason, want := range wantDrops {
+		if got := caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="`+reason+`"}`) - dropsBefore[reason]; got != want {
+			t.Errorf("gamegate_qos_dropped_total{reason=%q} rose by %v, want %v", reason, got, want)
 		}
 	}
 }
@@ -165,6 +178,7 @@ func TestQoSEchoRateLimitBan(t *testing.T) {
 	}
 }
 `, addr))
+	bansBefore := caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`)
 	c := testutil.DialUDP(t, "127.0.0.1:0", addr)
 	for seq := range uint8(6) {
 		c.Send(unityRequest(seq, 9, uint64(seq)))
@@ -192,8 +206,8 @@ func TestQoSEchoRateLimitBan(t *testing.T) {
 	if answer[1] != 0 {
 		t.Fatalf("first response after the ban: flow %#x, want none", answer[1])
 	}
-	if v, ok := caddy.Metric(t, `gamegate_qos_bans_total{cause="rate"}`); !ok || v != 1 {
-		t.Fatalf("gamegate_qos_bans_total{cause=\"rate\"}: got %v (found %v), want 1", v, ok)
+	if got := caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`) - bansBefore; got != 1 {
+		t.Fatalf("gamegate_qos_bans_total{cause=\"rate\"} rose by %v, want 1", got)
 	}
 }
 
@@ -225,23 +239,19 @@ func TestQoSTrackedSourcesBounded(t *testing.T) {
 	}
 }
 `, addr, tc.key, tc.key))
-			answered := 0
 			for i := range tc.sources {
 				c := testutil.DialUDP(t, tc.local(i), addr)
 				c.Send(unityRequest(uint8(i), uint16(i), uint64(i)))
-				if _, ok := c.Recv(replyTimeout); ok {
-					answered++
+				if _, ok := c.Recv(replyTimeout); !ok {
+					t.Fatalf("source %d of %d got no answer", i, tc.sources)
 				}
 				c.Conn.Close()
 			}
-			if answered != tc.sources {
-				t.Fatalf("answered %d of %d sources, want all", answered, tc.sources)
+			n := caddy.MustMetric(t, "gamegate_qos_tracked_sources")
+			if n != 64 {
+				t.Fatalf("gamegate_qos_tracked_sources after %d sources: got %v, want the bound, 64", tc.sources, n)
 			}
-			n, ok := caddy.Metric(t, "gamegate_qos_tracked_sources")
-			if !ok || n > 64 || n < 1 {
-				t.Fatalf("gamegate_qos_tracked_sources after %d sources: got %v (found %v), want 1..64", tc.sources, n, ok)
-			}
-			t.Logf("%d distinct sources, tracked sources: %v (bound 64)", tc.sources, n)
+			t.Logf("%d distinct sources, all answered; tracked sources: %v (bound 64)", tc.sources, n)
 		})
 	}
 }
@@ -249,13 +259,21 @@ func TestQoSTrackedSourcesBounded(t *testing.T) {
 // A 3000-byte first datagram is longer than caddy-l4's 2 KiB matching chunk.
 // The matcher must not spin on it: the next request is answered, and once the
 // idle timeout passes no matcher or handler goroutine is left.
+//
+// Goroutine counts must not see what other tests leave behind (caddy-l4
+// strands association goroutines when a server stops), so the test runs
+// alone in a fresh process of the test binary.
 func TestQoSOversizedFirstDatagramDoesNotSpin(t *testing.T) {
+	if os.Getenv(isolatedEnv) != t.Name() {
+		runIsolated(t)
+		return
+	}
+	matchFrame, handleFrame := funcName((*caddymodule.MatchQoS).Match), funcName((*caddymodule.QoSEcho).Handle)
 	addr := testutil.FreeUDPAddr(t)
 	testutil.StartCaddy(t, qosCaddyfile(addr, ""))
-	// caddy-l4 v0.1.2 strands the association goroutines of a server that
-	// has stopped (their idle-timeout send to the stopped server loop blocks),
-	// so earlier tests may have left some: compare with what is there now.
-	baseline := qosGoroutines()
+	if n := goroutinesIn(matchFrame, handleFrame); n != 0 {
+		t.Fatalf("QoS goroutines before any traffic: got %d, want 0", n)
+	}
 	c := testutil.DialUDP(t, "127.0.0.1:0", addr)
 	big := append(unityRequest(1, 5, 1), bytes.Repeat([]byte{0xEE}, 3000-24)...)
 	for range 3 {
@@ -265,31 +283,44 @@ func TestQoSOversizedFirstDatagramDoesNotSpin(t *testing.T) {
 	if len(before) != 0 {
 		t.Fatalf("got %d datagrams in answer to 3000-byte ones, want none", len(before))
 	}
-	// The association ends 2 s after the last datagram (idle_timeout).
-	// No goroutine may be left inside the matcher: one that looped on reads
-	// would stay there, busy, for good.
-	deadline := time.Now().Add(10 * time.Second)
-	for goroutinesIn("caddymodule.(*MatchQoS).Match") > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("a goroutine is still inside the QoS matcher 10 s after the last datagram")
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The probe's association is live: its handler is waiting for more.
+	if n := goroutinesIn(handleFrame); n < 1 {
+		t.Fatalf("QoS handler goroutines while the probe's association is live: got %d, want at least 1", n)
 	}
-	// The handler goroutines return once the association is idle. (Other
-	// tests' leftover goroutines can only leave, so the count settling at or
-	// below the baseline is this test's goroutines returning.)
-	for qosGoroutines() > baseline {
+	// The association ends 2 s after the last datagram (idle_timeout); by
+	// then no goroutine may be left in the matcher (one that looped on reads
+	// would stay there, busy, for good) or in the handler.
+	deadline := time.Now().Add(10 * time.Second)
+	for goroutinesIn(matchFrame, handleFrame) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("QoS matcher or handler goroutines still running 10 s after the last datagram: %d, want at most %d", qosGoroutines(), baseline)
+			t.Fatalf("QoS matcher or handler goroutines still running 10 s after the last datagram: %d", goroutinesIn(matchFrame, handleFrame))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// qosGoroutines counts goroutines inside the QoS matcher or handler.
-func qosGoroutines() int {
-	return goroutinesIn("caddymodule.(*MatchQoS).Match", "caddymodule.(*QoSEcho).Handle")
+// isolatedEnv names the test that a child process of the test binary runs.
+const isolatedEnv = "GAMEGATE_ISOLATED_TEST"
+
+// runIsolated runs the calling test alone in a child process of the test
+// binary and fails if it fails.
+func runIsolated(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), isolatedEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s alone in a fresh process: %v\n%s", t.Name(), err, out)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: "+t.Name())) {
+		t.Fatalf("%s alone in a fresh process did not report a pass:\n%s", t.Name(), out)
+	}
 }
+
+// funcName is the name a function's frames carry in a goroutine dump.
+func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
 
 // goroutinesIn counts goroutines whose stack has any of the frames.
 func goroutinesIn(frames ...string) int {
@@ -298,7 +329,7 @@ func goroutinesIn(frames ...string) int {
 	n := 0
 	for g := range strings.SplitSeq(buf.String(), "\n\n") {
 		for _, f := range frames {
-			if strings.Contains(g, f) {
+			if strings.Contains(g, f+"(") {
 				n++
 				break
 			}

@@ -141,7 +141,9 @@ func (s *Service) every(d time.Duration, f func()) {
 }
 
 // loadFile reads the fleets file if its content changed, and reports
-// whether the good copy changed. A bad file keeps the last good copy.
+// whether the good copy changed. A bad file keeps the last good copy. A file
+// that is unchanged since the last attempt, good or bad, is not parsed or
+// reported again.
 func (s *Service) loadFile() bool {
 	data, err := readBounded(s.cfg.File, MaxFleetFile)
 	var fleets map[string][]Server
@@ -150,12 +152,19 @@ func (s *Service) loadFile() bool {
 		d := sha256.Sum256(data)
 		sum = d[:]
 		s.mu.Lock()
-		same := bytes.Equal(sum, s.fileSum) && s.fileErr == nil
+		same := s.fileSum != nil && bytes.Equal(sum, s.fileSum)
 		s.mu.Unlock()
 		if same {
 			return false
 		}
 		fleets, err = ParseFleets(data)
+	} else {
+		s.mu.Lock()
+		same := s.fileSum == nil && s.fileErr != nil && s.fileErr.Error() == err.Error()
+		s.mu.Unlock()
+		if same {
+			return false // still unreadable, for the same reason
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -270,3 +270,9 @@ func TestLargeResponseSplitForValidatedSource(t *testing.T) {
 		t.Fatalf("a ~8 KB answer over several datagrams: got %d records", len(r.Records))
 	}
 }
+
+func TestServerRefusesEmptyPasswords(t *testing.T) {
+	if _, err := NewServer(ServerConfig{Logins: map[string]string{"admin": ""}}); err == nil {
+		t.Fatal("got nil error for an empty password, want one")
+	}
+}

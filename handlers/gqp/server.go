@@ -134,6 +134,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxDatagram < 64 {
 		return nil, errors.New("gqp: max datagram must be at least 64 bytes")
 	}
+	for login, pw := range cfg.Logins {
+		if pw == "" {
+			return nil, errors.New("gqp: login " + login + " has an empty password")
+		}
+	}
 	s := &Server{
 		cfg:        cfg,
 		commands:   make(map[string]*Command),

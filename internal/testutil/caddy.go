@@ -78,9 +78,9 @@ func AdaptCaddyfile(t testing.TB, caddyfile string) map[string]any {
 	return cfg
 }
 
-// Metric returns the value of the first sample of the admin API's /metrics
-// whose name and labels start with series (e.g. `gamegate_qos_bans_total{cause="rate"}`),
-// and whether it was found.
+// Metric returns the value of the sample of the admin API's /metrics named
+// exactly series, labels included (e.g. `gamegate_qos_bans_total{cause="rate"}`,
+// labels in the order Prometheus writes them), and whether it was found.
 func (c *Caddy) Metric(t testing.TB, series string) (float64, bool) {
 	t.Helper()
 	client := http.Client{Timeout: 5 * time.Second}
@@ -103,6 +103,18 @@ func (c *Caddy) Metric(t testing.TB, series string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// MustMetric is Metric for a sample that must exist. Counters are
+// process-wide (they survive configuration reloads), so tests compare a
+// counter before and after what they do, never its absolute value.
+func (c *Caddy) MustMetric(t testing.TB, series string) float64 {
+	t.Helper()
+	v, ok := c.Metric(t, series)
+	if !ok {
+		t.Fatalf("metric %s not found", series)
+	}
+	return v
 }
 
 // FreeTCPAddr returns a loopback address with a TCP port that was free a

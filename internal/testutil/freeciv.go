@@ -100,3 +100,19 @@ func startFreeciv(t testing.TB, group string) string {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// FreecivVersion is the version of the installed freeciv-server, as it
+// reports it ("3.0.6"), so tests compare with what is installed rather than
+// with one distribution's package.
+func FreecivVersion(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command(FreecivServerPath, "--version").CombinedOutput() // it prints to stderr
+	if err != nil {
+		t.Fatalf("%s --version: %v", FreecivServerPath, err)
+	}
+	fields := bytes.Fields(out)
+	if len(fields) < 3 || string(fields[0]) != "Freeciv" || string(fields[1]) != "version" {
+		t.Fatalf("%s --version printed %q, want \"Freeciv version X.Y.Z\"", FreecivServerPath, out)
+	}
+	return string(fields[2])
+}
