@@ -46,6 +46,14 @@ type Policy struct {
 	LoadTimeout time.Duration
 }
 
+// clamped returns p with negative durations as zero.
+func (p Policy) clamped() Policy {
+	for _, d := range []*time.Duration{&p.TTL, &p.StaleWhileRevalidate, &p.StaleIfError, &p.NegativeTTL, &p.LoadTimeout} {
+		*d = max(*d, 0)
+	}
+	return p
+}
+
 // State says how usable a Result is.
 type State uint8
 
@@ -121,8 +129,11 @@ type ResultStats struct {
 
 // Results is a bounded cache of load results, one per key, for values
 // that are costly to get and that many callers want at once (a game
-// server's state, fetched over UDP for every HTTP client asking). It
-// starts at most one load per key at a time, serves stale values while
+// server's state, fetched over UDP for every HTTP client asking). While a
+// key stays cached, at most one load for it runs at a time (a key evicted
+// or invalidated while its load runs may start a second one: the cache no
+// longer tracks the first, whose waiters still get its outcome). It
+// serves stale values while
 // refreshing or when a refresh fails, caches errors, and keeps at most
 // maxEntries keys, dropping the least recently used even if its load is
 // still running (its waiters get the outcome; the cache does not keep
@@ -184,8 +195,8 @@ func NewResults[K comparable, V any](maxEntries int, clock func() time.Time) *Re
 }
 
 // Get returns the value for key, loading it with load when the cache has
-// nothing usable under p. However many goroutines ask, at most one load
-// per key runs at a time, and the others wait for it.
+// nothing usable under p. However many goroutines ask, one load runs for
+// the cached key and the others wait for it (see Results on eviction).
 //
 // load runs in its own goroutine with a context that carries ctx's values
 // but not its cancellation or deadline, so that a caller giving up does not
@@ -201,6 +212,7 @@ func NewResults[K comparable, V any](maxEntries int, clock func() time.Time) *Re
 // so a closure built for every call costs its caller an allocation; where
 // that matters, pass a func built once.
 func (r *Results[K, V]) Get(ctx context.Context, key K, p Policy, load func(context.Context) (V, error)) (Result[V], error) {
+	p = p.clamped()
 	now := r.clock()
 	r.mu.Lock()
 	e := r.entries[key]

@@ -657,3 +657,21 @@ func BenchmarkResultsMissCoalesced(b *testing.B) {
 	})
 	b.ReportMetric(float64(r.Stats().Loads)/float64(b.N), "loads/op")
 }
+
+func TestResultsNegativePolicyIsZero(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	r := NewResults[string, int](4, clock.Now)
+	loads := 0
+	load := func(context.Context) (int, error) { loads++; return loads, nil }
+	p := Policy{TTL: -5 * time.Second, StaleWhileRevalidate: 10 * time.Second}
+	if _, err := r.Get(context.Background(), "k", p, load); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(6 * time.Second)
+	// With TTL taken as 0, 6 s old is within the 10 s stale window: served
+	// stale, not reloaded while the caller waits.
+	res, err := r.Get(context.Background(), "k", p, load)
+	if err != nil || res.State != Stale {
+		t.Fatalf("got %+v (%v), want the stale value", res, err)
+	}
+}

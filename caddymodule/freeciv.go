@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/freeciv"
+	"github.com/gamegate/gamegate/handlers/qos"
 	wirefreeciv "github.com/gamegate/gamegate/wire/freeciv"
 )
 
@@ -122,6 +123,8 @@ func (h *FreecivGuard) Validate() error {
 		return errors.New("freeciv_guard: packet_rate must be a finite number ≥ 0")
 	case h.PacketBurst < 0:
 		return errors.New("freeciv_guard: packet_burst must be positive")
+	case h.PacketRate > 0 && !qos.RateFits(h.PacketRate, max(h.PacketBurst, 1)):
+		return errors.New("freeciv_guard: packet_rate and packet_burst out of range")
 	}
 	return nil
 }

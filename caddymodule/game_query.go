@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/handlers/query"
 )
 
@@ -199,8 +200,8 @@ func (h *GameQuery) Validate() error {
 	if h.AdHocRaw != nil && len(h.AllowTargets) == 0 {
 		return errors.New("game_query: ad_hoc needs allow_targets: the networks ad-hoc targets may be in")
 	}
-	if h.RateLimit < 0 {
-		return errors.New("game_query: rate_limit must not be negative")
+	if h.RateLimit < 0 || h.RateLimit > 0 && !qos.RateFits(h.RateLimit, max(h.RateBurst, 1)) {
+		return errors.New("game_query: rate_limit and rate_burst out of range")
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/gqp"
+	"github.com/gamegate/gamegate/handlers/qos"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -80,6 +81,11 @@ type GQPCommand struct {
 	MinArgs int `json:"min_args,omitempty"`
 	// How long an upstream answer is reused. Default: 2s.
 	TTL caddy.Duration `json:"ttl,omitempty"`
+	// Most upstream requests per second for this command, whatever the
+	// queries' sources and arguments (GQP sources are not authenticated);
+	// past it the command answers 31 unless a cached answer can serve.
+	// Default: 10.
+	UpstreamRate float64 `json:"upstream_rate,omitempty"`
 }
 
 // GQPRecord is a static name/value record.
@@ -128,7 +134,12 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 			if ttl == 0 {
 				ttl = 2 * time.Second
 			}
-			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Client: client, Cache: cache.NewResults[string, []gqp.Record](1024, nil)}
+			rate := c.UpstreamRate
+			if rate == 0 {
+				rate = 10
+			}
+			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Rate: rate, Burst: max(1, int(rate)),
+				Client: client, Cache: cache.NewResults[string, []gqp.Record](1024, nil)}
 			cmd.Run = hc.Run
 		} else {
 			records := c.Records
@@ -158,6 +169,8 @@ func (h *GQPResponder) Validate() error {
 			return fmt.Errorf("gqp: command %q: give url or records", name)
 		case c.MinArgs < 0:
 			return fmt.Errorf("gqp: command %q: min_args must not be negative", name)
+		case c.UpstreamRate < 0 || c.UpstreamRate > 0 && !qos.RateFits(c.UpstreamRate, max(1, int(c.UpstreamRate))):
+			return fmt.Errorf("gqp: command %q: upstream_rate out of range", name)
 		}
 		if c.URL != "" {
 			u, err := url.Parse(c.URL)
@@ -229,6 +242,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //			protected
 //			min_args <count>
 //			ttl      <duration>
+//			upstream_rate <requests_per_second>
 //		}
 //		login            <login> <password>
 //		auth_ttl         <duration>
@@ -306,6 +320,8 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 			c.MinArgs, err = parseIntRange(d, 0, wiregqp.MaxArgs)
 		case "ttl":
 			c.TTL, err = parseDuration(d)
+		case "upstream_rate":
+			c.UpstreamRate, err = parsePositiveFloat(d)
 		default:
 			return unknownOption(d, fmt.Sprintf("gqp: command '%s'", name), opt)
 		}

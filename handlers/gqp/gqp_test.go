@@ -3,13 +3,19 @@ package gqp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/handlers/query"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -274,5 +280,103 @@ func TestLargeResponseSplitForValidatedSource(t *testing.T) {
 func TestServerRefusesEmptyPasswords(t *testing.T) {
 	if _, err := NewServer(ServerConfig{Logins: map[string]string{"admin": ""}}); err == nil {
 		t.Fatal("got nil error for an empty password, want one")
+	}
+}
+
+// An unvalidated source never gets more datagrams than it sent, even when
+// the answer would be cut into several for a validated one.
+func TestUnvalidatedAnswerIsOneDatagram(t *testing.T) {
+	s, err := NewServer(ServerConfig{MaxDatagram: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := mkQuery("echo "+strings.Repeat("x", 600), "pad "+strings.Repeat(".", 100))
+	b, _ := q.AppendTo(nil)
+	out, v := s.Answer(context.Background(), netip.MustParseAddrPort("192.0.2.1:1"), b)
+	if v != Answered || len(out) != 1 || len(out[0]) > len(b) {
+		t.Fatalf("got %d datagrams (%v), want one no larger than the %d-byte query", len(out), v, len(b))
+	}
+}
+
+// A reply that cannot be encoded becomes 31; the others are unaffected.
+func TestUnencodableReplyAloneBecomes31(t *testing.T) {
+	s, err := NewServer(ServerConfig{Identity: Identity{GameName: "g"}, Commands: []Command{{Name: "bad",
+		Run: func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status {
+			r.AddString([]byte("line\nbreak")) // a control byte in a string
+			return wiregqp.StatusOK
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := mkQuery("identify", "bad", "pad "+strings.Repeat(".", 200)).AppendTo(nil)
+	out, _ := s.Answer(context.Background(), netip.MustParseAddrPort("192.0.2.1:1"), q)
+	var r wiregqp.Response
+	if len(out) != 1 || r.Decode(out[0]) != nil {
+		t.Fatalf("got %q", out)
+	}
+	if r.Replies[0].Status != wiregqp.StatusOK || r.Replies[1].Status != wiregqp.StatusUnavailable || r.Replies[2].Status != wiregqp.StatusOK {
+		t.Fatalf("statuses %v %v %v, want 10 31 10", r.Replies[0].Status, r.Replies[1].Status, r.Replies[2].Status)
+	}
+}
+
+// The upstream of an HTTP command is asked at most at its rate, however
+// many distinct queries (spoofed ones included) arrive.
+func TestHTTPCommandUpstreamRate(t *testing.T) {
+	var requests atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Write([]byte(`{"ok": true}`))
+	}))
+	defer up.Close()
+	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 0.001, Burst: 3, Client: up.Client(),
+		Cache: cache.NewResults[string, []Record](1024, nil)}
+	statuses := map[wiregqp.Status]int{}
+	for i := range 20 {
+		var resp wiregqp.Response
+		r := resp.Add(wiregqp.StatusOK, []byte("status"))
+		statuses[hc.Run(context.Background(), [][]byte{[]byte(strconv.Itoa(i))}, r)]++
+	}
+	if requests.Load() != 3 || statuses[wiregqp.StatusOK] != 3 || statuses[wiregqp.StatusUnavailable] != 17 {
+		t.Fatalf("20 distinct queries: %d upstream requests, statuses %v; want 3 requests, 3 answered, 17 unavailable", requests.Load(), statuses)
+	}
+}
+
+func TestRecordsBounds(t *testing.T) {
+	items := make([]string, wiregqp.MaxItems+1)
+	for i := range items {
+		items[i] = `"p"`
+	}
+	for name, doc := range map[string]string{
+		"too many items": `{"players": [` + strings.Join(items, ",") + `]}`,
+		"too many bytes": `{"a": "` + strings.Repeat("x", 70<<10) + `"}`,
+		"not an object":  `[1, 2]`,
+	} {
+		if _, err := Records([]byte(doc)); err == nil {
+			t.Fatalf("%s: got nil error, want one", name)
+		}
+	}
+	recs, err := Records([]byte(`{"b": 2, "a": "x\u0001y", "list": [1, {"name": "alice"}, {"id": 3}], "nested": {"k": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(recs)
+	want := `[{pair a [x y]} {pair b [2]} {labeled list [1 alice {"id":3}]} {pair nested.k [true]}]`
+	if got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+func TestCommandRefusesWhatGQPCannotCarry(t *testing.T) {
+	p := &QueryProtocol{Client: &Client{Timeout: 100 * time.Millisecond}}
+	args := make([]string, wiregqp.MaxArgs+1)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"too many arguments", args}, {"control character", []string{"a\x1fb"}}, {"too long", []string{strings.Repeat("x", 2000)}}} {
+		_, err := p.Command(context.Background(), "127.0.0.1:9", "echo", tc.args)
+		var qe *query.Error
+		if !errors.As(err, &qe) || qe.HTTPStatus != http.StatusBadRequest {
+			t.Fatalf("%s: got %v, want a 400", tc.name, err)
+		}
 	}
 }

@@ -141,6 +141,10 @@ func (p *QueryProtocol) Command(ctx context.Context, address, command string, ar
 		bargs[i] = []byte(a)
 	}
 	q.Add([]byte(command), bargs...)
+	if _, err := q.AppendTo(nil); err != nil {
+		// Too many arguments, or too long a query: the request's fault.
+		return nil, query.Errorf(http.StatusBadRequest, "the command cannot be sent over GQP: %v", err)
+	}
 	resp, err := p.ask(ctx, address, q)
 	if err != nil {
 		return nil, err

@@ -195,20 +195,31 @@ func (s *Server) Answer(ctx context.Context, src netip.AddrPort, query []byte) (
 	out, err := resp.AppendTo(nil)
 	if err != nil {
 		// A custom command produced a reply the codec refuses (a byte that
-		// would break framing, or too many records): answer 31 for all.
-		resp.Reset()
-		for _, c := range q.Commands {
-			resp.Add(wiregqp.StatusUnavailable, c.Name).SetText([]byte("reply could not be encoded"))
+		// would break framing, too many records): that reply alone becomes
+		// 31.
+		for i := range resp.Replies {
+			var one wiregqp.Response
+			r := &resp.Replies[i]
+			one.Replies = append(one.Replies, *r)
+			if _, err := one.AppendTo(nil); err != nil {
+				r.Status = wiregqp.StatusUnavailable
+				r.Records = r.Records[:0]
+				r.SetText([]byte("reply could not be encoded"))
+			}
 		}
 		if out, err = resp.AppendTo(nil); err != nil {
 			return nil, DroppedMalformed
 		}
 	}
-	if len(out) > len(query) && !s.Authorized(src.Addr()) {
-		if verdict == AnsweredError {
-			return nil, DroppedMalformed
+	if !s.Authorized(src.Addr()) {
+		// Never more than the query held, in bytes or datagrams.
+		if len(out) > len(query) {
+			if verdict == AnsweredError {
+				return nil, DroppedMalformed
+			}
+			return nil, DroppedAmplification
 		}
-		return nil, DroppedAmplification
+		return [][]byte{out}, verdict
 	}
 	return split(out, s.cfg.MaxDatagram), verdict
 }

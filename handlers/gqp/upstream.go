@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
@@ -23,13 +24,44 @@ const MaxUpstreamBody = 64 << 10
 // HTTPCommand answers a GQP command from an HTTP upstream: the command
 // becomes a GET of URL (its arguments as repeated "arg" query parameters),
 // and the JSON object that comes back becomes records (see Records). Answers
-// are cached for TTL and concurrent queries share one request.
+// are cached for TTL and concurrent queries share one request. Requests to
+// the upstream are limited to Rate per second (Burst at once), whatever the
+// queries' sources and arguments: GQP sources are not authenticated, and
+// varying the arguments would otherwise make every spoofed query cost an
+// upstream request.
 type HTTPCommand struct {
-	URL    string
-	TTL    time.Duration
-	Client *http.Client
-	Cache  *cache.Results[string, []Record]
+	URL     string
+	TTL     time.Duration
+	Timeout time.Duration
+	Rate    float64
+	Burst   int
+	Client  *http.Client
+	Cache   *cache.Results[string, []Record]
+
+	tat atomic.Int64 // the upstream limiter's theoretical arrival time
 }
+
+// allow takes one upstream request from the limiter.
+func (c *HTTPCommand) allow() bool {
+	if c.Rate <= 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	emission := int64(float64(time.Second) / c.Rate)
+	tolerance := emission * int64(max(c.Burst, 1))
+	for {
+		old := c.tat.Load()
+		tat := max(old, now) + emission
+		if tat-now > tolerance {
+			return false
+		}
+		if c.tat.CompareAndSwap(old, tat) {
+			return true
+		}
+	}
+}
+
+var errUpstreamBusy = errors.New("upstream request rate limit reached")
 
 // Record is a GQP record in a form that outlives a datagram.
 type Record struct {
@@ -41,8 +73,13 @@ type Record struct {
 // Run implements Command.Run.
 func (c *HTTPCommand) Run(ctx context.Context, args [][]byte, reply *wiregqp.Reply) wiregqp.Status {
 	key := string(bytes.Join(args, []byte{0}))
-	res, err := c.Cache.Get(ctx, key, cache.Policy{TTL: c.TTL, StaleIfError: 10 * c.TTL, NegativeTTL: c.TTL},
-		func(ctx context.Context) ([]Record, error) { return c.fetch(ctx, args) })
+	res, err := c.Cache.Get(ctx, key, cache.Policy{TTL: c.TTL, StaleIfError: 10 * c.TTL, NegativeTTL: c.TTL, LoadTimeout: c.Timeout},
+		func(ctx context.Context) ([]Record, error) {
+			if !c.allow() {
+				return nil, errUpstreamBusy
+			}
+			return c.fetch(ctx, args)
+		})
 	if err != nil {
 		reply.SetText([]byte(sanitize("upstream unavailable: " + err.Error())))
 		return wiregqp.StatusUnavailable
@@ -101,6 +138,11 @@ func (c *HTTPCommand) fetch(ctx context.Context, args [][]byte) ([]Record, error
 	return Records(body)
 }
 
+// Bounds on what an upstream's JSON may become, so that the records always
+// encode: at most MaxRecords records of at most MaxItems items, and about
+// 60 KiB in all (a GQP response is at most 64 KiB).
+const maxRecordBytes = 60 << 10
+
 // Records converts a JSON object into GQP records, keys in sorted order:
 // a scalar becomes a name/value pair; an array becomes a labeled list (an
 // object element is represented by its "name" field if it has one, else by
@@ -144,6 +186,19 @@ func Records(body []byte) ([]Record, error) {
 	walk("", obj, 0)
 	if len(out) > wiregqp.MaxRecords {
 		return nil, fmt.Errorf("upstream answer has %d fields; at most %d fit a reply", len(out), wiregqp.MaxRecords)
+	}
+	size := 0
+	for _, r := range out {
+		if len(r.Items) > wiregqp.MaxItems {
+			return nil, fmt.Errorf("upstream field %q has %d items; at most %d fit a record", r.Label, len(r.Items), wiregqp.MaxItems)
+		}
+		size += len(r.Label) + 2
+		for _, it := range r.Items {
+			size += len(it) + 1
+		}
+	}
+	if size > maxRecordBytes {
+		return nil, fmt.Errorf("upstream answer makes %d bytes of records; at most %d fit a reply", size, maxRecordBytes)
 	}
 	return out, nil
 }

@@ -144,6 +144,12 @@ func (c *Config) Validate() error {
 	case c.Capacity > 0 && c.CapacityBurst < 1:
 		return errors.New("capacity_burst must be ≥ 1 when capacity is set")
 	}
+	if c.Rate > 0 && !RateFits(c.Rate, c.Burst) {
+		return errors.New("rate and burst out of range: the burst must span less than 100 years at the rate, and the rate be at least one per 100 years")
+	}
+	if c.Capacity > 0 && !RateFits(c.Capacity, c.CapacityBurst) {
+		return errors.New("capacity and capacity_burst out of range: the burst must span less than 100 years at the capacity")
+	}
 	for _, t := range c.Titles {
 		if len(t) > wireqos.MaxTitle {
 			return fmt.Errorf("titles: %q is longer than %d bytes", t, wireqos.MaxTitle)
@@ -234,6 +240,18 @@ func malformed(err error) Verdict {
 		return DroppedTitleLength
 	}
 	return DroppedTooShort
+}
+
+// RateFits reports whether a rate (per second) and a burst can be kept in
+// nanosecond arithmetic without overflow: the interval between events and
+// the whole burst both within 100 years.
+func RateFits(rate float64, burst int) bool {
+	const century = float64(100 * 365 * 24 * time.Hour)
+	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) || burst < 1 {
+		return false
+	}
+	emission := math.Ceil(float64(time.Second) / rate)
+	return emission <= century && emission*float64(burst) <= century
 }
 
 // budget is a lock-free generic-cell-rate limiter shared by all sources.

@@ -300,6 +300,9 @@ func TestConfigValidate(t *testing.T) {
 		{"backoff without rate", func(c *Config) { c.Rate = 0; c.BackoffUnits = 1 }},
 		{"capacity without burst", func(c *Config) { c.Capacity = 5 }},
 		{"long title", func(c *Config) { c.Titles = []string{string(make([]byte, 255))} }},
+		{"burst overflowing at the rate", func(c *Config) { c.Rate = 1; c.Burst = 1e10 }},
+		{"rate too small", func(c *Config) { c.Rate = 1e-12 }},
+		{"capacity burst overflowing", func(c *Config) { c.Capacity = 1; c.CapacityBurst = 1e10 }},
 	}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("base config: got %v, want nil", err)

@@ -89,8 +89,10 @@ type sourceShard struct {
 }
 
 // SourceTable remembers rate-limit and ban state for a bounded number of
-// sources. When it is full, the source seen least recently is forgotten, so a
-// flood from many addresses costs at most the configured number of entries.
+// sources. It is split into shards (up to 32) by a hash of the source, each
+// holding its share of the bound; when a shard is full, its source seen
+// least recently is forgotten. So a flood from many addresses costs at most
+// the configured number of entries.
 // A table outlives configuration reloads: a new engine adopts it, and bans
 // stay in force.
 type SourceTable struct {

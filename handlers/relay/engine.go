@@ -21,8 +21,9 @@ type Config struct {
 	// IdleTimeout ends a binding that has had no traffic (sent or
 	// received) for this long. Default: 10s.
 	IdleTimeout time.Duration
-	// AloneTimeout replaces IdleTimeout for a binding with no connected
-	// peer yet (a host waiting for players). Default: 60s.
+	// AloneTimeout replaces IdleTimeout for a binding that has not been
+	// connected to any peer since it was bound (a host waiting for its
+	// first player). Default: 60s.
 	AloneTimeout time.Duration
 	// MaxContent is the largest RELAY content forwarded, in bytes.
 	// Default: 1400.
@@ -193,16 +194,13 @@ func (e *Engine) replyError(src Peer, req []byte, id wirerelay.AllocationID, cod
 }
 
 // senderCheck finds the binding of id for a message from src, or the error
-// code to answer: 1 if its binding timed out, 4 if it is unknown, 3 if it
-// is bound at another address. The caller holds the table's read lock.
+// code to answer (see Table.senderCode). The caller holds the table's read
+// lock.
 func (e *Engine) senderCheck(id wirerelay.AllocationID, src netip.AddrPort, now int64) (*Binding, wirerelay.ErrorCode, bool) {
 	b := e.table.byID[id]
 	switch {
 	case b == nil || b.expired(now, e.table):
-		if e.table.timedOut(id, b, now) {
-			return nil, wirerelay.CodeTimeout, false
-		}
-		return nil, wirerelay.CodeAllocationNotFound, false
+		return nil, e.table.senderCode(id, b), false
 	case b.peer.AddrPort != src:
 		return nil, wirerelay.CodeClientPlayerMismatch, false
 	}
@@ -342,8 +340,10 @@ type Binding struct {
 	peer           Peer
 	nonce          uint16
 	maxConnections int
+	expires        time.Time // the allocation's expiry
 	lastActivity   atomic.Int64 // table time, nanoseconds
 	peers          map[wirerelay.AllocationID]struct{}
+	everConnected  bool // a peer has been connected since the binding began
 }
 
 func (b *Binding) touch(now int64) {
@@ -357,11 +357,12 @@ func (b *Binding) connected(id wirerelay.AllocationID) bool {
 	return ok
 }
 
-// expired reports whether b has been idle past its timeout. The caller
+// expired reports whether b has been idle past its timeout: the alone
+// timeout until it is first connected, the idle timeout after. The caller
 // holds the table's lock (read or write).
 func (b *Binding) expired(now int64, t *Table) bool {
 	limit := t.idle
-	if len(b.peers) == 0 {
+	if !b.everConnected {
 		limit = t.alone
 	}
 	return now-b.lastActivity.Load() > limit

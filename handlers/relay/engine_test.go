@@ -125,10 +125,33 @@ func TestBindAndPing(t *testing.T) {
 	other := peerAt("192.0.2.99:1")
 	_, sends = r.handle(other, ping)
 	wantError(t, sends, other, host.alloc.ID, wirerelay.CodeClientPlayerMismatch)
-	// An allocation never bound: ERROR 4.
+	// An allocation the relay knows nothing of: ERROR 3, as for a client
+	// that has not bound yet, so that it binds.
 	stranger := r.newClient("192.0.2.2:1", 1)
 	_, sends = r.handle(stranger.peer, encode(t, &wirerelay.Ping{AllocationID: stranger.alloc.ID}))
-	wantError(t, sends, stranger.peer, stranger.alloc.ID, wirerelay.CodeAllocationNotFound)
+	wantError(t, sends, stranger.peer, stranger.alloc.ID, wirerelay.CodeClientPlayerMismatch)
+}
+
+// A relay that lost its table (a restart, a failover to another relay with
+// the secret) answers its clients' next messages with ERROR 3, on which they
+// bind again and carry on.
+func TestLostTableMeansRebind(t *testing.T) {
+	r := newRig(t, 10)
+	host, joiner := connectPair(r, 2)
+	fresh, err := NewEngine(Config{Sealer: r.sealer}, NewTable(10, r.clock.Now, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.engine = fresh
+	_, sends := r.handle(joiner.peer, encode(t, &wirerelay.Relay{From: joiner.alloc.ID, To: host.alloc.ID, Content: []byte("x")}))
+	wantError(t, sends, joiner.peer, joiner.alloc.ID, wirerelay.CodeClientPlayerMismatch)
+	host.nonce, joiner.nonce = 1, 1
+	r.bind(host)
+	r.bind(joiner)
+	req, _ := (&wirerelay.ConnectRequest{AllocationID: joiner.alloc.ID, ToConnectionData: host.data}).AppendShipped(nil)
+	if v, _ := r.handle(joiner.peer, req); v != Accepted {
+		t.Fatalf("connecting again after re-binding: got %v", v)
+	}
 }
 
 func TestBindAuthentication(t *testing.T) {
@@ -259,6 +282,11 @@ func TestDisconnectAndClose(t *testing.T) {
 	_, sends = r.handle(joiner.peer, encode(t, &wirerelay.Relay{From: joiner.alloc.ID, To: host.alloc.ID, Content: []byte("x")}))
 	wantError(t, sends, joiner.peer, joiner.alloc.ID, wirerelay.CodeNotConnected)
 
+	// A DISCONNECT to a client it is not connected to: ERROR 5, and
+	// nothing reaches that client.
+	_, sends = r.handle(joiner.peer, d)
+	wantError(t, sends, joiner.peer, joiner.alloc.ID, wirerelay.CodeNotConnected)
+
 	closeMsg := encode(t, &wirerelay.Close{AllocationID: joiner.alloc.ID})
 	if v, sends := r.handle(peerAt("203.0.113.1:1"), closeMsg); v != Closed || len(sends) != 0 {
 		t.Fatalf("CLOSE from another address: got %v %v", v, sends)
@@ -277,6 +305,9 @@ func TestDisconnectAndClose(t *testing.T) {
 	if _, ok := r.engine.Table().Bound(host.alloc.ID); !ok {
 		t.Fatal("CLOSE unbound another client")
 	}
+	// After CLOSE the allocation is released: ERROR 4.
+	_, sends = r.handle(joiner.peer, encode(t, &wirerelay.Ping{AllocationID: joiner.alloc.ID}))
+	wantError(t, sends, joiner.peer, joiner.alloc.ID, wirerelay.CodeAllocationNotFound)
 }
 
 func TestTimeouts(t *testing.T) {
@@ -306,6 +337,14 @@ func TestTimeouts(t *testing.T) {
 	// A re-BIND after the timeout with a higher nonce binds again.
 	host.nonce = 1
 	r.bind(host)
+
+	// The alone timeout lasts only until the first connection: a joiner
+	// that has disconnected times out after the idle timeout.
+	h2, j2 := connectPair(r, 2)
+	_, _ = r.handle(j2.peer, encode(t, &wirerelay.Disconnect{From: j2.alloc.ID, To: h2.alloc.ID}))
+	r.clock.Advance(11 * time.Second)
+	_, sends = r.handle(j2.peer, encode(t, &wirerelay.Ping{AllocationID: j2.alloc.ID}))
+	wantError(t, sends, j2.peer, j2.alloc.ID, wirerelay.CodeTimeout)
 }
 
 func TestAllocationExpiry(t *testing.T) {

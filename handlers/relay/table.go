@@ -9,13 +9,15 @@ import (
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
-// goneTTL is how long an ended binding is remembered, so that its client's
-// next message is answered with ERROR 1 (timeout) and an old BIND cannot be
-// replayed with a stale nonce.
+// goneTTL is the least time an ended binding is remembered, so that its
+// client's next message is answered with ERROR 1 (timeout); a record is
+// also kept until its allocation expires, so that an old BIND cannot be
+// replayed with a stale nonce while the allocation could still be bound.
 const goneTTL = 10 * time.Minute
 
 type goneRecord struct {
 	at       int64
+	expires  time.Time
 	addr     netip.AddrPort
 	nonce    uint16
 	timedOut bool
@@ -111,14 +113,26 @@ func (t *Table) isBoundAt(id wirerelay.AllocationID, addr netip.AddrPort) bool {
 	return ok && a == addr
 }
 
-// timedOut reports whether id's binding ended by timeout (b, if not nil,
-// being its binding that has just expired). The caller holds a lock.
-func (t *Table) timedOut(id wirerelay.AllocationID, b *Binding, now int64) bool {
+// senderCode is the ERROR code for a message from an allocation that is not
+// bound (b, if not nil, being its binding that has just expired): 1 if its
+// binding timed out, 4 if its client closed it, and 3 if the relay knows
+// nothing of it. Answering 3 there, as for a client that has not bound yet,
+// makes the client bind again (clients give an allocation up on 1 and 4), so
+// sessions survive a relay that lost its table: a restart, a reload that
+// changed the table's size, a failover to another relay with the secret.
+// The caller holds a lock.
+func (t *Table) senderCode(id wirerelay.AllocationID, b *Binding) wirerelay.ErrorCode {
 	if b != nil {
-		return true
+		return wirerelay.CodeTimeout
 	}
 	g, ok := t.gone[id]
-	return ok && g.timedOut
+	switch {
+	case ok && g.timedOut:
+		return wirerelay.CodeTimeout
+	case ok:
+		return wirerelay.CodeAllocationNotFound
+	}
+	return wirerelay.CodeClientPlayerMismatch
 }
 
 // expireLater ends the given bindings if they have expired.
@@ -147,7 +161,7 @@ func (t *Table) remove(b *Binding, now int64, timedOut bool) {
 			break
 		}
 	}
-	t.gone[b.id] = goneRecord{at: now, addr: b.peer.AddrPort, nonce: b.nonce, timedOut: timedOut}
+	t.gone[b.id] = goneRecord{at: now, expires: b.expires, addr: b.peer.AddrPort, nonce: b.nonce, timedOut: timedOut}
 }
 
 // Sweep ends every binding idle past its timeout and forgets old records.
@@ -163,8 +177,9 @@ func (t *Table) Sweep() int {
 			n++
 		}
 	}
+	wall := t.clock()
 	for id, g := range t.gone {
-		if now-g.at > int64(goneTTL) {
+		if now-g.at > int64(goneTTL) && wall.After(g.expires) {
 			delete(t.gone, id)
 		}
 	}
@@ -209,7 +224,7 @@ func (t *Table) bind(a *Allocation, src Peer, nonce uint16) Verdict {
 	if len(t.byID) >= t.limit {
 		return DroppedFull
 	}
-	b = &Binding{id: a.ID, peer: src, nonce: nonce, maxConnections: a.MaxConnections, peers: make(map[wirerelay.AllocationID]struct{})}
+	b = &Binding{id: a.ID, peer: src, nonce: nonce, maxConnections: a.MaxConnections, expires: a.Expires, peers: make(map[wirerelay.AllocationID]struct{})}
 	b.lastActivity.Store(now)
 	t.byID[a.ID] = b
 	delete(t.gone, a.ID)
@@ -224,10 +239,7 @@ func (t *Table) sender(id wirerelay.AllocationID, src netip.AddrPort, now int64)
 		return nil, wirerelay.CodeTimeout
 	}
 	if b == nil {
-		if g, ok := t.gone[id]; ok && g.timedOut {
-			return nil, wirerelay.CodeTimeout
-		}
-		return nil, wirerelay.CodeAllocationNotFound
+		return nil, t.senderCode(id, nil)
 	}
 	if b.peer.AddrPort != src {
 		return nil, wirerelay.CodeClientPlayerMismatch
@@ -261,6 +273,7 @@ func (t *Table) connect(requester wirerelay.AllocationID, src netip.AddrPort, ho
 	}
 	r.peers[host] = struct{}{}
 	h.peers[requester] = struct{}{}
+	r.everConnected, h.everConnected = true, true
 	h.touch(now)
 	return Accepted, 0
 }
@@ -278,6 +291,10 @@ func (t *Table) disconnect(from wirerelay.AllocationID, src netip.AddrPort, to w
 	b := t.byID[to]
 	if b == nil || b.expired(now, t) {
 		return nil, wirerelay.CodeAllocationNotFound
+	}
+	if !f.connected(to) {
+		// Only a connected peer may be told of a disconnect.
+		return nil, wirerelay.CodeNotConnected
 	}
 	delete(f.peers, to)
 	delete(b.peers, from)
