@@ -340,7 +340,7 @@ type Binding struct {
 	peer           Peer
 	nonce          uint16
 	maxConnections int
-	expires        time.Time // the allocation's expiry
+	expires        time.Time    // the allocation's expiry
 	lastActivity   atomic.Int64 // table time, nanoseconds
 	peers          map[wirerelay.AllocationID]struct{}
 	everConnected  bool // a peer has been connected since the binding began
