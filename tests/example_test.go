@@ -24,14 +24,17 @@ func TestCaddyfileExample(t *testing.T) {
 	}
 	qosAddr := testutil.FreeUDPAddr(t)
 	relayAddr := testutil.FreeUDPAddr(t)
+	freecivListen := testutil.FreeTCPAddr(t)
 	_, httpPort, _ := net.SplitHostPort(testutil.FreeTCPAddr(t))
 	freecivServer := testutil.StartFreeciv(t)
 	for k, v := range map[string]string{
 		"GAMEGATE_QOS_LISTEN":       qosAddr,
+		"GAMEGATE_QOS_PUBLIC":       qosAddr,
+		"GAMEGATE_RELAY_PUBLIC":     relayAddr,
 		"GAMEGATE_HTTP_PORT":        httpPort,
 		"GAMEGATE_RELAY_LISTEN":     relayAddr,
 		"GAMEGATE_GQP_LISTEN":       testutil.FreeUDPAddr(t),
-		"GAMEGATE_FREECIV_LISTEN":   testutil.FreeTCPAddr(t),
+		"GAMEGATE_FREECIV_LISTEN":   freecivListen,
 		"GAMEGATE_FREECIV_UPSTREAM": freecivServer,
 	} {
 		t.Setenv(k, v)
@@ -88,5 +91,19 @@ func TestCaddyfileExample(t *testing.T) {
 	}
 	if r := getJSON(t, base+"/query/civ", &st); r.status != 200 || st.Version != testutil.FreecivVersion(t) {
 		t.Fatalf("/query/civ: got %d %s", r.status, r.body)
+	}
+
+	// The guarded Freeciv route: a client's JOIN_REQ reaches the server
+	// and its JOIN_REPLY comes back.
+	c, err := net.Dial("tcp", freecivListen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(joinReq(t, "+not-a-real-capability")); err != nil {
+		t.Fatal(err)
+	}
+	if reply, _, _, _ := readServer(t, c, 2*time.Second); reply == nil || len(reply.Capability) == 0 {
+		t.Fatalf("through the example's Freeciv route: got JOIN_REPLY %+v", reply)
 	}
 }
