@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -16,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/handlers/query"
@@ -66,13 +68,27 @@ type GameQuery struct {
 	// How long a failure (a timeout, an unusable answer) is cached.
 	// Default: 2s.
 	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
-	// Most upstream queries per second per server. Default: 10.
+	// Most upstream queries per second per server, counted separately for
+	// the status and argument-free commands and for commands with
+	// arguments, so that varying arguments cannot starve the status.
+	// Default: 10.
 	RateLimit float64 `json:"rate_limit,omitempty"`
 	// Upstream queries per server allowed at once. Default: rate_limit.
 	RateBurst int `json:"rate_burst,omitempty"`
+	// Ad-hoc requests being answered at once, over all clients (each may
+	// hold a socket and a name lookup); past it they answer 503.
+	// Default: 32.
+	MaxAdHoc int `json:"max_ad_hoc,omitempty"`
+	// Most ad-hoc requests per second per client (Caddy's client IP,
+	// honouring trusted_proxies; IPv6 clients by /64); past it they
+	// answer 429 with Retry-After. Default: 2.
+	AdHocRate float64 `json:"ad_hoc_rate,omitempty"`
+	// Ad-hoc requests per client allowed at once. Default: 10.
+	AdHocBurst int `json:"ad_hoc_burst,omitempty"`
 	// Time allowed for one upstream query, retries included. Default: 3s.
 	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
-	// Most results cached. Default: 10000.
+	// Most results cached, in each of two caches: named servers' status
+	// and argument-free commands, and everything else. Default: 10000.
 	MaxEntries int `json:"max_entries,omitempty"`
 	// Most servers × commands in one batch. Default: 100.
 	MaxBatch int `json:"max_batch,omitempty"`
@@ -90,6 +106,12 @@ type GameQueryServer struct {
 	Address string `json:"address,omitempty"`
 	// Its query protocol (a gamegate.query module). Default: gqp.
 	ProtocolRaw json.RawMessage `json:"protocol,omitempty" caddy:"namespace=gamegate.query inline_key=protocol"`
+	// The commands forwarded from HTTP besides the normalised status,
+	// which is always allowed (Caddyfile: commands <server> <command>...).
+	// Default: the protocol's read-only commands (gqp: identify, echo,
+	// extensions and its status_command); challenge, validate and
+	// protected commands are forwarded only if listed here.
+	Commands []string `json:"commands,omitempty"`
 
 	protocol query.Protocol
 }
@@ -134,6 +156,7 @@ func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protoco
 
 // Provision loads the protocol modules and builds the gateway.
 func (h *GameQuery) Provision(ctx caddy.Context) error {
+	logger := ctx.Logger()
 	h.setDefaults()
 	if err := h.Validate(); err != nil {
 		return err
@@ -152,7 +175,19 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		MaxBatch:             h.MaxBatch,
 		BatchConcurrency:     h.BatchConcurrency,
 		MaxBody:              h.MaxBody,
+		MaxAdHoc:             h.MaxAdHoc,
+		AdHocRate:            h.AdHocRate,
+		AdHocBurst:           h.AdHocBurst,
 		OnUpstream:           func(string) { gameQueryMetrics.upstream.Inc() },
+		ClientIP: func(r *http.Request) netip.Addr {
+			a, _ := netip.ParseAddr(clientIP(r))
+			return a.Unmap()
+		},
+		Log: func(server string, err error) {
+			if ce := logger.Check(zap.WarnLevel, "game query failed"); ce != nil {
+				ce.Write(zap.String("server", server), zap.Error(err))
+			}
+		},
 	}
 	for name, s := range h.Servers {
 		if s.ProtocolRaw == nil {
@@ -163,7 +198,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("game_query: server %q: %w", name, err)
 		}
 		s.protocol = p
-		cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: p}
+		cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: p, Commands: s.Commands}
 	}
 	if h.AdHocRaw != nil {
 		p, err := loadProtocol(ctx, h, "AdHocRaw")
@@ -191,6 +226,19 @@ func (h *GameQuery) Validate() error {
 				return fmt.Errorf("game_query: server %q: address %q is not host:port", name, s.Address)
 			}
 		}
+		for _, c := range s.Commands {
+			if c == "" || strings.ContainsFunc(c, func(r rune) bool { return r < 0x21 || r == 0x7F || r == '/' }) {
+				return fmt.Errorf("game_query: server %q: commands: %q is not a command name", name, c)
+			}
+		}
+	}
+	switch {
+	case h.MaxAdHoc < 0 || h.MaxAdHoc > 1<<16:
+		return errors.New("game_query: max_ad_hoc must be in [1, 65536]")
+	case h.AdHocBurst < 0 || h.AdHocBurst > 1<<20:
+		return errors.New("game_query: ad_hoc_burst must be in [1, 1048576]")
+	case h.AdHocRate < 0 || h.AdHocRate > 0 && !qos.RateFits(h.AdHocRate, max(h.AdHocBurst, 1)):
+		return errors.New("game_query: ad_hoc_rate and ad_hoc_burst out of range")
 	}
 	for _, a := range h.AllowTargets {
 		if _, err := parsePrefix(a); err != nil {
@@ -256,6 +304,10 @@ func (s *statusRecorder) WriteHeader(code int) {
 //		negative_ttl           <duration>
 //		rate_limit             <queries_per_second> [<burst>]
 //		rate_burst             <queries>
+//		commands               <server> <command> ...
+//		max_ad_hoc             <count>
+//		ad_hoc_rate            <requests_per_second>
+//		ad_hoc_burst           <requests>
 //		query_timeout          <duration>
 //		max_entries            <count>
 //		max_batch              <count>
@@ -263,13 +315,14 @@ func (s *statusRecorder) WriteHeader(code int) {
 //		max_body               <bytes>
 //	}
 //
-// A server's protocol defaults to gqp; server and ttl may repeat.
+// A server's protocol defaults to gqp; server, ttl and commands may repeat
+// (commands once per server, after its server line).
 func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the directive name
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	return parseBlock(d, "game_query", []string{"server", "ttl"}, func(opt string) error {
+	return parseBlock(d, "game_query", []string{"server", "ttl", "commands"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "server":
@@ -332,6 +385,25 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 				h.RateBurst = b
 			}
+		case "commands":
+			args := d.RemainingArgs()
+			if len(args) < 2 {
+				return d.Errf("game_query: commands takes <server> <command> ...")
+			}
+			s, ok := h.Servers[args[0]]
+			switch {
+			case !ok:
+				return d.Errf("game_query: commands: no server '%s' above", args[0])
+			case s.Commands != nil:
+				return d.Errf("game_query: duplicate commands for '%s'", args[0])
+			}
+			s.Commands = args[1:]
+		case "max_ad_hoc":
+			h.MaxAdHoc, err = parseIntRange(d, 1, 1<<16)
+		case "ad_hoc_rate":
+			h.AdHocRate, err = parsePositiveFloat(d)
+		case "ad_hoc_burst":
+			h.AdHocBurst, err = parseIntRange(d, 1, 1<<20)
 		case "query_timeout":
 			h.QueryTimeout, err = parseDuration(d)
 		case "max_entries":

@@ -168,8 +168,12 @@ func mapError(address string, err error) error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return query.Timeout(address)
 	}
-	return query.Errorf(http.StatusBadGateway, "the Freeciv server at %s: %v", address, err)
+	return query.Unreachable(address, err)
 }
+
+// ReadOnlyCommands returns join (a probe that the prober disconnects as soon
+// as the server has answered) and lan.
+func (q *QueryProtocol) ReadOnlyCommands() []string { return []string{"join", "lan"} }
 
 // Status reports a server's version and capabilities, and with LAN set its
 // announcement (asked at the same time as the probe).
@@ -210,7 +214,11 @@ func (q *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 			}
 			st.Raw["lan"] = a.res
 		} else {
-			st.Raw["lan_error"] = a.err.Error()
+			// Words only: the error may carry socket errors.
+			st.Raw["lan_error"] = "the LAN query failed"
+			if errors.Is(a.err, ErrNoAnnouncement) {
+				st.Raw["lan_error"] = "no LAN announcement"
+			}
 		}
 	}
 	return st, nil
@@ -239,7 +247,8 @@ func (q *QueryProtocol) Command(ctx context.Context, address, command string, ar
 	if command == "lan" && q.LAN != nil {
 		res, err := q.lan(ctx, address)
 		if errors.Is(err, ErrNoAnnouncement) {
-			return nil, query.Errorf(http.StatusGatewayTimeout, "no LAN announcement from the Freeciv server at %s", address)
+			return nil, &query.Error{HTTPStatus: http.StatusGatewayTimeout, Message: "no LAN announcement from the Freeciv server",
+				Detail: fmt.Errorf("%s: %w", address, err)}
 		}
 		if err != nil {
 			return nil, mapError(address, err)

@@ -96,6 +96,18 @@ type QueryProtocol struct {
 // Name returns "gqp".
 func (p *QueryProtocol) Name() string { return "gqp" }
 
+// ReadOnlyCommands returns the required commands that only read (identify,
+// echo, extensions) and the status command. challenge and validate are
+// never among them, nor any custom command but the status command: whether
+// a game's own command is harmless only its configuration can say.
+func (p *QueryProtocol) ReadOnlyCommands() []string {
+	cmds := []string{"identify", "echo", "extensions"}
+	if p.StatusCommand != "" {
+		cmds = append(cmds, p.StatusCommand)
+	}
+	return cmds
+}
+
 func (p *QueryProtocol) now() time.Time {
 	if p.Now != nil {
 		return p.Now()
@@ -123,7 +135,7 @@ func (p *QueryProtocol) ask(ctx context.Context, address string, q *wiregqp.Quer
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return nil, query.Timeout(address)
 	}
-	return nil, query.Errorf(http.StatusBadGateway, "querying the game server at %s: %v", address, err)
+	return nil, query.Unreachable(address, err)
 }
 
 // Command sends one command and returns its reply as JSON; a reply with an

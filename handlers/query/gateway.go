@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,10 @@ type Server struct {
 	Name     string
 	Address  string // host:port
 	Protocol Protocol
+	// Commands are the commands forwarded from HTTP besides the normalised
+	// status (which is always allowed). Nil: the protocol's read-only
+	// commands (see ReadOnlyCommander).
+	Commands []string
 }
 
 // Config is the behaviour of a Gateway.
@@ -45,12 +50,32 @@ type Config struct {
 	StaleIfError         time.Duration
 	NegativeTTL          time.Duration
 	// RateLimit is the most upstream queries per second per server, with
-	// RateBurst at once; 0 is unlimited.
+	// RateBurst at once; 0 is unlimited. Each server has two such budgets:
+	// one for the status and argument-free commands, one for commands with
+	// arguments, so varying arguments cannot starve the status.
 	RateLimit float64
 	RateBurst int
+	// MaxAdHoc bounds the ad-hoc requests being answered at once, over all
+	// clients (and so the sockets and name lookups they use); past it
+	// ad-hoc requests answer 503. Default: 32.
+	MaxAdHoc int
+	// AdHocRate is the most ad-hoc requests per second per client, with
+	// AdHocBurst at once; past it they answer 429. A client is an IPv4
+	// address or an IPv6 /64. Default: 2 per second, burst 10.
+	AdHocRate  float64
+	AdHocBurst int
+	// ClientIP gives a request's client address. Default: the address of
+	// the request's RemoteAddr.
+	ClientIP func(*http.Request) netip.Addr
+	// Log is told what went wrong when a client is answered in words only
+	// (an unreachable server, an unusable answer). Default: nothing.
+	Log func(server string, err error)
 	// QueryTimeout bounds one upstream query, retries included.
 	QueryTimeout time.Duration
-	// MaxEntries bounds the result cache.
+	// MaxEntries bounds each of the two result caches: one for named
+	// servers' status and argument-free commands, one for everything else
+	// (commands with arguments, ad-hoc targets), so that neither can evict
+	// the other's results.
 	MaxEntries int
 	// MaxBatch bounds the servers × commands of one batch request, and
 	// BatchConcurrency how many of them run at once.
@@ -66,11 +91,14 @@ type Config struct {
 
 // Gateway answers game-query HTTP requests.
 type Gateway struct {
-	cfg     Config
-	results *cache.Results[resultKey, *answer]
+	cfg Config
+	// plain holds named servers' status and argument-free commands, whose
+	// keys the configuration bounds; other holds what clients can vary.
+	plain, other *cache.Results[resultKey, *answer]
 
-	mu       sync.Mutex
-	limiters map[string]*limiter
+	upstream *limiterTable // per target and budget
+	clients  *limiterTable // ad-hoc requests per client
+	adHoc    chan struct{} // ad-hoc requests being answered
 }
 
 type resultKey struct {
@@ -109,18 +137,46 @@ func NewGateway(cfg Config) *Gateway {
 	if cfg.RateBurst == 0 {
 		cfg.RateBurst = max(1, int(math.Ceil(cfg.RateLimit)))
 	}
+	if cfg.MaxAdHoc == 0 {
+		cfg.MaxAdHoc = 32
+	}
+	if cfg.AdHocRate == 0 {
+		cfg.AdHocRate = 2
+	}
+	if cfg.AdHocBurst == 0 {
+		cfg.AdHocBurst = 10
+	}
+	if cfg.ClientIP == nil {
+		cfg.ClientIP = remoteIP
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Gateway{
 		cfg:      cfg,
-		results:  cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now),
-		limiters: make(map[string]*limiter),
+		plain:    cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now),
+		other:    cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now),
+		upstream: newLimiterTable(cfg.RateLimit, cfg.RateBurst, cfg.MaxEntries),
+		clients:  newLimiterTable(cfg.AdHocRate, cfg.AdHocBurst, cfg.MaxEntries),
+		adHoc:    make(chan struct{}, cfg.MaxAdHoc),
 	}
 }
 
-// Stats returns the result cache's counters.
-func (g *Gateway) Stats() cache.ResultStats { return g.results.Stats() }
+func remoteIP(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// Stats returns the result caches' counters, summed.
+func (g *Gateway) Stats() cache.ResultStats {
+	a, b := g.plain.Stats(), g.other.Stats()
+	return cache.ResultStats{Hits: a.Hits + b.Hits, StaleHits: a.StaleHits + b.StaleHits, NegativeHits: a.NegativeHits + b.NegativeHits,
+		Misses: a.Misses + b.Misses, SharedWaits: a.SharedWaits + b.SharedWaits, Loads: a.Loads + b.Loads,
+		LoadErrors: a.LoadErrors + b.LoadErrors, Evictions: a.Evictions + b.Evictions}
+}
 
 // target is a resolved query target.
 type target struct {
@@ -128,11 +184,74 @@ type target struct {
 	name     string // as the client named it
 	address  string
 	protocol Protocol
+	named    bool
+	commands []string // allowed besides status
+}
+
+func (t *target) allows(command string) bool {
+	return command == "status" || slices.Contains(t.commands, command)
+}
+
+// request answers one question (server × command × arguments) from
+// client, with the gateway's limits applied.
+func (g *Gateway) request(ctx context.Context, client netip.Addr, name, command string, args []string) (*answer, cache.Result[*answer], *Error) {
+	var none cache.Result[*answer]
+	adHoc := false
+	if _, named := g.cfg.Servers[name]; !named && g.cfg.AdHoc != nil {
+		if _, _, err := net.SplitHostPort(name); err == nil {
+			adHoc = true
+		}
+	}
+	if adHoc {
+		// Bounded per client and in all, before any name lookup or socket.
+		if ok, wait := g.clients.allow(clientKey(client), g.cfg.Now()); !ok {
+			return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, RetryAfter: wait,
+				Message: "too many ad-hoc queries from this client; try again shortly"}
+		}
+		select {
+		case g.adHoc <- struct{}{}:
+			defer func() { <-g.adHoc }()
+		default:
+			return nil, none, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: time.Second,
+				Message: "too many ad-hoc queries at once; try again shortly"}
+		}
+	}
+	t, e := g.resolve(ctx, name)
+	if e != nil {
+		return nil, none, e
+	}
+	if !t.allows(command) {
+		return nil, none, Errorf(http.StatusForbidden, "the command %q may not be sent to %s from here", command, t.name)
+	}
+	a, res, err := g.result(ctx, t, command, args)
+	if err != nil {
+		var qe *Error
+		if !errors.As(err, &qe) {
+			// Logged where it happened; the client gets words.
+			qe = Errorf(HTTPStatus(err), "the game server could not be queried")
+		}
+		return nil, res, qe
+	}
+	return a, res, nil
+}
+
+// clientKey is the unit of the per-client limits: an IPv4 address or an
+// IPv6 /64.
+func clientKey(a netip.Addr) string {
+	if a.Is6() && !a.Is4In6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.Unmap().String()
 }
 
 func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 	if s, ok := g.cfg.Servers[name]; ok {
-		return &target{key: "name/" + name, name: name, address: s.Address, protocol: s.Protocol}, nil
+		cmds := s.Commands
+		if cmds == nil {
+			cmds = ReadOnlyCommands(s.Protocol)
+		}
+		return &target{key: "name/" + name, name: name, address: s.Address, protocol: s.Protocol, named: true, commands: cmds}, nil
 	}
 	host, port, err := net.SplitHostPort(name)
 	if err != nil {
@@ -155,7 +274,8 @@ func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 	}
 	// Query the address that was checked, not the name again.
 	addr := net.JoinHostPort(addrs[0].Unmap().String(), port)
-	return &target{key: g.cfg.AdHoc.Name() + "/" + addr, name: name, address: addr, protocol: g.cfg.AdHoc}, nil
+	return &target{key: g.cfg.AdHoc.Name() + "/" + addr, name: name, address: addr, protocol: g.cfg.AdHoc,
+		commands: ReadOnlyCommands(g.cfg.AdHoc)}, nil
 }
 
 func (g *Gateway) allowed(a netip.Addr) bool {
@@ -176,34 +296,50 @@ func (g *Gateway) policy(command string) cache.Policy {
 		StaleIfError: g.cfg.StaleIfError, NegativeTTL: g.cfg.NegativeTTL, LoadTimeout: g.cfg.QueryTimeout}
 }
 
-// limiter is a generic-cell-rate limiter for one server's upstream queries.
+// limiter is a generic-cell-rate limiter for one key.
 type limiter struct{ tat atomic.Int64 }
 
-func (g *Gateway) allow(key string) bool {
-	if g.cfg.RateLimit <= 0 {
-		return true
+// limiterTable holds a bounded number of limiters of one rate.
+type limiterTable struct {
+	rate  float64 // 0: unlimited
+	burst int
+	max   int
+
+	mu sync.Mutex
+	m  map[string]*limiter
+}
+
+func newLimiterTable(rate float64, burst, maxKeys int) *limiterTable {
+	return &limiterTable{rate: rate, burst: max(burst, 1), max: maxKeys, m: make(map[string]*limiter)}
+}
+
+// allow takes one event for key; when refused it says how long until one
+// would be allowed.
+func (t *limiterTable) allow(key string, at time.Time) (bool, time.Duration) {
+	if t.rate <= 0 {
+		return true, 0
 	}
-	g.mu.Lock()
-	l := g.limiters[key]
+	t.mu.Lock()
+	l := t.m[key]
 	if l == nil {
-		if len(g.limiters) >= g.cfg.MaxEntries {
-			clear(g.limiters) // bounded: forgetting limits only loosens them briefly
+		if len(t.m) >= t.max {
+			clear(t.m) // bounded: forgetting limits only loosens them briefly
 		}
 		l = new(limiter)
-		g.limiters[key] = l
+		t.m[key] = l
 	}
-	g.mu.Unlock()
-	now := g.cfg.Now().UnixNano()
-	emission := int64(float64(time.Second) / g.cfg.RateLimit)
-	tolerance := emission * int64(g.cfg.RateBurst)
+	t.mu.Unlock()
+	now := at.UnixNano()
+	emission := int64(float64(time.Second) / t.rate)
+	tolerance := emission * int64(t.burst)
 	for {
 		old := l.tat.Load()
 		tat := max(old, now) + emission
 		if tat-now > tolerance {
-			return false
+			return false, time.Duration(tat - now - tolerance)
 		}
 		if l.tat.CompareAndSwap(old, tat) {
-			return true
+			return true, 0
 		}
 	}
 }
@@ -212,9 +348,17 @@ func (g *Gateway) allow(key string) bool {
 // and how the cache served it.
 func (g *Gateway) result(ctx context.Context, t *target, command string, args []string) (*answer, cache.Result[*answer], error) {
 	key := resultKey{target: t.key, command: command, args: strings.Join(args, "\x00")}
-	res, err := g.results.Get(ctx, key, g.policy(command), func(ctx context.Context) (*answer, error) {
-		if !g.allow(t.key) {
-			return nil, Errorf(http.StatusServiceUnavailable, "the query rate limit for %s is reached; try again shortly", t.name)
+	results, budget := g.other, t.key+"/args"
+	if len(args) == 0 {
+		budget = t.key + "/plain"
+		if t.named {
+			results = g.plain
+		}
+	}
+	res, err := results.Get(ctx, key, g.policy(command), func(ctx context.Context) (*answer, error) {
+		if ok, wait := g.upstream.allow(budget, g.cfg.Now()); !ok {
+			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: wait,
+				Message: "the query rate limit for " + t.name + " is reached; try again shortly"}
 		}
 		if g.cfg.OnUpstream != nil {
 			g.cfg.OnUpstream(t.key)
@@ -232,6 +376,14 @@ func (g *Gateway) result(ctx context.Context, t *target, command string, args []
 				// The server answered, with a refusal: that is a result,
 				// cached like any other.
 				return errorAnswer(t.name, e), nil
+			}
+			if g.cfg.Log != nil {
+				switch {
+				case e == nil:
+					g.cfg.Log(t.name, err)
+				case e.Detail != nil:
+					g.cfg.Log(t.name, e.Detail)
+				}
 			}
 			return nil, err
 		}
@@ -285,18 +437,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, path string)
 		return
 	}
 	args := r.URL.Query()["arg"]
-	t, e := g.resolve(r.Context(), name)
+	a, res, e := g.request(r.Context(), g.cfg.ClientIP(r), name, command, args)
 	if e != nil {
 		g.writeError(w, r, name, e)
-		return
-	}
-	a, res, err := g.result(r.Context(), t, command, args)
-	if err != nil {
-		var qe *Error
-		if !errors.As(err, &qe) {
-			qe = Errorf(HTTPStatus(err), "%v", err)
-		}
-		g.writeError(w, r, name, qe)
 		return
 	}
 	g.write(w, r, a, res)
@@ -337,6 +480,9 @@ func cacheState(res cache.Result[*answer]) string {
 
 func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, server string, e *Error) {
 	a := errorAnswer(server, e)
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
 	w.WriteHeader(a.status)
@@ -400,6 +546,7 @@ func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, "", Errorf(http.StatusRequestEntityTooLarge, "the batch asks %d queries; at most %d are allowed", n, g.cfg.MaxBatch))
 		return
 	}
+	client := g.cfg.ClientIP(r)
 	results := make([]batchResult, n)
 	sem := make(chan struct{}, g.cfg.BatchConcurrency)
 	var wg sync.WaitGroup
@@ -412,7 +559,7 @@ func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				g.batchOne(r.Context(), res)
+				g.batchOne(r.Context(), client, res)
 			}(&results[i])
 			i++
 		}
@@ -425,20 +572,10 @@ func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-func (g *Gateway) batchOne(ctx context.Context, res *batchResult) {
-	t, e := g.resolve(ctx, res.Server)
+func (g *Gateway) batchOne(ctx context.Context, client netip.Addr, res *batchResult) {
+	a, cr, e := g.request(ctx, client, res.Server, res.Command, res.Args)
 	if e != nil {
-		a := errorAnswer(res.Server, e)
-		res.Status, res.Body = a.status, a.body
-		return
-	}
-	a, cr, err := g.result(ctx, t, res.Command, res.Args)
-	if err != nil {
-		var qe *Error
-		if !errors.As(err, &qe) {
-			qe = Errorf(HTTPStatus(err), "%v", err)
-		}
-		a = errorAnswer(res.Server, qe)
+		a = errorAnswer(res.Server, e)
 	} else {
 		res.Cache = cacheState(cr)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -52,7 +53,8 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 	t.Helper()
 	r := &rig{clock: testutil.NewClock(time.Unix(1_700_000_000, 0)), proto: new(countingProtocol)}
 	cfg := Config{
-		Servers:      map[string]Server{"arena": {Name: "arena", Address: "192.0.2.1:27960", Protocol: r.proto}},
+		Servers: map[string]Server{"arena": {Name: "arena", Address: "192.0.2.1:27960", Protocol: r.proto,
+			Commands: []string{"echo", "missing", "other", "a", "b", "c", "d"}}},
 		DefaultTTL:   time.Second,
 		StaleIfError: time.Minute,
 		NegativeTTL:  time.Second,
@@ -197,4 +199,159 @@ func TestHTTPStatusOfPlainErrors(t *testing.T) {
 	if got := HTTPStatus(Upstream("a", errors.New("x"))); got != 502 {
 		t.Fatalf("got %d, want 502", got)
 	}
+}
+
+// readOnlyProtocol declares its read-only commands.
+type readOnlyProtocol struct{ countingProtocol }
+
+func (*readOnlyProtocol) ReadOnlyCommands() []string { return []string{"players"} }
+
+func TestCommandAllowList(t *testing.T) {
+	ro := new(readOnlyProtocol)
+	r := newRig(t, func(c *Config) {
+		c.Servers["ro"] = Server{Name: "ro", Address: "192.0.2.2:1", Protocol: ro}
+		c.Servers["bare"] = Server{Name: "bare", Address: "192.0.2.3:1", Protocol: new(countingProtocol)}
+		c.Servers["listed"] = Server{Name: "listed", Address: "192.0.2.4:1", Protocol: ro, Commands: []string{"kick"}}
+	})
+	for path, want := range map[string]int{
+		"/ro":                 200, // status is always allowed
+		"/ro/players":         200, // the protocol's read-only command
+		"/ro/challenge?arg=x": 403,
+		"/ro/kick?arg=x":      403,
+		"/bare":               200,
+		"/bare/players":       403, // a protocol without read-only commands: status only
+		"/listed/kick?arg=x":  200, // the list replaces the protocol's defaults
+		"/listed/players":     403,
+	} {
+		if w := r.do("GET", path, ""); w.Code != want {
+			t.Errorf("%s: got %d %s, want %d", path, w.Code, w.Body, want)
+		}
+	}
+	if n := ro.calls.Load(); n != 3 {
+		t.Fatalf("the read-only protocol was asked %d times, want 3 (refused commands never reach it)", n)
+	}
+}
+
+func TestArgumentsHaveTheirOwnBudgetAndCache(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RateLimit, c.RateBurst, c.MaxEntries = 1, 2, 4 })
+	flood := func() {
+		t.Helper()
+		codes := map[int]int{}
+		for i := range 50 {
+			codes[r.do("GET", "/arena/echo?arg="+strconv.Itoa(i), "").Code]++
+		}
+		if codes[503] == 0 {
+			t.Fatalf("distinct arguments never hit the rate limit: %v", codes)
+		}
+	}
+	if w := r.do("GET", "/arena", ""); w.Code != 200 {
+		t.Fatalf("status: got %d", w.Code)
+	}
+	flood()
+	// The status is still cached, not evicted by 50 distinct arguments ...
+	if w := r.do("GET", "/arena", ""); w.Code != 200 || w.Header().Get("X-Gamegate-Cache") != "hit" {
+		t.Fatalf("status after the flood: got %d (%s), want a 200 hit", w.Code, w.Header().Get("X-Gamegate-Cache"))
+	}
+	// ... and, once past its lifetime, refreshed from its own budget while
+	// the arguments' budget is spent.
+	r.clock.Advance(2 * time.Second)
+	flood()
+	if w := r.do("GET", "/arena", ""); w.Code != 200 || w.Header().Get("X-Gamegate-Cache") != "miss" {
+		t.Fatalf("status refresh during the flood: got %d (%s), want a 200 miss", w.Code, w.Header().Get("X-Gamegate-Cache"))
+	}
+	if n := r.gw.plain.Len(); n != 1 {
+		t.Fatalf("the status cache holds %d entries, want 1", n)
+	}
+}
+
+func TestAdHocPerClientRateAndConcurrency(t *testing.T) {
+	block := make(chan struct{})
+	entered := make(chan struct{}, 8)
+	slow := &blockingProtocol{entered: entered, release: block}
+	r := newRig(t, func(c *Config) {
+		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AdHoc = slow
+		c.AdHocRate, c.AdHocBurst, c.MaxAdHoc = 1, 3, 2
+	})
+	from := func(ip string) *http.Request {
+		req := httptest.NewRequest("GET", "/192.0.2.9:1", nil)
+		req.RemoteAddr = ip + ":5000"
+		return req
+	}
+	// Two ad-hoc queries in flight fill the global bound: a third, from
+	// another client, is refused at once.
+	done := make(chan int, 2)
+	for i := range 2 {
+		go func() {
+			w := httptest.NewRecorder()
+			req := from("198.51.100.1")
+			req.URL.Path = "/192.0.2." + strconv.Itoa(10+i) + ":1"
+			r.gw.ServeHTTP(w, req, req.URL.Path)
+			done <- w.Code
+		}()
+	}
+	<-entered
+	<-entered
+	w := httptest.NewRecorder()
+	r.gw.ServeHTTP(w, from("198.51.100.2"), "/192.0.2.9:1")
+	if w.Code != 503 || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("third concurrent ad-hoc query: got %d (Retry-After %q), want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+	close(block)
+	for range 2 {
+		if c := <-done; c != 200 {
+			t.Fatalf("in-flight ad-hoc query: got %d", c)
+		}
+	}
+	// Client 198.51.100.1 used 2 of its burst of 3: one more, then 429.
+	codes := []int{}
+	for range 3 {
+		w := httptest.NewRecorder()
+		r.gw.ServeHTTP(w, from("198.51.100.1"), "/192.0.2.9:1")
+		codes = append(codes, w.Code)
+		if w.Code == 429 && w.Header().Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+	}
+	if codes[0] != 200 || codes[1] != 429 || codes[2] != 429 {
+		t.Fatalf("one client past its burst: got %v, want 200 429 429", codes)
+	}
+	// Named servers are not ad-hoc and not limited per client.
+	if w := r.do("GET", "/arena", ""); w.Code != 200 {
+		t.Fatalf("named server: got %d", w.Code)
+	}
+}
+
+// blockingProtocol's queries wait until release is closed.
+type blockingProtocol struct {
+	countingProtocol
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (p *blockingProtocol) Status(ctx context.Context, address string) (*Status, error) {
+	p.entered <- struct{}{}
+	<-p.release
+	return p.countingProtocol.Status(ctx, address)
+}
+
+func TestErrorDetailIsLoggedNotSent(t *testing.T) {
+	var logged []error
+	r := newRig(t, func(c *Config) {
+		c.Servers["down"] = Server{Name: "down", Address: "10.9.8.7:27960", Protocol: new(failingProtocol)}
+		c.Log = func(_ string, err error) { logged = append(logged, err) }
+	})
+	w := r.do("GET", "/down", "")
+	if w.Code != 502 || strings.Contains(w.Body.String(), "10.9.8.7") || strings.Contains(w.Body.String(), "refused") {
+		t.Fatalf("got %d %s, want 502 in words without the address or the OS error", w.Code, w.Body)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0].Error(), "connection refused") {
+		t.Fatalf("logged %v, want the OS error", logged)
+	}
+}
+
+type failingProtocol struct{ countingProtocol }
+
+func (*failingProtocol) Status(_ context.Context, address string) (*Status, error) {
+	return nil, Unreachable(address, errors.New("read udp 10.0.0.1:4000->10.9.8.7:27960: recvfrom: connection refused"))
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Protocol is a game query protocol: GQP, Freeciv, and whatever plugins add.
@@ -23,6 +24,26 @@ type Protocol interface {
 	// as JSON-encodable data. Protocols without commands return an
 	// *Error with status 404.
 	Command(ctx context.Context, address, command string, args []string) (any, error)
+}
+
+// ReadOnlyCommander is implemented by protocols that have commands which
+// only read a server's state. The gateway forwards those from HTTP by
+// default (besides the normalised status); any other command, and every
+// command of a protocol that does not implement this, is forwarded only when
+// the server's command allow-list names it. Commands that authenticate
+// (GQP's challenge and validate) or change a server's state must never be
+// listed here.
+type ReadOnlyCommander interface {
+	ReadOnlyCommands() []string
+}
+
+// ReadOnlyCommands returns p's read-only commands, or none when p does not
+// declare any.
+func ReadOnlyCommands(p Protocol) []string {
+	if r, ok := p.(ReadOnlyCommander); ok {
+		return r.ReadOnlyCommands()
+	}
+	return nil
 }
 
 // Status is a server's state in the shape query tools use (GameDig, qstat):
@@ -51,12 +72,22 @@ type Player struct {
 // says what happened in words.
 type Error struct {
 	HTTPStatus int
-	Message    string
+	// Message is what the client is told: words, never an internal
+	// address, URL or operating-system error text.
+	Message string
 	// ProtocolStatus is the protocol's own status code, when it sent one.
 	ProtocolStatus int
+	// Detail is what happened, for the gateway's log only (it may name
+	// internal addresses and carry operating-system errors).
+	Detail error
+	// RetryAfter, when set, is sent as Retry-After.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the detail.
+func (e *Error) Unwrap() error { return e.Detail }
 
 // Errorf returns an *Error.
 func Errorf(status int, format string, args ...any) *Error {
@@ -65,12 +96,24 @@ func Errorf(status int, format string, args ...any) *Error {
 
 // Timeout is the error for a server that did not answer.
 func Timeout(address string) *Error {
-	return Errorf(http.StatusGatewayTimeout, "the game server at %s did not answer in time", address)
+	return &Error{HTTPStatus: http.StatusGatewayTimeout, Message: "the game server did not answer in time",
+		Detail: fmt.Errorf("%s: no answer in time", address)}
 }
 
-// Upstream is the error for a server whose answer was unusable.
+// Upstream is the error for a server whose answer was unusable. err says
+// what was wrong with the answer, in the protocol's words, and is sent to
+// the client: never pass a socket or operating-system error here (use
+// Unreachable).
 func Upstream(address string, err error) *Error {
-	return Errorf(http.StatusBadGateway, "the game server at %s sent an answer that could not be used: %v", address, err)
+	return &Error{HTTPStatus: http.StatusBadGateway, Message: "the game server sent an answer that could not be used: " + err.Error(),
+		Detail: fmt.Errorf("%s: unusable answer: %w", address, err)}
+}
+
+// Unreachable is the error for a server that could not be queried at all (a
+// socket or connection error); err is logged, not sent.
+func Unreachable(address string, err error) *Error {
+	return &Error{HTTPStatus: http.StatusBadGateway, Message: "the game server could not be queried",
+		Detail: fmt.Errorf("%s: %w", address, err)}
 }
 
 // HTTPStatus returns the status an error maps to (500 for an error that is
