@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/gqp"
 	"github.com/gamegate/gamegate/handlers/qos"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
@@ -29,9 +29,12 @@ func init() {
 // records, and commands answered from an HTTP upstream (the command becomes
 // a GET of a URL; the JSON object that comes back becomes records).
 //
-// It never sends a source more bytes than its query unless the source has
-// passed challenge/validate; clients pad their queries (the "pad"
-// extension, which gamegate's own query client uses) to get full answers.
+// It never sends a source more bytes than its query unless the source is in
+// trusted_networks (default: loopback), which get full answers, or has
+// passed challenge/validate from the same address and port, which get at
+// most auth_amplification times their query; other clients pad their
+// queries (the "pad" extension, which gamegate's own query client uses) to
+// get full answers.
 type GQPResponder struct {
 	// What identify answers. Default: empty names and versions.
 	Identify *GQPIdentify `json:"identify,omitempty"`
@@ -43,8 +46,25 @@ type GQPResponder struct {
 	// password that is empty afterwards is refused. Default: none (challenge
 	// then always answers 32).
 	Logins map[string]string `json:"logins,omitempty"`
-	// How long validate authorises a source address. Default: 10m.
+	// How long validate authorises a source address and port. Default:
+	// 10m.
 	AuthTTL caddy.Duration `json:"auth_ttl,omitempty"`
+	// An answer to a validated source is at most this many times its
+	// query's size. Default: 10.
+	AuthAmplification int `json:"auth_amplification,omitempty"`
+	// Failed challenges a source (an IPv4 address or IPv6 /64) may make
+	// before it is locked out. Default: 5.
+	MaxChallengeFailures int `json:"max_challenge_failures,omitempty"`
+	// How long a source that failed too many challenges is refused them,
+	// and how long a failure is remembered. Default: 10m.
+	ChallengeLockout caddy.Duration `json:"challenge_lockout,omitempty"`
+	// Most entries in each of the tables of validated sources, pending
+	// challenges and failing sources. Default: 10000.
+	MaxAuthorized int `json:"max_authorized,omitempty"`
+	// Networks (CIDRs or IPs) whose sources get full answers without
+	// padding; protected commands still need challenge/validate. "none"
+	// alone trusts no network. Default: 127.0.0.0/8 and ::1.
+	TrustedNetworks []string `json:"trusted_networks,omitempty"`
 	// Time allowed for an upstream request. Default: 2s.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
 	// Largest datagram an answer is cut into, in bytes. Default: 1400.
@@ -82,9 +102,9 @@ type GQPCommand struct {
 	// How long an upstream answer is reused. Default: 2s.
 	TTL caddy.Duration `json:"ttl,omitempty"`
 	// Most upstream requests per second for this command, whatever the
-	// queries' sources and arguments (GQP sources are not authenticated);
-	// past it the command answers 31 unless a cached answer can serve.
-	// Default: 10.
+	// queries' sources (GQP sources are not authenticated), counted
+	// separately for queries with and without arguments; past it the
+	// command answers 31 unless a cached answer can serve. Default: 10.
 	UpstreamRate float64 `json:"upstream_rate,omitempty"`
 }
 
@@ -107,15 +127,29 @@ func (*GQPResponder) CaddyModule() caddy.ModuleInfo {
 // Provision builds the GQP server.
 func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
-	if h.UpstreamTimeout == 0 {
-		h.UpstreamTimeout = caddy.Duration(2 * time.Second)
-	}
 	if err := h.Validate(); err != nil {
 		return err
 	}
-	cfg := gqp.ServerConfig{AuthTTL: time.Duration(h.AuthTTL), MaxDatagram: h.MaxDatagram, Logins: map[string]string{}}
+	cfg := gqp.ServerConfig{
+		AuthTTL:              time.Duration(h.AuthTTL),
+		AuthAmplification:    h.AuthAmplification,
+		MaxChallengeFailures: h.MaxChallengeFailures,
+		ChallengeLockout:     time.Duration(h.ChallengeLockout),
+		MaxAuthorized:        h.MaxAuthorized,
+		MaxDatagram:          h.MaxDatagram,
+		Logins:               map[string]string{},
+	}
 	if h.Identify != nil {
 		cfg.Identity = gqp.Identity{GameName: h.Identify.GameName, GameVer: h.Identify.GameVer, NetVer: h.Identify.NetVer}
+	}
+	if len(h.TrustedNetworks) > 0 {
+		cfg.Trusted = []netip.Prefix{}
+		for _, n := range h.TrustedNetworks {
+			if n != "none" {
+				p, _ := parsePrefix(n)
+				cfg.Trusted = append(cfg.Trusted, p)
+			}
+		}
 	}
 	repl := caddy.NewReplacer()
 	for login, pw := range h.Logins {
@@ -126,29 +160,24 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 		}
 		cfg.Logins[login] = pw
 	}
-	client := &http.Client{Timeout: time.Duration(h.UpstreamTimeout)}
+	timeout := time.Duration(h.UpstreamTimeout)
+	if timeout == 0 {
+		timeout = gqp.DefaultUpstreamTimeout
+	}
+	client := &http.Client{Timeout: timeout}
 	for name, c := range h.Commands {
 		cmd := gqp.Command{Name: name, MinArgs: c.MinArgs, Protected: c.Protected}
 		if c.URL != "" {
-			ttl := time.Duration(c.TTL)
-			if ttl == 0 {
-				ttl = 2 * time.Second
-			}
-			rate := c.UpstreamRate
-			if rate == 0 {
-				rate = 10
-			}
-			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Rate: rate, Burst: max(1, int(rate)),
-				Client: client, Cache: cache.NewResults[string, []gqp.Record](1024, nil)}
+			log := h.logger.With(zap.String("command", name))
+			hc := &gqp.HTTPCommand{URL: c.URL, TTL: time.Duration(c.TTL), Timeout: timeout, Rate: c.UpstreamRate, Client: client,
+				Log: func(err error) { log.Warn("GQP command upstream failed", zap.Error(err)) }}
 			cmd.Run = hc.Run
 		} else {
-			records := c.Records
-			cmd.Run = func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status {
-				for _, rec := range records {
-					r.AddPair([]byte(rec.Name), []byte(rec.Value))
-				}
-				return wiregqp.StatusOK
+			pairs := make([]gqp.Pair, len(c.Records))
+			for i, r := range c.Records {
+				pairs[i] = gqp.Pair{Name: r.Name, Value: r.Value}
 			}
+			cmd.Run = gqp.StaticReply(pairs)
 		}
 		cfg.Commands = append(cfg.Commands, cmd)
 	}
@@ -169,6 +198,8 @@ func (h *GQPResponder) Validate() error {
 			return fmt.Errorf("gqp: command %q: give url or records", name)
 		case c.MinArgs < 0:
 			return fmt.Errorf("gqp: command %q: min_args must not be negative", name)
+		case c.TTL < 0:
+			return fmt.Errorf("gqp: command %q: ttl must not be negative", name)
 		case c.UpstreamRate < 0 || c.UpstreamRate > 0 && !qos.RateFits(c.UpstreamRate, max(1, int(c.UpstreamRate))):
 			return fmt.Errorf("gqp: command %q: upstream_rate out of range", name)
 		}
@@ -179,10 +210,42 @@ func (h *GQPResponder) Validate() error {
 			}
 		}
 	}
-	if h.MaxDatagram != 0 && (h.MaxDatagram < 64 || h.MaxDatagram > 65000) {
+	for _, n := range h.TrustedNetworks {
+		if n == "none" {
+			if len(h.TrustedNetworks) > 1 {
+				return errors.New("gqp: trusted_networks: none must stand alone")
+			}
+			continue
+		}
+		if _, err := parsePrefix(n); err != nil {
+			return fmt.Errorf("gqp: trusted_networks: %q is not a CIDR or IP address", n)
+		}
+	}
+	switch {
+	case h.MaxDatagram != 0 && (h.MaxDatagram < 64 || h.MaxDatagram > 65000):
 		return errors.New("gqp: max_datagram must be in [64, 65000]")
+	case h.AuthAmplification < 0 || h.AuthAmplification > 100:
+		return errors.New("gqp: auth_amplification must be in [1, 100]")
+	case h.MaxChallengeFailures < 0 || h.MaxChallengeFailures > 1000:
+		return errors.New("gqp: max_challenge_failures must be in [1, 1000]")
+	case h.MaxAuthorized < 0 || h.MaxAuthorized > 1<<20:
+		return errors.New("gqp: max_authorized must be in [1, 1048576]")
+	case h.AuthTTL < 0:
+		return errors.New("gqp: auth_ttl must not be negative")
+	case h.ChallengeLockout < 0:
+		return errors.New("gqp: challenge_lockout must not be negative")
+	case h.UpstreamTimeout < 0:
+		return errors.New("gqp: upstream_timeout must not be negative")
 	}
 	return nil
+}
+
+// answerTimeout bounds one Answer: an upstream request and a second.
+func (h *GQPResponder) answerTimeout() time.Duration {
+	if h.UpstreamTimeout > 0 {
+		return time.Duration(h.UpstreamTimeout) + time.Second
+	}
+	return gqp.DefaultUpstreamTimeout + time.Second
 }
 
 // gqpQueueLen is how many queries of one client may wait while an earlier
@@ -204,7 +267,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 	go func() {
 		defer close(done)
 		for q := range queue {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(h.UpstreamTimeout)+time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), h.answerTimeout())
 			out, v := h.server.Answer(ctx, src, q)
 			cancel()
 			gqpMetrics.verdicts[v].Inc()
@@ -246,6 +309,11 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		}
 //		login            <login> <password>
 //		auth_ttl         <duration>
+//		auth_amplification     <factor>
+//		max_challenge_failures <count>
+//		challenge_lockout      <duration>
+//		max_authorized         <count>
+//		trusted_networks       <cidr|ip|none> ...
 //		upstream_timeout <duration>
 //		max_datagram     <bytes>
 //	}
@@ -281,6 +349,19 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Logins[args[0]] = args[1]
 		case "auth_ttl":
 			h.AuthTTL, err = parseDuration(d)
+		case "auth_amplification":
+			h.AuthAmplification, err = parseIntRange(d, 1, 100)
+		case "max_challenge_failures":
+			h.MaxChallengeFailures, err = parseIntRange(d, 1, 1000)
+		case "challenge_lockout":
+			h.ChallengeLockout, err = parseDuration(d)
+		case "max_authorized":
+			h.MaxAuthorized, err = parseIntRange(d, 1, 1<<20)
+		case "trusted_networks":
+			h.TrustedNetworks = d.RemainingArgs()
+			if len(h.TrustedNetworks) == 0 {
+				return d.ArgErr()
+			}
 		case "upstream_timeout":
 			h.UpstreamTimeout, err = parseDuration(d)
 		case "max_datagram":

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/testutil"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -58,6 +58,7 @@ func testServer(t *testing.T) *Server {
 	s, err := NewServer(ServerConfig{
 		Identity: Identity{GameName: "ut", GameVer: "432", NetVer: "400"},
 		Logins:   map[string]string{"admin": "hunter2"},
+		Trusted:  []netip.Prefix{}, // loopback sources are held to the public rules
 		Commands: []Command{
 			{Name: "players", Run: func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status {
 				r.AddLabeled([]byte("players"), []byte("alice"), []byte("bob"))
@@ -136,7 +137,8 @@ func TestRequiredCommands(t *testing.T) {
 func TestChallengeValidate(t *testing.T) {
 	s := testServer(t)
 	addr := serve(t, s)
-	c := &Client{Timeout: 2 * time.Second, Local: "127.0.0.1:0"}
+	// One local port throughout: authorisation is bound to it.
+	c := &Client{Timeout: 2 * time.Second, Local: testutil.FreeUDPAddr(t)}
 	if r := ask(t, c, addr, mkQuery("kick bob")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
 		t.Fatalf("protected command before validation: got %v, want 32", r.Status)
 	}
@@ -256,7 +258,8 @@ func TestClientRetries(t *testing.T) {
 func TestLargeResponseSplitForValidatedSource(t *testing.T) {
 	big := strings.Repeat("p", 200)
 	s, err := NewServer(ServerConfig{
-		Logins: map[string]string{"a": "b"},
+		Logins:  map[string]string{"a": "b"},
+		Trusted: []netip.Prefix{},
 		Commands: []Command{{Name: "all", Run: func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status {
 			for i := range 40 {
 				r.AddPair([]byte{'k', byte('0' + i%10)}, []byte(big))
@@ -268,7 +271,7 @@ func TestLargeResponseSplitForValidatedSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := serve(t, s)
-	c := &Client{Timeout: time.Second, Local: "127.0.0.1:0"}
+	c := &Client{Timeout: time.Second, Local: testutil.FreeUDPAddr(t)}
 	token := string(ask(t, c, addr, mkQuery("challenge a,b")).Replies[0].Records[0].Value())
 	ask(t, c, addr, mkQuery("validate "+token))
 	resp := ask(t, c, addr, mkQuery("all"))
@@ -328,8 +331,7 @@ func TestHTTPCommandUpstreamRate(t *testing.T) {
 		w.Write([]byte(`{"ok": true}`))
 	}))
 	defer up.Close()
-	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 0.001, Burst: 3, Client: up.Client(),
-		Cache: cache.NewResults[string, []Record](1024, nil)}
+	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 0.001, Burst: 3, Client: up.Client()}
 	statuses := map[wiregqp.Status]int{}
 	for i := range 20 {
 		var resp wiregqp.Response

@@ -6,15 +6,25 @@
 //
 // Amplification: a GQP answer is usually larger than its query, so a public
 // responder could be used to flood a spoofed address. The server therefore
-// never sends a source more bytes than its query held unless the source has
-// proven its address with challenge/validate. Clients get full answers by
-// padding their queries with the "pad" extension command (its argument is
-// ignored and its reply is empty), which the Client does by default.
+// sends a source at most as many bytes as its query held, in one datagram,
+// unless the source is in a trusted network (default: loopback), which gets
+// full answers, or has proven its address and port with challenge/validate,
+// which gets at most AuthAmplification times its query's size. Clients get
+// full answers by padding their queries with the "pad" extension command
+// (its argument is ignored and its reply is empty), which the Client does by
+// default.
+//
+// Authorisation: validate authorises the source address and port that asked
+// for the challenge, for AuthTTL. A source (an IPv4 address or an IPv6 /64)
+// whose challenges fail MaxChallengeFailures times is refused challenges for
+// ChallengeLockout. Every table (challenges, authorisations, failures) is
+// bounded by MaxAuthorized.
 package gqp
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
@@ -60,15 +70,30 @@ type ServerConfig struct {
 	Commands []Command
 	// Logins maps login names to passwords for challenge.
 	Logins map[string]string
-	// AuthTTL is how long validate authorises a source address. Default:
-	// 10 minutes.
+	// AuthTTL is how long validate authorises a source address and port.
+	// Default: 10 minutes.
 	AuthTTL time.Duration
 	// ChallengeTTL is how long a challenge string may be validated.
 	// Default: 1 minute.
 	ChallengeTTL time.Duration
-	// MaxAuthorized bounds the authorised addresses and the pending
-	// challenges remembered. Default: 10000.
+	// MaxAuthorized bounds each of the tables of authorised sources,
+	// pending challenges and failing sources. Default: 10000.
 	MaxAuthorized int
+	// AuthAmplification bounds an answer to an authorised source: at most
+	// this many times its query's size (in bytes, over as many datagrams
+	// as it takes). Default: 10.
+	AuthAmplification int
+	// MaxChallengeFailures is how many failed challenges a source may make
+	// before it is locked out. Default: 5.
+	MaxChallengeFailures int
+	// ChallengeLockout is how long a source that failed too often is
+	// refused challenges, and how long a failure is remembered. Default:
+	// 10 minutes.
+	ChallengeLockout time.Duration
+	// Trusted are the networks whose sources get full answers without
+	// padding (still needing challenge/validate for protected commands).
+	// Nil: loopback (127.0.0.0/8 and ::1); empty: none.
+	Trusted []netip.Prefix
 	// MaxDatagram is the largest datagram a response is cut into.
 	// Default: 1400.
 	MaxDatagram int
@@ -98,8 +123,13 @@ func (v Verdict) String() string {
 }
 
 type challenge struct {
-	addr    netip.Addr
+	src     netip.AddrPort
 	expires time.Time
+}
+
+type failures struct {
+	count   int
+	expires time.Time // when the count is forgotten
 }
 
 // Server answers GQP queries. It is safe for concurrent use.
@@ -109,9 +139,14 @@ type Server struct {
 	exts     [][]byte
 
 	mu         sync.Mutex
-	authorized map[netip.Addr]time.Time
+	authorized map[netip.AddrPort]time.Time
 	challenges map[string]challenge
+	failed     map[netip.Prefix]failures
+	nextPrune  time.Time
 }
+
+// Loopback is the default trusted network list.
+var Loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
 // NewServer returns a server; custom commands may not reuse the names of
 // the required commands.
@@ -128,11 +163,27 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxDatagram == 0 {
 		cfg.MaxDatagram = 1400
 	}
+	if cfg.AuthAmplification == 0 {
+		cfg.AuthAmplification = 10
+	}
+	if cfg.MaxChallengeFailures == 0 {
+		cfg.MaxChallengeFailures = 5
+	}
+	if cfg.ChallengeLockout == 0 {
+		cfg.ChallengeLockout = 10 * time.Minute
+	}
+	if cfg.Trusted == nil {
+		cfg.Trusted = Loopback
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.MaxDatagram < 64 {
+	switch {
+	case cfg.MaxDatagram < 64:
 		return nil, errors.New("gqp: max datagram must be at least 64 bytes")
+	case cfg.AuthAmplification < 1, cfg.MaxChallengeFailures < 1, cfg.MaxAuthorized < 1,
+		cfg.AuthTTL < 0, cfg.ChallengeTTL < 0, cfg.ChallengeLockout < 0:
+		return nil, errors.New("gqp: limits must be positive")
 	}
 	for login, pw := range cfg.Logins {
 		if pw == "" {
@@ -143,8 +194,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg:        cfg,
 		commands:   make(map[string]*Command),
 		exts:       [][]byte{[]byte(PadCommand)},
-		authorized: make(map[netip.Addr]time.Time),
+		authorized: make(map[netip.AddrPort]time.Time),
 		challenges: make(map[string]challenge),
+		failed:     make(map[netip.Prefix]failures),
 	}
 	for i := range cfg.Commands {
 		c := &cfg.Commands[i]
@@ -165,13 +217,24 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// Authorized reports whether addr has validated and its authorisation has
-// not expired.
-func (s *Server) Authorized(addr netip.Addr) bool {
+// Authorized reports whether src (address and port) has validated and its
+// authorisation has not expired.
+func (s *Server) Authorized(src netip.AddrPort) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	exp, ok := s.authorized[addr]
+	exp, ok := s.authorized[src]
 	return ok && s.cfg.Now().Before(exp)
+}
+
+// Trusted reports whether addr is in a trusted network.
+func (s *Server) Trusted(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	for _, p := range s.cfg.Trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // Answer decodes a query from src and returns the datagrams to send back
@@ -189,7 +252,7 @@ func (s *Server) Answer(ctx context.Context, src netip.AddrPort, query []byte) (
 		verdict = AnsweredError
 	} else {
 		for _, c := range q.Commands {
-			s.run(ctx, src.Addr(), c, resp.Add(wiregqp.StatusOK, c.Name))
+			s.run(ctx, src, c, resp.Add(wiregqp.StatusOK, c.Name))
 		}
 	}
 	out, err := resp.AppendTo(nil)
@@ -211,17 +274,36 @@ func (s *Server) Answer(ctx context.Context, src netip.AddrPort, query []byte) (
 			return nil, DroppedMalformed
 		}
 	}
-	if !s.Authorized(src.Addr()) {
-		// Never more than the query held, in bytes or datagrams.
-		if len(out) > len(query) {
-			if verdict == AnsweredError {
-				return nil, DroppedMalformed
-			}
-			return nil, DroppedAmplification
+	switch {
+	case s.Trusted(src.Addr()):
+		return split(out, s.cfg.MaxDatagram), verdict
+	case s.Authorized(src):
+		limit := len(query) * s.cfg.AuthAmplification
+		if len(out) <= limit {
+			return split(out, s.cfg.MaxDatagram), verdict
 		}
+		// Say why in a short answer, if even that fits.
+		if short := tooLarge(&resp); len(short) <= limit {
+			return [][]byte{short}, verdict
+		}
+	case len(out) <= len(query):
+		// Never more than the query held, in bytes or datagrams.
 		return [][]byte{out}, verdict
 	}
-	return split(out, s.cfg.MaxDatagram), verdict
+	if verdict == AnsweredError {
+		return nil, DroppedMalformed
+	}
+	return nil, DroppedAmplification
+}
+
+// tooLarge is resp with every reply replaced by status 31 and a hint.
+func tooLarge(resp *wiregqp.Response) []byte {
+	var short wiregqp.Response
+	for i := range resp.Replies {
+		short.Add(wiregqp.StatusUnavailable, resp.Replies[i].Name).SetText([]byte("answer too large: pad the query"))
+	}
+	out, _ := short.AppendTo(nil)
+	return out
 }
 
 // split cuts a response into datagrams; the client joins them until EOT.
@@ -234,7 +316,7 @@ func split(b []byte, size int) [][]byte {
 	return append(out, b)
 }
 
-func (s *Server) run(ctx context.Context, src netip.Addr, c wiregqp.Command, r *wiregqp.Reply) {
+func (s *Server) run(ctx context.Context, src netip.AddrPort, c wiregqp.Command, r *wiregqp.Reply) {
 	switch string(c.Name) {
 	case "identify":
 		id := s.cfg.Identity
@@ -281,16 +363,52 @@ func (s *Server) run(ctx context.Context, src netip.Addr, c wiregqp.Command, r *
 	}
 }
 
-func (s *Server) challenge(src netip.Addr, args [][]byte, r *wiregqp.Reply) {
+// sourceKey is the unit of the challenge failure count: an IPv4 address
+// or an IPv6 /64, whatever the port.
+func sourceKey(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := 32
+	if a.Is6() {
+		bits = 64
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}
+
+func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) {
 	if len(args) < 2 {
 		r.Status = wiregqp.StatusWrongArgCount
 		r.SetText([]byte("challenge takes a login and a password"))
 		return
 	}
+	now := s.cfg.Now()
+	key := sourceKey(src.Addr())
+	s.mu.Lock()
+	s.pruneEvery(now)
+	f, known := s.failed[key]
+	locked := f.count >= s.cfg.MaxChallengeFailures && now.Before(f.expires)
+	// With the failure table full, a source it cannot count is refused
+	// (refusing is safer than allowing uncounted guesses), except from a
+	// trusted network.
+	full := !known && len(s.failed) >= s.cfg.MaxAuthorized && !s.Trusted(src.Addr())
+	s.mu.Unlock()
+	if full {
+		r.Status = wiregqp.StatusUnavailable
+		r.SetText([]byte("too many failing sources; try again later"))
+		return
+	}
+	if locked {
+		r.Status = wiregqp.StatusUnauthorised
+		r.SetText([]byte("too many failed attempts; try again later"))
+		return
+	}
 	want, ok := s.cfg.Logins[string(args[0])]
-	// Compare even for an unknown login, so timing tells nothing.
-	match := subtle.ConstantTimeCompare([]byte(want), args[1]) == 1
+	// Compare digests, for an unknown login too, so timing tells neither
+	// the password nor its length.
+	wantSum, gotSum := sha256.Sum256([]byte(want)), sha256.Sum256(args[1])
+	match := subtle.ConstantTimeCompare(wantSum[:], gotSum[:]) == 1
 	if !ok || !match {
+		s.fail(key, now)
 		r.Status = wiregqp.StatusUnauthorised
 		r.SetText([]byte("invalid credentials"))
 		return
@@ -298,21 +416,39 @@ func (s *Server) challenge(src netip.Addr, args [][]byte, r *wiregqp.Reply) {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:])
 	token := hex.EncodeToString(raw[:])
-	now := s.cfg.Now()
 	s.mu.Lock()
-	s.prune(now)
 	if len(s.challenges) >= s.cfg.MaxAuthorized {
 		s.mu.Unlock()
 		r.Status = wiregqp.StatusUnavailable
 		r.SetText([]byte("too many pending challenges"))
 		return
 	}
-	s.challenges[token] = challenge{addr: src, expires: now.Add(s.cfg.ChallengeTTL)}
+	s.challenges[token] = challenge{src: src, expires: now.Add(s.cfg.ChallengeTTL)}
 	s.mu.Unlock()
 	r.AddString([]byte(token))
 }
 
-func (s *Server) validate(src netip.Addr, args [][]byte, r *wiregqp.Reply) {
+// fail counts a failed challenge of key (not counted when the table is
+// full: see challenge).
+func (s *Server) fail(key netip.Prefix, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.failed[key]
+	if !ok && len(s.failed) >= s.cfg.MaxAuthorized {
+		s.prune(now)
+		if len(s.failed) >= s.cfg.MaxAuthorized {
+			return
+		}
+	}
+	if !now.Before(f.expires) {
+		f.count = 0
+	}
+	f.count++
+	f.expires = now.Add(s.cfg.ChallengeLockout)
+	s.failed[key] = f
+}
+
+func (s *Server) validate(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) {
 	if len(args) < 1 {
 		r.Status = wiregqp.StatusWrongArgCount
 		r.SetText([]byte("validate takes the challenge string"))
@@ -320,24 +456,37 @@ func (s *Server) validate(src netip.Addr, args [][]byte, r *wiregqp.Reply) {
 	}
 	now := s.cfg.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.prune(now)
+	s.pruneEvery(now)
 	c, ok := s.challenges[string(args[0])]
-	if !ok || c.addr != src || !now.Before(c.expires) {
+	if !ok || c.src != src || !now.Before(c.expires) {
+		s.mu.Unlock()
 		r.Status = wiregqp.StatusUnauthorised
 		r.SetText([]byte("unknown or expired challenge"))
 		return
 	}
 	delete(s.challenges, string(args[0]))
 	if _, had := s.authorized[src]; !had && len(s.authorized) >= s.cfg.MaxAuthorized {
+		s.mu.Unlock()
 		r.Status = wiregqp.StatusUnavailable
 		r.SetText([]byte("too many authorised clients"))
 		return
 	}
 	s.authorized[src] = now.Add(s.cfg.AuthTTL)
+	s.mu.Unlock()
 }
 
-// prune forgets expired challenges and authorisations. The caller holds mu.
+// pruneEvery prunes at most once a second, so a flood of challenges does
+// not walk the tables for each. The caller holds mu.
+func (s *Server) pruneEvery(now time.Time) {
+	if now.Before(s.nextPrune) {
+		return
+	}
+	s.nextPrune = now.Add(time.Second)
+	s.prune(now)
+}
+
+// prune forgets expired challenges, authorisations and failures. The
+// caller holds mu.
 func (s *Server) prune(now time.Time) {
 	for k, c := range s.challenges {
 		if !now.Before(c.expires) {
@@ -347,6 +496,11 @@ func (s *Server) prune(now time.Time) {
 	for k, exp := range s.authorized {
 		if !now.Before(exp) {
 			delete(s.authorized, k)
+		}
+	}
+	for k, f := range s.failed {
+		if !now.Before(f.expires) {
+			delete(s.failed, k)
 		}
 	}
 }

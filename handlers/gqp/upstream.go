@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,41 +22,82 @@ import (
 // MaxUpstreamBody bounds an upstream's JSON answer.
 const MaxUpstreamBody = 64 << 10
 
+// Defaults of an HTTPCommand.
+const (
+	DefaultUpstreamTTL     = 2 * time.Second
+	DefaultUpstreamTimeout = 2 * time.Second
+	DefaultUpstreamRate    = 10
+	// upstreamArgEntries bounds the cached answers to queries with
+	// arguments, per command.
+	upstreamArgEntries = 1024
+)
+
 // HTTPCommand answers a GQP command from an HTTP upstream: the command
 // becomes a GET of URL (its arguments as repeated "arg" query parameters),
 // and the JSON object that comes back becomes records (see Records). Answers
-// are cached for TTL and concurrent queries share one request. Requests to
-// the upstream are limited to Rate per second (Burst at once), whatever the
-// queries' sources and arguments: GQP sources are not authenticated, and
-// varying the arguments would otherwise make every spoofed query cost an
-// upstream request.
+// are cached for TTL and concurrent queries share one request.
+//
+// Requests to the upstream are limited to Rate per second (Burst at once),
+// whatever the queries' sources: GQP sources are not authenticated. Queries
+// without arguments and queries with arguments have separate budgets and
+// caches, so that varying the arguments (every spoofed query a new upstream
+// request) can neither starve nor evict the argument-free answer.
 type HTTPCommand struct {
-	URL     string
-	TTL     time.Duration
+	URL string
+	// TTL is how long an answer is reused. Default: DefaultUpstreamTTL.
+	TTL time.Duration
+	// Timeout bounds one upstream request. Default: DefaultUpstreamTimeout.
 	Timeout time.Duration
-	Rate    float64
-	Burst   int
-	Client  *http.Client
-	Cache   *cache.Results[string, []Record]
+	// Rate is the most upstream requests per second of each budget.
+	// Default: DefaultUpstreamRate.
+	Rate float64
+	// Burst is how many requests of each budget may go at once. Default:
+	// Rate, at least 1.
+	Burst int
+	// Client makes the requests. Default: one with Timeout.
+	Client *http.Client
+	// Log is told why an upstream request failed; the GQP client is told in
+	// words only (never the URL or a socket error). Default: nothing.
+	Log func(error)
 
-	tat atomic.Int64 // the upstream limiter's theoretical arrival time
+	once        sync.Once
+	plain, args *cache.Results[string, []Record]
+	plainTAT    atomic.Int64 // the argument-free budget's theoretical arrival time
+	argsTAT     atomic.Int64
 }
 
-// allow takes one upstream request from the limiter.
-func (c *HTTPCommand) allow() bool {
-	if c.Rate <= 0 {
-		return true
+func (c *HTTPCommand) init() {
+	if c.TTL == 0 {
+		c.TTL = DefaultUpstreamTTL
 	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultUpstreamTimeout
+	}
+	if c.Rate == 0 {
+		c.Rate = DefaultUpstreamRate
+	}
+	if c.Burst == 0 {
+		c.Burst = max(1, int(c.Rate))
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{Timeout: c.Timeout}
+	}
+	c.plain = cache.NewResults[string, []Record](1, nil)
+	c.args = cache.NewResults[string, []Record](upstreamArgEntries, nil)
+}
+
+// allow takes one upstream request from a budget.
+func (c *HTTPCommand) allow(tat *atomic.Int64) bool {
 	now := time.Now().UnixNano()
 	emission := int64(float64(time.Second) / c.Rate)
-	tolerance := emission * int64(max(c.Burst, 1))
+	tolerance := emission * int64(c.Burst)
 	for {
-		old := c.tat.Load()
-		tat := max(old, now) + emission
-		if tat-now > tolerance {
+		old := tat.Load()
+		next := max(old, now) + emission
+		if next-now > tolerance {
 			return false
 		}
-		if c.tat.CompareAndSwap(old, tat) {
+		if tat.CompareAndSwap(old, next) {
 			return true
 		}
 	}
@@ -72,16 +114,31 @@ type Record struct {
 
 // Run implements Command.Run.
 func (c *HTTPCommand) Run(ctx context.Context, args [][]byte, reply *wiregqp.Reply) wiregqp.Status {
+	c.once.Do(c.init)
+	results, budget := c.plain, &c.plainTAT
+	if len(args) > 0 {
+		results, budget = c.args, &c.argsTAT
+	}
 	key := string(bytes.Join(args, []byte{0}))
-	res, err := c.Cache.Get(ctx, key, cache.Policy{TTL: c.TTL, StaleIfError: 10 * c.TTL, NegativeTTL: c.TTL, LoadTimeout: c.Timeout},
+	res, err := results.Get(ctx, key, cache.Policy{TTL: c.TTL, StaleIfError: 10 * c.TTL, NegativeTTL: c.TTL, LoadTimeout: c.Timeout},
 		func(ctx context.Context) ([]Record, error) {
-			if !c.allow() {
+			if !c.allow(budget) {
 				return nil, errUpstreamBusy
 			}
-			return c.fetch(ctx, args)
+			recs, err := c.fetch(ctx, args)
+			if err != nil && c.Log != nil {
+				c.Log(err)
+			}
+			return recs, err
 		})
 	if err != nil {
-		reply.SetText([]byte(sanitize("upstream unavailable: " + err.Error())))
+		// Words only: the error may hold the upstream's URL and socket
+		// errors, which are logged above.
+		msg := "upstream unavailable"
+		if errors.Is(err, errUpstreamBusy) {
+			msg = "upstream busy: try again shortly"
+		}
+		reply.SetText([]byte(msg))
 		return wiregqp.StatusUnavailable
 	}
 	for _, r := range res.Value {
@@ -231,4 +288,18 @@ func sanitize(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// Pair is a name/value record of a static reply.
+type Pair struct{ Name, Value string }
+
+// StaticReply returns a Command.Run that answers pairs, in order, to every
+// query.
+func StaticReply(pairs []Pair) func(context.Context, [][]byte, *wiregqp.Reply) wiregqp.Status {
+	return func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status {
+		for _, p := range pairs {
+			r.AddPair([]byte(p.Name), []byte(p.Value))
+		}
+		return wiregqp.StatusOK
+	}
 }

@@ -1,0 +1,276 @@
+package gqp
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/internal/testutil"
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
+)
+
+// bigServer has a protected command and a command whose answer is about
+// 40 KB, the amplification an attacker wants.
+func bigServer(t *testing.T, clock *testutil.Clock) *Server {
+	t.Helper()
+	big := strings.Repeat("x", 1000)
+	s, err := NewServer(ServerConfig{
+		Logins: map[string]string{"admin": "hunter2"},
+		Now:    clock.Now,
+		Commands: []Command{
+			{Name: "big", Run: func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status {
+				for range 40 {
+					r.AddString([]byte(big))
+				}
+				return wiregqp.StatusOK
+			}},
+			{Name: "some", Run: func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status {
+				for range 5 {
+					r.AddString([]byte(big))
+				}
+				return wiregqp.StatusOK
+			}},
+			{Name: "kick", Protected: true, Run: func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status {
+				r.AddString([]byte("kicked"))
+				return wiregqp.StatusOK
+			}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// padded is the query of names, padded to 200 bytes so that short answers
+// fit an unvalidated source's limit.
+func padded(t *testing.T, names ...string) []byte {
+	t.Helper()
+	b, err := mkQuery(append(names, "pad "+strings.Repeat(".", 200))...).AppendTo(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// answer asks s from src and returns the bytes sent back and the decoded
+// response (nil when nothing came back).
+func answer(t *testing.T, s *Server, src string, q []byte) (int, *wiregqp.Response) {
+	t.Helper()
+	out, _ := s.Answer(context.Background(), netip.MustParseAddrPort(src), q)
+	if len(out) == 0 {
+		return 0, nil
+	}
+	var whole []byte
+	for _, d := range out {
+		whole = append(whole, d...)
+	}
+	r := new(wiregqp.Response)
+	if err := r.Decode(whole); err != nil {
+		t.Fatalf("answer to %s does not decode: %v", src, err)
+	}
+	return len(whole), r
+}
+
+func validateFrom(t *testing.T, s *Server, src string) {
+	t.Helper()
+	_, r := answer(t, s, src, padded(t, "challenge admin,hunter2"))
+	if r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+		t.Fatalf("challenge from %s: got %+v", src, r)
+	}
+	token := string(r.Replies[0].Records[0].Value())
+	if _, r := answer(t, s, src, padded(t, "validate "+token)); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+		t.Fatalf("validate from %s: got %+v", src, r)
+	}
+}
+
+// A source that validated from one port: a spoofed datagram with its
+// address but another port neither runs protected commands nor gets an
+// amplified answer, and the validated port itself gets a bounded answer.
+func TestValidationIsBoundToAddressAndPort(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s := bigServer(t, clock)
+	validateFrom(t, s, "192.0.2.1:4000")
+
+	tiny := []byte("big\x04")
+	if n, _ := answer(t, s, "192.0.2.1:4001", tiny); n > len(tiny) {
+		t.Fatalf("spoofed address, other port: a %d-byte query got %d bytes back", len(tiny), n)
+	}
+	if _, r := answer(t, s, "192.0.2.1:4001", padded(t, "kick")); r == nil || r.Replies[0].Status != wiregqp.StatusUnauthorised {
+		t.Fatalf("spoofed address, other port, protected command: got %+v, want 32", r)
+	}
+	if _, r := answer(t, s, "192.0.2.1:4000", padded(t, "kick")); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+		t.Fatalf("the validated port, protected command: got %+v, want 10", r)
+	}
+	// The validated port itself: at most 10 times its query.
+	if n, r := answer(t, s, "192.0.2.1:4000", tiny); n > 10*len(tiny) {
+		t.Fatalf("validated source: a %d-byte query got %d bytes back, want at most %d", len(tiny), n, 10*len(tiny))
+	} else if r != nil && r.Replies[0].Status != wiregqp.StatusUnavailable {
+		t.Fatalf("validated source, answer too large: got %v, want 31 or nothing", r.Replies[0].Status)
+	}
+	q := padded(t, "some") // 5 KB of answer for 220 bytes
+	q = append(q[:len(q)-1], append([]byte(strings.Repeat(".", 400)), 0x04)...)
+	if n, r := answer(t, s, "192.0.2.1:4000", q); r == nil || r.Replies[0].Status != wiregqp.StatusOK || n > 10*len(q) {
+		t.Fatalf("validated source, padded: got %d bytes for a %d-byte query", n, len(q))
+	}
+	// Authorisation expires.
+	clock.Advance(11 * time.Minute)
+	if _, r := answer(t, s, "192.0.2.1:4000", padded(t, "kick")); r == nil || r.Replies[0].Status != wiregqp.StatusUnauthorised {
+		t.Fatalf("after auth_ttl: got %+v, want 32", r)
+	}
+}
+
+func TestChallengeLockout(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s := bigServer(t, clock)
+	status := func(src, pw string) wiregqp.Status {
+		t.Helper()
+		_, r := answer(t, s, src, padded(t, "challenge admin,"+pw))
+		if r == nil {
+			t.Fatalf("challenge from %s: no answer", src)
+		}
+		return r.Replies[0].Status
+	}
+	// Five wrong passwords, each from another port of the same address.
+	for port := range 5 {
+		if st := status("192.0.2.7:"+string(rune('1'+port))+"000", "guess"); st != wiregqp.StatusUnauthorised {
+			t.Fatalf("wrong password: got %v", st)
+		}
+	}
+	if st := status("192.0.2.7:9000", "hunter2"); st != wiregqp.StatusUnauthorised {
+		t.Fatalf("the right password after 5 failures: got %v, want 32 (locked out)", st)
+	}
+	if st := status("[2001:db8::1]:1", "hunter2"); st != wiregqp.StatusOK {
+		t.Fatalf("another source: got %v, want 10", st)
+	}
+	// An IPv6 source is counted by its /64.
+	for i := range 5 {
+		status("[2001:db8:1::"+string(rune('a'+i))+"]:1", "guess")
+	}
+	if st := status("[2001:db8:1::ff]:1", "hunter2"); st != wiregqp.StatusUnauthorised {
+		t.Fatalf("same /64 after 5 failures: got %v, want 32", st)
+	}
+	clock.Advance(10 * time.Minute)
+	if st := status("192.0.2.7:9000", "hunter2"); st != wiregqp.StatusOK {
+		t.Fatalf("after the lockout: got %v, want 10", st)
+	}
+}
+
+// Spoofed failures from many sources: the table stays bounded, and sources
+// it cannot count are refused rather than allowed uncounted guesses.
+func TestChallengeFailureTableBounded(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s, err := NewServer(ServerConfig{Logins: map[string]string{"admin": "hunter2"}, MaxAuthorized: 16, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 1}), 1)
+		s.Answer(context.Background(), src, padded(t, "challenge admin,guess"))
+	}
+	s.mu.Lock()
+	n := len(s.failed)
+	s.mu.Unlock()
+	if n > 16 {
+		t.Fatalf("failure table holds %d sources, want at most 16", n)
+	}
+	if _, r := answer(t, s, "192.0.2.50:1", padded(t, "challenge admin,hunter2")); r == nil || r.Replies[0].Status != wiregqp.StatusUnavailable {
+		t.Fatalf("uncountable source with the table full: got %+v, want 31", r)
+	}
+	if _, r := answer(t, s, "127.0.0.1:1", padded(t, "challenge admin,hunter2")); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+		t.Fatalf("trusted source with the table full: got %+v, want 10", r)
+	}
+	clock.Advance(10 * time.Minute)
+	if _, r := answer(t, s, "192.0.2.50:1", padded(t, "challenge admin,hunter2")); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+		t.Fatalf("after the failures expire: got %+v, want 10", r)
+	}
+}
+
+// Trusted networks (loopback by default) get full answers to unpadded
+// queries; everyone else still gets at most the query's size.
+func TestTrustedNetworksGetFullAnswers(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s := bigServer(t, clock)
+	tiny := []byte("big\x04")
+	if n, r := answer(t, s, "127.0.0.5:1", tiny); r == nil || len(r.Replies[0].Records) != 40 {
+		t.Fatalf("loopback: got %d bytes, want the full answer", n)
+	}
+	if n, r := answer(t, s, "[::1]:1", tiny); r == nil || len(r.Replies[0].Records) != 40 {
+		t.Fatalf("::1: got %d bytes, want the full answer", n)
+	}
+	if n, _ := answer(t, s, "192.0.2.9:1", tiny); n > len(tiny) {
+		t.Fatalf("untrusted: got %d bytes for a %d-byte query", n, len(tiny))
+	}
+	none, err := NewServer(ServerConfig{Trusted: []netip.Prefix{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := answer(t, none, "127.0.0.1:1", []byte("identify\x04")); n > 9 {
+		t.Fatalf("no trusted networks: loopback got %d bytes", n)
+	}
+}
+
+// Distinct arguments spend their own budget: the argument-free answer is
+// still fetched.
+func TestHTTPCommandArgumentsCannotStarvePlain(t *testing.T) {
+	var requests atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Write([]byte(`{"ok": true}`))
+	}))
+	defer up.Close()
+	hc := &HTTPCommand{URL: up.URL, TTL: time.Nanosecond, Rate: 0.001, Burst: 2, Client: up.Client()}
+	run := func(args ...string) wiregqp.Status {
+		var resp wiregqp.Response
+		var a [][]byte
+		for _, x := range args {
+			a = append(a, []byte(x))
+		}
+		return hc.Run(context.Background(), a, resp.Add(wiregqp.StatusOK, []byte("status")))
+	}
+	if st := run(); st != wiregqp.StatusOK {
+		t.Fatalf("no arguments: got %v", st)
+	}
+	busy := 0
+	for i := range 50 {
+		if run(strconv.Itoa(i)) == wiregqp.StatusUnavailable {
+			busy++
+		}
+	}
+	if busy != 48 {
+		t.Fatalf("50 distinct arguments at a burst of 2: %d refused, want 48", busy)
+	}
+	if st := run(); st != wiregqp.StatusOK {
+		t.Fatalf("no arguments, after the flood: got %v, want 10", st)
+	}
+	if n := requests.Load(); n != 4 {
+		t.Fatalf("%d upstream requests, want 4", n)
+	}
+}
+
+// An unreachable upstream is reported in words; its URL and the socket
+// error are logged, never sent.
+func TestHTTPCommandErrorsInWords(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	url := down.URL + "/secret-internal-path"
+	down.Close()
+	var logged []error
+	hc := &HTTPCommand{URL: url, Log: func(err error) { logged = append(logged, err) }}
+	var resp wiregqp.Response
+	r := resp.Add(wiregqp.StatusOK, []byte("status"))
+	if st := hc.Run(context.Background(), nil, r); st != wiregqp.StatusUnavailable {
+		t.Fatalf("got %v, want 31", st)
+	}
+	if text := string(r.Text); strings.Contains(text, "127.0.0.1") || strings.Contains(text, "secret") || strings.Contains(text, "refused") {
+		t.Fatalf("the reply says %q, want words without the URL or the socket error", text)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0].Error(), "secret-internal-path") {
+		t.Fatalf("logged %v, want the error with the URL", logged)
+	}
+}

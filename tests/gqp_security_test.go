@@ -1,0 +1,252 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/internal/testutil"
+)
+
+// Draft GQP, written here from the draft (seed 003) and the project's
+// reading of it, independently of wire/gqp: a query is command names with
+// RS-led, US-separated arguments, joined by GS and closed by EOT, sent
+// without padding.
+const (
+	draftEOT = 0x04
+	draftSTX = 0x02
+	draftACK = 0x06
+	draftDC1 = 0x11
+	draftDC2 = 0x12
+	draftGS  = 0x1D
+	draftRS  = 0x1E
+	draftUS  = 0x1F
+)
+
+func draftQuery(commands ...[]string) []byte {
+	var b []byte
+	for i, c := range commands {
+		if i > 0 {
+			b = append(b, draftGS)
+		}
+		b = append(b, c[0]...)
+		for j, a := range c[1:] {
+			if j == 0 {
+				b = append(b, draftRS)
+			} else {
+				b = append(b, draftUS)
+			}
+			b = append(b, a...)
+		}
+	}
+	return append(b, draftEOT)
+}
+
+// draftReply is one command's answer: status, name, and its records as
+// text ("name=value" for DC2, the string for DC1, the text after STX).
+type draftReply struct {
+	status  string
+	name    string
+	records []string
+}
+
+func parseDraftResponse(t *testing.T, b []byte) []draftReply {
+	t.Helper()
+	if len(b) == 0 || b[len(b)-1] != draftEOT {
+		t.Fatalf("response %q does not end with EOT", b)
+	}
+	var out []draftReply
+	for _, part := range bytes.Split(b[:len(b)-1], []byte{draftGS}) {
+		if len(part) < 2 {
+			t.Fatalf("reply %q has no status", part)
+		}
+		r := draftReply{status: string(part[:2])}
+		fields := bytes.Split(part[2:], []byte{draftRS})
+		r.name = string(fields[0])
+		for _, f := range fields[1:] {
+			switch {
+			case len(f) == 1 && f[0] == draftACK:
+			case len(f) > 0 && (f[0] == draftDC1 || f[0] == draftSTX):
+				r.records = append(r.records, string(f[1:]))
+			case len(f) > 0 && f[0] == draftDC2:
+				name, value, _ := bytes.Cut(f[1:], []byte{draftUS})
+				r.records = append(r.records, string(name)+"="+string(value))
+			default:
+				t.Fatalf("record %q is not one the draft defines", f)
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func draftAsk(t *testing.T, server string, q []byte) []draftReply {
+	t.Helper()
+	conn, err := net.Dial("udp", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(q); err != nil {
+		t.Fatal(err)
+	}
+	var resp []byte
+	buf := make([]byte, 65536)
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	for len(resp) == 0 || resp[len(resp)-1] != draftEOT {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("query %q: %v after %d bytes", q, err, len(resp))
+		}
+		resp = append(resp, buf[:n]...)
+	}
+	return parseDraftResponse(t, resp)
+}
+
+// A client written from the draft, which knows nothing of padding, gets
+// full answers on loopback (a trusted network by default).
+func TestDraftGQPClientOnLoopback(t *testing.T) {
+	env := startGameQuery(t, "", "")
+	for _, tc := range []struct {
+		name  string
+		query []byte
+		want  string
+	}{
+		{"identify", draftQuery([]string{"identify"}), "[{10 identify [gamename=ut gamever=432 netver=400]}]"},
+		{"echo with several arguments", draftQuery([]string{"echo", "one", "two words", "three"}), "[{10 echo [one two words three]}]"},
+		{"echo with one argument", draftQuery([]string{"echo", "this text"}), "[{10 echo [this text]}]"},
+		{"unknown command", draftQuery([]string{"unknown command"}), "[{20 unknown command [unknown command]}]"},
+		{"two commands", draftQuery([]string{"echo", "this text"}, []string{"echo", "more text"}), "[{10 echo [this text]} {10 echo [more text]}]"},
+		{"identify and motd", draftQuery([]string{"identify"}, []string{"motd"}),
+			"[{10 identify [gamename=ut gamever=432 netver=400]} {10 motd [message=welcome rules=no camping]}]"},
+	} {
+		if got := fmt.Sprint(draftAsk(t, env.gqpAddr, tc.query)); got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Outside the trusted networks, an unpadded query still gets nothing larger
+// than itself, while a padded one is answered.
+func TestGQPResponderNoAmplificationBeyondTrusted(t *testing.T) {
+	addr := testutil.FreeUDPAddr(t)
+	testutil.StartCaddy(t, fmt.Sprintf(`{
+	layer4 {
+		udp/%s {
+			@gqp gqp
+			route @gqp {
+				gqp {
+					identify ut 432 400
+					trusted_networks 127.0.0.2/32
+				}
+			}
+		}
+	}
+}`, addr))
+	untrusted := testutil.DialUDP(t, "127.0.0.1:0", addr)
+	untrusted.Send(draftQuery([]string{"identify"}))
+	if b, ok := untrusted.Recv(300 * time.Millisecond); ok {
+		t.Fatalf("untrusted source: an unpadded 9-byte query got %d bytes back", len(b))
+	}
+	trusted := testutil.DialUDP(t, "127.0.0.2:0", addr)
+	trusted.Send(draftQuery([]string{"identify"}))
+	if b, ok := trusted.Recv(3 * time.Second); !ok || !bytes.Contains(b, []byte("gamename")) {
+		t.Fatalf("trusted source: got %q, want the identify answer", b)
+	}
+	padded := draftQuery([]string{"identify"}, []string{"pad", strings.Repeat(".", 100)})
+	untrusted.Send(padded)
+	if b, ok := untrusted.Recv(3 * time.Second); !ok || !bytes.Contains(b, []byte("gamename")) || len(b) > len(padded) {
+		t.Fatalf("untrusted source, padded: got %q", b)
+	}
+}
+
+// An HTTP client cannot reach GQP's challenge, validate or protected
+// commands through game_query unless the server's allow-list names them.
+func TestGameQueryForwardsOnlyAllowedCommands(t *testing.T) {
+	env := startGameQuery(t, "", "")
+	q := env.base + "/query/demo"
+	for _, path := range []string{"/challenge?arg=admin&arg=hunter2", "/validate?arg=x", "/kick?arg=bob", "/motd"} {
+		r := request(t, "GET", q+path)
+		if r.status != 403 || strings.Contains(r.body, "protocol_status") || strings.Contains(r.body, "records") {
+			t.Fatalf("%s: got %d %s, want the gateway's own 403", path, r.status, r.body)
+		}
+	}
+	for _, path := range []string{"", "/identify", "/echo?arg=x", "/extensions", "/status"} {
+		if r := request(t, "GET", q+path); r.status != 200 {
+			t.Fatalf("%s (read-only): got %d %s", path, r.status, r.body)
+		}
+	}
+}
+
+// Requests with ever new arguments spend their own budget and cache: the
+// status stays answered.
+func TestGameQueryStatusSurvivesArgumentVariety(t *testing.T) {
+	up := startCountingGQP(t, engineAnswer(t))
+	httpAddr := testutil.FreeTCPAddr(t)
+	testutil.StartCaddy(t, fmt.Sprintf(`http://%s {
+	game_query {
+		server g %s
+		rate_limit 0.01 2
+		max_entries 8
+	}
+}`, httpAddr, up.addr))
+	base := "http://" + httpAddr
+	if r := request(t, "GET", base+"/g"); r.status != 200 {
+		t.Fatalf("status: got %d %s", r.status, r.body)
+	}
+	codes := map[int]int{}
+	for i := range 40 {
+		codes[request(t, "GET", fmt.Sprintf("%s/g/echo?arg=%d", base, i)).status]++
+	}
+	if codes[503] == 0 {
+		t.Fatalf("40 distinct arguments never reached the rate limit: %v", codes)
+	}
+	if r := request(t, "GET", base+"/g"); r.status != 200 {
+		t.Fatalf("status after 40 distinct arguments: got %d %s, want 200", r.status, r.body)
+	}
+}
+
+// One client cannot send ad-hoc queries at any rate.
+func TestGameQueryAdHocPerClientRate(t *testing.T) {
+	up := startCountingGQP(t, engineAnswer(t))
+	httpAddr := testutil.FreeTCPAddr(t)
+	testutil.StartCaddy(t, fmt.Sprintf(`http://%s {
+	game_query {
+		ad_hoc gqp
+		allow_targets 127.0.0.0/8
+	}
+}`, httpAddr))
+	codes := map[int]int{}
+	retryAfter := ""
+	for range 30 {
+		r := request(t, "GET", "http://"+httpAddr+"/"+up.addr)
+		codes[r.status]++
+		if r.status == 429 {
+			retryAfter = r.header.Get("Retry-After")
+		}
+	}
+	if codes[429] == 0 || retryAfter == "" || codes[200] == 0 {
+		t.Fatalf("30 quick ad-hoc requests from one client: %v (Retry-After %q), want some 200 and some 429 with Retry-After", codes, retryAfter)
+	}
+}
+
+// Errors reach clients in words: no socket errors, no internal detail.
+func TestGameQueryErrorsInWords(t *testing.T) {
+	closed := testutil.FreeUDPAddr(t) // nothing listens: the kernel refuses
+	httpAddr := testutil.FreeTCPAddr(t)
+	testutil.StartCaddy(t, fmt.Sprintf(`http://%s {
+	game_query {
+		server down %s gqp {
+			timeout 300ms
+			retries -1
+		}
+	}
+}`, httpAddr, closed))
+	r := request(t, "GET", "http://"+httpAddr+"/down/identify")
+	if r.status < 500 || strings.Contains(r.body, "refused") || strings.Contains(r.body, "udp") || strings.Contains(r.body, closed) {
+		t.Fatalf("got %d %s, want an error in words", r.status, r.body)
+	}
+}
