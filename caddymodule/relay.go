@@ -29,7 +29,9 @@ type Relay struct {
 	// Secrets that seal and open connection data; the first seals (used by
 	// relay_allocations with the same secrets), all open, so a secret can be
 	// rotated. Placeholders such as {env.RELAY_SECRET} are replaced. At
-	// least 16 bytes each. Required.
+	// least 16 bytes each; on a server that listens beyond loopback, at
+	// least 32 bytes and not a development default (the relay refuses to
+	// start otherwise). Required.
 	Secrets []string `json:"secrets,omitempty"`
 	// A binding with no traffic for this long ends; its client's next
 	// message gets ERROR 1. Default: 10s.
@@ -117,6 +119,9 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	secrets, err := replacedSecrets(h.Secrets)
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)
+	}
+	if err := refuseWeakSecrets(ctx, "relay", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
+		return err
 	}
 	sealer, err := relay.NewSealer(secrets...)
 	if err != nil {
