@@ -18,13 +18,6 @@ import (
 type Config struct {
 	// Sealer opens the connection data in BIND and CONNECT_REQUEST.
 	Sealer *Sealer
-	// IdleTimeout ends a binding that has had no traffic (sent or
-	// received) for this long. Default: 10s.
-	IdleTimeout time.Duration
-	// AloneTimeout replaces IdleTimeout for a binding that has not been
-	// connected to any peer since it was bound (a host waiting for its
-	// first player). Default: 60s.
-	AloneTimeout time.Duration
 	// MaxContent is the largest RELAY content forwarded, in bytes.
 	// Default: 1400.
 	MaxContent int
@@ -33,11 +26,10 @@ type Config struct {
 	NonceBigEndian bool
 }
 
-// Peer is a client's address: comparable for lookups, and the net.Addr to
-// send to it through the shared socket.
+// Peer is a client's address (an unmapped IP address and a port). It is a
+// plain value, so a datagram server hands one to Handle without allocating.
 type Peer struct {
 	AddrPort netip.AddrPort
-	Addr     net.Addr
 }
 
 // PeerOf makes a Peer of a client address.
@@ -48,12 +40,12 @@ func PeerOf(a net.Addr) Peer {
 	} else {
 		ap, _ = netip.ParseAddrPort(a.String())
 	}
-	return Peer{AddrPort: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), Addr: a}
+	return Peer{AddrPort: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())}
 }
 
 // Send is one datagram the engine wants sent.
 type Send struct {
-	To   net.Addr
+	To   netip.AddrPort
 	Data []byte // aliases the request or the Outbox's scratch space
 }
 
@@ -69,7 +61,7 @@ func NewOutbox() *Outbox { return &Outbox{Sends: make([]Send, 0, 2)} }
 
 func (o *Outbox) reset() { o.Sends = o.Sends[:0] }
 
-func (o *Outbox) send(to net.Addr, b []byte) { o.Sends = append(o.Sends, Send{To: to, Data: b}) }
+func (o *Outbox) send(to netip.AddrPort, b []byte) { o.Sends = append(o.Sends, Send{To: to, Data: b}) }
 
 // Verdict is what the engine did with one datagram, for metrics.
 type Verdict uint8
@@ -119,24 +111,13 @@ func NewEngine(cfg Config, table *Table) (*Engine, error) {
 	if cfg.Sealer == nil {
 		return nil, errors.New("relay: a sealer is required")
 	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = 10 * time.Second
-	}
-	if cfg.AloneTimeout == 0 {
-		cfg.AloneTimeout = 60 * time.Second
-	}
 	if cfg.MaxContent == 0 {
 		cfg.MaxContent = wirerelay.DefaultMaxRelayContent
 	}
-	switch {
-	case cfg.IdleTimeout < 0 || cfg.AloneTimeout < 0:
-		return nil, errors.New("relay: timeouts must be positive")
-	case cfg.MaxContent < 1 || cfg.MaxContent > 0xFFFF:
+	if cfg.MaxContent < 1 || cfg.MaxContent > 0xFFFF {
 		return nil, errors.New("relay: max content must be in [1, 65535]")
 	}
-	e := &Engine{cfg: cfg, table: table}
-	table.setTimeouts(cfg.IdleTimeout, cfg.AloneTimeout)
-	return e, nil
+	return &Engine{cfg: cfg, table: table}, nil
 }
 
 // Table returns the engine's binding table.
@@ -189,22 +170,8 @@ func (e *Engine) replyError(src Peer, req []byte, id wirerelay.AllocationID, cod
 		return DroppedUnanswerable
 	}
 	b, _ := msg.AppendTo(out.scratch[:0])
-	out.send(src.Addr, b)
+	out.send(src.AddrPort, b)
 	return ErrorSent
-}
-
-// senderCheck finds the binding of id for a message from src, or the error
-// code to answer (see Table.senderCode). The caller holds the table's read
-// lock.
-func (e *Engine) senderCheck(id wirerelay.AllocationID, src netip.AddrPort, now int64) (*Binding, wirerelay.ErrorCode, bool) {
-	b := e.table.byID[id]
-	switch {
-	case b == nil || b.expired(now, e.table):
-		return nil, e.table.senderCode(id, b), false
-	case b.peer.AddrPort != src:
-		return nil, wirerelay.CodeClientPlayerMismatch, false
-	}
-	return b, 0, true
 }
 
 func (e *Engine) relay(src Peer, datagram []byte, out *Outbox) Verdict {
@@ -215,25 +182,11 @@ func (e *Engine) relay(src Peer, datagram []byte, out *Outbox) Verdict {
 	if len(m.Content) > e.cfg.MaxContent {
 		return DroppedTooLarge
 	}
-	now := e.table.now()
-	e.table.mu.RLock()
-	from, code, ok := e.senderCheck(m.From, src.AddrPort, now)
-	var to *Binding
-	if ok {
-		to = e.table.byID[m.To]
-		if to == nil || !from.connected(m.To) || to.expired(now, e.table) {
-			ok, code = false, wirerelay.CodeNotConnected
-		}
-	}
-	if !ok {
-		e.table.mu.RUnlock()
+	dst, code := e.table.relayTarget(m.From, src.AddrPort, m.To)
+	if !dst.IsValid() {
 		e.table.expireLater(m.From, m.To)
 		return e.replyError(src, datagram, m.From, code, out)
 	}
-	from.touch(now)
-	to.touch(now)
-	dst := to.peer.Addr
-	e.table.mu.RUnlock()
 	out.send(dst, datagram)
 	return Relayed
 }
@@ -243,18 +196,11 @@ func (e *Engine) ping(src Peer, datagram []byte, out *Outbox) Verdict {
 	if m.Decode(datagram) != nil {
 		return DroppedMalformed
 	}
-	now := e.table.now()
-	e.table.mu.RLock()
-	b, code, ok := e.senderCheck(m.AllocationID, src.AddrPort, now)
-	if ok {
-		b.touch(now)
-	}
-	e.table.mu.RUnlock()
-	if !ok {
+	if code := e.table.ping(m.AllocationID, src.AddrPort); code != 0 {
 		e.table.expireLater(m.AllocationID)
 		return e.replyError(src, datagram, m.AllocationID, code, out)
 	}
-	out.send(src.Addr, datagram)
+	out.send(src.AddrPort, datagram)
 	return Pinged
 }
 
@@ -274,7 +220,7 @@ func (e *Engine) bind(src Peer, datagram []byte, out *Outbox) Verdict {
 	switch v {
 	case Bound:
 		b, _ := (&wirerelay.BindReceived{}).AppendTo(out.scratch[:0])
-		out.send(src.Addr, b)
+		out.send(src.AddrPort, b)
 	case ErrorSent:
 		// The allocation may no longer be bound for the first time.
 		return e.replyError(src, datagram, a.ID, wirerelay.CodeAllocationNotFound, out)
@@ -300,10 +246,10 @@ func (e *Engine) connect(src Peer, datagram []byte, out *Outbox) Verdict {
 		return e.replyError(src, datagram, m.AllocationID, code, out)
 	case Accepted:
 		b, _ := (&wirerelay.Accepted{From: host.ID, To: m.AllocationID}).AppendTo(out.scratch[:0])
-		out.send(src.Addr, b)
+		out.send(src.AddrPort, b)
 	case Rejected:
 		b, _ := (&wirerelay.Rejected{From: host.ID, To: m.AllocationID}).AppendTo(out.scratch[:0])
-		out.send(src.Addr, b)
+		out.send(src.AddrPort, b)
 	}
 	return v
 }
@@ -314,14 +260,14 @@ func (e *Engine) disconnect(src Peer, datagram []byte, out *Outbox) Verdict {
 		return DroppedMalformed
 	}
 	target, code := e.table.disconnect(m.From, src.AddrPort, m.To)
-	if code != 0 || target == nil {
+	if code != 0 || !target.IsValid() {
 		if code == 0 {
 			code = wirerelay.CodeAllocationNotFound
 		}
 		return e.replyError(src, datagram, m.From, code, out)
 	}
-	out.send(target, datagram)   // the peer learns of it
-	out.send(src.Addr, datagram) // and the sender has its confirmation
+	out.send(target, datagram)       // the peer learns of it
+	out.send(src.AddrPort, datagram) // and the sender has its confirmation
 	return Disconnected
 }
 
@@ -334,16 +280,19 @@ func (e *Engine) close(src Peer, datagram []byte) Verdict {
 	return Closed
 }
 
-// Binding ties an allocation to the address its client sends from.
+// Binding ties an allocation to the address its client sends from. Its
+// nonce and peer set are guarded by its table shard's lock; the rest is
+// fixed or atomic.
 type Binding struct {
 	id             wirerelay.AllocationID
-	peer           Peer
-	nonce          uint16
 	maxConnections int
-	expires        time.Time    // the allocation's expiry
+	expires        time.Time // the allocation's expiry
+	peer           atomic.Pointer[Peer]
 	lastActivity   atomic.Int64 // table time, nanoseconds
-	peers          map[wirerelay.AllocationID]struct{}
-	everConnected  bool // a peer has been connected since the binding began
+	everConnected  atomic.Bool  // a peer has been connected since the binding began
+	ended          atomic.Bool  // the binding has left the table
+	nonce          uint16
+	peers          map[wirerelay.AllocationID]*Binding // connected peers
 }
 
 func (b *Binding) touch(now int64) {
@@ -352,17 +301,11 @@ func (b *Binding) touch(now int64) {
 	}
 }
 
-func (b *Binding) connected(id wirerelay.AllocationID) bool {
-	_, ok := b.peers[id]
-	return ok
-}
-
 // expired reports whether b has been idle past its timeout: the alone
-// timeout until it is first connected, the idle timeout after. The caller
-// holds the table's lock (read or write).
+// timeout until it is first connected, the idle timeout after.
 func (b *Binding) expired(now int64, t *Table) bool {
 	limit := t.idle
-	if !b.everConnected {
+	if !b.everConnected.Load() {
 		limit = t.alone
 	}
 	return now-b.lastActivity.Load() > limit
