@@ -21,6 +21,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 func init() {
@@ -237,8 +238,9 @@ func (h *GameQuery) Validate() error {
 		return errors.New("game_query: max_ad_hoc must be in [1, 65536]")
 	case h.AdHocBurst < 0 || h.AdHocBurst > 1<<20:
 		return errors.New("game_query: ad_hoc_burst must be in [1, 1048576]")
-	case h.AdHocRate < 0 || h.AdHocRate > 0 && !qos.RateFits(h.AdHocRate, max(h.AdHocBurst, 1)):
-		return errors.New("game_query: ad_hoc_rate and ad_hoc_burst out of range")
+	}
+	if err := ratelimit.Validate(h.AdHocRate, max(h.AdHocBurst, 1)); err != nil {
+		return fmt.Errorf("game_query: ad_hoc_rate and ad_hoc_burst: %w", err)
 	}
 	for _, a := range h.AllowTargets {
 		if _, err := parsePrefix(a); err != nil {

@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -60,10 +60,12 @@ type HTTPCommand struct {
 	// words only (never the URL or a socket error). Default: nothing.
 	Log func(error)
 
-	once        sync.Once
-	plain, args *cache.Results[string, []Record]
-	plainTAT    atomic.Int64 // the argument-free budget's theoretical arrival time
-	argsTAT     atomic.Int64
+	once            sync.Once
+	plain, args     *cache.Results[string, []Record]
+	limit           ratelimit.Limit
+	clock           ratelimit.Clock
+	plainBudget     ratelimit.AtomicState
+	argumentsBudget ratelimit.AtomicState
 }
 
 func (c *HTTPCommand) init() {
@@ -82,25 +84,14 @@ func (c *HTTPCommand) init() {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: c.Timeout}
 	}
+	var err error
+	if c.limit, err = ratelimit.NewLimit(c.Rate, c.Burst); err != nil {
+		// Refused by the module's Validate; never unlimited.
+		c.limit, _ = ratelimit.NewLimit(DefaultUpstreamRate, DefaultUpstreamRate)
+	}
+	c.clock = ratelimit.NewClock(nil)
 	c.plain = cache.NewResults[string, []Record](1, nil)
 	c.args = cache.NewResults[string, []Record](upstreamArgEntries, nil)
-}
-
-// allow takes one upstream request from a budget.
-func (c *HTTPCommand) allow(tat *atomic.Int64) bool {
-	now := time.Now().UnixNano()
-	emission := int64(float64(time.Second) / c.Rate)
-	tolerance := emission * int64(c.Burst)
-	for {
-		old := tat.Load()
-		next := max(old, now) + emission
-		if next-now > tolerance {
-			return false
-		}
-		if tat.CompareAndSwap(old, next) {
-			return true
-		}
-	}
 }
 
 var errUpstreamBusy = errors.New("upstream request rate limit reached")
@@ -115,14 +106,14 @@ type Record struct {
 // Run implements Command.Run.
 func (c *HTTPCommand) Run(ctx context.Context, args [][]byte, reply *wiregqp.Reply) wiregqp.Status {
 	c.once.Do(c.init)
-	results, budget := c.plain, &c.plainTAT
+	results, budget := c.plain, &c.plainBudget
 	if len(args) > 0 {
-		results, budget = c.args, &c.argsTAT
+		results, budget = c.args, &c.argumentsBudget
 	}
 	key := string(bytes.Join(args, []byte{0}))
 	res, err := results.Get(ctx, key, cache.Policy{TTL: c.TTL, StaleIfError: 10 * c.TTL, NegativeTTL: c.TTL, LoadTimeout: c.Timeout},
 		func(ctx context.Context) ([]Record, error) {
-			if !c.allow(budget) {
+			if !c.limit.AllowAtomic(budget, c.clock.Now()) {
 				return nil, errUpstreamBusy
 			}
 			recs, err := c.fetch(ctx, args)

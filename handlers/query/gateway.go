@@ -13,10 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 // Server is a game server the gateway may query.
@@ -156,8 +156,8 @@ func NewGateway(cfg Config) *Gateway {
 		cfg:      cfg,
 		plain:    cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now),
 		other:    cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now),
-		upstream: newLimiterTable(cfg.RateLimit, cfg.RateBurst, cfg.MaxEntries),
-		clients:  newLimiterTable(cfg.AdHocRate, cfg.AdHocBurst, cfg.MaxEntries),
+		upstream: newLimiterTable(cfg.RateLimit, cfg.RateBurst, cfg.MaxEntries, cfg.Now),
+		clients:  newLimiterTable(cfg.AdHocRate, cfg.AdHocBurst, cfg.MaxEntries, cfg.Now),
 		adHoc:    make(chan struct{}, cfg.MaxAdHoc),
 	}
 }
@@ -204,7 +204,7 @@ func (g *Gateway) request(ctx context.Context, client netip.Addr, name, command 
 	}
 	if adHoc {
 		// Bounded per client and in all, before any name lookup or socket.
-		if ok, wait := g.clients.allow(clientKey(client), g.cfg.Now()); !ok {
+		if ok, wait := g.clients.allow(clientKey(client)); !ok {
 			return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, RetryAfter: wait,
 				Message: "too many ad-hoc queries from this client; try again shortly"}
 		}
@@ -296,52 +296,44 @@ func (g *Gateway) policy(command string) cache.Policy {
 		StaleIfError: g.cfg.StaleIfError, NegativeTTL: g.cfg.NegativeTTL, LoadTimeout: g.cfg.QueryTimeout}
 }
 
-// limiter is a generic-cell-rate limiter for one key.
-type limiter struct{ tat atomic.Int64 }
-
-// limiterTable holds a bounded number of limiters of one rate.
+// limiterTable holds a bounded number of rate-limit states of one limit.
 type limiterTable struct {
-	rate  float64 // 0: unlimited
-	burst int
+	limit ratelimit.Limit
+	clock ratelimit.Clock
 	max   int
 
 	mu sync.Mutex
-	m  map[string]*limiter
+	m  map[string]*ratelimit.AtomicState
 }
 
-func newLimiterTable(rate float64, burst, maxKeys int) *limiterTable {
-	return &limiterTable{rate: rate, burst: max(burst, 1), max: maxKeys, m: make(map[string]*limiter)}
+// newLimiterTable returns a table for rate per second, burst at once; an
+// invalid pair (refused by the module's Validate) admits everything.
+func newLimiterTable(rate float64, burst, maxKeys int, now func() time.Time) *limiterTable {
+	l, _ := ratelimit.NewLimit(rate, max(burst, 1))
+	return &limiterTable{limit: l, clock: ratelimit.NewClock(now), max: maxKeys, m: make(map[string]*ratelimit.AtomicState)}
 }
 
 // allow takes one event for key; when refused it says how long until one
 // would be allowed.
-func (t *limiterTable) allow(key string, at time.Time) (bool, time.Duration) {
-	if t.rate <= 0 {
+func (t *limiterTable) allow(key string) (bool, time.Duration) {
+	if t.limit.Unlimited() {
 		return true, 0
 	}
 	t.mu.Lock()
-	l := t.m[key]
-	if l == nil {
+	st := t.m[key]
+	if st == nil {
 		if len(t.m) >= t.max {
 			clear(t.m) // bounded: forgetting limits only loosens them briefly
 		}
-		l = new(limiter)
-		t.m[key] = l
+		st = new(ratelimit.AtomicState)
+		t.m[key] = st
 	}
 	t.mu.Unlock()
-	now := at.UnixNano()
-	emission := int64(float64(time.Second) / t.rate)
-	tolerance := emission * int64(t.burst)
-	for {
-		old := l.tat.Load()
-		tat := max(old, now) + emission
-		if tat-now > tolerance {
-			return false, time.Duration(tat - now - tolerance)
-		}
-		if l.tat.CompareAndSwap(old, tat) {
-			return true, 0
-		}
+	now := t.clock.Now()
+	if t.limit.AllowAtomic(st, now) {
+		return true, 0
 	}
+	return false, t.limit.Wait(st.Load(), now)
 }
 
 // result runs (or reuses) one query and returns its pre-serialised answer
@@ -356,7 +348,7 @@ func (g *Gateway) result(ctx context.Context, t *target, command string, args []
 		}
 	}
 	res, err := results.Get(ctx, key, g.policy(command), func(ctx context.Context) (*answer, error) {
-		if ok, wait := g.upstream.allow(budget, g.cfg.Now()); !ok {
+		if ok, wait := g.upstream.allow(budget); !ok {
 			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: wait,
 				Message: "the query rate limit for " + t.name + " is reached; try again shortly"}
 		}
@@ -481,7 +473,7 @@ func cacheState(res cache.Result[*answer]) string {
 func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, server string, e *Error) {
 	a := errorAnswer(server, e)
 	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
+		w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfter(e.RetryAfter), 10))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
