@@ -247,8 +247,9 @@ func TestFreecivGameQuery(t *testing.T) {
 	if r := getJSON(t, env.http+"/query/civ/join?arg="+url.QueryEscape(network), &join); r.status != 200 || !join.CanJoin || join.Capability == "" {
 		t.Fatalf("join probe offering %q: got %d %s", network, r.status, r.body)
 	}
-	if r := getJSON(t, env.http+"/query/civ/players", nil); r.status != 404 {
-		t.Fatalf("unknown command: got %d %s", r.status, r.body)
+	// A command freeciv does not declare read-only: refused by the gateway.
+	if r := getJSON(t, env.http+"/query/civ/players", nil); r.status != 403 {
+		t.Fatalf("command not allowed: got %d %s", r.status, r.body)
 	}
 	raw, _ := json.Marshal(st)
 	t.Logf("game_query status of the real Freeciv server: %s", raw)
