@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -30,7 +29,9 @@ type Relay struct {
 	// Secrets that seal and open connection data; the first seals (used by
 	// relay_allocations with the same secrets), all open, so a secret can be
 	// rotated. Placeholders such as {env.RELAY_SECRET} are replaced. At
-	// least 16 bytes each. Required.
+	// least 16 bytes each; on a server that listens beyond loopback, at
+	// least 32 bytes and not a development default (the relay refuses to
+	// start otherwise). Required.
 	Secrets []string `json:"secrets,omitempty"`
 	// A binding with no traffic for this long ends; its client's next
 	// message gets ERROR 1. Default: 10s.
@@ -46,8 +47,10 @@ type Relay struct {
 	// Byte order of the BIND nonce: "little" (what the shipped client
 	// sends) or "big" (what the protocol page says). Default: little.
 	NonceByteOrder string `json:"nonce_byte_order,omitempty"`
-	// Handlers with the same name (and max_bindings) share their bindings,
-	// and a reloaded configuration takes them over. Default: relay.
+	// Handlers with the same name, max_bindings, idle_timeout and
+	// alone_timeout share their bindings, and a reloaded configuration
+	// takes them over; a reload that changes any of these starts a new
+	// table (clients get ERROR 3 and bind again). Default: relay.
 	Name string `json:"name,omitempty"`
 
 	engine   *relay.Engine
@@ -93,16 +96,16 @@ func replacedSecrets(secrets []string) ([][]byte, error) {
 func (h *Relay) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	if h.IdleTimeout == 0 {
-		h.IdleTimeout = caddy.Duration(10 * time.Second)
+		h.IdleTimeout = caddy.Duration(relay.DefaultIdleTimeout)
 	}
 	if h.AloneTimeout == 0 {
-		h.AloneTimeout = caddy.Duration(60 * time.Second)
+		h.AloneTimeout = caddy.Duration(relay.DefaultAloneTimeout)
 	}
 	if h.MaxContent == 0 {
 		h.MaxContent = wirerelay.DefaultMaxRelayContent
 	}
 	if h.MaxBindings == 0 {
-		h.MaxBindings = 100_000
+		h.MaxBindings = relay.DefaultMaxBindings
 	}
 	if h.NonceByteOrder == "" {
 		h.NonceByteOrder = "little"
@@ -117,14 +120,28 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}
+	if err := refuseWeakSecrets(ctx, "relay", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
+		return err
+	}
 	sealer, err := relay.NewSealer(secrets...)
 	if err != nil {
 		return err
 	}
-	h.tableKey = h.Name + "/" + strconv.Itoa(h.MaxBindings)
-	sweep := min(time.Second, time.Duration(h.IdleTimeout)/4)
+	// Everything the table holds is in its key: handlers that share a name
+	// but not these settings keep separate tables rather than one of them
+	// silently running with the other's timeouts.
+	h.tableKey = fmt.Sprintf("%s/%d/%s/%s", h.Name, h.MaxBindings,
+		time.Duration(h.IdleTimeout), time.Duration(h.AloneTimeout))
 	val, _, err := relayTables.LoadOrNew(h.tableKey, func() (caddy.Destructor, error) {
-		t := relay.NewTable(h.MaxBindings, nil, sweep)
+		t, err := relay.NewTable(relay.TableConfig{
+			Limit:        h.MaxBindings,
+			IdleTimeout:  time.Duration(h.IdleTimeout),
+			AloneTimeout: time.Duration(h.AloneTimeout),
+			Sweep:        min(time.Second, time.Duration(h.IdleTimeout)/4),
+		})
+		if err != nil {
+			return nil, err
+		}
 		liveRelayTables.add(t)
 		return pooledRelayTable{t}, nil
 	})
@@ -133,8 +150,6 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	}
 	h.engine, err = relay.NewEngine(relay.Config{
 		Sealer:         sealer,
-		IdleTimeout:    time.Duration(h.IdleTimeout),
-		AloneTimeout:   time.Duration(h.AloneTimeout),
 		MaxContent:     h.MaxContent,
 		NonceBigEndian: h.NonceByteOrder == "big",
 	}, val.(pooledRelayTable).Table)

@@ -61,11 +61,14 @@ func init() {
 type RelayAllocations struct {
 	// Secrets that seal connection data, as the relay's secrets: the
 	// first seals, all open. Each must be at least 16 bytes once
-	// placeholders such as {env.RELAY_SECRET} are replaced. Required.
+	// placeholders such as {env.RELAY_SECRET} are replaced, and on a
+	// server that listens beyond loopback at least 32 bytes and not a
+	// development default. Required.
 	Secrets []string `json:"secrets,omitempty"`
 	// Bearer tokens, any of which a caller must send as "Authorization:
-	// Bearer <token>"; others get 401. Placeholders are replaced.
-	// Required unless insecure_no_auth is set.
+	// Bearer <token>"; others get 401. Placeholders are replaced. A
+	// development default is refused on a server that listens beyond
+	// loopback. Required unless insecure_no_auth is set.
 	Tokens []string `json:"tokens,omitempty"`
 	// Serve the API without authentication, so that anyone who reaches it
 	// can allocate on the relay. Cannot be combined with tokens.
@@ -191,6 +194,12 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	}
 	tokens, err := relayAPIReplaceEach(repl, "tokens", h.Tokens)
 	if err != nil {
+		return err
+	}
+	if err := refuseWeakSecrets(ctx, "relay_allocations", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
+		return err
+	}
+	if err := refuseWeakSecrets(ctx, "relay_allocations", "tokens", h.Tokens, tokens, 0); err != nil {
 		return err
 	}
 	addr := repl.ReplaceKnown(h.PublicAddress, "")

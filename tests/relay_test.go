@@ -16,7 +16,7 @@ import (
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
-const relaySecret = "relay-test-secret-0123456789"
+const relaySecret = "relay-test-secret-0123456789abcdef"
 
 func relayCaddyfile(addr, httpAddr, storage, options string) string {
 	if options != "" {

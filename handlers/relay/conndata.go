@@ -3,6 +3,7 @@ package relay
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -28,17 +29,25 @@ type Allocation struct {
 	Expires time.Time
 }
 
-// Connection data layout (sealed with AES-256-GCM under a server secret):
+// Connection data layout (sealed with AES-256-GCM under a key derived from a
+// server secret):
 //
-//	version (1) = 1 | nonce (12) | seal(allocation ID (16), key (64),
+//	version (1) = 2 | nonce (12) | seal(allocation ID (16), key (64),
 //	max connections u16 BE, expiry u64 BE unix ms) with a 16-byte tag
 //
 // 119 bytes in all, under the 255 the protocol allows. The length is fixed,
 // so the zero padding the shipped client adds after it is ignored. Any relay
 // holding the secret can open it: no shared database is needed to validate
-// a BIND.
+// a BIND. The version byte is authenticated as additional data.
+//
+// Version 2 keys are HKDF-SHA256(secret, info sealKeyInfo). Version 1 (keys
+// were one SHA-256 of a context string and the secret) is still opened, so
+// that allocations made before an upgrade keep binding until they expire
+// (allocation_ttl); nothing is sealed with it.
 const (
-	sealVersion       = 1
+	sealVersion       = 2
+	legacySealVersion = 1
+	sealKeyInfo       = "gamegate relay connection data v2"
 	sealNonceLen      = 12
 	sealPlainLen      = 16 + wirerelay.KeySize + 2 + 8
 	ConnectionDataLen = 1 + sealNonceLen + sealPlainLen + 16
@@ -53,11 +62,12 @@ var (
 // secret opens, so secrets can be rotated by adding a new one in front and
 // removing the old one once its allocations have expired.
 type Sealer struct {
-	aeads []cipher.AEAD
+	aeads  []cipher.AEAD // version 2, one per secret
+	legacy []cipher.AEAD // version 1, one per secret, for opening only
 }
 
-// NewSealer derives an AES-256-GCM key from each secret (SHA-256 of it).
-// Secrets should carry at least 128 bits of entropy.
+// NewSealer derives an AES-256-GCM key from each secret with HKDF-SHA256.
+// Secrets should carry at least 256 bits of entropy.
 func NewSealer(secrets ...[]byte) (*Sealer, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("relay: at least one secret is required")
@@ -67,18 +77,31 @@ func NewSealer(secrets ...[]byte) (*Sealer, error) {
 		if len(secret) < 16 {
 			return nil, errors.New("relay: a secret must be at least 16 bytes")
 		}
-		k := sha256.Sum256(append([]byte("gamegate relay connection data\x00"), secret...))
-		block, err := aes.NewCipher(k[:])
+		k, err := hkdf.Key(sha256.New, secret, nil, sealKeyInfo, 32)
 		if err != nil {
 			return nil, err
 		}
-		aead, err := cipher.NewGCM(block)
+		aead, err := newGCM(k)
+		if err != nil {
+			return nil, err
+		}
+		old := sha256.Sum256(append([]byte("gamegate relay connection data\x00"), secret...))
+		legacy, err := newGCM(old[:])
 		if err != nil {
 			return nil, err
 		}
 		s.aeads = append(s.aeads, aead)
+		s.legacy = append(s.legacy, legacy)
 	}
 	return s, nil
+}
+
+func newGCM(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
 }
 
 // Seal returns the connection data of a.
@@ -103,12 +126,20 @@ func (s *Sealer) Seal(a *Allocation) ([]byte, error) {
 // the shipped client's zero padding, are ignored) into a. Region is not
 // carried and is left unchanged.
 func (s *Sealer) Open(data []byte, a *Allocation) error {
-	if len(data) < ConnectionDataLen || data[0] != sealVersion {
+	if len(data) < ConnectionDataLen {
+		return ErrConnectionData
+	}
+	aeads := s.aeads
+	switch data[0] {
+	case sealVersion:
+	case legacySealVersion:
+		aeads = s.legacy
+	default:
 		return ErrConnectionData
 	}
 	data = data[:ConnectionDataLen]
 	var plain [sealPlainLen]byte
-	for _, aead := range s.aeads {
+	for _, aead := range aeads {
 		p, err := aead.Open(plain[:0], data[1:1+sealNonceLen], data[1+sealNonceLen:], data[:1])
 		if err != nil {
 			continue

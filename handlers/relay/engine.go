@@ -18,13 +18,6 @@ import (
 type Config struct {
 	// Sealer opens the connection data in BIND and CONNECT_REQUEST.
 	Sealer *Sealer
-	// IdleTimeout ends a binding that has had no traffic (sent or
-	// received) for this long. Default: 10s.
-	IdleTimeout time.Duration
-	// AloneTimeout replaces IdleTimeout for a binding that has not been
-	// connected to any peer since it was bound (a host waiting for its
-	// first player). Default: 60s.
-	AloneTimeout time.Duration
 	// MaxContent is the largest RELAY content forwarded, in bytes.
 	// Default: 1400.
 	MaxContent int
@@ -119,24 +112,13 @@ func NewEngine(cfg Config, table *Table) (*Engine, error) {
 	if cfg.Sealer == nil {
 		return nil, errors.New("relay: a sealer is required")
 	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = 10 * time.Second
-	}
-	if cfg.AloneTimeout == 0 {
-		cfg.AloneTimeout = 60 * time.Second
-	}
 	if cfg.MaxContent == 0 {
 		cfg.MaxContent = wirerelay.DefaultMaxRelayContent
 	}
-	switch {
-	case cfg.IdleTimeout < 0 || cfg.AloneTimeout < 0:
-		return nil, errors.New("relay: timeouts must be positive")
-	case cfg.MaxContent < 1 || cfg.MaxContent > 0xFFFF:
+	if cfg.MaxContent < 1 || cfg.MaxContent > 0xFFFF {
 		return nil, errors.New("relay: max content must be in [1, 65535]")
 	}
-	e := &Engine{cfg: cfg, table: table}
-	table.setTimeouts(cfg.IdleTimeout, cfg.AloneTimeout)
-	return e, nil
+	return &Engine{cfg: cfg, table: table}, nil
 }
 
 // Table returns the engine's binding table.
@@ -193,20 +175,6 @@ func (e *Engine) replyError(src Peer, req []byte, id wirerelay.AllocationID, cod
 	return ErrorSent
 }
 
-// senderCheck finds the binding of id for a message from src, or the error
-// code to answer (see Table.senderCode). The caller holds the table's read
-// lock.
-func (e *Engine) senderCheck(id wirerelay.AllocationID, src netip.AddrPort, now int64) (*Binding, wirerelay.ErrorCode, bool) {
-	b := e.table.byID[id]
-	switch {
-	case b == nil || b.expired(now, e.table):
-		return nil, e.table.senderCode(id, b), false
-	case b.peer.AddrPort != src:
-		return nil, wirerelay.CodeClientPlayerMismatch, false
-	}
-	return b, 0, true
-}
-
 func (e *Engine) relay(src Peer, datagram []byte, out *Outbox) Verdict {
 	var m wirerelay.Relay
 	if m.Decode(datagram) != nil {
@@ -215,25 +183,11 @@ func (e *Engine) relay(src Peer, datagram []byte, out *Outbox) Verdict {
 	if len(m.Content) > e.cfg.MaxContent {
 		return DroppedTooLarge
 	}
-	now := e.table.now()
-	e.table.mu.RLock()
-	from, code, ok := e.senderCheck(m.From, src.AddrPort, now)
-	var to *Binding
-	if ok {
-		to = e.table.byID[m.To]
-		if to == nil || !from.connected(m.To) || to.expired(now, e.table) {
-			ok, code = false, wirerelay.CodeNotConnected
-		}
-	}
-	if !ok {
-		e.table.mu.RUnlock()
+	dst, code := e.table.relayTarget(m.From, src.AddrPort, m.To)
+	if dst == nil {
 		e.table.expireLater(m.From, m.To)
 		return e.replyError(src, datagram, m.From, code, out)
 	}
-	from.touch(now)
-	to.touch(now)
-	dst := to.peer.Addr
-	e.table.mu.RUnlock()
 	out.send(dst, datagram)
 	return Relayed
 }
@@ -243,14 +197,7 @@ func (e *Engine) ping(src Peer, datagram []byte, out *Outbox) Verdict {
 	if m.Decode(datagram) != nil {
 		return DroppedMalformed
 	}
-	now := e.table.now()
-	e.table.mu.RLock()
-	b, code, ok := e.senderCheck(m.AllocationID, src.AddrPort, now)
-	if ok {
-		b.touch(now)
-	}
-	e.table.mu.RUnlock()
-	if !ok {
+	if code := e.table.ping(m.AllocationID, src.AddrPort); code != 0 {
 		e.table.expireLater(m.AllocationID)
 		return e.replyError(src, datagram, m.AllocationID, code, out)
 	}
@@ -334,16 +281,19 @@ func (e *Engine) close(src Peer, datagram []byte) Verdict {
 	return Closed
 }
 
-// Binding ties an allocation to the address its client sends from.
+// Binding ties an allocation to the address its client sends from. Its
+// nonce and peer set are guarded by its table shard's lock; the rest is
+// fixed or atomic.
 type Binding struct {
 	id             wirerelay.AllocationID
-	peer           Peer
-	nonce          uint16
 	maxConnections int
-	expires        time.Time    // the allocation's expiry
+	expires        time.Time // the allocation's expiry
+	peer           atomic.Pointer[Peer]
 	lastActivity   atomic.Int64 // table time, nanoseconds
-	peers          map[wirerelay.AllocationID]struct{}
-	everConnected  bool // a peer has been connected since the binding began
+	everConnected  atomic.Bool  // a peer has been connected since the binding began
+	ended          atomic.Bool  // the binding has left the table
+	nonce          uint16
+	peers          map[wirerelay.AllocationID]*Binding // connected peers
 }
 
 func (b *Binding) touch(now int64) {
@@ -352,17 +302,11 @@ func (b *Binding) touch(now int64) {
 	}
 }
 
-func (b *Binding) connected(id wirerelay.AllocationID) bool {
-	_, ok := b.peers[id]
-	return ok
-}
-
 // expired reports whether b has been idle past its timeout: the alone
-// timeout until it is first connected, the idle timeout after. The caller
-// holds the table's lock (read or write).
+// timeout until it is first connected, the idle timeout after.
 func (b *Binding) expired(now int64, t *Table) bool {
 	limit := t.idle
-	if !b.everConnected {
+	if !b.everConnected.Load() {
 		limit = t.alone
 	}
 	return now-b.lastActivity.Load() > limit

@@ -27,7 +27,7 @@ func newRig(t testing.TB, limit int) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngine(Config{Sealer: sealer}, NewTable(limit, clock.Now, 0))
+	e, err := NewEngine(Config{Sealer: sealer}, mustTable(t, TableConfig{Limit: limit, Clock: clock.Now}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestBindAndPing(t *testing.T) {
 func TestLostTableMeansRebind(t *testing.T) {
 	r := newRig(t, 10)
 	host, joiner := connectPair(r, 2)
-	fresh, err := NewEngine(Config{Sealer: r.sealer}, NewTable(10, r.clock.Now, 0))
+	fresh, err := NewEngine(Config{Sealer: r.sealer}, mustTable(t, TableConfig{Limit: 10, Clock: r.clock.Now}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,4 +456,14 @@ func BenchmarkEngineRelay(b *testing.B) {
 	for b.Loop() {
 		r.engine.Handle(joiner.peer, msg, r.out)
 	}
+}
+
+func mustTable(t testing.TB, cfg TableConfig) *Table {
+	t.Helper()
+	tab, err := NewTable(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tab.Destruct() })
+	return tab
 }

@@ -1,12 +1,23 @@
 package relay
 
 import (
+	"errors"
+	"hash/maphash"
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
+)
+
+// Defaults of the relay's settings, shared by the engine, the table and the
+// Caddy modules.
+const (
+	DefaultIdleTimeout  = 10 * time.Second
+	DefaultAloneTimeout = 60 * time.Second
+	DefaultMaxBindings  = 100_000
 )
 
 // goneTTL is the least time an ended binding is remembered, so that its
@@ -14,6 +25,10 @@ import (
 // also kept until its allocation expires, so that an old BIND cannot be
 // replayed with a stale nonce while the allocation could still be bound.
 const goneTTL = 10 * time.Minute
+
+// tableShards is how many parts the table is split into, each with its own
+// lock, so that a sweep or a BIND holds up only the RELAYs of one part.
+const tableShards = 64
 
 type goneRecord struct {
 	at       int64
@@ -23,13 +38,41 @@ type goneRecord struct {
 	timedOut bool
 }
 
+// TableConfig sizes a Table and says how long its bindings live.
+type TableConfig struct {
+	// Limit is the most live bindings. Default: DefaultMaxBindings.
+	Limit int
+	// IdleTimeout ends a binding that has had no traffic (sent or received)
+	// for this long. Default: DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// AloneTimeout replaces IdleTimeout for a binding that has not been
+	// connected to any peer since it was bound (a host waiting for its first
+	// player). Default: DefaultAloneTimeout.
+	AloneTimeout time.Duration
+	// Clock gives the time. Default: time.Now.
+	Clock func() time.Time
+	// Sweep, when positive, is how often a goroutine ends idle bindings,
+	// until Destruct. Without it bindings end when next looked at.
+	Sweep time.Duration
+}
+
 // Table holds the relay's bindings, bounded in number. It outlives
 // configuration reloads, so a reload drops no live session.
+//
+// It is split into shards by a keyed hash of the allocation ID, each with
+// its own lock, which guards the shard's maps and its bindings' nonces and
+// peer sets; a binding's address, activity and state are atomic, so a RELAY
+// takes one read lock, its sender's. A connection between two bindings is
+// recorded in both, each pointing at the other, so a binding that ends can
+// be unlinked from its peers after its own shard's lock is released, and a
+// link to an ended binding is never taken for one to a later binding of the
+// same allocation.
 type Table struct {
-	mu          sync.RWMutex
-	byID        map[wirerelay.AllocationID]*Binding
-	gone        map[wirerelay.AllocationID]goneRecord
+	shards      [tableShards]tableShard
+	seed        maphash.Seed
+	live        atomic.Int64
 	limit       int
+	goneLimit   int   // per shard
 	idle, alone int64 // nanoseconds
 
 	epoch time.Time
@@ -38,26 +81,50 @@ type Table struct {
 	once  sync.Once
 }
 
-// NewTable returns a table of at most limit bindings. clock gives the time
-// (time.Now when nil). If sweep is positive a goroutine ends idle bindings
-// every sweep until Destruct.
-func NewTable(limit int, clock func() time.Time, sweep time.Duration) *Table {
-	if clock == nil {
-		clock = time.Now
+type tableShard struct {
+	mu   sync.RWMutex
+	byID map[wirerelay.AllocationID]*Binding
+	gone map[wirerelay.AllocationID]goneRecord
+	_    [64 - 40]byte // keep each shard's lock on its own cache line
+}
+
+// NewTable returns an empty table.
+func NewTable(cfg TableConfig) (*Table, error) {
+	if cfg.Limit == 0 {
+		cfg.Limit = DefaultMaxBindings
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.AloneTimeout == 0 {
+		cfg.AloneTimeout = DefaultAloneTimeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	switch {
+	case cfg.Limit < 0:
+		return nil, errors.New("relay: the binding limit must be positive")
+	case cfg.IdleTimeout < 0 || cfg.AloneTimeout < 0:
+		return nil, errors.New("relay: timeouts must be positive")
 	}
 	t := &Table{
-		byID:  make(map[wirerelay.AllocationID]*Binding),
-		gone:  make(map[wirerelay.AllocationID]goneRecord),
-		limit: max(limit, 1),
-		idle:  int64(10 * time.Second),
-		alone: int64(60 * time.Second),
-		clock: clock,
-		epoch: clock(),
-		stop:  make(chan struct{}),
+		seed:      maphash.MakeSeed(),
+		limit:     cfg.Limit,
+		goneLimit: (cfg.Limit + tableShards - 1) / tableShards,
+		idle:      int64(cfg.IdleTimeout),
+		alone:     int64(cfg.AloneTimeout),
+		clock:     cfg.Clock,
+		epoch:     cfg.Clock(),
+		stop:      make(chan struct{}),
 	}
-	if sweep > 0 {
+	for i := range t.shards {
+		t.shards[i].byID = make(map[wirerelay.AllocationID]*Binding)
+		t.shards[i].gone = make(map[wirerelay.AllocationID]goneRecord)
+	}
+	if cfg.Sweep > 0 {
 		go func() {
-			tick := time.NewTicker(sweep)
+			tick := time.NewTicker(cfg.Sweep)
 			defer tick.Stop()
 			for {
 				select {
@@ -69,7 +136,7 @@ func NewTable(limit int, clock func() time.Time, sweep time.Duration) *Table {
 			}
 		}()
 	}
-	return t
+	return t, nil
 }
 
 // Destruct stops the sweeper.
@@ -78,20 +145,38 @@ func (t *Table) Destruct() error {
 	return nil
 }
 
-func (t *Table) setTimeouts(idle, alone time.Duration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.idle, t.alone = int64(idle), int64(alone)
-}
-
 func (t *Table) now() int64 { return int64(t.clock().Sub(t.epoch)) }
 
-// Len is the number of live bindings.
-func (t *Table) Len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.byID)
+func (t *Table) shardIndex(id wirerelay.AllocationID) int {
+	return int(maphash.Bytes(t.seed, id[:]) % tableShards)
 }
+
+func (t *Table) shardOf(id wirerelay.AllocationID) *tableShard {
+	return &t.shards[t.shardIndex(id)]
+}
+
+// lockPair write-locks the shards of a and b, lower index first so that two
+// callers never wait for each other, and returns the function that unlocks
+// them.
+func (t *Table) lockPair(a, b wirerelay.AllocationID) (sa, sb *tableShard, unlock func()) {
+	ia, ib := t.shardIndex(a), t.shardIndex(b)
+	sa, sb = &t.shards[ia], &t.shards[ib]
+	switch {
+	case ia == ib:
+		sa.mu.Lock()
+		return sa, sb, sa.mu.Unlock
+	case ia < ib:
+		sa.mu.Lock()
+		sb.mu.Lock()
+	default:
+		sb.mu.Lock()
+		sa.mu.Lock()
+	}
+	return sa, sb, func() { sa.mu.Unlock(); sb.mu.Unlock() }
+}
+
+// Len is the number of live bindings.
+func (t *Table) Len() int { return int(t.live.Load()) }
 
 // Limit is the most bindings the table holds.
 func (t *Table) Limit() int { return t.limit }
@@ -99,13 +184,14 @@ func (t *Table) Limit() int { return t.limit }
 // Bound reports whether id is bound now, and where.
 func (t *Table) Bound(id wirerelay.AllocationID) (netip.AddrPort, bool) {
 	now := t.now()
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	b := t.byID[id]
+	s := t.shardOf(id)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	b := s.byID[id]
 	if b == nil || b.expired(now, t) {
 		return netip.AddrPort{}, false
 	}
-	return b.peer.AddrPort, true
+	return b.peer.Load().AddrPort, true
 }
 
 func (t *Table) isBoundAt(id wirerelay.AllocationID, addr netip.AddrPort) bool {
@@ -119,13 +205,13 @@ func (t *Table) isBoundAt(id wirerelay.AllocationID, addr netip.AddrPort) bool {
 // nothing of it. Answering 3 there, as for a client that has not bound yet,
 // makes the client bind again (clients give an allocation up on 1 and 4), so
 // sessions survive a relay that lost its table: a restart, a reload that
-// changed the table's size, a failover to another relay with the secret.
-// The caller holds a lock.
-func (t *Table) senderCode(id wirerelay.AllocationID, b *Binding) wirerelay.ErrorCode {
+// changed the table's settings, a failover to another relay with the
+// secret. The caller holds s's lock.
+func (s *tableShard) senderCode(id wirerelay.AllocationID, b *Binding) wirerelay.ErrorCode {
 	if b != nil {
 		return wirerelay.CodeTimeout
 	}
-	g, ok := t.gone[id]
+	g, ok := s.gone[id]
 	switch {
 	case ok && g.timedOut:
 		return wirerelay.CodeTimeout
@@ -135,53 +221,108 @@ func (t *Table) senderCode(id wirerelay.AllocationID, b *Binding) wirerelay.Erro
 	return wirerelay.CodeClientPlayerMismatch
 }
 
+// senderCheck finds the binding of id for a message from src, or the error
+// code to answer. The caller holds s's lock (read or write).
+func (t *Table) senderCheck(s *tableShard, id wirerelay.AllocationID, src netip.AddrPort, now int64) (*Binding, wirerelay.ErrorCode) {
+	b := s.byID[id]
+	switch {
+	case b == nil || b.expired(now, t):
+		return nil, s.senderCode(id, b)
+	case b.peer.Load().AddrPort != src:
+		return nil, wirerelay.CodeClientPlayerMismatch
+	}
+	return b, 0
+}
+
 // expireLater ends the given bindings if they have expired.
 func (t *Table) expireLater(ids ...wirerelay.AllocationID) {
 	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	for _, id := range ids {
-		if b := t.byID[id]; b != nil && b.expired(now, t) {
-			t.remove(b, now, true)
+		s := t.shardOf(id)
+		s.mu.Lock()
+		b := s.byID[id]
+		if b == nil || !b.expired(now, t) {
+			s.mu.Unlock()
+			continue
 		}
+		t.remove(s, b, now, true)
+		s.mu.Unlock()
+		t.unlink(b)
 	}
 }
 
-// remove ends b, unlinking it from its peers. The caller holds mu.
-func (t *Table) remove(b *Binding, now int64, timedOut bool) {
-	for p := range b.peers {
-		if other := t.byID[p]; other != nil {
-			delete(other.peers, b.id)
-		}
-	}
-	delete(t.byID, b.id)
-	if len(t.gone) >= t.limit {
-		for k := range t.gone { // drop an arbitrary record to stay bounded
-			delete(t.gone, k)
+// remove ends b, which must be in s; the caller holds s's write lock, and
+// calls unlink(b) once it has released it.
+func (t *Table) remove(s *tableShard, b *Binding, now int64, timedOut bool) {
+	b.ended.Store(true)
+	delete(s.byID, b.id)
+	t.live.Add(-1)
+	if len(s.gone) >= t.goneLimit {
+		for k := range s.gone { // drop an arbitrary record to stay bounded
+			delete(s.gone, k)
 			break
 		}
 	}
-	t.gone[b.id] = goneRecord{at: now, expires: b.expires, addr: b.peer.AddrPort, nonce: b.nonce, timedOut: timedOut}
+	s.gone[b.id] = goneRecord{at: now, expires: b.expires, addr: b.peer.Load().AddrPort, nonce: b.nonce, timedOut: timedOut}
 }
 
-// Sweep ends every binding idle past its timeout and forgets old records.
-// It returns the number of bindings ended.
+// unlink removes the links of b, which has ended, from its peers. Nothing
+// else reads or writes b's peer set once it has left the table.
+func (t *Table) unlink(b *Binding) {
+	for p := range b.peers {
+		s := t.shardOf(p)
+		s.mu.Lock()
+		if o := s.byID[p]; o != nil && o.peers[b.id] == b {
+			delete(o.peers, b.id)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Sweep ends every binding idle past its timeout and forgets old records,
+// holding one shard's lock at a time, and only to change something. It
+// returns the number of bindings ended.
 func (t *Table) Sweep() int {
 	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, b := range t.byID {
-		if b.expired(now, t) {
-			t.remove(b, now, true)
-			n++
-		}
-	}
 	wall := t.clock()
-	for id, g := range t.gone {
-		if now-g.at > int64(goneTTL) && wall.After(g.expires) {
-			delete(t.gone, id)
+	n := 0
+	var ended []*Binding
+	var forget []wirerelay.AllocationID
+	for i := range t.shards {
+		s := &t.shards[i]
+		ended, forget = ended[:0], forget[:0]
+		s.mu.RLock()
+		for _, b := range s.byID {
+			if b.expired(now, t) {
+				ended = append(ended, b)
+			}
 		}
+		for id, g := range s.gone {
+			if now-g.at > int64(goneTTL) && wall.After(g.expires) {
+				forget = append(forget, id)
+			}
+		}
+		s.mu.RUnlock()
+		if len(ended) == 0 && len(forget) == 0 {
+			continue
+		}
+		s.mu.Lock()
+		for _, id := range forget {
+			delete(s.gone, id)
+		}
+		k := 0
+		for _, b := range ended {
+			if s.byID[b.id] == b && b.expired(now, t) {
+				t.remove(s, b, now, true)
+				ended[k] = b
+				k++
+			}
+		}
+		s.mu.Unlock()
+		for _, b := range ended[:k] {
+			t.unlink(b)
+		}
+		n += k
 	}
 	return n
 }
@@ -195,85 +336,154 @@ func nonceOK(last uint16, lastAddr, addr netip.AddrPort, nonce uint16) bool {
 	return nonce > last
 }
 
+// reserve counts one more live binding unless the table is full.
+func (t *Table) reserve() bool {
+	for {
+		n := t.live.Load()
+		if n >= int64(t.limit) {
+			return false
+		}
+		if t.live.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // bind binds a (authenticated by the caller) to src. It returns Bound,
 // DroppedNonce, DroppedFull, or ErrorSent when the allocation has expired
 // and may not be bound anew.
 func (t *Table) bind(a *Allocation, src Peer, nonce uint16) Verdict {
 	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.byID[a.ID]
+	s := t.shardOf(a.ID)
+	s.mu.Lock()
+	b := s.byID[a.ID]
+	var ended *Binding
 	if b != nil && b.expired(now, t) {
-		t.remove(b, now, true)
-		b = nil
+		t.remove(s, b, now, true)
+		ended, b = b, nil
 	}
+	v := t.bindLocked(s, b, a, src, nonce, now)
+	s.mu.Unlock()
+	if ended != nil {
+		t.unlink(ended)
+	}
+	return v
+}
+
+func (t *Table) bindLocked(s *tableShard, b *Binding, a *Allocation, src Peer, nonce uint16, now int64) Verdict {
 	if b != nil {
-		if !nonceOK(b.nonce, b.peer.AddrPort, src.AddrPort, nonce) {
+		if !nonceOK(b.nonce, b.peer.Load().AddrPort, src.AddrPort, nonce) {
 			return DroppedNonce
 		}
-		b.nonce, b.peer = nonce, src
+		b.nonce = nonce
+		b.peer.Store(&src)
 		b.touch(now)
 		return Bound
 	}
-	if g, ok := t.gone[a.ID]; ok && !nonceOK(g.nonce, g.addr, src.AddrPort, nonce) {
+	if g, ok := s.gone[a.ID]; ok && !nonceOK(g.nonce, g.addr, src.AddrPort, nonce) {
 		return DroppedNonce
 	}
 	if t.clock().After(a.Expires) {
 		return ErrorSent
 	}
-	if len(t.byID) >= t.limit {
+	if !t.reserve() {
 		return DroppedFull
 	}
-	b = &Binding{id: a.ID, peer: src, nonce: nonce, maxConnections: a.MaxConnections, expires: a.Expires, peers: make(map[wirerelay.AllocationID]struct{})}
+	b = &Binding{
+		id: a.ID, nonce: nonce,
+		maxConnections: a.MaxConnections, expires: a.Expires,
+		peers: make(map[wirerelay.AllocationID]*Binding),
+	}
+	b.peer.Store(&src)
 	b.lastActivity.Store(now)
-	t.byID[a.ID] = b
-	delete(t.gone, a.ID)
+	s.byID[a.ID] = b
+	delete(s.gone, a.ID)
 	return Bound
 }
 
-// sender checks, under the write lock, that id is bound at src.
-func (t *Table) sender(id wirerelay.AllocationID, src netip.AddrPort, now int64) (*Binding, wirerelay.ErrorCode) {
-	b := t.byID[id]
+// relayTarget checks that from is bound at src and connected to to, and
+// returns to's address. It takes only from's shard lock: what it reads of
+// to is atomic.
+func (t *Table) relayTarget(from wirerelay.AllocationID, src netip.AddrPort, to wirerelay.AllocationID) (net.Addr, wirerelay.ErrorCode) {
+	now := t.now()
+	s := t.shardOf(from)
+	s.mu.RLock()
+	f, code := t.senderCheck(s, from, src, now)
+	var b *Binding
+	if f != nil {
+		b = f.peers[to]
+	}
+	s.mu.RUnlock()
+	if f == nil {
+		return nil, code
+	}
+	if b == nil || b.ended.Load() || b.expired(now, t) {
+		return nil, wirerelay.CodeNotConnected
+	}
+	b.touch(now)
+	f.touch(now)
+	return b.peer.Load().Addr, 0
+}
+
+// ping checks that id is bound at src and counts the ping as traffic.
+func (t *Table) ping(id wirerelay.AllocationID, src netip.AddrPort) wirerelay.ErrorCode {
+	now := t.now()
+	s := t.shardOf(id)
+	s.mu.RLock()
+	b, code := t.senderCheck(s, id, src, now)
+	if b != nil {
+		b.touch(now)
+	}
+	s.mu.RUnlock()
+	return code
+}
+
+// liveLocked returns the binding of id in s, ending it first if it has
+// expired; an ended binding is added to ended for unlinking. The caller
+// holds s's write lock.
+func (t *Table) liveLocked(s *tableShard, id wirerelay.AllocationID, now int64, ended *[]*Binding) *Binding {
+	b := s.byID[id]
 	if b != nil && b.expired(now, t) {
-		t.remove(b, now, true)
-		return nil, wirerelay.CodeTimeout
+		t.remove(s, b, now, true)
+		*ended = append(*ended, b)
+		return nil
 	}
-	if b == nil {
-		return nil, t.senderCode(id, nil)
-	}
-	if b.peer.AddrPort != src {
-		return nil, wirerelay.CodeClientPlayerMismatch
-	}
-	return b, 0
+	return b
 }
 
 // connect connects requester (bound at src) to host.
 func (t *Table) connect(requester wirerelay.AllocationID, src netip.AddrPort, host wirerelay.AllocationID) (Verdict, wirerelay.ErrorCode) {
 	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r, code := t.sender(requester, src, now)
+	var ended []*Binding
+	defer func() {
+		for _, b := range ended {
+			t.unlink(b)
+		}
+	}()
+	sr, sh, unlock := t.lockPair(requester, host)
+	defer unlock()
+	r := t.liveLocked(sr, requester, now, &ended)
 	if r == nil {
-		return ErrorSent, code
+		return ErrorSent, sr.senderCode(requester, nil)
 	}
-	h := t.byID[host]
-	if h != nil && h.expired(now, t) {
-		t.remove(h, now, true)
-		h = nil
+	if r.peer.Load().AddrPort != src {
+		return ErrorSent, wirerelay.CodeClientPlayerMismatch
 	}
+	h := t.liveLocked(sh, host, now, &ended)
 	if h == nil {
 		return ErrorSent, wirerelay.CodeAllocationNotFound
 	}
 	r.touch(now)
-	if r.connected(host) {
+	if r.peers[host] == h {
 		return Accepted, 0 // a resent request: answer it again
 	}
 	if len(h.peers) >= h.maxConnections {
 		return Rejected, 0
 	}
-	r.peers[host] = struct{}{}
-	h.peers[requester] = struct{}{}
-	r.everConnected, h.everConnected = true, true
+	r.peers[host] = h
+	h.peers[requester] = r
+	r.everConnected.Store(true)
+	h.everConnected.Store(true)
 	h.touch(now)
 	return Accepted, 0
 }
@@ -282,17 +492,26 @@ func (t *Table) connect(requester wirerelay.AllocationID, src netip.AddrPort, ho
 // returns to's address for the notice.
 func (t *Table) disconnect(from wirerelay.AllocationID, src netip.AddrPort, to wirerelay.AllocationID) (net.Addr, wirerelay.ErrorCode) {
 	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f, code := t.sender(from, src, now)
+	var ended []*Binding
+	defer func() {
+		for _, b := range ended {
+			t.unlink(b)
+		}
+	}()
+	sf, st, unlock := t.lockPair(from, to)
+	defer unlock()
+	f := t.liveLocked(sf, from, now, &ended)
 	if f == nil {
-		return nil, code
+		return nil, sf.senderCode(from, nil)
 	}
-	b := t.byID[to]
+	if f.peer.Load().AddrPort != src {
+		return nil, wirerelay.CodeClientPlayerMismatch
+	}
+	b := st.byID[to]
 	if b == nil || b.expired(now, t) {
 		return nil, wirerelay.CodeAllocationNotFound
 	}
-	if !f.connected(to) {
+	if f.peers[to] != b {
 		// Only a connected peer may be told of a disconnect.
 		return nil, wirerelay.CodeNotConnected
 	}
@@ -300,15 +519,20 @@ func (t *Table) disconnect(from wirerelay.AllocationID, src netip.AddrPort, to w
 	delete(b.peers, from)
 	f.touch(now)
 	b.touch(now)
-	return b.peer.Addr, 0
+	return b.peer.Load().Addr, 0
 }
 
 // close unbinds id if src is its bound address; anything else is ignored.
 func (t *Table) close(id wirerelay.AllocationID, src netip.AddrPort) {
 	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if b := t.byID[id]; b != nil && b.peer.AddrPort == src {
-		t.remove(b, now, false)
+	s := t.shardOf(id)
+	s.mu.Lock()
+	b := s.byID[id]
+	if b == nil || b.peer.Load().AddrPort != src {
+		s.mu.Unlock()
+		return
 	}
+	t.remove(s, b, now, false)
+	s.mu.Unlock()
+	t.unlink(b)
 }
