@@ -7,8 +7,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/handlers/quake3"
+	"github.com/gamegate/gamegate/handlers/query"
 )
 
 func init() {

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // OpenArenaServerPath is where Debian's openarena-server package installs
