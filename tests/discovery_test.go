@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 const fleetID = "1c9b4c28-0000-4000-8000-000000000001"
@@ -28,7 +29,7 @@ const seedFleetBody = `{"servers":[` +
 
 type discoveryEnv struct {
 	base  string // http://127.0.0.1:port
-	caddy *testutil.Caddy
+	caddy *testcaddy.Caddy
 	file  string
 	cfg   string
 }
@@ -81,7 +82,7 @@ http://%s {
 }
 `, addr, seedFleetBlock, env.file, seedFleetBlock, seedFleetBlock, broken)
 	t.Setenv("GAMEGATE_TEST_DISCOVERY_KEY", "secret-two")
-	env.caddy = testutil.StartCaddy(t, env.cfg)
+	env.caddy = testcaddy.Start(t, env.cfg)
 	return env
 }
 

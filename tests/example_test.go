@@ -12,6 +12,7 @@ import (
 	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 // The showcase configuration must keep working: load Caddyfile.example with
@@ -39,7 +40,7 @@ func TestCaddyfileExample(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	testutil.StartCaddy(t, string(example))
+	testcaddy.Start(t, string(example))
 
 	var dc discovery.Client
 	base := "http://127.0.0.1:" + httpPort

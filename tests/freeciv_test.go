@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	"github.com/gamegate/gamegate/wire/freeciv"
 )
 
@@ -23,14 +24,14 @@ type freecivEnv struct {
 	gate   string // gamegate's layer4 route in front of it: matcher, guard, proxy
 	bare   string // a route with the guard but no matcher
 	http   string
-	caddy  *testutil.Caddy
+	caddy  *testcaddy.Caddy
 }
 
 func startFreecivGate(t *testing.T) *freecivEnv {
 	t.Helper()
 	env := &freecivEnv{server: testutil.StartFreeciv(t), gate: testutil.FreeTCPAddr(t), bare: testutil.FreeTCPAddr(t)}
 	env.http = "http://" + testutil.FreeTCPAddr(t)
-	env.caddy = testutil.StartCaddy(t, fmt.Sprintf(`{
+	env.caddy = testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		%s {
 			@freeciv freeciv
@@ -259,7 +260,7 @@ func TestFreecivGameQuery(t *testing.T) {
 func TestFreecivGameQueryLAN(t *testing.T) {
 	server := testutil.StartFreecivAnnouncing(t, "127.0.0.1")
 	base := "http://" + testutil.FreeTCPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`%s {
+	testcaddy.Start(t, fmt.Sprintf(`%s {
 	game_query {
 		server civ %s freeciv {
 			lan_group 127.0.0.1
@@ -361,7 +362,7 @@ func recordingServer(t *testing.T) (addr string, got <-chan []byte) {
 func TestFreecivGuardPassesNothingMalformed(t *testing.T) {
 	upstream, received := recordingServer(t)
 	gate, bare := testutil.FreeTCPAddr(t), testutil.FreeTCPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`{
+	testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		%s {
 			@freeciv freeciv

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -24,8 +25,45 @@ func StartFreeciv(t testing.TB) string { return startFreeciv(t, "") }
 // StartFreecivAnnouncing is StartFreeciv with the server announcing itself
 // for the LAN query, to group (FREECIV_MULTICAST_GROUP; a loopback address
 // keeps the test on loopback). The LAN ports are the protocol's fixed 4555
-// and 4556, so one such server runs at a time.
-func StartFreecivAnnouncing(t testing.TB, group string) string { return startFreeciv(t, group) }
+// and 4556, so one such server runs at a time on a machine: it first takes
+// LockFreecivLAN, which it holds until the test ends.
+func StartFreecivAnnouncing(t testing.TB, group string) string {
+	t.Helper()
+	LockFreecivLAN(t)
+	return startFreeciv(t, group)
+}
+
+// LockFreecivLAN waits (up to ten minutes) until no other test process on
+// this machine uses the Freeciv LAN ports 4555 and 4556, and reserves them
+// for this test until it ends. The reservation is an flock on a file in
+// os.TempDir(), so concurrent runs of the suite wait for each other instead
+// of failing with "address in use"; the kernel releases it if the process
+// dies.
+func LockFreecivLAN(t testing.TB) {
+	t.Helper()
+	path := filepath.Join(os.TempDir(), "gamegate-freeciv-lan.lock")
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o666) // flock needs no write access
+	if err != nil {
+		t.Fatalf("opening %s: %v", path, err)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			t.Fatalf("locking %s: %v", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			t.Fatalf("another test process held %s (the Freeciv LAN ports) for ten minutes", path)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Cleanup(func() { f.Close() }) // closing the file releases the lock
+}
 
 func startFreeciv(t testing.TB, group string) string {
 	t.Helper()
