@@ -112,8 +112,7 @@ func request(t *testing.T, method, url string, header ...string) response {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +330,7 @@ func put(t *testing.T, env *discoveryEnv, path, body string, want int) string {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +441,7 @@ func TestDiscoveryAdminAPI(t *testing.T) {
 	}
 
 	req, _ := http.NewRequest("DELETE", "http://"+env.caddy.AdminAddr+path, nil)
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

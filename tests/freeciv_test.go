@@ -55,7 +55,10 @@ func startFreecivGate(t *testing.T) *freecivEnv {
 %s {
 	handle_path /query/* {
 		game_query {
-			server civ %s freeciv
+			query_timeout 20s # only a failing test waits that long
+			server civ %s freeciv {
+				timeout 20s
+			}
 		}
 	}
 }
@@ -74,9 +77,11 @@ func joinReq(t *testing.T, capability string) []byte {
 	return b
 }
 
-// readServer decodes everything the server sends until it has been quiet
-// for idle, and returns the JOIN_REPLY, the number of packets, how many
-// came from compressed chunks, and the bytes the splitter could not frame.
+// readServer waits for the JOIN_REPLY, decodes everything the server sends
+// after it until it has been quiet for idle, and returns the JOIN_REPLY, the
+// number of packets, how many came from compressed chunks, and the bytes the
+// splitter could not frame. Until the JOIN_REPLY has come, it waits for up
+// to 30 s: a busy machine may take seconds to schedule the server.
 func readServer(t *testing.T, c net.Conn, idle time.Duration) (reply *freeciv.JoinReply, packets, fromChunks, leftover int) {
 	t.Helper()
 	var s freeciv.Splitter
@@ -87,7 +92,11 @@ func readServer(t *testing.T, c net.Conn, idle time.Duration) (reply *freeciv.Jo
 		if time.Now().After(limit) {
 			t.Fatalf("the server was still sending after 30 s")
 		}
-		_ = c.SetReadDeadline(time.Now().Add(idle))
+		deadline := limit
+		if reply != nil {
+			deadline = time.Now().Add(idle)
+		}
+		_ = c.SetReadDeadline(deadline)
 		n, err := c.Read(buf)
 		for p := buf[:n]; len(p) > 0; {
 			k, werr := s.Write(p)
@@ -153,7 +162,7 @@ func TestFreecivThroughGuard(t *testing.T) {
 	if _, err := c.Write(joinReq(t, capability)); err != nil {
 		t.Fatal(err)
 	}
-	reply, packets, fromChunks, leftover := readServer(t, c, 2*time.Second)
+	reply, packets, fromChunks, leftover := readServer(t, c, 5*time.Second)
 	if reply == nil || !reply.YouCanJoin {
 		t.Fatalf("JOIN_REPLY with the server's capability: got %+v", reply)
 	}
@@ -262,9 +271,11 @@ func TestFreecivGameQueryLAN(t *testing.T) {
 	base := "http://" + testutil.FreeTCPAddr(t)
 	testcaddy.Start(t, fmt.Sprintf(`%s {
 	game_query {
+		query_timeout 20s # only a failing test waits that long
 		server civ %s freeciv {
+			timeout 20s
 			lan_group 127.0.0.1
-			lan_wait 2s
+			lan_wait 20s
 		}
 	}
 }

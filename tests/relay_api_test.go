@@ -104,7 +104,7 @@ func relayAPIDo(t *testing.T, method, url, token, body string) relayAPIAnswer {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

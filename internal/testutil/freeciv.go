@@ -3,10 +3,12 @@ package testutil
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -125,7 +127,11 @@ func startFreeciv(t testing.TB, group string) string {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return addr
+			// An announcing server answers LAN requests once it has bound
+			// the request port; one sent before that is lost.
+			if group == "" || udpPortBound(freecivLANRequestPort) {
+				return addr
+			}
 		}
 		select {
 		case <-exited:
@@ -133,7 +139,7 @@ func startFreeciv(t testing.TB, group string) string {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("freeciv-server did not listen on %s within 20 s:\n%s", addr, out.String())
+			t.Fatalf("freeciv-server did not listen on %s (and, announcing, on UDP port %d) within 20 s:\n%s", addr, freecivLANRequestPort, out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -153,4 +159,28 @@ func FreecivVersion(t testing.TB) string {
 		t.Fatalf("%s --version printed %q, want \"Freeciv version X.Y.Z\"", FreecivServerPath, out)
 	}
 	return string(fields[2])
+}
+
+// freecivLANRequestPort is the protocol's fixed port for LAN requests
+// (wire/freeciv.LANRequestPort: testutil cannot import wire/freeciv, whose
+// tests import testutil).
+const freecivLANRequestPort = 4555
+
+// udpPortBound reports whether some socket on this machine is bound to UDP
+// port port.
+func udpPortBound(port int) bool {
+	suffix := fmt.Sprintf(":%04X", port)
+	for _, file := range []string{"/proc/net/udp", "/proc/net/udp6"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			// sl local_address rem_address ...
+			if f := strings.Fields(line); len(f) > 1 && strings.HasSuffix(f[1], suffix) {
+				return true
+			}
+		}
+	}
+	return false
 }
