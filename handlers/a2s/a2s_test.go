@@ -12,6 +12,7 @@ import (
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/a2sserver"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
@@ -29,14 +30,14 @@ func cannedPlayers() wirea2s.Players {
 	}}
 }
 
-func startCanned(t *testing.T, compressed bool, layout wirea2s.Layout) (*testutil.A2SServer, []byte) {
-	msg, bz := testutil.A2SBigRules(t)
-	cfg := testutil.A2SServerConfig{Info: cannedInfo(), Players: cannedPlayers(), RulesMessage: msg,
+func startCanned(t *testing.T, compressed bool, layout wirea2s.Layout) (*a2sserver.Server, []byte) {
+	msg, bz := a2sserver.BigRules(t)
+	cfg := a2sserver.Config{Info: cannedInfo(), Players: cannedPlayers(), RulesMessage: msg,
 		InfoChallenge: true, Layout: layout}
 	if compressed {
 		cfg.RulesCompressed = bz
 	}
-	return testutil.StartA2SServer(t, cfg), msg
+	return a2sserver.Start(t, cfg), msg
 }
 
 func TestClientAgainstCannedServer(t *testing.T) {

@@ -1,4 +1,6 @@
-package testutil
+// Package a2sserver is a canned A2S game server for tests, apart from
+// testutil because wire/a2s's own tests use testutil.
+package a2sserver
 
 import (
 	"bytes"
@@ -11,19 +13,21 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gamegate/gamegate/internal/testutil"
+
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
-// A2SServer is a canned A2S game server on loopback, built from wire/a2s's
+// Server is a canned A2S game server on loopback, built from wire/a2s's
 // encoders: it answers A2S_INFO, A2S_PLAYER and A2S_RULES with the challenge
 // flow, splitting answers longer than MaxSingle and compressing the rules
 // answer when given its bzip2 form. It counts every datagram it receives.
-type A2SServer struct {
+type Server struct {
 	Addr string
 
 	conn      *net.UDPConn
 	mu        sync.Mutex
-	cfg       A2SServerConfig
+	cfg       Config
 	challenge int32
 	received  atomic.Int64
 	byType    [256]atomic.Int64
@@ -31,8 +35,8 @@ type A2SServer struct {
 	wg        sync.WaitGroup
 }
 
-// A2SServerConfig is what a canned server answers.
-type A2SServerConfig struct {
+// Config is what a canned server answers.
+type Config struct {
 	Info    wirea2s.Info
 	Players wirea2s.Players
 	Rules   wirea2s.Rules
@@ -48,14 +52,14 @@ type A2SServerConfig struct {
 	MaxPayload int
 }
 
-// StartA2SServer starts a canned A2S server; it stops with the test.
-func StartA2SServer(t testing.TB, cfg A2SServerConfig) *A2SServer {
+// Start starts a canned A2S server; it stops with the test.
+func Start(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &A2SServer{Addr: conn.LocalAddr().String(), conn: conn, cfg: cfg, challenge: 0x2A5B3C4D}
+	s := &Server{Addr: conn.LocalAddr().String(), conn: conn, cfg: cfg, challenge: 0x2A5B3C4D}
 	s.wg.Add(1)
 	go s.serve()
 	t.Cleanup(func() { conn.Close(); s.wg.Wait() })
@@ -63,20 +67,20 @@ func StartA2SServer(t testing.TB, cfg A2SServerConfig) *A2SServer {
 }
 
 // Received is how many datagrams the server has received.
-func (s *A2SServer) Received() int64 { return s.received.Load() }
+func (s *Server) Received() int64 { return s.received.Load() }
 
 // ReceivedOf is how many requests of type typ (with a valid challenge or
 // not) the server has received.
-func (s *A2SServer) ReceivedOf(typ wirea2s.Type) int64 { return s.byType[typ].Load() }
+func (s *Server) ReceivedOf(typ wirea2s.Type) int64 { return s.byType[typ].Load() }
 
 // SetInfo changes the info answer.
-func (s *A2SServer) SetInfo(m wirea2s.Info) {
+func (s *Server) SetInfo(m wirea2s.Info) {
 	s.mu.Lock()
 	s.cfg.Info = m
 	s.mu.Unlock()
 }
 
-func (s *A2SServer) serve() {
+func (s *Server) serve() {
 	defer s.wg.Done()
 	buf := make([]byte, 65536)
 	for {
@@ -96,7 +100,7 @@ func (s *A2SServer) serve() {
 	}
 }
 
-func (s *A2SServer) answer(q *wirea2s.Request) [][]byte {
+func (s *Server) answer(q *wirea2s.Request) [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	needs := q.Type != wirea2s.TypeInfoRequest || s.cfg.InfoChallenge
@@ -140,15 +144,15 @@ func (s *A2SServer) answer(q *wirea2s.Request) [][]byte {
 	return frs
 }
 
-// A2SBigRules returns the 90-rule A2S_RULES answer of wire/a2s's test
+// BigRules returns the 90-rule A2S_RULES answer of wire/a2s's test
 // vectors and its bzip2 form (made by the bzip2 command; the standard
 // library has no bzip2 encoder).
-func A2SBigRules(t testing.TB) (msg, compressed []byte) {
+func BigRules(t testing.TB) (msg, compressed []byte) {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(file), "..", "..", "wire", "a2s", "testdata", "vectors.txt")
+	path := filepath.Join(filepath.Dir(file), "..", "..", "..", "wire", "a2s", "testdata", "vectors.txt")
 	var r wirea2s.Reassembler
-	for _, v := range ReadVectors(t, path) {
+	for _, v := range testutil.ReadVectors(t, path) {
 		if v.Name == "rules-big" {
 			msg = v.Bytes
 		}
