@@ -483,7 +483,8 @@ func TestRelayAPISharedStorage(t *testing.T) {
 	env := startRelayAPI(t)
 	host := allocateOK(t, env.a+"/relay", relayAPIToken, `{"maxConnections": 3}`)
 	code := joinCodeOK(t, env.a+"/relay", relayAPIToken, host.AllocationID, http.StatusCreated)
-	if again := joinCodeOK(t, env.b, "", host.AllocationID, http.StatusOK); again != code {
+	// The same client with the same token, as the shipped client would be.
+	if again := joinCodeOK(t, env.b, relayAPIToken, host.AllocationID, http.StatusOK); again != code {
 		t.Fatalf("join code from the other instance: got %q, want %q", again, code)
 	}
 	joiner := joinOK(t, env.b, "", code)
