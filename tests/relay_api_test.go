@@ -60,6 +60,10 @@ http://%s {
 			tokens %s
 			public_address 203.0.113.7:7777
 			join_code_ttl 200ms
+			# TestRelayAPIJoinCodeExpiry joins in a loop until the code expires.
+			join_rate 1000
+			join_burst 1000
+			max_allocations_per_client 10000
 		}
 	}
 	route /small/* {
