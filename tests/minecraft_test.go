@@ -11,6 +11,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 // mcsuStatus is minecraft-server-util's answer, as its script prints it.
@@ -35,7 +36,7 @@ func startMinecraftGate(t *testing.T, mode string) (gate, server string) {
 	_, port, _ := net.SplitHostPort(server)
 	testutil.StartNodeServer(t, "minecraft-server.js", port, mode)
 	httpAddr := testutil.FreeTCPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`{
+	testcaddy.Start(t, fmt.Sprintf(`{
 	admin off
 }
 http://%s {
