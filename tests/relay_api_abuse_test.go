@@ -2,7 +2,6 @@ package tests
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,26 +56,10 @@ http://%s {
 	return "http://" + addr
 }
 
-// relayAPIFrom sends a POST as client (X-Forwarded-For) with token.
-func relayAPIFrom(t *testing.T, client *http.Client, url, from, token, body string) relayAPIAnswer {
+// relayAPIFrom sends a POST as client from (X-Forwarded-For) with token.
+func relayAPIFrom(t *testing.T, url, from, token, body string) relayAPIAnswer {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("X-Forwarded-For", from)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return relayAPIAnswer{resp.StatusCode, resp.Header, b}
+	return relayAPIDo(t, "POST", url, token, body, "X-Forwarded-For", from)
 }
 
 func wantRetryAfter(t *testing.T, r relayAPIAnswer) {
@@ -90,14 +73,13 @@ func wantRetryAfter(t *testing.T, r relayAPIAnswer) {
 // once its burst is spent, and the guesses of others are not.
 func TestRelayAPIJoinCodeGuessing(t *testing.T) {
 	base := startRelayAPIAbuse(t) + "/default"
-	client := &http.Client{Timeout: 5 * time.Second}
 	const guesses = 200
 	looked, limited := 0, 0
 	start := time.Now()
 	for i := range guesses {
 		code := fmt.Sprintf("%06d", i)
 		code = strings.Map(func(r rune) rune { return rune(relay.JoinCodeAlphabet[r-'0']) }, code)
-		r := relayAPIFrom(t, client, base+"/v1/join", "198.51.100.1", relayAPIToken, `{"joinCode":"`+code+`"}`)
+		r := relayAPIFrom(t, base+"/v1/join", "198.51.100.1", relayAPIToken, `{"joinCode":"`+code+`"}`)
 		switch r.status {
 		case http.StatusNotFound:
 			looked++
@@ -119,12 +101,12 @@ func TestRelayAPIJoinCodeGuessing(t *testing.T) {
 	}
 	// Another client is not held back by the first one's guesses; the
 	// /64 of an IPv6 client is one client.
-	if r := relayAPIFrom(t, client, base+"/v1/join", "198.51.100.2", relayAPIToken, `{"joinCode":"BBBBBB"}`); r.status != http.StatusNotFound {
+	if r := relayAPIFrom(t, base+"/v1/join", "198.51.100.2", relayAPIToken, `{"joinCode":"BBBBBB"}`); r.status != http.StatusNotFound {
 		t.Fatalf("another client's join: got %d %s, want 404", r.status, r.body)
 	}
 	limited = 0
 	for i := range relay.DefaultJoinBurst + 5 {
-		r := relayAPIFrom(t, client, base+"/v1/join", fmt.Sprintf("2001:db8:1:2:%x::1", i+1), relayAPIToken, `{"joinCode":"BBBBBB"}`)
+		r := relayAPIFrom(t, base+"/v1/join", fmt.Sprintf("2001:db8:1:2:%x::1", i+1), relayAPIToken, `{"joinCode":"BBBBBB"}`)
 		if r.status == http.StatusTooManyRequests {
 			limited++
 		}
@@ -138,32 +120,31 @@ func TestRelayAPIJoinCodeGuessing(t *testing.T) {
 // and others still get allocations.
 func TestRelayAPIAllocationQuota(t *testing.T) {
 	base := startRelayAPIAbuse(t) + "/quota"
-	client := &http.Client{Timeout: 5 * time.Second}
 	for i := range 3 {
-		if r := relayAPIFrom(t, client, base+"/v1/allocate", "198.51.100.7", relayAPIToken, `{"maxConnections": 1}`); r.status != http.StatusCreated {
+		if r := relayAPIFrom(t, base+"/v1/allocate", "198.51.100.7", relayAPIToken, `{"maxConnections": 1}`); r.status != http.StatusCreated {
 			t.Fatalf("allocation %d within the quota: got %d %s", i+1, r.status, r.body)
 		}
 	}
 	for range 20 {
-		r := relayAPIFrom(t, client, base+"/v1/allocate", "198.51.100.7", relayAPIToken, `{"maxConnections": 1}`)
+		r := relayAPIFrom(t, base+"/v1/allocate", "198.51.100.7", relayAPIToken, `{"maxConnections": 1}`)
 		e := unityErr(t, r, http.StatusTooManyRequests)
 		wantRetryAfter(t, r)
 		if !strings.Contains(e.Detail, "limit of 3 allocations") {
 			t.Fatalf("quota error: got %q, want it to name the limit", e.Detail)
 		}
 	}
-	if r := relayAPIFrom(t, client, base+"/v1/allocate", "198.51.100.8", relayAPIToken, `{"maxConnections": 1}`); r.status != http.StatusCreated {
+	if r := relayAPIFrom(t, base+"/v1/allocate", "198.51.100.8", relayAPIToken, `{"maxConnections": 1}`); r.status != http.StatusCreated {
 		t.Fatalf("another client after the first spent its quota: got %d %s, want 201", r.status, r.body)
 	}
 	// Allocations made by joining count against the quota too.
-	host := relayAPIFrom(t, client, base+"/v1/allocate", "198.51.100.9", relayAPIToken, `{"maxConnections": 5}`)
+	host := relayAPIFrom(t, base+"/v1/allocate", "198.51.100.9", relayAPIToken, `{"maxConnections": 5}`)
 	id := unityData[struct {
 		Allocation unityAllocation `json:"allocation"`
 	}](t, host, http.StatusCreated).Allocation.AllocationID
 	code := unityData[struct {
 		JoinCode string `json:"joinCode"`
-	}](t, relayAPIFrom(t, client, base+"/v1/joincode", "198.51.100.9", relayAPIToken, `{"allocationId":"`+id+`"}`), http.StatusCreated).JoinCode
-	if r := relayAPIFrom(t, client, base+"/v1/join", "198.51.100.7", relayAPIToken, `{"joinCode":"`+code+`"}`); r.status != http.StatusTooManyRequests {
+	}](t, relayAPIFrom(t, base+"/v1/joincode", "198.51.100.9", relayAPIToken, `{"allocationId":"`+id+`"}`), http.StatusCreated).JoinCode
+	if r := relayAPIFrom(t, base+"/v1/join", "198.51.100.7", relayAPIToken, `{"joinCode":"`+code+`"}`); r.status != http.StatusTooManyRequests {
 		t.Fatalf("join by a client at its quota: got %d %s, want 429", r.status, r.body)
 	}
 }
@@ -171,16 +152,15 @@ func TestRelayAPIAllocationQuota(t *testing.T) {
 // Asking for the join code of someone else's allocation.
 func TestRelayAPIJoinCodeOwnership(t *testing.T) {
 	base := startRelayAPIAbuse(t) + "/two"
-	client := &http.Client{Timeout: 5 * time.Second}
 	host := unityData[struct {
 		Allocation unityAllocation `json:"allocation"`
-	}](t, relayAPIFrom(t, client, base+"/v1/allocate", "198.51.100.30", relayAPIToken, `{"maxConnections": 2}`), http.StatusCreated).Allocation
+	}](t, relayAPIFrom(t, base+"/v1/allocate", "198.51.100.30", relayAPIToken, `{"maxConnections": 2}`), http.StatusCreated).Allocation
 	body := `{"allocationId":"` + host.AllocationID + `"}`
 	for _, tc := range []struct{ name, from, token string }{
 		{"another address", "198.51.100.31", relayAPIToken},
 		{"another token", "198.51.100.30", relayAPIToken2},
 	} {
-		r := relayAPIFrom(t, client, base+"/v1/joincode", tc.from, tc.token, body)
+		r := relayAPIFrom(t, base+"/v1/joincode", tc.from, tc.token, body)
 		if e := unityErr(t, r, http.StatusForbidden); strings.Contains(string(r.body), "joinCode") {
 			t.Fatalf("%s: the refusal holds a join code: %+v", tc.name, e)
 		}
@@ -189,12 +169,12 @@ func TestRelayAPIJoinCodeOwnership(t *testing.T) {
 	// same request shape.
 	code := unityData[struct {
 		JoinCode string `json:"joinCode"`
-	}](t, relayAPIFrom(t, client, base+"/v1/joincode", "198.51.100.30", relayAPIToken, body), http.StatusCreated).JoinCode
+	}](t, relayAPIFrom(t, base+"/v1/joincode", "198.51.100.30", relayAPIToken, body), http.StatusCreated).JoinCode
 	if code == "" {
 		t.Fatal("the host got no join code")
 	}
 	// Once the code is made, the refusal still holds.
-	if r := relayAPIFrom(t, client, base+"/v1/joincode", "198.51.100.31", relayAPIToken, body); r.status != http.StatusForbidden || strings.Contains(string(r.body), code) {
+	if r := relayAPIFrom(t, base+"/v1/joincode", "198.51.100.31", relayAPIToken, body); r.status != http.StatusForbidden || strings.Contains(string(r.body), code) {
 		t.Fatalf("another client after the code was made: got %d %s, want 403 without the code", r.status, r.body)
 	}
 }

@@ -95,8 +95,9 @@ type relayAPIAnswer struct {
 	body   []byte
 }
 
-// relayAPIDo sends a request; an empty token sends no Authorization.
-func relayAPIDo(t *testing.T, method, url, token, body string) relayAPIAnswer {
+// relayAPIDo sends a request, with header's name, value pairs; an empty
+// token sends no Authorization.
+func relayAPIDo(t *testing.T, method, url, token, body string, header ...string) relayAPIAnswer {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
