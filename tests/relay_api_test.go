@@ -109,6 +109,9 @@ func relayAPIDo(t *testing.T, method, url, token, body string, header ...string)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
