@@ -14,6 +14,7 @@ import (
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/internal/testutil/a2sserver"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
@@ -25,7 +26,7 @@ type a2sEnv struct {
 	plain, compressed *a2sserver.Server // the game servers
 	shield, shieldBZ2 string            // their shields
 	rules             []byte
-	caddy             *testutil.Caddy
+	caddy             *testcaddy.Caddy
 }
 
 func a2sInfo(name string) wirea2s.Info {
@@ -52,7 +53,7 @@ func startA2S(t *testing.T, shieldOptions string) *a2sEnv {
 	env.shield, env.shieldBZ2 = testutil.FreeUDPAddr(t), testutil.FreeUDPAddr(t)
 	httpAddr := testutil.FreeTCPAddr(t)
 	env.base = "http://" + httpAddr
-	env.caddy = testutil.StartCaddy(t, fmt.Sprintf(`{
+	env.caddy = testcaddy.Start(t, fmt.Sprintf(`{
 	admin off
 	layer4 {
 		udp/%s {
