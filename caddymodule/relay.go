@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -201,10 +202,10 @@ func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 		relayMetrics.verdicts[v].Inc()
 		for _, s := range out.Sends {
 			var err error
-			if s.To == src.Addr {
+			if s.To == src.AddrPort {
 				_, err = cx.Write(s.Data)
 			} else {
-				_, err = pc.WriteTo(s.Data, s.To)
+				_, err = pc.WriteTo(s.Data, net.UDPAddrFromAddrPort(s.To))
 			}
 			if err != nil {
 				if ce := h.logger.Check(zap.DebugLevel, "relay send"); ce != nil {

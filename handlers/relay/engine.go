@@ -26,11 +26,10 @@ type Config struct {
 	NonceBigEndian bool
 }
 
-// Peer is a client's address: comparable for lookups, and the net.Addr to
-// send to it through the shared socket.
+// Peer is a client's address (an unmapped IP address and a port). It is a
+// plain value, so a datagram server hands one to Handle without allocating.
 type Peer struct {
 	AddrPort netip.AddrPort
-	Addr     net.Addr
 }
 
 // PeerOf makes a Peer of a client address.
@@ -41,12 +40,12 @@ func PeerOf(a net.Addr) Peer {
 	} else {
 		ap, _ = netip.ParseAddrPort(a.String())
 	}
-	return Peer{AddrPort: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), Addr: a}
+	return Peer{AddrPort: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())}
 }
 
 // Send is one datagram the engine wants sent.
 type Send struct {
-	To   net.Addr
+	To   netip.AddrPort
 	Data []byte // aliases the request or the Outbox's scratch space
 }
 
@@ -62,7 +61,7 @@ func NewOutbox() *Outbox { return &Outbox{Sends: make([]Send, 0, 2)} }
 
 func (o *Outbox) reset() { o.Sends = o.Sends[:0] }
 
-func (o *Outbox) send(to net.Addr, b []byte) { o.Sends = append(o.Sends, Send{To: to, Data: b}) }
+func (o *Outbox) send(to netip.AddrPort, b []byte) { o.Sends = append(o.Sends, Send{To: to, Data: b}) }
 
 // Verdict is what the engine did with one datagram, for metrics.
 type Verdict uint8
@@ -171,7 +170,7 @@ func (e *Engine) replyError(src Peer, req []byte, id wirerelay.AllocationID, cod
 		return DroppedUnanswerable
 	}
 	b, _ := msg.AppendTo(out.scratch[:0])
-	out.send(src.Addr, b)
+	out.send(src.AddrPort, b)
 	return ErrorSent
 }
 
@@ -184,7 +183,7 @@ func (e *Engine) relay(src Peer, datagram []byte, out *Outbox) Verdict {
 		return DroppedTooLarge
 	}
 	dst, code := e.table.relayTarget(m.From, src.AddrPort, m.To)
-	if dst == nil {
+	if !dst.IsValid() {
 		e.table.expireLater(m.From, m.To)
 		return e.replyError(src, datagram, m.From, code, out)
 	}
@@ -201,7 +200,7 @@ func (e *Engine) ping(src Peer, datagram []byte, out *Outbox) Verdict {
 		e.table.expireLater(m.AllocationID)
 		return e.replyError(src, datagram, m.AllocationID, code, out)
 	}
-	out.send(src.Addr, datagram)
+	out.send(src.AddrPort, datagram)
 	return Pinged
 }
 
@@ -221,7 +220,7 @@ func (e *Engine) bind(src Peer, datagram []byte, out *Outbox) Verdict {
 	switch v {
 	case Bound:
 		b, _ := (&wirerelay.BindReceived{}).AppendTo(out.scratch[:0])
-		out.send(src.Addr, b)
+		out.send(src.AddrPort, b)
 	case ErrorSent:
 		// The allocation may no longer be bound for the first time.
 		return e.replyError(src, datagram, a.ID, wirerelay.CodeAllocationNotFound, out)
@@ -247,10 +246,10 @@ func (e *Engine) connect(src Peer, datagram []byte, out *Outbox) Verdict {
 		return e.replyError(src, datagram, m.AllocationID, code, out)
 	case Accepted:
 		b, _ := (&wirerelay.Accepted{From: host.ID, To: m.AllocationID}).AppendTo(out.scratch[:0])
-		out.send(src.Addr, b)
+		out.send(src.AddrPort, b)
 	case Rejected:
 		b, _ := (&wirerelay.Rejected{From: host.ID, To: m.AllocationID}).AppendTo(out.scratch[:0])
-		out.send(src.Addr, b)
+		out.send(src.AddrPort, b)
 	}
 	return v
 }
@@ -261,14 +260,14 @@ func (e *Engine) disconnect(src Peer, datagram []byte, out *Outbox) Verdict {
 		return DroppedMalformed
 	}
 	target, code := e.table.disconnect(m.From, src.AddrPort, m.To)
-	if code != 0 || target == nil {
+	if code != 0 || !target.IsValid() {
 		if code == 0 {
 			code = wirerelay.CodeAllocationNotFound
 		}
 		return e.replyError(src, datagram, m.From, code, out)
 	}
-	out.send(target, datagram)   // the peer learns of it
-	out.send(src.Addr, datagram) // and the sender has its confirmation
+	out.send(target, datagram)       // the peer learns of it
+	out.send(src.AddrPort, datagram) // and the sender has its confirmation
 	return Disconnected
 }
 

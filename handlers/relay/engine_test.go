@@ -3,7 +3,6 @@ package relay
 import (
 	"bytes"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -57,7 +56,7 @@ func (r *rig) newClient(addr string, maxConn int) *client {
 
 func peerAt(addr string) Peer {
 	ap := netip.MustParseAddrPort(addr)
-	return Peer{AddrPort: ap, Addr: net.UDPAddrFromAddrPort(ap)}
+	return Peer{AddrPort: ap}
 }
 
 // bindMsg is the 295-byte BIND the shipped client sends.
@@ -96,7 +95,7 @@ func (r *rig) handle(from Peer, datagram []byte) (Verdict, []Send) {
 func (r *rig) bind(c *client) {
 	r.t.Helper()
 	v, sends := r.handle(c.peer, c.bindMsg(r.t, c.nonce))
-	if v != Bound || len(sends) != 1 || !bytes.Equal(sends[0].Data, []byte{0xDA, 0x72, 0, 1}) || sends[0].To != c.peer.Addr {
+	if v != Bound || len(sends) != 1 || !bytes.Equal(sends[0].Data, []byte{0xDA, 0x72, 0, 1}) || sends[0].To != c.peer.AddrPort {
 		r.t.Fatalf("BIND: got %v %v, want BIND_RECEIVED to the sender", v, sends)
 	}
 }
@@ -104,7 +103,7 @@ func (r *rig) bind(c *client) {
 func wantError(t *testing.T, sends []Send, to Peer, id wirerelay.AllocationID, code wirerelay.ErrorCode) {
 	t.Helper()
 	var m wirerelay.Error
-	if len(sends) != 1 || sends[0].To != to.Addr || m.Decode(sends[0].Data) != nil || m.Code != code || m.AllocationID != id {
+	if len(sends) != 1 || sends[0].To != to.AddrPort || m.Decode(sends[0].Data) != nil || m.Code != code || m.AllocationID != id {
 		t.Fatalf("got %v, want ERROR %v for %v to %v", sends, code, id, to.AddrPort)
 	}
 }
@@ -118,7 +117,7 @@ func TestBindAndPing(t *testing.T) {
 	}
 	ping := encode(t, &wirerelay.Ping{AllocationID: host.alloc.ID, Number: 1})
 	v, sends := r.handle(host.peer, ping)
-	if v != Pinged || len(sends) != 1 || !bytes.Equal(sends[0].Data, ping) || sends[0].To != host.peer.Addr {
+	if v != Pinged || len(sends) != 1 || !bytes.Equal(sends[0].Data, ping) || sends[0].To != host.peer.AddrPort {
 		t.Fatalf("PING: got %v %v, want it echoed unchanged", v, sends)
 	}
 	// From another address: ERROR 3.
@@ -215,7 +214,7 @@ func connectPair(r *rig, maxConn int) (host, joiner *client) {
 	b, _ := req.AppendShipped(nil)
 	v, sends := r.handle(joiner.peer, b)
 	var acc wirerelay.Accepted
-	if v != Accepted || len(sends) != 1 || sends[0].To != joiner.peer.Addr || acc.Decode(sends[0].Data) != nil ||
+	if v != Accepted || len(sends) != 1 || sends[0].To != joiner.peer.AddrPort || acc.Decode(sends[0].Data) != nil ||
 		acc.From != host.alloc.ID || acc.To != joiner.alloc.ID {
 		r.t.Fatalf("CONNECT_REQUEST: got %v %v, want ACCEPTED{From: host, To: joiner} to the joiner only", v, sends)
 	}
@@ -227,11 +226,11 @@ func TestConnectAndRelay(t *testing.T) {
 	host, joiner := connectPair(r, 2)
 	msg := encode(t, &wirerelay.Relay{From: joiner.alloc.ID, To: host.alloc.ID, Content: []byte("hello host")})
 	v, sends := r.handle(joiner.peer, msg)
-	if v != Relayed || len(sends) != 1 || sends[0].To != host.peer.Addr || !bytes.Equal(sends[0].Data, msg) {
+	if v != Relayed || len(sends) != 1 || sends[0].To != host.peer.AddrPort || !bytes.Equal(sends[0].Data, msg) {
 		t.Fatalf("RELAY: got %v %v, want the whole message forwarded to the host and nothing to the sender", v, sends)
 	}
 	back := encode(t, &wirerelay.Relay{From: host.alloc.ID, To: joiner.alloc.ID, Content: []byte("hello joiner")})
-	if v, sends := r.handle(host.peer, back); v != Relayed || sends[0].To != joiner.peer.Addr {
+	if v, sends := r.handle(host.peer, back); v != Relayed || sends[0].To != joiner.peer.AddrPort {
 		t.Fatalf("RELAY back: got %v %v", v, sends)
 	}
 	// A spoofed sender address: ERROR 3.
@@ -275,7 +274,7 @@ func TestDisconnectAndClose(t *testing.T) {
 	host, joiner := connectPair(r, 2)
 	d := encode(t, &wirerelay.Disconnect{From: joiner.alloc.ID, To: host.alloc.ID})
 	v, sends := r.handle(joiner.peer, d)
-	if v != Disconnected || len(sends) != 2 || sends[0].To != host.peer.Addr || sends[1].To != joiner.peer.Addr ||
+	if v != Disconnected || len(sends) != 2 || sends[0].To != host.peer.AddrPort || sends[1].To != joiner.peer.AddrPort ||
 		!bytes.Equal(sends[0].Data, d) || !bytes.Equal(sends[1].Data, d) {
 		t.Fatalf("DISCONNECT: got %v %v, want it forwarded to the host and confirmed to the sender", v, sends)
 	}
@@ -407,10 +406,10 @@ func TestNoAmplification(t *testing.T) {
 		from := peerAt(netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(rng.IntN(250) + 1)}), uint16(rng.IntN(60000)+1)).String())
 		r.engine.Handle(from, d, r.out)
 		for _, s := range r.out.Sends {
-			if s.To == from.Addr && len(s.Data) > len(d) {
+			if s.To == from.AddrPort && len(s.Data) > len(d) {
 				t.Fatalf("sent %d bytes to an unbound source that sent %d (%x)", len(s.Data), len(d), d)
 			}
-			if s.To != from.Addr && s.To != host.peer.Addr && s.To != joiner.peer.Addr {
+			if s.To != from.AddrPort && s.To != host.peer.AddrPort && s.To != joiner.peer.AddrPort {
 				t.Fatalf("sent to %v, neither the source nor a bound client", s.To)
 			}
 		}

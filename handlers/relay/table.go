@@ -3,7 +3,6 @@ package relay
 import (
 	"errors"
 	"hash/maphash"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -404,7 +403,7 @@ func (t *Table) bindLocked(s *tableShard, b *Binding, a *Allocation, src Peer, n
 // relayTarget checks that from is bound at src and connected to to, and
 // returns to's address. It takes only from's shard lock: what it reads of
 // to is atomic.
-func (t *Table) relayTarget(from wirerelay.AllocationID, src netip.AddrPort, to wirerelay.AllocationID) (net.Addr, wirerelay.ErrorCode) {
+func (t *Table) relayTarget(from wirerelay.AllocationID, src netip.AddrPort, to wirerelay.AllocationID) (netip.AddrPort, wirerelay.ErrorCode) {
 	now := t.now()
 	s := t.shardOf(from)
 	s.mu.RLock()
@@ -415,14 +414,14 @@ func (t *Table) relayTarget(from wirerelay.AllocationID, src netip.AddrPort, to 
 	}
 	s.mu.RUnlock()
 	if f == nil {
-		return nil, code
+		return netip.AddrPort{}, code
 	}
 	if b == nil || b.ended.Load() || b.expired(now, t) {
-		return nil, wirerelay.CodeNotConnected
+		return netip.AddrPort{}, wirerelay.CodeNotConnected
 	}
 	b.touch(now)
 	f.touch(now)
-	return b.peer.Load().Addr, 0
+	return b.peer.Load().AddrPort, 0
 }
 
 // ping checks that id is bound at src and counts the ping as traffic.
@@ -490,7 +489,7 @@ func (t *Table) connect(requester wirerelay.AllocationID, src netip.AddrPort, ho
 
 // disconnect ends the connection between from (bound at src) and to, and
 // returns to's address for the notice.
-func (t *Table) disconnect(from wirerelay.AllocationID, src netip.AddrPort, to wirerelay.AllocationID) (net.Addr, wirerelay.ErrorCode) {
+func (t *Table) disconnect(from wirerelay.AllocationID, src netip.AddrPort, to wirerelay.AllocationID) (netip.AddrPort, wirerelay.ErrorCode) {
 	now := t.now()
 	var ended []*Binding
 	defer func() {
@@ -502,24 +501,24 @@ func (t *Table) disconnect(from wirerelay.AllocationID, src netip.AddrPort, to w
 	defer unlock()
 	f := t.liveLocked(sf, from, now, &ended)
 	if f == nil {
-		return nil, sf.senderCode(from, nil)
+		return netip.AddrPort{}, sf.senderCode(from, nil)
 	}
 	if f.peer.Load().AddrPort != src {
-		return nil, wirerelay.CodeClientPlayerMismatch
+		return netip.AddrPort{}, wirerelay.CodeClientPlayerMismatch
 	}
 	b := st.byID[to]
 	if b == nil || b.expired(now, t) {
-		return nil, wirerelay.CodeAllocationNotFound
+		return netip.AddrPort{}, wirerelay.CodeAllocationNotFound
 	}
 	if f.peers[to] != b {
 		// Only a connected peer may be told of a disconnect.
-		return nil, wirerelay.CodeNotConnected
+		return netip.AddrPort{}, wirerelay.CodeNotConnected
 	}
 	delete(f.peers, to)
 	delete(b.peers, from)
 	f.touch(now)
 	b.touch(now)
-	return b.peer.Load().Addr, 0
+	return b.peer.Load().AddrPort, 0
 }
 
 // close unbinds id if src is its bound address; anything else is ignored.

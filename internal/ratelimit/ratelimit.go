@@ -1,0 +1,234 @@
+// Package ratelimit is gamegate's one rate limiter: the generic cell rate
+// algorithm (GCRA) in integer nanoseconds, with the clock injected.
+//
+// A Limit holds a rate and a burst, compiled once. The state it acts on is a
+// single theoretical arrival time (TAT): the moment by which the events
+// admitted so far would have been paid for at the rate. An event is admitted
+// while admitting it keeps the TAT within one burst's worth of time ahead of
+// now. So a limiter costs eight bytes per key and a few integer operations per
+// event, and allocates nothing:
+//
+//   - State is the plain value, for state kept under someone else's lock (a
+//     bounded, sharded table of sources);
+//   - AtomicState is the same value updated lock-free, for state shared by
+//     goroutines (a budget, a per-key map of pointers);
+//   - Limiter is a Limit, a Clock and an AtomicState: a ready-made single
+//     limiter.
+//
+// Times ("now") are int64 nanoseconds read from a Clock, which counts from
+// its own creation with the monotonic clock, so a step of the wall clock
+// neither frees nor blocks anyone; they are never negative.
+//
+// Rounding: the interval between events is 1s/rate rounded up to a whole
+// nanosecond. A limiter therefore never admits more than burst + rate×t
+// events in any span of time t; at rates up to a million per second the
+// interval is exact or within 0.1% of it.
+package ratelimit
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// MaxSpan bounds both the interval between events (1/rate) and the time a
+// whole burst takes (burst/rate). With times ("now") between 0 and MaxSpan,
+// which a Clock gives for 90 years after its creation, no sum of times a
+// limiter forms can overflow an int64 of nanoseconds (about 292 years).
+const MaxSpan = 90 * 365 * 24 * time.Hour
+
+// Validate checks a rate (events per second) and a burst (events at once).
+// A rate of 0 turns limiting off, and the burst is then ignored; otherwise
+// the rate must be finite and positive, the burst at least 1, and both 1/rate
+// and burst/rate within MaxSpan. The errors name the values at fault; callers
+// put their own field names in front.
+func Validate(rate float64, burst int) error {
+	switch {
+	case math.IsNaN(rate) || math.IsInf(rate, 0) || rate < 0:
+		return fmt.Errorf("rate %v per second: must be a finite number ≥ 0 (0 turns the limit off)", rate)
+	case rate == 0:
+		return nil
+	case burst < 1:
+		return fmt.Errorf("burst %d: must be at least 1 when a rate is set", burst)
+	}
+	interval := math.Ceil(float64(time.Second) / rate)
+	if interval > float64(MaxSpan) {
+		return fmt.Errorf("rate %v per second: must be at least one per 90 years", rate)
+	}
+	if interval*float64(burst) > float64(MaxSpan) {
+		return fmt.Errorf("burst %d at rate %v per second: the burst must take at most 90 years at the rate", burst, rate)
+	}
+	return nil
+}
+
+// Limit is a rate and a burst compiled to nanoseconds. The zero Limit admits
+// everything. A Limit is a small value: copy it freely.
+type Limit struct {
+	interval  int64 // nanoseconds one event costs: ⌈1s / rate⌉
+	tolerance int64 // how far ahead of now the TAT may run: interval × burst
+}
+
+// NewLimit compiles rate (events per second) and burst (events at once). A
+// rate of 0 gives the zero Limit, which admits everything. The values are
+// checked with Validate.
+func NewLimit(rate float64, burst int) (Limit, error) {
+	if err := Validate(rate, burst); err != nil {
+		return Limit{}, err
+	}
+	if rate == 0 {
+		return Limit{}, nil
+	}
+	interval := int64(math.Ceil(float64(time.Second) / rate))
+	return Limit{interval: interval, tolerance: interval * int64(burst)}, nil
+}
+
+// Unlimited reports whether l admits everything.
+func (l Limit) Unlimited() bool { return l.interval == 0 }
+
+// Interval is the time one event costs: 1/rate, rounded up to a nanosecond.
+func (l Limit) Interval() time.Duration { return time.Duration(l.interval) }
+
+// Window is the time a whole burst takes to refill: burst × Interval.
+func (l Limit) Window() time.Duration { return time.Duration(l.tolerance) }
+
+// State is the limiter state of one key: its theoretical arrival time, in
+// the nanoseconds of the caller's Clock. The zero State has its whole burst
+// available. It is not safe for concurrent use: keep it
+// under a lock, or use AtomicState.
+type State struct{ tat int64 }
+
+// Idle reports whether s has its whole burst available at now: forgetting it
+// changes nothing.
+func (s State) Idle(now int64) bool { return s.tat <= now }
+
+// next is the TAT after admitting one more event at now, and whether that
+// event is admitted.
+func (l Limit) next(tat, now int64) (int64, bool) {
+	t := max(tat, now) + l.interval
+	return t, t-now <= l.tolerance
+}
+
+// Allow admits one event at now and records it in s, or refuses it and
+// leaves s unchanged.
+func (l Limit) Allow(s *State, now int64) bool {
+	if l.interval == 0 {
+		return true
+	}
+	t, ok := l.next(s.tat, now)
+	if ok {
+		s.tat = t
+	}
+	return ok
+}
+
+// Backlog is how far s runs ahead of now: how long until its whole burst is
+// available again. It is 0 for an idle state and at most Window after an
+// admitted event.
+func (l Limit) Backlog(s State, now int64) time.Duration {
+	return time.Duration(max(s.tat-now, 0))
+}
+
+// Wait is how long from now until s would admit one more event: 0 if it
+// would now. HTTP handlers send it, rounded up to seconds (RetryAfter), in a
+// Retry-After header.
+func (l Limit) Wait(s State, now int64) time.Duration {
+	if l.interval == 0 {
+		return 0
+	}
+	return time.Duration(max(s.tat+l.interval-l.tolerance-now, 0))
+}
+
+// AtomicState is a State that goroutines may share: Allow updates it
+// lock-free. The zero value has its whole burst available.
+type AtomicState struct{ tat atomic.Int64 }
+
+// Load returns the state's current value.
+func (s *AtomicState) Load() State { return State{s.tat.Load()} }
+
+// AllowAtomic is Allow on a shared state.
+func (l Limit) AllowAtomic(s *AtomicState, now int64) bool {
+	if l.interval == 0 {
+		return true
+	}
+	for {
+		old := s.tat.Load()
+		t, ok := l.next(old, now)
+		if !ok {
+			return false
+		}
+		if s.tat.CompareAndSwap(old, t) {
+			return true
+		}
+	}
+}
+
+// Clock reads nanoseconds since its creation from a time source. The zero
+// Clock reads the monotonic clock since the process started.
+type Clock struct {
+	now   func() time.Time
+	epoch time.Time
+}
+
+// NewClock returns a clock counting from now() at the time of the call; nil
+// means time.Now. Inject a manual time source in tests.
+func NewClock(now func() time.Time) Clock {
+	if now == nil {
+		now = time.Now
+	}
+	return Clock{now: now, epoch: now()}
+}
+
+// Now is the time in nanoseconds since the clock's creation. It is never
+// negative: a time source that goes back before the creation reads as 0.
+func (c Clock) Now() int64 {
+	if c.now == nil {
+		return int64(time.Since(processStart))
+	}
+	return max(int64(c.now().Sub(c.epoch)), 0)
+}
+
+var processStart = time.Now()
+
+// Limiter is one rate limit with its own state and clock, safe for
+// concurrent use. Construct it with NewLimiter.
+type Limiter struct {
+	limit Limit
+	clock Clock
+	state AtomicState
+}
+
+// NewLimiter returns a limiter for rate events per second, burst at once,
+// with time read from now (nil means time.Now). A rate of 0 admits
+// everything. The values are checked with Validate.
+func NewLimiter(rate float64, burst int, now func() time.Time) (*Limiter, error) {
+	l, err := NewLimit(rate, burst)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{limit: l, clock: NewClock(now)}, nil
+}
+
+// Allow admits one event now, or refuses it.
+func (l *Limiter) Allow() bool {
+	if l.limit.interval == 0 {
+		return true
+	}
+	return l.limit.AllowAtomic(&l.state, l.clock.Now())
+}
+
+// Wait is how long from now until Allow would admit an event.
+func (l *Limiter) Wait() time.Duration { return l.limit.Wait(l.state.Load(), l.clock.Now()) }
+
+// Limit returns the limiter's compiled limit.
+func (l *Limiter) Limit() Limit { return l.limit }
+
+// RetryAfter is d in whole seconds rounded up, at least 1: the value of an
+// HTTP Retry-After header telling a client to come back after d.
+func RetryAfter(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second > 0 {
+		s++
+	}
+	return max(1, s)
+}
