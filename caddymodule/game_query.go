@@ -197,7 +197,7 @@ func (h *GameQuery) Validate() error {
 			return fmt.Errorf("game_query: server %q: needs an address", name)
 		}
 		if _, err := netip.ParseAddrPort(s.Address); err != nil {
-			if _, _, err := splitHostPortStrict(s.Address); err != nil {
+			if _, _, err := splitHostPortStrict(s.Address); err != nil && !takesBareHost(s.Address, s.ProtocolRaw) {
 				return fmt.Errorf("game_query: server %q: address %q is not host:port", name, s.Address)
 			}
 		}
@@ -237,6 +237,36 @@ var (
 	gameQueryBatchConcurrencyRange = intRange{1, 1024}
 	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
 )
+
+// protocolsWithSRV are the query protocols that take a bare host name as a
+// server's address and find its port in DNS (Minecraft's _minecraft._tcp
+// SRV record).
+var protocolsWithSRV = map[string]bool{"minecraft": true}
+
+// takesBareHost reports whether addr is a host name without a port and
+// the server's protocol looks its port up.
+func takesBareHost(addr string, protocolRaw json.RawMessage) bool {
+	var p struct {
+		Protocol string `json:"protocol"`
+	}
+	if protocolRaw == nil || json.Unmarshal(protocolRaw, &p) != nil || !protocolsWithSRV[p.Protocol] {
+		return false
+	}
+	if addr == "" || len(addr) > 253 || net.ParseIP(addr) != nil {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(addr, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 func splitHostPortStrict(s string) (string, int, error) {
 	host, port, err := net.SplitHostPort(s)
@@ -390,9 +420,7 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 		return d.Errf("game_query: server takes <name> <host:port> [<protocol>]")
 	}
 	name, addr := args[0], args[1]
-	if _, _, err := splitHostPortStrict(addr); err != nil {
-		return d.Errf("game_query: server '%s': '%s' is not host:port", name, addr)
-	}
+	_, _, addrErr := splitHostPortStrict(addr)
 	if _, dup := h.Servers[name]; dup {
 		return d.Errf("game_query: duplicate server '%s'", name)
 	}
@@ -405,6 +433,9 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 		s.ProtocolRaw = raw
 	} else if d.NextBlock(d.Nesting()) {
 		return d.Errf("game_query: server '%s': name the protocol before its options", name)
+	}
+	if addrErr != nil && !takesBareHost(addr, s.ProtocolRaw) {
+		return d.Errf("game_query: server '%s': '%s' is not host:port", name, addr)
 	}
 	if h.Servers == nil {
 		h.Servers = make(map[string]*GameQueryServer)

@@ -111,6 +111,9 @@ func newAPIRig(t *testing.T, mod func(*APIConfig)) *apiRig {
 		PublicPort: 7777,
 		Now:        r.clock.Now,
 		MaxBody:    256,
+		// Tests of other things send many requests from one client.
+		JoinRate: 1e6, JoinBurst: 1e6, AllocateRate: 1e6, AllocateBurst: 1e6,
+		JoinCodeRate: 1e6, JoinCodeBurst: 1e6, MaxAllocationsPerClient: 1e6,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -270,6 +273,9 @@ func TestAPIErrors(t *testing.T) {
 		{"not an object", "POST", "/v1/allocate", `[1]`, nil, 400, 15001, "", "JSON object"},
 		{"trailing data", "POST", "/v1/allocate", `{"maxConnections":1} {}`, nil, 400, 15001, "", "after"},
 		{"unknown field", "POST", "/v1/allocate", `{"maxConnections":1,"bogus":true}`, nil, 400, 15001, "bogus", "bogus"},
+		{"unknown fields, first by name", "POST", "/v1/allocate", `{"zeta":1,"maxConnections":1,"alpha":true}`, nil, 400, 15001, "alpha", "alpha"},
+		{"field name in another case", "POST", "/v1/allocate", `{"MaxConnections":1}`, nil, 400, 15001, "MaxConnections", "MaxConnections"},
+		{"null body", "POST", "/v1/allocate", `null`, nil, 400, 15400, "maxConnections", "required"},
 		{"wrong type", "POST", "/v1/allocate", `{"maxConnections":"4"}`, nil, 400, 15001, "maxConnections", "integer"},
 		{"fraction", "POST", "/v1/allocate", `{"maxConnections":1.5}`, nil, 400, 15001, "maxConnections", "integer"},
 		{"missing maxConnections", "POST", "/v1/allocate", `{"region":"eu-west"}`, nil, 400, 15400, "maxConnections", "required"},
@@ -440,6 +446,8 @@ func TestAPIAllocationLimit(t *testing.T) {
 	r.store.fail = errors.New("disk on fire")
 	if w := r.do("POST", "/v1/allocate", `{"maxConnections": 1}`); w.Code != http.StatusInternalServerError || decodeAPIError(t, w).Code != 15500 {
 		t.Fatalf("allocate with a failing store: got %d %s, want 500", w.Code, w.Body)
+	} else if strings.Contains(w.Body.String(), "fire") {
+		t.Fatalf("the storage error's text reached the client: %s", w.Body)
 	}
 	if n := limiter.Len(r.clock.Now()); n != 1 {
 		t.Fatalf("limiter after a failed allocation: got %d, want 1", n)
