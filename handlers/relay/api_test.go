@@ -95,7 +95,7 @@ type apiRig struct {
 	sealer *Sealer
 }
 
-func newAPIRig(t *testing.T, mod func(*APIConfig)) *apiRig {
+func newAPIRig(t testing.TB, mod func(*APIConfig)) *apiRig {
 	t.Helper()
 	sealer, err := NewSealer(apiTestSecret)
 	if err != nil {
@@ -645,4 +645,37 @@ func TestNewAPIConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzAPIRequest sends arbitrary bodies to the endpoints that decode one:
+// every answer is a success or a Unity-shaped client error, never a panic
+// or a 500.
+func FuzzAPIRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"maxConnections": 4, "region": "eu-west"}`,
+		`{"allocationId": "6fa459ea-ee8a-4ca4-894e-db77e160355e"}`,
+		`{"joinCode": "BBBBBB"}`,
+		`{"maxConnections": 1, "bogus": true}`,
+		`{"MaxConnections": 1}`,
+		`{"maxConnections": "4"}`,
+		`{"maxConnections": 1} {}`,
+		`[1]`, `null`, ``, `{`, `{"joinCode": null}`,
+		`{"maxConnections": 1e400}`, `{"a":1,"a":2}`,
+	} {
+		for ep := range 3 {
+			f.Add(uint8(ep), seed)
+		}
+	}
+	r := newAPIRig(f, nil)
+	paths := []string{"/v1/allocate", "/v1/joincode", "/v1/join"}
+	f.Fuzz(func(t *testing.T, ep uint8, body string) {
+		w := r.do("POST", paths[int(ep)%len(paths)], body)
+		switch {
+		case w.Code == http.StatusOK || w.Code == http.StatusCreated:
+		case w.Code >= 400 && w.Code < 500:
+			decodeAPIError(t, w)
+		default:
+			t.Fatalf("%q: got %d %s", body, w.Code, w.Body)
+		}
+	})
 }
