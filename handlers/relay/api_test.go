@@ -666,7 +666,8 @@ func FuzzAPIRequest(f *testing.F) {
 			f.Add(uint8(ep), seed)
 		}
 	}
-	r := newAPIRig(f, nil)
+	// No capacity limit: a long run makes more allocations than the default.
+	r := newAPIRig(f, func(c *APIConfig) { c.MaxAllocations = 1 << 30 })
 	paths := []string{"/v1/allocate", "/v1/joincode", "/v1/join"}
 	f.Fuzz(func(t *testing.T, ep uint8, body string) {
 		w := r.do("POST", paths[int(ep)%len(paths)], body)
