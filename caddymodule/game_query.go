@@ -18,7 +18,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/handlers/query"
 )
 
@@ -180,13 +179,23 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 	for cmd, d := range h.TTL {
 		cfg.TTL[cmd] = time.Duration(d)
 	}
-	h.gateway = query.NewGateway(cfg)
+	gw, err := query.NewGateway(cfg)
+	if err != nil {
+		return fmt.Errorf("game_query: %w", err)
+	}
+	h.gateway = gw
 	return registerCollectors(ctx.GetMetricsRegistry(), gameQueryMetrics.collectors()...)
 }
 
 // Validate checks the configuration.
 func (h *GameQuery) Validate() error {
 	for name, s := range h.Servers {
+		switch {
+		case name == "" || strings.Contains(name, "/"):
+			return fmt.Errorf("game_query: servers: %q is not a server name (one path segment)", name)
+		case s == nil:
+			return fmt.Errorf("game_query: server %q: needs an address", name)
+		}
 		if _, err := netip.ParseAddrPort(s.Address); err != nil {
 			if _, _, err := splitHostPortStrict(s.Address); err != nil && !takesBareHost(s.Address, s.ProtocolRaw) {
 				return fmt.Errorf("game_query: server %q: address %q is not host:port", name, s.Address)
@@ -201,11 +210,33 @@ func (h *GameQuery) Validate() error {
 	if h.AdHocRaw != nil && len(h.AllowTargets) == 0 {
 		return errors.New("game_query: ad_hoc needs allow_targets: the networks ad-hoc targets may be in")
 	}
-	if h.RateLimit < 0 || h.RateLimit > 0 && !qos.RateFits(h.RateLimit, max(h.RateBurst, 1)) {
-		return errors.New("game_query: rate_limit and rate_burst out of range")
+	c := newChecker("game_query")
+	for cmd, d := range h.TTL {
+		if cmd == "" {
+			c.fail("ttl", "needs command names, got an empty one")
+		}
+		c.duration(fmt.Sprintf("ttl %q", cmd), d)
 	}
-	return nil
+	c.duration("default_ttl", h.DefaultTTL)
+	c.duration("stale_while_revalidate", h.StaleWhileRevalidate)
+	c.duration("stale_if_error", h.StaleIfError)
+	c.duration("negative_ttl", h.NegativeTTL)
+	c.rate("rate_limit", "rate_burst", h.RateLimit, int64(h.RateBurst))
+	c.duration("query_timeout", h.QueryTimeout)
+	c.optIn("max_entries", int64(h.MaxEntries), gameQueryMaxEntriesRange)
+	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
+	c.optIn("batch_concurrency", int64(h.BatchConcurrency), gameQueryBatchConcurrencyRange)
+	c.optIn("max_body", h.MaxBody, gameQueryMaxBodyRange)
+	return c.err
 }
+
+// Ranges of the game query handler's options.
+var (
+	gameQueryMaxEntriesRange       = intRange{1, 1 << 30}
+	gameQueryMaxBatchRange         = intRange{1, 100000}
+	gameQueryBatchConcurrencyRange = intRange{1, 1024}
+	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
+)
 
 // protocolsWithSRV are the query protocols that take a bare host name as a
 // server's address and find its port in DNS (Minecraft's _minecraft._tcp
@@ -345,7 +376,7 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "negative_ttl":
 			h.NegativeTTL, err = parseDuration(d)
 		case "rate_burst":
-			h.RateBurst, err = parseIntRange(d, 1, 1<<30)
+			h.RateBurst, err = parseIntIn(d, burstRange)
 		case "rate_limit":
 			args := d.RemainingArgs()
 			if len(args) < 1 || len(args) > 2 {
@@ -366,15 +397,13 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "query_timeout":
 			h.QueryTimeout, err = parseDuration(d)
 		case "max_entries":
-			h.MaxEntries, err = parseIntRange(d, 1, 1<<30)
+			h.MaxEntries, err = parseIntIn(d, gameQueryMaxEntriesRange)
 		case "max_batch":
-			h.MaxBatch, err = parseIntRange(d, 1, 100000)
+			h.MaxBatch, err = parseIntIn(d, gameQueryMaxBatchRange)
 		case "batch_concurrency":
-			h.BatchConcurrency, err = parseIntRange(d, 1, 1024)
+			h.BatchConcurrency, err = parseIntIn(d, gameQueryBatchConcurrencyRange)
 		case "max_body":
-			var n int
-			n, err = parseIntRange(d, 1, 64<<20)
-			h.MaxBody = int64(n)
+			h.MaxBody, err = parseSize[int64](d, gameQueryMaxBodyRange)
 		default:
 			return unknownOption(d, "game_query", opt)
 		}

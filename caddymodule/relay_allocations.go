@@ -172,6 +172,8 @@ const (
 	relayAPIMaxMaxClients     = 1_000_000
 )
 
+var relayAPIMaxBodyRange = intRange{1, relayAPIMaxMaxBody}
+
 // relayAPILimiters holds the allocation counts by public address across
 // configuration reloads.
 var relayAPILimiters = caddy.NewUsagePool()
@@ -488,7 +490,7 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_allocations":
 			h.MaxAllocations, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
 		case "max_body":
-			h.MaxBody, err = parseRelayAPIByteSize(d, relayAPIMaxMaxBody)
+			h.MaxBody, err = parseSize[int64](d, relayAPIMaxBodyRange)
 		case "join_rate":
 			h.JoinRate, err = parsePositiveFloat(d)
 		case "join_burst":
@@ -545,23 +547,6 @@ func (h *RelayAllocations) parseRegions(d *caddyfile.Dispenser) error {
 		h.Regions = append(h.Regions, RelayAllocationsRegion{ID: id, Description: desc})
 	}
 	return nil
-}
-
-// parseRelayAPIByteSize reads a size in bytes, such as 65536, 64KiB or 1MB,
-// in [1, limit].
-func parseRelayAPIByteSize(d *caddyfile.Dispenser, limit int64) (int64, error) {
-	opt := d.Val()
-	s, err := parseSingleArg(d)
-	if err != nil {
-		return 0, err
-	}
-	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	unit := map[string]int64{"": 1, "b": 1, "kb": 1000, "kib": 1 << 10, "mb": 1000 * 1000, "mib": 1 << 20}[strings.ToLower(s[len(digits):])]
-	n, perr := strconv.ParseInt(digits, 10, 64)
-	if perr != nil || unit == 0 || n < 1 || n > limit/unit {
-		return 0, d.Errf("option '%s': want a size in [1, %d] bytes (such as 65536 or 64KiB), got '%s'", opt, limit, s)
-	}
-	return n * unit, nil
 }
 
 func parseRelayAllocationsDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {

@@ -123,7 +123,11 @@ func NewShield(cfg ShieldConfig) (*Shield, error) {
 			return nil, err
 		}
 	}
-	s := &Shield{cfg: cfg, results: cache.NewResults[wirea2s.Type, *served](4, cfg.Now)}
+	results, err := cache.NewResults[wirea2s.Type, *served](4, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	s := &Shield{cfg: cfg, results: results}
 	s.key = sha256.Sum256(cfg.Key) // any key length, one fixed-size secret
 	s.nextID.Store(uint32(time.Now().UnixNano()))
 	for i, t := range []wirea2s.Type{wirea2s.TypeInfoRequest, wirea2s.TypePlayerRequest, wirea2s.TypeRulesRequest} {
