@@ -134,6 +134,19 @@ func parseBlock(d *caddyfile.Dispenser, module string, repeatable []string, opti
 		if err := option(name); err != nil {
 			return err
 		}
+		if err := noBlock(d, module, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noBlock refuses a block after an option that takes none (options that
+// take one have consumed it by now).
+func noBlock(d *caddyfile.Dispenser, module, name string) error {
+	line, val := d.Line(), d.Val()
+	if d.NextBlock(d.Nesting()) || d.Val() != val || d.Line() != line {
+		return d.Errf("%s: option '%s' takes no block", module, name)
 	}
 	return nil
 }

@@ -120,9 +120,22 @@ func (h *GameQuery) setDefaults() {
 	}
 }
 
+// knownProtocols lists the registered query protocols, so that ones added
+// by other plugins show too.
+func knownProtocols() string {
+	var names []string
+	for _, m := range caddy.GetModules("gamegate.query") {
+		names = append(names, m.ID.Name())
+	}
+	return strings.Join(names, ", ")
+}
+
 func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protocol, error) {
 	mod, err := ctx.LoadModule(structPtr, field)
 	if err != nil {
+		if strings.Contains(err.Error(), "unknown module") {
+			return nil, fmt.Errorf("%w (known query protocols: %s)", err, knownProtocols())
+		}
 		return nil, err
 	}
 	p, ok := mod.(query.Protocol)
@@ -448,6 +461,9 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 // name) and the block after it.
 func unmarshalProtocol(d *caddyfile.Dispenser) (json.RawMessage, error) {
 	name := d.Val()
+	if _, err := caddy.GetModule("gamegate.query." + name); err != nil {
+		return nil, d.Errf("game_query: unknown query protocol '%s' (known: %s)", name, knownProtocols())
+	}
 	unm, err := caddyfile.UnmarshalModule(d, "gamegate.query."+name)
 	if err != nil {
 		return nil, err
