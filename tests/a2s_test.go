@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestA2SShieldThroughGateway(t *testing.T) {
 		}
 		var rules []a2s.RuleJSON
 		if r := getJSON(t, env.base+"/query/"+server+"/rules", &rules); r.status != 200 || len(rules) != 90 ||
-			rules[89].Name != "sv_rule_089" || rules[89].Value != "value number 89 "+string(make([]byte, 0))+"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"[:89%17] {
+			rules[89].Name != "sv_rule_089" || rules[89].Value != "value number 89 xxxx" {
 			t.Fatalf("%s: rules %d %.200s", server, r.status, r.body)
 		}
 	}
@@ -193,18 +194,30 @@ func TestA2SShieldIndependentClients(t *testing.T) {
 			}
 			t.Logf("quakestat: %.300s", qs)
 			var qsv []quakestatA2S
-			if err := json.Unmarshal(qs, &qsv); err != nil || len(qsv) != 1 {
+			// qstat 2.17 leaves a comma after the last rule: not JSON.
+			fixed := regexp.MustCompile(`,(\s*})`).ReplaceAll(qs, []byte("$1"))
+			if err := json.Unmarshal(fixed, &qsv); err != nil || len(qsv) != 1 {
 				t.Fatalf("quakestat printed %s (%v)", qs, err)
 			}
 			q := qsv[0]
 			if q.Name != c.server || q.Map != "de_inferno" || q.MaxPlayers != 20 || q.NumPlayers != 3 {
 				t.Fatalf("quakestat read %s", qs)
 			}
-			// qstat 2.17 reads the info answer through the shield, but its
-			// A2S_PLAYER and A2S_RULES lists come back empty here, though
-			// it reads the same split rules from a plain UDP server: not
-			// yet explained, so logged rather than asserted.
-			t.Logf("quakestat %s: %d players, %d rule entries", c.name, len(q.Players), len(q.Rules))
+			if c.name == "bzip2" {
+				// qstat 2.17 has no bzip2 decoder (its binary links no
+				// libbz2 and names no bzip2 routine): it cannot read a
+				// compressed answer from any server, and gives up the rules
+				// and the players after it. GameDig above read them.
+				if q.Rules["sv_rule_089"] != "" {
+					t.Fatalf("quakestat read compressed rules; the test's premise is out of date: %s", qs)
+				}
+				t.Logf("quakestat %s: info read (name, map, counts); compressed rules not readable by qstat, as expected", c.name)
+				return
+			}
+			if len(q.Players) != 3 || q.Rules["sv_rule_089"] != gd.Raw.Rules["sv_rule_089"] || q.Rules["sv_rule_000"] != "value number 0 " {
+				t.Fatalf("quakestat read %d players and %d rules: %s", len(q.Players), len(q.Rules), qs)
+			}
+			t.Logf("quakestat %s: %d players, %d rule entries (info fields included)", c.name, len(q.Players), len(q.Rules))
 		})
 	}
 }
