@@ -218,7 +218,7 @@ func (c *guardedConn) CloseWrite() error {
 //		max_packet       <bytes>
 //		max_chunk        <bytes>
 //		max_decompressed <bytes>
-//		packet_rate      <packets_per_second> [<burst>]
+//		packet_rate      <packets_per_second>
 //		packet_burst     <packets>
 //	}
 func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -247,7 +247,8 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("freeciv_guard: packet_rate: '%s' is not a positive number", args[0])
 			}
 			h.PacketRate = f
-			if len(args) == 2 {
+			if len(args) == 2 { // deprecated: packet_burst
+				caddy.Log().Warn("deprecated Caddyfile syntax: give the burst as packet_burst", zap.String("option", "freeciv_guard packet_rate"), zap.String("file", d.File()), zap.Int("line", d.Line()))
 				b, berr := parseIntArg(args[1])
 				if berr != nil || b < 1 {
 					return d.Errf("freeciv_guard: packet_rate burst: '%s' is not a positive integer", args[1])

@@ -67,8 +67,15 @@ type GameQuery struct {
 	// Default: 2s.
 	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
 	// Most upstream queries per second per server. Default: 10.
+	UpstreamRate float64 `json:"upstream_rate,omitempty"`
+	// Upstream queries per server allowed at once. Default:
+	// upstream_rate.
+	UpstreamBurst int `json:"upstream_burst,omitempty"`
+	// Deprecated: the former name of upstream_rate, still read (with a
+	// warning at provision).
 	RateLimit float64 `json:"rate_limit,omitempty"`
-	// Upstream queries per server allowed at once. Default: rate_limit.
+	// Deprecated: the former name of upstream_burst, still read (with a
+	// warning at provision).
 	RateBurst int `json:"rate_burst,omitempty"`
 	// Time allowed for one upstream query, retries included. Default: 3s.
 	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
@@ -115,8 +122,8 @@ func (h *GameQuery) setDefaults() {
 			*d.d = caddy.Duration(d.v)
 		}
 	}
-	if h.RateLimit == 0 {
-		h.RateLimit = 10
+	if h.UpstreamRate == 0 {
+		h.UpstreamRate = 10
 	}
 }
 
@@ -147,6 +154,12 @@ func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protoco
 
 // Provision loads the protocol modules and builds the gateway.
 func (h *GameQuery) Provision(ctx caddy.Context) error {
+	if err := renamed(ctx.Logger(), "game_query", "rate_limit", "upstream_rate", &h.RateLimit, &h.UpstreamRate); err != nil {
+		return err
+	}
+	if err := renamed(ctx.Logger(), "game_query", "rate_burst", "upstream_burst", &h.RateBurst, &h.UpstreamBurst); err != nil {
+		return err
+	}
 	h.setDefaults()
 	if err := h.Validate(); err != nil {
 		return err
@@ -158,8 +171,8 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		StaleWhileRevalidate: time.Duration(h.StaleWhileRevalidate),
 		StaleIfError:         time.Duration(h.StaleIfError),
 		NegativeTTL:          time.Duration(h.NegativeTTL),
-		RateLimit:            h.RateLimit,
-		RateBurst:            h.RateBurst,
+		RateLimit:            h.UpstreamRate,
+		RateBurst:            h.UpstreamBurst,
 		QueryTimeout:         time.Duration(h.QueryTimeout),
 		MaxEntries:           h.MaxEntries,
 		MaxBatch:             h.MaxBatch,
@@ -234,7 +247,10 @@ func (h *GameQuery) Validate() error {
 	c.duration("stale_while_revalidate", h.StaleWhileRevalidate)
 	c.duration("stale_if_error", h.StaleIfError)
 	c.duration("negative_ttl", h.NegativeTTL)
+	c.rate("upstream_rate", "upstream_burst", h.UpstreamRate, int64(h.UpstreamBurst))
 	c.rate("rate_limit", "rate_burst", h.RateLimit, int64(h.RateBurst))
+	c.exclusive("rate_limit", "upstream_rate", h.RateLimit != 0, h.UpstreamRate != 0)
+	c.exclusive("rate_burst", "upstream_burst", h.RateBurst != 0, h.UpstreamBurst != 0)
 	c.duration("query_timeout", h.QueryTimeout)
 	c.optIn("max_entries", int64(h.MaxEntries), gameQueryMaxEntriesRange)
 	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
@@ -329,8 +345,8 @@ func (s *statusRecorder) WriteHeader(code int) {
 //		stale_while_revalidate <duration>
 //		stale_if_error         <duration>
 //		negative_ttl           <duration>
-//		rate_limit             <queries_per_second> [<burst>]
-//		rate_burst             <queries>
+//		upstream_rate          <queries_per_second>
+//		upstream_burst         <queries>
 //		query_timeout          <duration>
 //		max_entries            <count>
 //		max_batch              <count>
@@ -388,9 +404,13 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.StaleIfError, err = parseDuration(d)
 		case "negative_ttl":
 			h.NegativeTTL, err = parseDuration(d)
-		case "rate_burst":
+		case "upstream_rate":
+			h.UpstreamRate, err = parsePositiveFloat(d)
+		case "upstream_burst":
+			h.UpstreamBurst, err = parseIntIn(d, burstRange)
+		case "rate_burst": // deprecated: upstream_burst
 			h.RateBurst, err = parseIntIn(d, burstRange)
-		case "rate_limit":
+		case "rate_limit": // deprecated: upstream_rate [upstream_burst]
 			args := d.RemainingArgs()
 			if len(args) < 1 || len(args) > 2 {
 				return d.Errf("game_query: rate_limit takes <queries_per_second> [<burst>]")

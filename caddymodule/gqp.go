@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -84,6 +85,9 @@ type GQPCommand struct {
 	// past it the command answers 31 unless a cached answer can serve.
 	// Default: 10.
 	UpstreamRate float64 `json:"upstream_rate,omitempty"`
+	// Upstream requests for this command allowed at once. Default:
+	// upstream_rate (at least 1).
+	UpstreamBurst int `json:"upstream_burst,omitempty"`
 }
 
 // GQPRecord is a static name/value record.
@@ -140,7 +144,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 			if err != nil {
 				return err
 			}
-			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Rate: rate, Burst: max(1, int(rate)),
+			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Rate: rate, Burst: cmp.Or(c.UpstreamBurst, max(1, int(rate))),
 				Client: client, Cache: results}
 			cmd.Run = hc.Run
 		} else {
@@ -186,7 +190,7 @@ func (h *GQPResponder) Validate() error {
 		}
 		c.in(f("min_args"), int64(cmd.MinArgs), gqpMinArgsRange)
 		c.duration(f("ttl"), cmd.TTL)
-		c.rate(f("upstream_rate"), f("upstream_burst"), cmd.UpstreamRate, 0)
+		c.rate(f("upstream_rate"), f("upstream_burst"), cmd.UpstreamRate, int64(cmd.UpstreamBurst))
 		if cmd.URL != "" {
 			u, err := url.Parse(cmd.URL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -263,6 +267,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //			min_args <count>
 //			ttl      <duration>
 //			upstream_rate <requests_per_second>
+//			upstream_burst <requests>
 //		}
 //		login            <login> <password>
 //		auth_ttl         <duration>
@@ -342,6 +347,8 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 			c.TTL, err = parseDuration(d)
 		case "upstream_rate":
 			c.UpstreamRate, err = parsePositiveFloat(d)
+		case "upstream_burst":
+			c.UpstreamBurst, err = parseIntIn(d, burstRange)
 		default:
 			return unknownOption(d, fmt.Sprintf("gqp: command '%s'", name), opt)
 		}

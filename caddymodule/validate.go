@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/qos"
 )
@@ -94,3 +95,26 @@ func (c *checker) rate(rateField, burstField string, rate float64, burst int64) 
 var burstRange = intRange{1, 1 << 30}
 
 func fmtDuration(d caddy.Duration) string { return time.Duration(d).String() }
+
+// exclusive refuses an option given under both its former and its current
+// name.
+func (c *checker) exclusive(old, current string, hasOld, hasCurrent bool) {
+	if hasOld && hasCurrent {
+		c.fail(old, "is the former name of %s: give only %s", current, current)
+	}
+}
+
+// renamed moves an option given under its former name to its current one,
+// logging a deprecation warning; giving both is an error.
+func renamed[T comparable](logger *zap.Logger, module, old, current string, oldV, currentV *T) error {
+	var zero T
+	if *oldV == zero {
+		return nil
+	}
+	if *currentV != zero {
+		return fmt.Errorf("%s: %s is the former name of %s: give only %s", module, old, current, current)
+	}
+	logger.Warn("deprecated option: use its current name", zap.String("option", old), zap.String("current", current))
+	*currentV, *oldV = *oldV, zero
+	return nil
+}
