@@ -154,6 +154,9 @@ func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protoco
 
 // Provision loads the protocol modules and builds the gateway.
 func (h *GameQuery) Provision(ctx caddy.Context) error {
+	if err := h.Validate(); err != nil { // as given, before former names move
+		return err
+	}
 	if err := renamed(ctx.Logger(), "game_query", "rate_limit", "upstream_rate", &h.RateLimit, &h.UpstreamRate); err != nil {
 		return err
 	}
