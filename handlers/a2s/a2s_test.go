@@ -3,7 +3,6 @@ package a2s
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"net/netip"
 	"testing"
@@ -110,24 +109,11 @@ func TestQueryProtocol(t *testing.T) {
 
 // TestQueryProtocolBadAnswer: a server answering garbage is a 502.
 func TestQueryProtocolBadAnswer(t *testing.T) {
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, a, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			_ = n
-			_, _ = conn.WriteToUDP([]byte{0xFF, 0xFF, 0xFF, 0xFF, 'I', 17, 'x'}, a) // truncated info
-		}
-	}()
+	addr := testutil.ServeUDP(t, func(netip.AddrPort, []byte) [][]byte {
+		return [][]byte{{0xFF, 0xFF, 0xFF, 0xFF, 'I', 17, 'x'}} // truncated info
+	})
 	p := &QueryProtocol{Client: &Client{Timeout: time.Second}}
-	if _, err := p.Command(context.Background(), conn.LocalAddr().String(), "info", nil); query.HTTPStatus(err) != http.StatusBadGateway {
+	if _, err := p.Command(context.Background(), addr.String(), "info", nil); query.HTTPStatus(err) != http.StatusBadGateway {
 		t.Fatalf("got %v, want a 502", err)
 	}
 }
