@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -16,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/gqp"
-	"github.com/gamegate/gamegate/handlers/qos"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -106,6 +104,9 @@ type GQPCommand struct {
 	// separately for queries with and without arguments; past it the
 	// command answers 31 unless a cached answer can serve. Default: 10.
 	UpstreamRate float64 `json:"upstream_rate,omitempty"`
+	// Upstream requests for this command allowed at once. Default:
+	// upstream_rate (at least 1).
+	UpstreamBurst int `json:"upstream_burst,omitempty"`
 }
 
 // GQPRecord is a static name/value record.
@@ -169,7 +170,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 		cmd := gqp.Command{Name: name, MinArgs: c.MinArgs, Protected: c.Protected}
 		if c.URL != "" {
 			log := h.logger.With(zap.String("command", name))
-			hc := &gqp.HTTPCommand{URL: c.URL, TTL: time.Duration(c.TTL), Timeout: timeout, Rate: c.UpstreamRate, Client: client,
+			hc := &gqp.HTTPCommand{URL: c.URL, TTL: time.Duration(c.TTL), Timeout: timeout, Rate: c.UpstreamRate, Burst: c.UpstreamBurst, Client: client,
 				Log: func(err error) { log.Warn("GQP command upstream failed", zap.Error(err)) }}
 			cmd.Run = hc.Run
 		} else {
@@ -188,56 +189,65 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	return registerCollectors(ctx.GetMetricsRegistry(), gqpMetrics.collectors()...)
 }
 
+// Ranges of the GQP responder's options.
+var (
+	gqpMinArgsRange     = intRange{0, wiregqp.MaxArgs}
+	gqpMaxDatagramRange = intRange{64, 65000}
+)
+
 // Validate checks the configuration.
 func (h *GQPResponder) Validate() error {
-	for name, c := range h.Commands {
-		switch {
-		case c.URL != "" && len(c.Records) > 0:
-			return fmt.Errorf("gqp: command %q: give url or records, not both", name)
-		case c.URL == "" && len(c.Records) == 0:
-			return fmt.Errorf("gqp: command %q: give url or records", name)
-		case c.MinArgs < 0:
-			return fmt.Errorf("gqp: command %q: min_args must not be negative", name)
-		case c.TTL < 0:
-			return fmt.Errorf("gqp: command %q: ttl must not be negative", name)
-		case c.UpstreamRate < 0 || c.UpstreamRate > 0 && !qos.RateFits(c.UpstreamRate, max(1, int(c.UpstreamRate))):
-			return fmt.Errorf("gqp: command %q: upstream_rate out of range", name)
+	c := newChecker("gqp")
+	for name, cmd := range h.Commands {
+		f := func(field string) string { return fmt.Sprintf("command %q: %s", name, field) }
+		if cmd == nil {
+			c.fail(fmt.Sprintf("command %q:", name), "give url or records")
+			continue
 		}
-		if c.URL != "" {
-			u, err := url.Parse(c.URL)
+		switch {
+		case name == "":
+			c.fail("commands", "needs names, got an empty one")
+		case cmd.URL != "" && len(cmd.Records) > 0:
+			c.fail(fmt.Sprintf("command %q:", name), "give url or records, not both")
+		case cmd.URL == "" && len(cmd.Records) == 0:
+			c.fail(fmt.Sprintf("command %q:", name), "give url or records")
+		}
+		c.in(f("min_args"), int64(cmd.MinArgs), gqpMinArgsRange)
+		c.duration(f("ttl"), cmd.TTL)
+		c.rate(f("upstream_rate"), f("upstream_burst"), cmd.UpstreamRate, int64(cmd.UpstreamBurst))
+		if cmd.URL != "" {
+			u, err := url.Parse(cmd.URL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("gqp: command %q: url %q is not an http(s) URL", name, c.URL)
+				c.fail(f("url"), "%q is not an http(s) URL", cmd.URL)
 			}
+		}
+	}
+	for login := range h.Logins {
+		if login == "" {
+			c.fail("logins", "needs names, got an empty one")
 		}
 	}
 	for _, n := range h.TrustedNetworks {
 		if n == "none" {
 			if len(h.TrustedNetworks) > 1 {
-				return errors.New("gqp: trusted_networks: none must stand alone")
+				c.fail("trusted_networks", "none must stand alone")
 			}
 			continue
 		}
 		if _, err := parsePrefix(n); err != nil {
-			return fmt.Errorf("gqp: trusted_networks: %q is not a CIDR or IP address", n)
+			c.fail("trusted_networks", "%q is not a CIDR or IP address", n)
 		}
 	}
-	switch {
-	case h.MaxDatagram != 0 && (h.MaxDatagram < 64 || h.MaxDatagram > 65000):
-		return errors.New("gqp: max_datagram must be in [64, 65000]")
-	case h.AuthAmplification < 0 || h.AuthAmplification > 100:
-		return errors.New("gqp: auth_amplification must be in [1, 100]")
-	case h.MaxChallengeFailures < 0 || h.MaxChallengeFailures > 1000:
-		return errors.New("gqp: max_challenge_failures must be in [1, 1000]")
-	case h.MaxAuthorized < 0 || h.MaxAuthorized > 1<<20:
-		return errors.New("gqp: max_authorized must be in [1, 1048576]")
-	case h.AuthTTL < 0:
-		return errors.New("gqp: auth_ttl must not be negative")
-	case h.ChallengeLockout < 0:
-		return errors.New("gqp: challenge_lockout must not be negative")
-	case h.UpstreamTimeout < 0:
-		return errors.New("gqp: upstream_timeout must not be negative")
+	c.optIn("auth_amplification", int64(h.AuthAmplification), intRange{1, 100})
+	c.optIn("max_challenge_failures", int64(h.MaxChallengeFailures), intRange{1, 1000})
+	c.optIn("max_authorized", int64(h.MaxAuthorized), intRange{1, 1 << 20})
+	c.duration("challenge_lockout", h.ChallengeLockout)
+	{
 	}
-	return nil
+	c.duration("auth_ttl", h.AuthTTL)
+	c.duration("upstream_timeout", h.UpstreamTimeout)
+	c.optIn("max_datagram", int64(h.MaxDatagram), gqpMaxDatagramRange)
+	return c.err
 }
 
 // answerTimeout bounds one Answer: an upstream request and a second.
@@ -306,6 +316,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //			min_args <count>
 //			ttl      <duration>
 //			upstream_rate <requests_per_second>
+//			upstream_burst <requests>
 //		}
 //		login            <login> <password>
 //		auth_ttl         <duration>
@@ -365,7 +376,7 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "upstream_timeout":
 			h.UpstreamTimeout, err = parseDuration(d)
 		case "max_datagram":
-			h.MaxDatagram, err = parseIntRange(d, 64, 65000)
+			h.MaxDatagram, err = parseSize[int](d, gqpMaxDatagramRange)
 		default:
 			return unknownOption(d, "gqp", opt)
 		}
@@ -398,11 +409,13 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 			}
 			c.Protected = true
 		case "min_args":
-			c.MinArgs, err = parseIntRange(d, 0, wiregqp.MaxArgs)
+			c.MinArgs, err = parseIntIn(d, gqpMinArgsRange)
 		case "ttl":
 			c.TTL, err = parseDuration(d)
 		case "upstream_rate":
 			c.UpstreamRate, err = parsePositiveFloat(d)
+		case "upstream_burst":
+			c.UpstreamBurst, err = parseIntIn(d, burstRange)
 		default:
 			return unknownOption(d, fmt.Sprintf("gqp: command '%s'", name), opt)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 // Draft GQP, written here from the draft (seed 003) and the project's
@@ -133,7 +134,7 @@ func TestDraftGQPClientOnLoopback(t *testing.T) {
 // than itself, while a padded one is answered.
 func TestGQPResponderNoAmplificationBeyondTrusted(t *testing.T) {
 	addr := testutil.FreeUDPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`{
+	testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		udp/%s {
 			@gqp gqp
@@ -186,7 +187,7 @@ func TestGameQueryForwardsOnlyAllowedCommands(t *testing.T) {
 func TestGameQueryStatusSurvivesArgumentVariety(t *testing.T) {
 	up := startCountingGQP(t, engineAnswer(t))
 	httpAddr := testutil.FreeTCPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`http://%s {
+	testcaddy.Start(t, fmt.Sprintf(`http://%s {
 	game_query {
 		server g %s
 		rate_limit 0.01 2
@@ -213,7 +214,7 @@ func TestGameQueryStatusSurvivesArgumentVariety(t *testing.T) {
 func TestGameQueryAdHocPerClientRate(t *testing.T) {
 	up := startCountingGQP(t, engineAnswer(t))
 	httpAddr := testutil.FreeTCPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`http://%s {
+	testcaddy.Start(t, fmt.Sprintf(`http://%s {
 	game_query {
 		ad_hoc gqp
 		allow_targets 127.0.0.0/8
@@ -237,7 +238,7 @@ func TestGameQueryAdHocPerClientRate(t *testing.T) {
 func TestGameQueryErrorsInWords(t *testing.T) {
 	closed := testutil.FreeUDPAddr(t) // nothing listens: the kernel refuses
 	httpAddr := testutil.FreeTCPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`http://%s {
+	testcaddy.Start(t, fmt.Sprintf(`http://%s {
 	game_query {
 		server down %s gqp {
 			timeout 300ms

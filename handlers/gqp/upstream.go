@@ -90,8 +90,9 @@ func (c *HTTPCommand) init() {
 		c.limit, _ = ratelimit.NewLimit(DefaultUpstreamRate, DefaultUpstreamRate)
 	}
 	c.clock = ratelimit.NewClock(nil)
-	c.plain = cache.NewResults[string, []Record](1, nil)
-	c.args = cache.NewResults[string, []Record](upstreamArgEntries, nil)
+	// Constant sizes: these cannot fail.
+	c.plain, _ = cache.NewResults[string, []Record](1, nil)
+	c.args, _ = cache.NewResults[string, []Record](upstreamArgEntries, nil)
 }
 
 var errUpstreamBusy = errors.New("upstream request rate limit reached")

@@ -115,7 +115,10 @@ type answer struct {
 }
 
 // NewGateway returns a gateway with cfg's defaults filled in.
-func NewGateway(cfg Config) *Gateway {
+func NewGateway(cfg Config) (*Gateway, error) {
+	if cfg.MaxBatch < 0 || cfg.BatchConcurrency < 0 || cfg.MaxBody < 0 || cfg.RateBurst < 0 || cfg.RateLimit < 0 {
+		return nil, errors.New("query: negative limits in the gateway's configuration")
+	}
 	if cfg.DefaultTTL == 0 {
 		cfg.DefaultTTL = 5 * time.Second
 	}
@@ -152,14 +155,22 @@ func NewGateway(cfg Config) *Gateway {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	plain, err := cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	other, err := cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
 	return &Gateway{
 		cfg:      cfg,
-		plain:    cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now),
-		other:    cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now),
+		plain:    plain,
+		other:    other,
 		upstream: newLimiterTable(cfg.RateLimit, cfg.RateBurst, cfg.MaxEntries, cfg.Now),
 		clients:  newLimiterTable(cfg.AdHocRate, cfg.AdHocBurst, cfg.MaxEntries, cfg.Now),
 		adHoc:    make(chan struct{}, cfg.MaxAdHoc),
-	}
+	}, nil
 }
 
 func remoteIP(r *http.Request) netip.Addr {
