@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 
 	"github.com/caddyserver/caddy/v2"
@@ -14,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/freeciv"
-	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	wirefreeciv "github.com/gamegate/gamegate/wire/freeciv"
 )
 
@@ -119,12 +118,11 @@ func (h *FreecivGuard) Validate() error {
 		return errors.New("freeciv_guard: max_chunk must be at least 16")
 	case h.MaxDecompressed < 0 || h.MaxDecompressed > 0 && h.MaxDecompressed < 16:
 		return errors.New("freeciv_guard: max_decompressed must be at least 16")
-	case h.PacketRate < 0 || math.IsNaN(h.PacketRate) || math.IsInf(h.PacketRate, 0):
-		return errors.New("freeciv_guard: packet_rate must be a finite number ≥ 0")
 	case h.PacketBurst < 0:
 		return errors.New("freeciv_guard: packet_burst must be positive")
-	case h.PacketRate > 0 && !qos.RateFits(h.PacketRate, max(h.PacketBurst, 1)):
-		return errors.New("freeciv_guard: packet_rate and packet_burst out of range")
+	}
+	if err := ratelimit.ValidateNamed("packet_rate", "packet_burst", h.PacketRate, max(h.PacketBurst, 1)); err != nil {
+		return fmt.Errorf("freeciv_guard: %w", err)
 	}
 	return nil
 }
@@ -133,10 +131,13 @@ func (h *FreecivGuard) Validate() error {
 // handler (normally proxy).
 func (h *FreecivGuard) Handle(cx *layer4.Connection, next layer4.Handler) error {
 	freecivMetrics.connections.Inc()
-	g := freeciv.NewGuard(freeciv.GuardConfig{
+	g, err := freeciv.NewGuard(freeciv.GuardConfig{
 		MaxPacket: h.MaxPacket, MaxChunk: h.MaxChunk, MaxDecompressed: h.MaxDecompressed,
 		PacketRate: h.PacketRate, PacketBurst: h.PacketBurst,
 	})
+	if err != nil {
+		return fmt.Errorf("freeciv_guard: %w", err)
+	}
 	gc := &guardedConn{Conn: cx, src: cx, guard: g, logger: h.logger, rbuf: make([]byte, 32<<10)}
 	// The matchers' prefetched bytes would otherwise be replayed by the
 	// wrapped connection, around the guard: take them through it first.

@@ -17,8 +17,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 func init() {
@@ -179,7 +179,11 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 	for cmd, d := range h.TTL {
 		cfg.TTL[cmd] = time.Duration(d)
 	}
-	h.gateway = query.NewGateway(cfg)
+	gw, err := query.NewGateway(cfg)
+	if err != nil {
+		return fmt.Errorf("game_query: %w", err)
+	}
+	h.gateway = gw
 	return registerCollectors(ctx.GetMetricsRegistry(), gameQueryMetrics.collectors()...)
 }
 
@@ -200,8 +204,12 @@ func (h *GameQuery) Validate() error {
 	if h.AdHocRaw != nil && len(h.AllowTargets) == 0 {
 		return errors.New("game_query: ad_hoc needs allow_targets: the networks ad-hoc targets may be in")
 	}
-	if h.RateLimit < 0 || h.RateLimit > 0 && !qos.RateFits(h.RateLimit, max(h.RateBurst, 1)) {
-		return errors.New("game_query: rate_limit and rate_burst out of range")
+	burst := h.RateBurst
+	if burst == 0 {
+		burst = 1 // the gateway's default: one second's worth
+	}
+	if err := ratelimit.ValidateNamed("rate_limit", "rate_burst", h.RateLimit, burst); err != nil {
+		return fmt.Errorf("game_query: %w", err)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/gqp"
-	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -138,7 +138,11 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 			if rate == 0 {
 				rate = 10
 			}
-			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Rate: rate, Burst: max(1, int(rate)),
+			lim, err := ratelimit.NewLimiter(rate, max(1, int(rate)), nil)
+			if err != nil {
+				return fmt.Errorf("gqp: command %q: upstream_rate: %w", name, err)
+			}
+			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Limiter: lim,
 				Client: client, Cache: cache.NewResults[string, []gqp.Record](1024, nil)}
 			cmd.Run = hc.Run
 		} else {
@@ -169,8 +173,9 @@ func (h *GQPResponder) Validate() error {
 			return fmt.Errorf("gqp: command %q: give url or records", name)
 		case c.MinArgs < 0:
 			return fmt.Errorf("gqp: command %q: min_args must not be negative", name)
-		case c.UpstreamRate < 0 || c.UpstreamRate > 0 && !qos.RateFits(c.UpstreamRate, max(1, int(c.UpstreamRate))):
-			return fmt.Errorf("gqp: command %q: upstream_rate out of range", name)
+		}
+		if err := ratelimit.ValidateNamed("upstream_rate", "burst", c.UpstreamRate, max(1, int(c.UpstreamRate))); err != nil {
+			return fmt.Errorf("gqp: command %q: %w", name, err)
 		}
 		if c.URL != "" {
 			u, err := url.Parse(c.URL)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -328,7 +329,11 @@ func TestHTTPCommandUpstreamRate(t *testing.T) {
 		w.Write([]byte(`{"ok": true}`))
 	}))
 	defer up.Close()
-	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 0.001, Burst: 3, Client: up.Client(),
+	lim, err := ratelimit.NewLimiter(0.001, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Limiter: lim, Client: up.Client(),
 		Cache: cache.NewResults[string, []Record](1024, nil)}
 	statuses := map[wiregqp.Status]int{}
 	for i := range 20 {
