@@ -15,6 +15,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 const (
@@ -26,7 +27,7 @@ const (
 type relayAPIEnv struct {
 	a, b    string // http://127.0.0.1:port of the two sites
 	storage string // the file_system storage root
-	caddy   *testutil.Caddy
+	caddy   *testcaddy.Caddy
 }
 
 // startRelayAPI runs two sites sharing one file-system storage, as two
@@ -40,7 +41,7 @@ func startRelayAPI(t *testing.T) *relayAPIEnv {
 	env.a, env.b = "http://"+addrA, "http://"+addrB
 	t.Setenv("GAMEGATE_TEST_RELAY_API_SECRET", relayAPISecret)
 	t.Setenv("GAMEGATE_TEST_RELAY_API_TOKEN", relayAPIToken2)
-	env.caddy = testutil.StartCaddy(t, fmt.Sprintf(`{
+	env.caddy = testcaddy.Start(t, fmt.Sprintf(`{
 	storage file_system %s
 }
 http://%s {
@@ -59,6 +60,10 @@ http://%s {
 			tokens %s
 			public_address 203.0.113.7:7777
 			join_code_ttl 200ms
+			# TestRelayAPIJoinCodeExpiry joins in a loop until the code expires.
+			join_rate 1000
+			join_burst 1000
+			max_allocations_per_client 10000
 		}
 	}
 	route /small/* {
@@ -90,8 +95,9 @@ type relayAPIAnswer struct {
 	body   []byte
 }
 
-// relayAPIDo sends a request; an empty token sends no Authorization.
-func relayAPIDo(t *testing.T, method, url, token, body string) relayAPIAnswer {
+// relayAPIDo sends a request, with header's name, value pairs; an empty
+// token sends no Authorization.
+func relayAPIDo(t *testing.T, method, url, token, body string, header ...string) relayAPIAnswer {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -103,7 +109,10 @@ func relayAPIDo(t *testing.T, method, url, token, body string) relayAPIAnswer {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +492,8 @@ func TestRelayAPISharedStorage(t *testing.T) {
 	env := startRelayAPI(t)
 	host := allocateOK(t, env.a+"/relay", relayAPIToken, `{"maxConnections": 3}`)
 	code := joinCodeOK(t, env.a+"/relay", relayAPIToken, host.AllocationID, http.StatusCreated)
-	if again := joinCodeOK(t, env.b, "", host.AllocationID, http.StatusOK); again != code {
+	// The same client with the same token, as the shipped client would be.
+	if again := joinCodeOK(t, env.b, relayAPIToken, host.AllocationID, http.StatusOK); again != code {
 		t.Fatalf("join code from the other instance: got %q, want %q", again, code)
 	}
 	joiner := joinOK(t, env.b, "", code)

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // The example answer of the protocol document, with its two servers.
@@ -189,6 +191,8 @@ func TestServiceBrokenSourceWithoutGoodCopy(t *testing.T) {
 	}
 	if w := get(s, "f"); w.Code != 500 || !strings.Contains(w.Body.String(), `"error_message":"fleet source unavailable`) {
 		t.Fatalf("unknown fleet with a broken file: got %d %s, want 500", w.Code, w.Body)
+	} else if strings.Contains(w.Body.String(), path) || strings.Contains(w.Body.String(), "invalid character") {
+		t.Fatalf("the 500 carries the file's error text: %s", w.Body)
 	}
 	if w := get(s, "inline"); w.Code != 200 {
 		t.Fatalf("inline fleet with a broken file: got %d, want 200", w.Code)
@@ -283,20 +287,12 @@ func qosEcho(t *testing.T) netip.AddrPort {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := listenUDP(t)
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if resp, _ := e.Handle(qos.SourceOf(from, true), buf[:n], nil); resp != nil {
-				_, _ = conn.WriteTo(resp, from)
-			}
+	return testutil.ServeUDP(t, func(from netip.AddrPort, req []byte) [][]byte {
+		if resp, _ := e.Handle(qos.SourceOf(net.UDPAddrFromAddrPort(from), true), req, nil); resp != nil {
+			return [][]byte{resp}
 		}
-	}()
-	return addrPort(conn)
+		return nil
+	})
 }
 
 func FuzzParseFleets(f *testing.F) {

@@ -92,6 +92,9 @@ type answer struct {
 // NewGateway returns a gateway with cfg's defaults filled in, or an error
 // naming a value it cannot use.
 func NewGateway(cfg Config) (*Gateway, error) {
+	if cfg.MaxBatch < 0 || cfg.BatchConcurrency < 0 || cfg.MaxBody < 0 || cfg.RateBurst < 0 || cfg.RateLimit < 0 {
+		return nil, errors.New("query: negative limits in the gateway's configuration")
+	}
 	if cfg.DefaultTTL == 0 {
 		cfg.DefaultTTL = 5 * time.Second
 	}
@@ -120,9 +123,13 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	limit, _ := ratelimit.NewLimit(cfg.RateLimit, cfg.RateBurst)
+	results, err := cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
 	return &Gateway{
 		cfg:      cfg,
-		results:  cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now),
+		results:  results,
 		limit:    limit,
 		clock:    ratelimit.NewClock(cfg.Now),
 		limiters: make(map[string]*ratelimit.AtomicState),
