@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/discovery"
+	"github.com/gamegate/gamegate/internal/httpauth"
 )
 
 func init() {
@@ -63,8 +63,10 @@ type QoSDiscovery struct {
 	// honours the server's trusted_proxies). Others get 403. Default: all.
 	Allow []string `json:"allow,omitempty"`
 	// API keys, any of which a caller must send as "Authorization: Bearer
-	// <key>" or "X-Api-Key: <key>"; others get 403. Placeholders such as
-	// {env.DISCOVERY_KEY} are replaced. Default: none required.
+	// <key>" or "X-Api-Key: <key>"; others get 401 with
+	// "WWW-Authenticate: Bearer". Placeholders such as {env.DISCOVERY_KEY}
+	// are replaced. Answers to callers that pass allow or api_keys are
+	// Cache-Control: private. Default: none required.
 	APIKeys []string `json:"api_keys,omitempty"`
 	// Health checks of the listed QoS servers. Default: off.
 	HealthCheck *DiscoveryHealthCheck `json:"health_check,omitempty"`
@@ -73,10 +75,9 @@ type QoSDiscovery struct {
 	// survive configuration reloads. Default: default.
 	Name string `json:"name,omitempty"`
 
-	service  *discovery.Service
-	prefixes []netip.Prefix
-	keys     [][]byte
-	logger   *zap.Logger
+	service *discovery.Service
+	handler discovery.Handler
+	logger  *zap.Logger
 }
 
 // DiscoveryServer is one QoS server of a fleet.
@@ -158,17 +159,23 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	if err := h.Validate(); err != nil {
 		return err
 	}
+	var access discovery.Access
 	for _, a := range h.Allow {
 		p, _ := parsePrefix(a)
-		h.prefixes = append(h.prefixes, p)
+		access.Allow = append(access.Allow, p)
 	}
 	repl := caddy.NewReplacer()
+	keys := make([][]byte, 0, len(h.APIKeys))
 	for _, k := range h.APIKeys {
 		key := repl.ReplaceKnown(k, "")
 		if key == "" {
 			return fmt.Errorf("qos_discovery: api_keys: %q is empty after replacing placeholders", k)
 		}
-		h.keys = append(h.keys, []byte(key))
+		keys = append(keys, []byte(key))
+	}
+	var err error
+	if access.Keys, err = httpauth.New(keys...); err != nil {
+		return fmt.Errorf("qos_discovery: api_keys: %w", err)
 	}
 	names, _ := discovery.ParseFieldNames(h.FieldNames)
 	val, _, err := discoveryOverrides.LoadOrNew(h.Name, func() (caddy.Destructor, error) {
@@ -192,7 +199,7 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		FieldNames: names,
 		StrongETag: h.StrongETag,
 		MaxAge:     time.Duration(h.MaxAge),
-		Private:    len(h.keys) > 0,
+		Private:    access.Restricted(),
 		Logger:     h.logger,
 		OnFileLoad: func(err error) {
 			if err != nil {
@@ -215,6 +222,7 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		_, _ = discoveryOverrides.Delete(h.Name)
 		return fmt.Errorf("qos_discovery: %w", err)
 	}
+	h.handler = discovery.Handler{Service: h.service, Access: access}
 	h.service.Start()
 	liveDiscoveryServices.add(h.service)
 	return registerCollectors(ctx.GetMetricsRegistry(), discoveryMetrics.collectors()...)
@@ -281,22 +289,14 @@ func (h *QoSDiscovery) Cleanup() error {
 	return err
 }
 
-// fleetFromPath finds the fleet ID in a path ending in
-// /v1/fleets/{fleet_id}/servers, under any prefix.
-func fleetFromPath(path string) (string, bool) {
-	rest, ok := strings.CutSuffix(path, "/servers")
+// ServeHTTP answers discovery requests and passes other paths on.
+func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	fleet, ok := discovery.FleetFromPath(r.URL.Path)
 	if !ok {
-		return "", false
+		return next.ServeHTTP(w, r)
 	}
-	i := strings.LastIndex(rest, "/v1/fleets/")
-	if i < 0 {
-		return "", false
-	}
-	id := rest[i+len("/v1/fleets/"):]
-	if id == "" || strings.IndexByte(id, '/') >= 0 {
-		return "", false
-	}
-	return id, true
+	discoveryMetrics.count(h.handler.ServeFleet(w, r, fleet, clientIP(r)))
+	return nil
 }
 
 // clientIP is the caller's address as Caddy determined it (honouring
@@ -310,70 +310,6 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-func (h *QoSDiscovery) authorized(r *http.Request, ip string) bool {
-	if len(h.prefixes) > 0 {
-		addr, err := netip.ParseAddr(ip)
-		if err != nil {
-			return false
-		}
-		addr = addr.Unmap().WithZone("")
-		allowed := false
-		for _, p := range h.prefixes {
-			if p.Contains(addr) {
-				allowed = true
-				break
-			}
-		}
-		if !allowed {
-			return false
-		}
-	}
-	if len(h.keys) == 0 {
-		return true
-	}
-	key := r.Header.Get("X-Api-Key")
-	if auth := r.Header.Get("Authorization"); key == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
-		key = strings.TrimSpace(auth[7:])
-	}
-	if key == "" {
-		return false
-	}
-	ok := 0
-	for _, k := range h.keys {
-		ok |= subtle.ConstantTimeCompare([]byte(key), k)
-	}
-	return ok == 1
-}
-
-// ServeHTTP answers discovery requests and passes other paths on.
-func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	fleet, ok := fleetFromPath(r.URL.Path)
-	if !ok {
-		return next.ServeHTTP(w, r)
-	}
-	if ip := clientIP(r); !h.authorized(r, ip) {
-		body := "access denied for " + ip
-		hdr := w.Header()
-		hdr.Set("Content-Type", "text/plain; charset=utf-8")
-		hdr.Set("Content-Length", strconv.Itoa(len(body)))
-		hdr.Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusForbidden)
-		if r.Method != http.MethodHead {
-			_, _ = w.Write([]byte(body))
-		}
-		discoveryMetrics.count(http.StatusForbidden)
-		return nil
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		discovery.WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
-		discoveryMetrics.count(http.StatusMethodNotAllowed)
-		return nil
-	}
-	discoveryMetrics.count(h.service.Serve(w, r, fleet))
-	return nil
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -586,7 +522,7 @@ func newDiscoveryMetrics() *discoveryMetricSet {
 		return float64(n)
 	})
 	m.byCode = make(map[int]prometheus.Counter)
-	for _, c := range []int{200, 304, 403, 404, 405, 500} {
+	for _, c := range []int{200, 304, 401, 403, 404, 405, 500} {
 		m.byCode[c] = m.requests.WithLabelValues(strconv.Itoa(c))
 	}
 	return m

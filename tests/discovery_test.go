@@ -204,15 +204,20 @@ func TestDiscoveryForbidden(t *testing.T) {
 	if r.status != 200 || r.body != seedFleetBody {
 		t.Fatalf("forwarded client inside the allow-list: got %d %q, want 200", r.status, r.body)
 	}
+	// An answer only some clients may read is not for shared caches.
+	if got := r.header.Get("Cache-Control"); got != "private, max-age=1200" {
+		t.Fatalf("answer behind allow: got Cache-Control %q, want private, max-age=1200", got)
+	}
 
 	keyed := env.base + "/keyed/v1/fleets/" + fleetID + "/servers"
 	for _, tc := range []struct {
 		header []string
 		want   int
 	}{
-		{nil, 403},
-		{[]string{"X-Api-Key", "wrong"}, 403},
-		{[]string{"Authorization", "Bearer wrong"}, 403},
+		{nil, 401},
+		{[]string{"X-Api-Key", "wrong"}, 401},
+		{[]string{"Authorization", "Bearer wrong"}, 401},
+		{[]string{"Authorization", "Basic secret-one"}, 401},
 		{[]string{"X-Api-Key", "secret-one"}, 200},
 		{[]string{"Authorization", "Bearer secret-two"}, 200}, // from {env.…}
 	} {
@@ -220,8 +225,8 @@ func TestDiscoveryForbidden(t *testing.T) {
 		if r.status != tc.want {
 			t.Fatalf("api key %v: got %d, want %d", tc.header, r.status, tc.want)
 		}
-		if tc.want == 403 && r.body != "access denied for 127.0.0.1" {
-			t.Fatalf("api key %v: got body %q", tc.header, r.body)
+		if tc.want == 401 && r.header.Get("WWW-Authenticate") != "Bearer" {
+			t.Fatalf("api key %v: got WWW-Authenticate %q, want Bearer", tc.header, r.header.Get("WWW-Authenticate"))
 		}
 		if tc.want == 200 && r.header.Get("Cache-Control") != "private, max-age=1200" {
 			t.Fatalf("authenticated answer: got Cache-Control %q, want private", r.header.Get("Cache-Control"))

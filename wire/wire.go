@@ -229,3 +229,21 @@ func (r *Reader) U16BERange(field string, lo, hi uint16) uint16 {
 	}
 	return v
 }
+
+// CString reads a NUL-terminated string and consumes its terminator. The
+// string returned excludes the NUL and aliases the input; a string without a
+// terminator is [ErrTruncated].
+func (r *Reader) CString(field string) []byte {
+	if r.err != nil {
+		return nil
+	}
+	rest := r.b[r.off:]
+	for i, c := range rest {
+		if c == 0 {
+			r.off += i + 1
+			return rest[:i:i]
+		}
+	}
+	r.err = newDecodeError(field, r.off, ErrTruncated)
+	return nil
+}

@@ -33,6 +33,7 @@ type Status struct {
 	Version    string         `json:"version"`
 	NumPlayers int            `json:"numplayers"`
 	MaxPlayers int            `json:"maxplayers"`
+	Bots       int            `json:"bots"` // how many of the players are bots
 	Players    []Player       `json:"players"`
 	Password   bool           `json:"password"`
 	Ping       int64          `json:"ping"` // milliseconds

@@ -8,8 +8,6 @@ import (
 	"container/heap"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/gamegate/gamegate/internal/httpauth"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
@@ -101,7 +100,8 @@ type APIConfig struct {
 	Sealer *Sealer
 	// Store holds allocations and join codes. Required.
 	Store APIStore
-	// Tokens are the bearer tokens accepted; none means no authentication.
+	// Tokens are the bearer tokens accepted, checked as package httpauth
+	// says; none means no authentication.
 	Tokens [][]byte
 	// Regions offered; the first is the default. Required.
 	Regions []APIRegion
@@ -144,7 +144,7 @@ type APIConfig struct {
 // API answers the allocations REST API. It is safe for concurrent use.
 type API struct {
 	cfg         APIConfig
-	tokenSums   [][sha256.Size]byte
+	tokens      *httpauth.Keys
 	regions     []APIRegion
 	relayServer APIRelayServer
 	endpoints   []APIServerEndpoint
@@ -228,11 +228,9 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		}
 		a.regions = append(a.regions, r)
 	}
-	for _, t := range cfg.Tokens {
-		if len(t) == 0 {
-			return nil, errors.New("relay api: empty token")
-		}
-		a.tokenSums = append(a.tokenSums, sha256.Sum256(t))
+	var err error
+	if a.tokens, err = httpauth.New(cfg.Tokens...); err != nil {
+		return nil, fmt.Errorf("relay api: tokens: %w", err)
 	}
 	return a, nil
 }
@@ -497,9 +495,9 @@ func (a *API) Serve(w http.ResponseWriter, r *http.Request, ep APIEndpoint) int 
 		hdr.Set("Allow", ep.allow())
 		return a.writeError(w, r, errKindMethodNotAllowed.err(fmt.Sprintf("%s is not allowed on /v1/%s; use %s", r.Method, ep, ep.allow())))
 	}
-	if !a.authorized(r) {
-		hdr.Set("WWW-Authenticate", "Bearer")
-		return a.writeError(w, r, errKindUnauthorized.err("an Authorization header with the Bearer scheme and a valid token is required"))
+	if !a.tokens.Allow(r) {
+		httpauth.SetChallenge(hdr)
+		return a.writeError(w, r, errKindUnauthorized.err("a valid token is required: Authorization: Bearer <token> (or X-Api-Key: <token>)"))
 	}
 	var (
 		status int
@@ -547,25 +545,6 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, e *APIError) in
 	}
 	writeJSON(w, r, e.Status, "application/problem+json", body)
 	return e.Status
-}
-
-// authorized compares digests of the tokens, so neither the content nor the
-// length of a configured token leaks through timing.
-func (a *API) authorized(r *http.Request) bool {
-	if len(a.tokenSums) == 0 {
-		return true
-	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return false
-	}
-	sum := sha256.Sum256([]byte(token))
-	match := 0
-	for i := range a.tokenSums {
-		match |= subtle.ConstantTimeCompare(sum[:], a.tokenSums[i][:])
-	}
-	return match == 1
 }
 
 // decode reads one JSON object from the size-limited body into v, refusing

@@ -1,0 +1,100 @@
+package caddymodule
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/gamegate/gamegate/handlers/quake3"
+	"github.com/gamegate/gamegate/handlers/query"
+)
+
+func init() {
+	caddy.RegisterModule(new(QueryQuake3))
+}
+
+// QueryQuake3 is the Quake 3 family's server query for game_query
+// (ioquake3, OpenArena, Quake III Arena, Urban Terror, DarkPlaces, Xonotic,
+// Nexuiz and other engines answering getstatus/getinfo). Each query carries
+// a random challenge and only the answer echoing it is taken. A status maps
+// the info string's host name (without colour codes), map, version, max
+// players and password flag, and one player per status line (bots are the
+// players with ping 0); the info string is kept under raw. Commands: info,
+// rules, players.
+//
+// ioquake3 answers at most 10 queries a second from one address; keep the
+// gateway's rate_limit at or below that.
+type QueryQuake3 struct {
+	// Time one attempt waits for the answer. Default: 1s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Attempts after the first; -1 for none. Default: 1.
+	Retries int `json:"retries,omitempty"`
+
+	// The protocol itself, built by Provision: Name, Status and Command.
+	*quake3.QueryProtocol `json:"-"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (*QueryQuake3) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gamegate.query.quake3",
+		New: func() caddy.Module { return new(QueryQuake3) },
+	}
+}
+
+// Provision builds the protocol.
+func (p *QueryQuake3) Provision(caddy.Context) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	p.QueryProtocol = &quake3.QueryProtocol{
+		UDPExchange: query.UDPExchange{Timeout: time.Duration(p.Timeout), Retries: p.Retries},
+	}
+	return nil
+}
+
+// Validate checks the configuration.
+func (p *QueryQuake3) Validate() error {
+	if p.Timeout < 0 {
+		return fmt.Errorf("quake3: timeout must not be negative")
+	}
+	if p.Retries < -1 || p.Retries > 10 {
+		return fmt.Errorf("quake3: retries must be from -1 to 10, not %d", p.Retries)
+	}
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
+//
+//	quake3 {
+//		timeout <duration>
+//		retries <count>
+//	}
+func (p *QueryQuake3) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the protocol name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return parseBlock(d, "quake3", nil, func(opt string) error {
+		var err error
+		switch opt {
+		case "timeout":
+			p.Timeout, err = parseDuration(d)
+		case "retries":
+			p.Retries, err = parseIntRange(d, -1, 10)
+		default:
+			return unknownOption(d, "quake3", opt)
+		}
+		return err
+	})
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*QueryQuake3)(nil)
+	_ caddy.Validator       = (*QueryQuake3)(nil)
+	_ caddyfile.Unmarshaler = (*QueryQuake3)(nil)
+	_ query.Protocol        = (*QueryQuake3)(nil)
+)

@@ -1,0 +1,102 @@
+package discovery
+
+import (
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/gamegate/gamegate/internal/httpauth"
+)
+
+// Access is who may read a discovery service: clients whose address is in
+// Allow (none: every address), presenting one of Keys (none: no key
+// needed).
+type Access struct {
+	Allow []netip.Prefix
+	Keys  *httpauth.Keys
+}
+
+// Restricted reports whether answers are for some callers only, so shared
+// caches must not keep them (Cache-Control: private).
+func (a Access) Restricted() bool { return len(a.Allow) > 0 || a.Keys.Required() }
+
+func (a Access) allowed(clientIP string) bool {
+	if len(a.Allow) == 0 {
+		return true
+	}
+	addr, err := netip.ParseAddr(clientIP)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap().WithZone("")
+	for _, p := range a.Allow {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// FleetFromPath finds the fleet ID in a path ending in
+// /v1/fleets/{fleet_id}/servers, under any prefix.
+func FleetFromPath(path string) (string, bool) {
+	rest, ok := strings.CutSuffix(path, "/servers")
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndex(rest, "/v1/fleets/")
+	if i < 0 {
+		return "", false
+	}
+	id := rest[i+len("/v1/fleets/"):]
+	if id == "" || strings.IndexByte(id, '/') >= 0 {
+		return "", false
+	}
+	return id, true
+}
+
+// Handler answers the discovery endpoint over HTTP: the access checks,
+// the method check, then the Service's answer.
+type Handler struct {
+	Service *Service
+	Access  Access
+}
+
+// ServeFleet answers a request for fleet from clientIP (the caller's
+// address as the server determined it, honouring trusted proxies) and
+// returns the status written:
+//   - 403 text/plain "access denied for <clientIP>" outside the allow-list
+//     (the discovery protocol's answer);
+//   - 401 with "WWW-Authenticate: Bearer" without a valid API key (see
+//     package httpauth);
+//   - 405 with Allow for methods other than GET and HEAD;
+//   - otherwise what Service.Serve writes.
+func (h *Handler) ServeFleet(w http.ResponseWriter, r *http.Request, fleet, clientIP string) int {
+	if !h.Access.allowed(clientIP) {
+		writeText(w, r, http.StatusForbidden, "access denied for "+clientIP)
+		return http.StatusForbidden
+	}
+	if !h.Access.Keys.Allow(r) {
+		httpauth.SetChallenge(w.Header())
+		writeText(w, r, http.StatusUnauthorized, "a valid API key is required (Authorization: Bearer <key> or X-Api-Key: <key>)")
+		return http.StatusUnauthorized
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
+		return http.StatusMethodNotAllowed
+	}
+	return h.Service.Serve(w, r, fleet)
+}
+
+func writeText(w http.ResponseWriter, r *http.Request, status int, body string) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(body))
+	}
+}

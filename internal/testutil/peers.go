@@ -1,0 +1,88 @@
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// RequireDebianPeer fails the test when the program at path (from Debian's
+// package pkg) is missing and the machine could install it, naming the
+// command that does; it skips the test only when there is no apt-get to
+// install it with.
+func RequireDebianPeer(t testing.TB, path, pkg string) {
+	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		t.Skipf("%s is missing and this machine has no apt-get to install Debian's %s", path, pkg)
+	}
+	t.Fatalf("%s is missing: run scripts/peers (it installs Debian's %s)", path, pkg)
+}
+
+// PeersDir returns the absolute path of tests/peers, the npm project of
+// independent clients and real servers, failing the test when its packages
+// are not installed and skipping it only when there is no Node.js.
+func PeersDir(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "tests", "peers")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is missing: the npm peers in tests/peers (gamedig, minecraft-protocol…) need Node.js and npm")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
+		t.Fatalf("tests/peers/node_modules is missing: run scripts/peers (npm ci in tests/peers)")
+	}
+	return dir
+}
+
+// NpmVersion returns the installed version of an npm package in tests/peers.
+func NpmVersion(t testing.TB, pkg string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(PeersDir(t), "node_modules", pkg, "package.json"))
+	if err != nil {
+		t.Fatalf("%s is not installed in tests/peers: run scripts/peers", pkg)
+	}
+	var p struct{ Version string }
+	if err := json.Unmarshal(b, &p); err != nil || p.Version == "" {
+		t.Fatalf("%s/package.json: no version (%v)", pkg, err)
+	}
+	return p.Version
+}
+
+// RunNode runs a script of tests/peers (or a package's bin, given as a path
+// below tests/peers) with node, bounded by timeout, and returns its standard
+// output; a failure fails the test with what it printed.
+func RunNode(t testing.TB, timeout time.Duration, script string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	dir := PeersDir(t)
+	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(dir, script)}, args...)...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s %s: %v\nstdout: %s\nstderr: %s", script, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.Bytes()
+}
+
+// Gamedig runs GameDig's command-line client against host:port as game
+// type kind and returns its JSON answer.
+func Gamedig(t testing.TB, kind, address string, into any) []byte {
+	t.Helper()
+	out := RunNode(t, 30*time.Second, "node_modules/gamedig/bin/gamedig.js", "--type", kind, address)
+	if err := json.Unmarshal(out, into); err != nil {
+		t.Fatalf("gamedig --type %s %s printed %s: %v", kind, address, out, err)
+	}
+	return out
+}
