@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 const fleetID = "1c9b4c28-0000-4000-8000-000000000001"
@@ -28,7 +29,7 @@ const seedFleetBody = `{"servers":[` +
 
 type discoveryEnv struct {
 	base  string // http://127.0.0.1:port
-	caddy *testutil.Caddy
+	caddy *testcaddy.Caddy
 	file  string
 	cfg   string
 }
@@ -81,7 +82,7 @@ http://%s {
 }
 `, addr, seedFleetBlock, env.file, seedFleetBlock, seedFleetBlock, broken)
 	t.Setenv("GAMEGATE_TEST_DISCOVERY_KEY", "secret-two")
-	env.caddy = testutil.StartCaddy(t, env.cfg)
+	env.caddy = testcaddy.Start(t, env.cfg)
 	return env
 }
 
@@ -111,8 +112,7 @@ func request(t *testing.T, method, url string, header ...string) response {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func put(t *testing.T, env *discoveryEnv, path, body string, want int) string {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func TestDiscoveryAdminAPI(t *testing.T) {
 	}
 
 	req, _ := http.NewRequest("DELETE", "http://"+env.caddy.AdminAddr+path, nil)
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 // validateExample adapts Caddyfile.example under env and provisions it
@@ -25,7 +25,7 @@ func validateExample(t *testing.T, env map[string]string) error {
 			os.Unsetenv(k)
 		}
 	}
-	adapted := testutil.AdaptCaddyfile(t, string(example))
+	adapted := testcaddy.AdaptCaddyfile(t, string(example))
 	if os.Getenv("GAMEGATE_TEST_LOG") == "" {
 		adapted["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	"github.com/gamegate/gamegate/wire/freeciv"
 )
 
@@ -23,14 +24,14 @@ type freecivEnv struct {
 	gate   string // gamegate's layer4 route in front of it: matcher, guard, proxy
 	bare   string // a route with the guard but no matcher
 	http   string
-	caddy  *testutil.Caddy
+	caddy  *testcaddy.Caddy
 }
 
 func startFreecivGate(t *testing.T) *freecivEnv {
 	t.Helper()
 	env := &freecivEnv{server: testutil.StartFreeciv(t), gate: testutil.FreeTCPAddr(t), bare: testutil.FreeTCPAddr(t)}
 	env.http = "http://" + testutil.FreeTCPAddr(t)
-	env.caddy = testutil.StartCaddy(t, fmt.Sprintf(`{
+	env.caddy = testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		%s {
 			@freeciv freeciv
@@ -54,7 +55,10 @@ func startFreecivGate(t *testing.T) *freecivEnv {
 %s {
 	handle_path /query/* {
 		game_query {
-			server civ %s freeciv
+			query_timeout 20s # only a failing test waits that long
+			server civ %s freeciv {
+				timeout 20s
+			}
 		}
 	}
 }
@@ -73,9 +77,11 @@ func joinReq(t *testing.T, capability string) []byte {
 	return b
 }
 
-// readServer decodes everything the server sends until it has been quiet
-// for idle, and returns the JOIN_REPLY, the number of packets, how many
-// came from compressed chunks, and the bytes the splitter could not frame.
+// readServer waits for the JOIN_REPLY, decodes everything the server sends
+// after it until it has been quiet for idle, and returns the JOIN_REPLY, the
+// number of packets, how many came from compressed chunks, and the bytes the
+// splitter could not frame. Until the JOIN_REPLY has come, it waits for up
+// to 30 s: a busy machine may take seconds to schedule the server.
 func readServer(t *testing.T, c net.Conn, idle time.Duration) (reply *freeciv.JoinReply, packets, fromChunks, leftover int) {
 	t.Helper()
 	var s freeciv.Splitter
@@ -86,7 +92,11 @@ func readServer(t *testing.T, c net.Conn, idle time.Duration) (reply *freeciv.Jo
 		if time.Now().After(limit) {
 			t.Fatalf("the server was still sending after 30 s")
 		}
-		_ = c.SetReadDeadline(time.Now().Add(idle))
+		deadline := limit
+		if reply != nil {
+			deadline = time.Now().Add(idle)
+		}
+		_ = c.SetReadDeadline(deadline)
 		n, err := c.Read(buf)
 		for p := buf[:n]; len(p) > 0; {
 			k, werr := s.Write(p)
@@ -152,7 +162,7 @@ func TestFreecivThroughGuard(t *testing.T) {
 	if _, err := c.Write(joinReq(t, capability)); err != nil {
 		t.Fatal(err)
 	}
-	reply, packets, fromChunks, leftover := readServer(t, c, 2*time.Second)
+	reply, packets, fromChunks, leftover := readServer(t, c, 5*time.Second)
 	if reply == nil || !reply.YouCanJoin {
 		t.Fatalf("JOIN_REPLY with the server's capability: got %+v", reply)
 	}
@@ -259,11 +269,13 @@ func TestFreecivGameQuery(t *testing.T) {
 func TestFreecivGameQueryLAN(t *testing.T) {
 	server := testutil.StartFreecivAnnouncing(t, "127.0.0.1")
 	base := "http://" + testutil.FreeTCPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`%s {
+	testcaddy.Start(t, fmt.Sprintf(`%s {
 	game_query {
+		query_timeout 20s # only a failing test waits that long
 		server civ %s freeciv {
+			timeout 20s
 			lan_group 127.0.0.1
-			lan_wait 2s
+			lan_wait 20s
 		}
 	}
 }
@@ -361,7 +373,7 @@ func recordingServer(t *testing.T) (addr string, got <-chan []byte) {
 func TestFreecivGuardPassesNothingMalformed(t *testing.T) {
 	upstream, received := recordingServer(t)
 	gate, bare := testutil.FreeTCPAddr(t), testutil.FreeTCPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`{
+	testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		%s {
 			@freeciv freeciv

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/gqp"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -28,27 +28,11 @@ type countingGQP struct {
 
 func startCountingGQP(t *testing.T, answer func(q []byte) [][]byte) *countingGQP {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &countingGQP{addr: conn.LocalAddr().String()}
-	done := make(chan struct{})
-	t.Cleanup(func() { conn.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			s.queries.Add(1)
-			for _, d := range answer(append([]byte(nil), buf[:n]...)) {
-				_, _ = conn.WriteToUDP(d, from)
-			}
-		}
-	}()
+	s := &countingGQP{}
+	s.addr = testutil.ServeUDP(t, func(_ netip.AddrPort, q []byte) [][]byte {
+		s.queries.Add(1)
+		return answer(q)
+	}).String()
 	return s
 }
 
@@ -68,7 +52,7 @@ func engineAnswer(t *testing.T) func([]byte) [][]byte {
 
 type gameQueryEnv struct {
 	base     string
-	caddy    *testutil.Caddy
+	caddy    *testcaddy.Caddy
 	upstream *httptest.Server
 	gqpAddr  string
 }
@@ -87,7 +71,7 @@ func startGameQuery(t *testing.T, extraServers string, extraOptions string) *gam
 	httpAddr := testutil.FreeTCPAddr(t)
 	env.base = "http://" + httpAddr
 	t.Setenv("GAMEGATE_TEST_GQP_PASSWORD", "hunter2")
-	env.caddy = testutil.StartCaddy(t, fmt.Sprintf(`{
+	env.caddy = testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		udp/%s {
 			@gqp gqp

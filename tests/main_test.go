@@ -16,4 +16,4 @@ import (
 
 // httpClient is the client every test request goes through: no request can
 // hang a test past its timeout.
-var httpClient = &http.Client{Timeout: 10 * time.Second}
+var httpClient = &http.Client{Timeout: 30 * time.Second}

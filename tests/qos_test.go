@@ -17,6 +17,7 @@ import (
 
 	"github.com/gamegate/gamegate/caddymodule"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
 
@@ -76,7 +77,7 @@ func awaitProbe(t *testing.T, c *testutil.UDPClient, id uint16) (before [][]byte
 
 func TestQoSEchoUnityLayout(t *testing.T) {
 	addr := testutil.FreeUDPAddr(t)
-	testutil.StartCaddy(t, qosCaddyfile(addr, "rate 1000\n\t\t\t\t\tburst 1000"))
+	testcaddy.Start(t, qosCaddyfile(addr, "rate 1000\n\t\t\t\t\tburst 1000"))
 	c := testutil.DialUDP(t, "127.0.0.1:0", addr)
 
 	id := uint16(rand.Uint32())
@@ -111,7 +112,7 @@ func TestQoSEchoUnityLayout(t *testing.T) {
 
 func TestQoSEchoDropsMalformed(t *testing.T) {
 	addr := testutil.FreeUDPAddr(t)
-	caddy := testutil.StartCaddy(t, qosCaddyfile(addr, "rate 1000\n\t\t\t\t\tburst 1000"))
+	caddy := testcaddy.Start(t, qosCaddyfile(addr, "rate 1000\n\t\t\t\t\tburst 1000"))
 	// Dropped mid-association, where the handler sees them; as a first
 	// datagram the matcher refuses them before any handler does.
 	wantDrops := map[string]float64{"title_length": 2, "magic": 1, "flow": 1, "too_long": 2}
@@ -161,7 +162,7 @@ func TestQoSEchoDropsMalformed(t *testing.T) {
 
 func TestQoSEchoRateLimitBan(t *testing.T) {
 	addr := testutil.FreeUDPAddr(t)
-	caddy := testutil.StartCaddy(t, fmt.Sprintf(`{
+	caddy := testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		udp/%s {
 			idle_timeout 10s
@@ -224,7 +225,7 @@ func TestQoSTrackedSourcesBounded(t *testing.T) {
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			addr := testutil.FreeUDPAddr(t)
-			caddy := testutil.StartCaddy(t, fmt.Sprintf(`{
+			caddy := testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		udp/%s {
 			idle_timeout 1s
@@ -270,7 +271,7 @@ func TestQoSOversizedFirstDatagramDoesNotSpin(t *testing.T) {
 	}
 	matchFrame, handleFrame := funcName((*caddymodule.MatchQoS).Match), funcName((*caddymodule.QoSEcho).Handle)
 	addr := testutil.FreeUDPAddr(t)
-	testutil.StartCaddy(t, qosCaddyfile(addr, ""))
+	testcaddy.Start(t, qosCaddyfile(addr, ""))
 	if n := goroutinesIn(matchFrame, handleFrame); n != 0 {
 		t.Fatalf("QoS goroutines before any traffic: got %d, want 0", n)
 	}
@@ -343,7 +344,7 @@ func goroutinesIn(frames ...string) int {
 
 func TestQoSMatcherRoutesOtherTraffic(t *testing.T) {
 	addr := testutil.FreeUDPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`{
+	testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		udp/%s {
 			idle_timeout 2s

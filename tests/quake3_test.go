@@ -11,6 +11,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 // flexInt reads a JSON number or a string holding one (GameDig sends
@@ -35,7 +36,7 @@ func TestQuake3AgainstOpenArena(t *testing.T) {
 	bots := len(botNames)
 	oa := testutil.StartOpenArena(t, "^1Gate ^7Arena", 8, botNames...)
 	httpAddr := testutil.FreeTCPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`{
+	testcaddy.Start(t, fmt.Sprintf(`{
 	admin off
 }
 http://%s {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 const (
@@ -26,7 +27,7 @@ const (
 type relayAPIEnv struct {
 	a, b    string // http://127.0.0.1:port of the two sites
 	storage string // the file_system storage root
-	caddy   *testutil.Caddy
+	caddy   *testcaddy.Caddy
 }
 
 // startRelayAPI runs two sites sharing one file-system storage, as two
@@ -40,7 +41,7 @@ func startRelayAPI(t *testing.T) *relayAPIEnv {
 	env.a, env.b = "http://"+addrA, "http://"+addrB
 	t.Setenv("GAMEGATE_TEST_RELAY_API_SECRET", relayAPISecret)
 	t.Setenv("GAMEGATE_TEST_RELAY_API_TOKEN", relayAPIToken2)
-	env.caddy = testutil.StartCaddy(t, fmt.Sprintf(`{
+	env.caddy = testcaddy.Start(t, fmt.Sprintf(`{
 	storage file_system %s
 }
 http://%s {
@@ -103,7 +104,7 @@ func relayAPIDo(t *testing.T, method, url, token, body string) relayAPIAnswer {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

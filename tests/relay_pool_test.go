@@ -8,6 +8,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestRelaySameNameDifferentTimeouts(t *testing.T) {
 	t.Setenv("GAMEGATE_TEST_RELAY_SECRET", relaySecret)
 	short, long := testutil.FreeUDPAddr(t), testutil.FreeUDPAddr(t)
-	testutil.StartCaddy(t, fmt.Sprintf(`{
+	testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		udp/%s {
 			route {

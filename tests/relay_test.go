@@ -13,6 +13,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
@@ -49,7 +50,7 @@ http://%s {
 type relayEnv struct {
 	addr   string
 	api    *relay.APIClient
-	caddy  *testutil.Caddy
+	caddy  *testcaddy.Caddy
 	cfg    string
 	sealer *relay.Sealer
 }
@@ -61,7 +62,7 @@ func startRelay(t *testing.T, options string) *relayEnv {
 	httpAddr := testutil.FreeTCPAddr(t)
 	env.api = &relay.APIClient{Base: "http://" + httpAddr, Token: "relay-test-token"}
 	env.cfg = relayCaddyfile(env.addr, httpAddr, t.TempDir(), options)
-	env.caddy = testutil.StartCaddy(t, env.cfg)
+	env.caddy = testcaddy.Start(t, env.cfg)
 	var err error
 	if env.sealer, err = relay.NewSealer([]byte(relaySecret)); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // The example answer of the protocol document, with its two servers.
@@ -283,20 +285,12 @@ func qosEcho(t *testing.T) netip.AddrPort {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := listenUDP(t)
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if resp, _ := e.Handle(qos.SourceOf(from, true), buf[:n], nil); resp != nil {
-				_, _ = conn.WriteTo(resp, from)
-			}
+	return testutil.ServeUDP(t, func(from netip.AddrPort, req []byte) [][]byte {
+		if resp, _ := e.Handle(qos.SourceOf(net.UDPAddrFromAddrPort(from), true), req, nil); resp != nil {
+			return [][]byte{resp}
 		}
-	}()
-	return addrPort(conn)
+		return nil
+	})
 }
 
 func FuzzParseFleets(f *testing.F) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/testutil"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -31,26 +31,7 @@ func serve(t *testing.T, s *Server) string {
 
 func serveFunc(t *testing.T, answer func(from netip.AddrPort, q []byte) [][]byte) string {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { conn.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			for _, d := range answer(from, append([]byte(nil), buf[:n]...)) {
-				_, _ = conn.WriteToUDPAddrPort(d, from)
-			}
-		}
-	}()
-	return conn.LocalAddr().String()
+	return testutil.ServeUDP(t, answer).String()
 }
 
 func testServer(t *testing.T) *Server {

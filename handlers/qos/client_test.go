@@ -13,29 +13,14 @@ import (
 )
 
 // udpServer answers each datagram on a loopback socket with what reply
-// returns, until the test ends.
+// returns for it, the n-th (from 0) since the server started.
 func udpServer(t *testing.T, reply func(n int, req []byte) [][]byte) netip.AddrPort {
 	t.Helper()
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { conn.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for n := 0; ; n++ {
-			k, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			for _, out := range reply(n, buf[:k]) {
-				_, _ = conn.WriteTo(out, from)
-			}
-		}
-	}()
-	return conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	n := -1
+	return testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		n++
+		return reply(n, req)
+	})
 }
 
 // engineServer is a QoS echo server: the real engine on a real socket.

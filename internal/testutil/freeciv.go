@@ -2,10 +2,13 @@ package testutil
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,8 +27,45 @@ func StartFreeciv(t testing.TB) string { return startFreeciv(t, "") }
 // StartFreecivAnnouncing is StartFreeciv with the server announcing itself
 // for the LAN query, to group (FREECIV_MULTICAST_GROUP; a loopback address
 // keeps the test on loopback). The LAN ports are the protocol's fixed 4555
-// and 4556, so one such server runs at a time.
-func StartFreecivAnnouncing(t testing.TB, group string) string { return startFreeciv(t, group) }
+// and 4556, so one such server runs at a time on a machine: it first takes
+// LockFreecivLAN, which it holds until the test ends.
+func StartFreecivAnnouncing(t testing.TB, group string) string {
+	t.Helper()
+	LockFreecivLAN(t)
+	return startFreeciv(t, group)
+}
+
+// LockFreecivLAN waits (up to ten minutes) until no other test process on
+// this machine uses the Freeciv LAN ports 4555 and 4556, and reserves them
+// for this test until it ends. The reservation is an flock on a file in
+// os.TempDir(), so concurrent runs of the suite wait for each other instead
+// of failing with "address in use"; the kernel releases it if the process
+// dies.
+func LockFreecivLAN(t testing.TB) {
+	t.Helper()
+	path := filepath.Join(os.TempDir(), "gamegate-freeciv-lan.lock")
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o666) // flock needs no write access
+	if err != nil {
+		t.Fatalf("opening %s: %v", path, err)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			t.Fatalf("locking %s: %v", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			t.Fatalf("another test process held %s (the Freeciv LAN ports) for ten minutes", path)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Cleanup(func() { f.Close() }) // closing the file releases the lock
+}
 
 func startFreeciv(t testing.TB, group string) string {
 	t.Helper()
@@ -87,7 +127,11 @@ func startFreeciv(t testing.TB, group string) string {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return addr
+			// An announcing server answers LAN requests once it has bound
+			// the request port; one sent before that is lost.
+			if group == "" || udpPortBound(freecivLANRequestPort) {
+				return addr
+			}
 		}
 		select {
 		case <-exited:
@@ -95,7 +139,7 @@ func startFreeciv(t testing.TB, group string) string {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("freeciv-server did not listen on %s within 20 s:\n%s", addr, out.String())
+			t.Fatalf("freeciv-server did not listen on %s (and, announcing, on UDP port %d) within 20 s:\n%s", addr, freecivLANRequestPort, out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -115,4 +159,28 @@ func FreecivVersion(t testing.TB) string {
 		t.Fatalf("%s --version printed %q, want \"Freeciv version X.Y.Z\"", FreecivServerPath, out)
 	}
 	return string(fields[2])
+}
+
+// freecivLANRequestPort is the protocol's fixed port for LAN requests
+// (wire/freeciv.LANRequestPort: testutil cannot import wire/freeciv, whose
+// tests import testutil).
+const freecivLANRequestPort = 4555
+
+// udpPortBound reports whether some socket on this machine is bound to UDP
+// port port.
+func udpPortBound(port int) bool {
+	suffix := fmt.Sprintf(":%04X", port)
+	for _, file := range []string{"/proc/net/udp", "/proc/net/udp6"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			// sl local_address rem_address ...
+			if f := strings.Fields(line); len(f) > 1 && strings.HasSuffix(f[1], suffix) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package testutil
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -63,4 +64,31 @@ func (c *UDPClient) Recv(timeout time.Duration) (b []byte, ok bool) {
 			return buf[:n:n], true
 		}
 	}
+}
+
+// ServeUDP answers every datagram arriving on a fresh loopback socket with
+// the datagrams answer returns, until the test ends, and returns the socket's
+// address. answer runs on one goroutine, in arrival order, and owns req.
+func ServeUDP(t testing.TB, answer func(from netip.AddrPort, req []byte) [][]byte) netip.AddrPort {
+	t.Helper()
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { conn.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			for _, d := range answer(from, append([]byte(nil), buf[:n]...)) {
+				_, _ = conn.WriteToUDPAddrPort(d, from)
+			}
+		}
+	}()
+	return conn.LocalAddr().(*net.UDPAddr).AddrPort()
 }

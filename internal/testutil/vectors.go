@@ -1,4 +1,3 @@
-// Package testutil holds helpers shared by gamegate's tests.
 package testutil
 
 import (

@@ -1,10 +1,12 @@
-package testutil
+// Package testcaddy runs a real Caddy in the test process from a Caddyfile,
+// reloads it, and reads its metrics. It is apart from testutil so that tests
+// which do not need Caddy do not link it.
+package testcaddy
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // Caddy is a Caddy instance running in the test process from a Caddyfile.
@@ -22,22 +26,26 @@ type Caddy struct {
 	AdminAddr string
 }
 
-// StartCaddy adapts caddyfile, points the admin API at a free loopback port,
+// Start adapts caddyfile, points the admin API at a free loopback port,
 // turns off config persistence, loads the config and stops Caddy when the test
 // ends. Set GAMEGATE_TEST_LOG=1 to see Caddy's logs.
-func StartCaddy(t testing.TB, caddyfile string) *Caddy {
+func Start(t testing.TB, caddyfile string) *Caddy {
 	t.Helper()
-	c := &Caddy{AdminAddr: FreeTCPAddr(t)}
+	c := &Caddy{AdminAddr: testutil.FreeTCPAddr(t)}
 	c.Load(t, caddyfile)
 	t.Cleanup(func() {
 		if err := caddy.Stop(); err != nil {
 			t.Errorf("stopping caddy: %v", err)
 		}
+		closeIdleHTTP()
 	})
 	return c
 }
 
-// Load replaces the running configuration with caddyfile (a reload).
+// Load replaces the running configuration with caddyfile (a reload), and
+// returns once the previous configuration's sockets are closed (see
+// waitSocketsSettled) and the default HTTP transport holds no connection to
+// them, so what the test sends next reaches the new configuration.
 func (c *Caddy) Load(t testing.TB, caddyfile string) {
 	t.Helper()
 	cfg := AdaptCaddyfile(t, caddyfile)
@@ -54,6 +62,18 @@ func (c *Caddy) Load(t testing.TB, caddyfile string) {
 	}
 	if err := caddy.Load(raw, true); err != nil {
 		t.Fatalf("loading config: %v\n%s", err, raw)
+	}
+	waitSocketsSettled(t)
+	closeIdleHTTP()
+}
+
+// closeIdleHTTP drops the default transport's idle connections: after a
+// reload they lead to the old servers, which close them, and a request that
+// is not idempotent (PUT, POST) sent on one as it closes fails instead of
+// being retried.
+func closeIdleHTTP() {
+	if tr, ok := http.DefaultTransport.(*http.Transport); ok {
+		tr.CloseIdleConnections()
 	}
 }
 
@@ -115,28 +135,4 @@ func (c *Caddy) MustMetric(t testing.TB, series string) float64 {
 		t.Fatalf("metric %s not found", series)
 	}
 	return v
-}
-
-// FreeTCPAddr returns a loopback address with a TCP port that was free a
-// moment ago.
-func FreeTCPAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// FreeUDPAddr returns a loopback address with a UDP port that was free a
-// moment ago.
-func FreeUDPAddr(t testing.TB) string {
-	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().String()
 }
