@@ -20,6 +20,7 @@ import (
 	"github.com/gamegate/gamegate/handlers/gqp"
 	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
@@ -64,7 +65,7 @@ func startUDPApp(t *testing.T, qosOptions string) *udpAppEnv {
 	t.Setenv("GAMEGATE_TEST_RELAY_SECRET", relaySecret)
 	env := &udpAppEnv{relayEnv{addr: testutil.FreeUDPAddr(t)}}
 	env.cfg = udpAppCaddyfile(env.addr, testutil.FreeTCPAddr(t), qosOptions)
-	env.caddy = testutil.StartCaddy(t, env.cfg)
+	env.caddy = testcaddy.Start(t, env.cfg)
 	var err error
 	if env.sealer, err = relay.NewSealer([]byte(relaySecret)); err != nil {
 		t.Fatal(err)
@@ -398,7 +399,7 @@ func TestUDPAppReloads(t *testing.T) {
 	}
 	waitUntil(t, "the ban", func() bool { return env.caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`) >= 1 })
 
-	cfgJSON, err := json.Marshal(testutil.AdaptCaddyfile(t, env.cfg))
+	cfgJSON, err := json.Marshal(testcaddy.AdaptCaddyfile(t, env.cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +487,7 @@ func TestLayer4UDPFloodDeadlock(t *testing.T) {
 		return
 	}
 	addr := testutil.FreeUDPAddr(t)
-	testutil.StartCaddy(t, qosCaddyfile(addr, "rate 100\n\t\t\t\t\tburst 100"))
+	testcaddy.Start(t, qosCaddyfile(addr, "rate 100\n\t\t\t\t\tburst 100"))
 	qc := testutil.DialUDP(t, "127.0.0.1:0", addr)
 	if !qosAnswered(qc, 1, replyTimeout) {
 		t.Fatal("QoS not answered before the flood")
