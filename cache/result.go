@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -175,12 +176,15 @@ type flight[V any] struct {
 	res  Result[V]
 }
 
+// ErrMaxEntries is NewResults' error for a bound below 1.
+var ErrMaxEntries = errors.New("cache: a result cache must hold at least 1 entry")
+
 // NewResults returns an empty cache holding at most maxEntries keys, which
 // must be at least 1. Its notion of time, for freshness only, comes from
 // clock; nil means time.Now.
-func NewResults[K comparable, V any](maxEntries int, clock func() time.Time) *Results[K, V] {
+func NewResults[K comparable, V any](maxEntries int, clock func() time.Time) (*Results[K, V], error) {
 	if maxEntries < 1 {
-		panic("cache: NewResults: maxEntries must be at least 1")
+		return nil, ErrMaxEntries
 	}
 	if clock == nil {
 		clock = time.Now
@@ -191,7 +195,7 @@ func NewResults[K comparable, V any](maxEntries int, clock func() time.Time) *Re
 		entries: make(map[K]*entry[K, V], min(maxEntries, 1024)),
 	}
 	r.lru.next, r.lru.prev = &r.lru, &r.lru
-	return r
+	return r, nil
 }
 
 // Get returns the value for key, loading it with load when the cache has

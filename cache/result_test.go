@@ -25,7 +25,11 @@ type testResults struct {
 
 func newTestResults(maxEntries int) *testResults {
 	tr := &testResults{clock: testutil.NewClock(t0)}
-	tr.Results = NewResults[string, string](maxEntries, tr.clock.Now)
+	r, err := NewResults[string, string](maxEntries, tr.clock.Now)
+	if err != nil {
+		panic(err)
+	}
+	tr.Results = r
 	tr.loadDone = func() { tr.finished.Add(1) }
 	return tr
 }
@@ -607,16 +611,24 @@ func TestStateString(t *testing.T) {
 }
 
 func TestNewResultsRejectsNoRoom(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("NewResults(0, nil): got no panic, want one")
+	for _, n := range []int{0, -3} {
+		if r, err := NewResults[string, int](n, nil); !errors.Is(err, ErrMaxEntries) || r != nil {
+			t.Errorf("NewResults(%d, nil): got %v, %v, want nil, ErrMaxEntries", n, r, err)
 		}
-	}()
-	NewResults[string, int](0, nil)
+	}
+}
+
+func mustResults[V any](tb testing.TB, n int, clock func() time.Time) *Results[string, V] {
+	tb.Helper()
+	r, err := NewResults[string, V](n, clock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
 }
 
 func BenchmarkResultsHit(b *testing.B) {
-	r := NewResults[string, []byte](1024, nil)
+	r := mustResults[[]byte](b, 1024, nil)
 	p := Policy{TTL: time.Hour}
 	load := func(context.Context) ([]byte, error) { return []byte("state"), nil }
 	ctx := context.Background()
@@ -638,7 +650,7 @@ func BenchmarkResultsHit(b *testing.B) {
 // Get one key that is never fresh (TTL 0), so each Get waits for a load in
 // flight or starts one; loads/op is the share of Gets that started one.
 func BenchmarkResultsMissCoalesced(b *testing.B) {
-	r := NewResults[string, []byte](1024, nil)
+	r := mustResults[[]byte](b, 1024, nil)
 	p := Policy{}
 	load := func(context.Context) ([]byte, error) {
 		runtime.Gosched() // stands in for a round trip to the game server
@@ -660,7 +672,7 @@ func BenchmarkResultsMissCoalesced(b *testing.B) {
 
 func TestResultsNegativePolicyIsZero(t *testing.T) {
 	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
-	r := NewResults[string, int](4, clock.Now)
+	r := mustResults[int](t, 4, clock.Now)
 	loads := 0
 	load := func(context.Context) (int, error) { loads++; return loads, nil }
 	p := Policy{TTL: -5 * time.Second, StaleWhileRevalidate: 10 * time.Second}

@@ -26,16 +26,50 @@ func parseSingleArg(d *caddyfile.Dispenser) (string, error) {
 }
 
 func parseIntRange(d *caddyfile.Dispenser, lo, hi int) (int, error) {
+	return parseIntIn(d, intRange{int64(lo), int64(hi)})
+}
+
+// parseIntIn reads an integer in r.
+func parseIntIn(d *caddyfile.Dispenser, r intRange) (int, error) {
 	opt := d.Val()
 	s, err := parseSingleArg(d)
 	if err != nil {
 		return 0, err
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || n > hi {
-		return 0, d.Errf("option '%s': want an integer in [%d, %d], got '%s'", opt, lo, hi, s)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || !r.contains(n) {
+		return 0, d.Errf("option '%s': want an integer in [%d, %d], got '%s'", opt, r.lo, r.hi, s)
 	}
-	return n, nil
+	return int(n), nil
+}
+
+// parseSize reads a size in bytes in r: a number, optionally with a unit
+// (B, KB, KiB, MB, MiB, GB or GiB, in any case), such as 65536 or 64KiB.
+func parseSize[T int | int64](d *caddyfile.Dispenser, r intRange) (T, error) {
+	opt := d.Val()
+	s, err := parseSingleArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := parseByteSize(s)
+	if !ok || !r.contains(n) {
+		return 0, d.Errf("option '%s': want a size in [%d, %d] bytes (such as 65536 or 64KiB), got '%s'", opt, r.lo, r.hi, s)
+	}
+	return T(n), nil
+}
+
+// parseByteSize parses a number of bytes with an optional unit.
+func parseByteSize(s string) (int64, bool) {
+	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := map[string]int64{
+		"": 1, "b": 1, "kb": 1000, "kib": 1 << 10, "mb": 1000 * 1000, "mib": 1 << 20,
+		"gb": 1000 * 1000 * 1000, "gib": 1 << 30,
+	}[strings.ToLower(s[len(digits):])]
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || unit == 0 || n > math.MaxInt64/unit {
+		return 0, false
+	}
+	return n * unit, true
 }
 
 func parsePositiveFloat(d *caddyfile.Dispenser) (float64, error) {
@@ -100,6 +134,19 @@ func parseBlock(d *caddyfile.Dispenser, module string, repeatable []string, opti
 		if err := option(name); err != nil {
 			return err
 		}
+		if err := noBlock(d, module, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noBlock refuses a block after an option that takes none (options that
+// take one have consumed it by now).
+func noBlock(d *caddyfile.Dispenser, module, name string) error {
+	line, val := d.Line(), d.Val()
+	if d.NextBlock(d.Nesting()) || d.Val() != val || d.Line() != line {
+		return d.Errf("%s: option '%s' takes no block", module, name)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -246,7 +245,7 @@ func (h *QoSDiscovery) Validate() error {
 		return fmt.Errorf("qos_discovery: field_names: %w", err)
 	}
 	if h.MaxAge < 0 {
-		return errors.New("qos_discovery: max_age must not be negative")
+		return fmt.Errorf("qos_discovery: max_age must be a positive duration, not %s", fmtDuration(h.MaxAge))
 	}
 	for _, a := range h.Allow {
 		if _, err := parsePrefix(a); err != nil {
@@ -263,20 +262,22 @@ func (h *QoSDiscovery) Validate() error {
 			}
 		}
 	}
+	c := newChecker("qos_discovery")
+	c.duration("file_poll", h.FilePoll)
 	if hc := h.HealthCheck; hc != nil {
-		switch {
-		case hc.Interval <= 0:
-			return errors.New("qos_discovery: health_check interval must be positive")
-		case hc.Failures < 1:
-			return errors.New("qos_discovery: health_check failures must be at least 1")
-		case hc.Requests < 1 || hc.Requests > 256:
-			return errors.New("qos_discovery: health_check requests must be in [1, 256]")
-		case hc.Wait <= 0:
-			return errors.New("qos_discovery: health_check wait must be positive")
-		}
+		c.duration("health_check interval", hc.Interval)
+		c.optIn("health_check failures", int64(hc.Failures), discoveryFailuresRange)
+		c.optIn("health_check requests", int64(hc.Requests), discoveryRequestsRange)
+		c.duration("health_check wait", hc.Wait)
 	}
-	return nil
+	return c.err
 }
+
+// Ranges of the discovery handler's options.
+var (
+	discoveryFailuresRange = intRange{1, 1000}
+	discoveryRequestsRange = intRange{1, 256}
+)
 
 // Cleanup stops the file watcher and health checks.
 func (h *QoSDiscovery) Cleanup() error {
@@ -457,9 +458,9 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		case "interval":
 			hc.Interval, err = parseDuration(d)
 		case "failures":
-			hc.Failures, err = parseIntRange(d, 1, 1000)
+			hc.Failures, err = parseIntIn(d, discoveryFailuresRange)
 		case "requests":
-			hc.Requests, err = parseIntRange(d, 1, 256)
+			hc.Requests, err = parseIntIn(d, discoveryRequestsRange)
 		case "wait":
 			hc.Wait, err = parseDuration(d)
 		default:

@@ -1,10 +1,7 @@
 package caddymodule
 
 import (
-	"errors"
-	"fmt"
 	"io"
-	"math"
 	"net"
 
 	"github.com/caddyserver/caddy/v2"
@@ -14,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/freeciv"
-	"github.com/gamegate/gamegate/handlers/qos"
 	wirefreeciv "github.com/gamegate/gamegate/wire/freeciv"
 )
 
@@ -110,23 +106,20 @@ func (h *FreecivGuard) Provision(ctx caddy.Context) error {
 	return registerCollectors(ctx.GetMetricsRegistry(), freecivMetrics.collectors()...)
 }
 
+// Ranges of the Freeciv guard's options.
+var (
+	freecivMaxPacketRange = intRange{4, wirefreeciv.CompressionBorder - 1}
+	freecivMaxChunkRange  = intRange{16, 1 << 30}
+)
+
 // Validate checks the configuration.
 func (h *FreecivGuard) Validate() error {
-	switch {
-	case h.MaxPacket < 0 || h.MaxPacket > 0 && h.MaxPacket < 4 || h.MaxPacket >= wirefreeciv.CompressionBorder:
-		return fmt.Errorf("freeciv_guard: max_packet must be in [4, %d]", wirefreeciv.CompressionBorder-1)
-	case h.MaxChunk < 0 || h.MaxChunk > 0 && h.MaxChunk < 16:
-		return errors.New("freeciv_guard: max_chunk must be at least 16")
-	case h.MaxDecompressed < 0 || h.MaxDecompressed > 0 && h.MaxDecompressed < 16:
-		return errors.New("freeciv_guard: max_decompressed must be at least 16")
-	case h.PacketRate < 0 || math.IsNaN(h.PacketRate) || math.IsInf(h.PacketRate, 0):
-		return errors.New("freeciv_guard: packet_rate must be a finite number ≥ 0")
-	case h.PacketBurst < 0:
-		return errors.New("freeciv_guard: packet_burst must be positive")
-	case h.PacketRate > 0 && !qos.RateFits(h.PacketRate, max(h.PacketBurst, 1)):
-		return errors.New("freeciv_guard: packet_rate and packet_burst out of range")
-	}
-	return nil
+	c := newChecker("freeciv_guard")
+	c.optIn("max_packet", int64(h.MaxPacket), freecivMaxPacketRange)
+	c.optIn("max_chunk", int64(h.MaxChunk), freecivMaxChunkRange)
+	c.optIn("max_decompressed", int64(h.MaxDecompressed), freecivMaxChunkRange)
+	c.rate("packet_rate", "packet_burst", h.PacketRate, int64(h.PacketBurst))
+	return c.err
 }
 
 // Handle checks the connection and hands the checked stream to the next
@@ -225,7 +218,7 @@ func (c *guardedConn) CloseWrite() error {
 //		max_packet       <bytes>
 //		max_chunk        <bytes>
 //		max_decompressed <bytes>
-//		packet_rate      <packets_per_second> [<burst>]
+//		packet_rate      <packets_per_second>
 //		packet_burst     <packets>
 //	}
 func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -237,13 +230,13 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "max_packet":
-			h.MaxPacket, err = parseIntRange(d, 4, wirefreeciv.CompressionBorder-1)
+			h.MaxPacket, err = parseSize[int](d, freecivMaxPacketRange)
 		case "max_chunk":
-			h.MaxChunk, err = parseIntRange(d, 16, 1<<30)
+			h.MaxChunk, err = parseSize[int](d, freecivMaxChunkRange)
 		case "max_decompressed":
-			h.MaxDecompressed, err = parseIntRange(d, 16, 1<<30)
+			h.MaxDecompressed, err = parseSize[int](d, freecivMaxChunkRange)
 		case "packet_burst":
-			h.PacketBurst, err = parseIntRange(d, 1, 1<<30)
+			h.PacketBurst, err = parseIntIn(d, burstRange)
 		case "packet_rate":
 			args := d.RemainingArgs()
 			if len(args) < 1 || len(args) > 2 {
@@ -254,7 +247,8 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("freeciv_guard: packet_rate: '%s' is not a positive number", args[0])
 			}
 			h.PacketRate = f
-			if len(args) == 2 {
+			if len(args) == 2 { // deprecated: packet_burst
+				caddy.Log().Warn("deprecated Caddyfile syntax: give the burst as packet_burst", zap.String("option", "freeciv_guard packet_rate"), zap.String("file", d.File()), zap.Int("line", d.Line()))
 				b, berr := parseIntArg(args[1])
 				if berr != nil || b < 1 {
 					return d.Errf("freeciv_guard: packet_rate burst: '%s' is not a positive integer", args[1])

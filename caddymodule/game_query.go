@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -17,7 +18,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/handlers/query"
 )
 
@@ -67,8 +67,15 @@ type GameQuery struct {
 	// Default: 2s.
 	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
 	// Most upstream queries per second per server. Default: 10.
+	UpstreamRate float64 `json:"upstream_rate,omitempty"`
+	// Upstream queries per server allowed at once. Default:
+	// upstream_rate.
+	UpstreamBurst int `json:"upstream_burst,omitempty"`
+	// Deprecated: the former name of upstream_rate, still read (with a
+	// warning at provision).
 	RateLimit float64 `json:"rate_limit,omitempty"`
-	// Upstream queries per server allowed at once. Default: rate_limit.
+	// Deprecated: the former name of upstream_burst, still read (with a
+	// warning at provision).
 	RateBurst int `json:"rate_burst,omitempty"`
 	// Time allowed for one upstream query, retries included. Default: 3s.
 	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
@@ -115,14 +122,27 @@ func (h *GameQuery) setDefaults() {
 			*d.d = caddy.Duration(d.v)
 		}
 	}
-	if h.RateLimit == 0 {
-		h.RateLimit = 10
+	if h.UpstreamRate == 0 {
+		h.UpstreamRate = 10
 	}
+}
+
+// knownProtocols lists the registered query protocols, so that ones added
+// by other plugins show too.
+func knownProtocols() string {
+	var names []string
+	for _, m := range caddy.GetModules("gamegate.query") {
+		names = append(names, m.ID.Name())
+	}
+	return strings.Join(names, ", ")
 }
 
 func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protocol, error) {
 	mod, err := ctx.LoadModule(structPtr, field)
 	if err != nil {
+		if strings.Contains(err.Error(), "unknown module") {
+			return nil, fmt.Errorf("%w (known query protocols: %s)", err, knownProtocols())
+		}
 		return nil, err
 	}
 	p, ok := mod.(query.Protocol)
@@ -134,6 +154,15 @@ func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protoco
 
 // Provision loads the protocol modules and builds the gateway.
 func (h *GameQuery) Provision(ctx caddy.Context) error {
+	if err := h.Validate(); err != nil { // as given, before former names move
+		return err
+	}
+	if err := renamed(ctx.Logger(), "game_query", "rate_limit", "upstream_rate", &h.RateLimit, &h.UpstreamRate); err != nil {
+		return err
+	}
+	if err := renamed(ctx.Logger(), "game_query", "rate_burst", "upstream_burst", &h.RateBurst, &h.UpstreamBurst); err != nil {
+		return err
+	}
 	h.setDefaults()
 	if err := h.Validate(); err != nil {
 		return err
@@ -145,8 +174,8 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		StaleWhileRevalidate: time.Duration(h.StaleWhileRevalidate),
 		StaleIfError:         time.Duration(h.StaleIfError),
 		NegativeTTL:          time.Duration(h.NegativeTTL),
-		RateLimit:            h.RateLimit,
-		RateBurst:            h.RateBurst,
+		RateLimit:            h.UpstreamRate,
+		RateBurst:            h.UpstreamBurst,
 		QueryTimeout:         time.Duration(h.QueryTimeout),
 		MaxEntries:           h.MaxEntries,
 		MaxBatch:             h.MaxBatch,
@@ -179,15 +208,25 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 	for cmd, d := range h.TTL {
 		cfg.TTL[cmd] = time.Duration(d)
 	}
-	h.gateway = query.NewGateway(cfg)
+	gw, err := query.NewGateway(cfg)
+	if err != nil {
+		return fmt.Errorf("game_query: %w", err)
+	}
+	h.gateway = gw
 	return registerCollectors(ctx.GetMetricsRegistry(), gameQueryMetrics.collectors()...)
 }
 
 // Validate checks the configuration.
 func (h *GameQuery) Validate() error {
 	for name, s := range h.Servers {
+		switch {
+		case name == "" || strings.Contains(name, "/"):
+			return fmt.Errorf("game_query: servers: %q is not a server name (one path segment)", name)
+		case s == nil:
+			return fmt.Errorf("game_query: server %q: needs an address", name)
+		}
 		if _, err := netip.ParseAddrPort(s.Address); err != nil {
-			if _, _, err := splitHostPortStrict(s.Address); err != nil {
+			if _, _, err := splitHostPortStrict(s.Address); err != nil && !takesBareHost(s.Address, s.ProtocolRaw) {
 				return fmt.Errorf("game_query: server %q: address %q is not host:port", name, s.Address)
 			}
 		}
@@ -200,10 +239,65 @@ func (h *GameQuery) Validate() error {
 	if h.AdHocRaw != nil && len(h.AllowTargets) == 0 {
 		return errors.New("game_query: ad_hoc needs allow_targets: the networks ad-hoc targets may be in")
 	}
-	if h.RateLimit < 0 || h.RateLimit > 0 && !qos.RateFits(h.RateLimit, max(h.RateBurst, 1)) {
-		return errors.New("game_query: rate_limit and rate_burst out of range")
+	c := newChecker("game_query")
+	for cmd, d := range h.TTL {
+		if cmd == "" {
+			c.fail("ttl", "needs command names, got an empty one")
+		}
+		c.duration(fmt.Sprintf("ttl %q", cmd), d)
 	}
-	return nil
+	c.duration("default_ttl", h.DefaultTTL)
+	c.duration("stale_while_revalidate", h.StaleWhileRevalidate)
+	c.duration("stale_if_error", h.StaleIfError)
+	c.duration("negative_ttl", h.NegativeTTL)
+	c.rate("upstream_rate", "upstream_burst", h.UpstreamRate, int64(h.UpstreamBurst))
+	c.rate("rate_limit", "rate_burst", h.RateLimit, int64(h.RateBurst))
+	c.exclusive("rate_limit", "upstream_rate", h.RateLimit != 0, h.UpstreamRate != 0)
+	c.exclusive("rate_burst", "upstream_burst", h.RateBurst != 0, h.UpstreamBurst != 0)
+	c.duration("query_timeout", h.QueryTimeout)
+	c.optIn("max_entries", int64(h.MaxEntries), gameQueryMaxEntriesRange)
+	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
+	c.optIn("batch_concurrency", int64(h.BatchConcurrency), gameQueryBatchConcurrencyRange)
+	c.optIn("max_body", h.MaxBody, gameQueryMaxBodyRange)
+	return c.err
+}
+
+// Ranges of the game query handler's options.
+var (
+	gameQueryMaxEntriesRange       = intRange{1, 1 << 30}
+	gameQueryMaxBatchRange         = intRange{1, 100000}
+	gameQueryBatchConcurrencyRange = intRange{1, 1024}
+	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
+)
+
+// protocolsWithSRV are the query protocols that take a bare host name as a
+// server's address and find its port in DNS (Minecraft's _minecraft._tcp
+// SRV record).
+var protocolsWithSRV = map[string]bool{"minecraft": true}
+
+// takesBareHost reports whether addr is a host name without a port and
+// the server's protocol looks its port up.
+func takesBareHost(addr string, protocolRaw json.RawMessage) bool {
+	var p struct {
+		Protocol string `json:"protocol"`
+	}
+	if protocolRaw == nil || json.Unmarshal(protocolRaw, &p) != nil || !protocolsWithSRV[p.Protocol] {
+		return false
+	}
+	if addr == "" || len(addr) > 253 || net.ParseIP(addr) != nil {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(addr, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func splitHostPortStrict(s string) (string, int, error) {
@@ -254,8 +348,8 @@ func (s *statusRecorder) WriteHeader(code int) {
 //		stale_while_revalidate <duration>
 //		stale_if_error         <duration>
 //		negative_ttl           <duration>
-//		rate_limit             <queries_per_second> [<burst>]
-//		rate_burst             <queries>
+//		upstream_rate          <queries_per_second>
+//		upstream_burst         <queries>
 //		query_timeout          <duration>
 //		max_entries            <count>
 //		max_batch              <count>
@@ -313,9 +407,13 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.StaleIfError, err = parseDuration(d)
 		case "negative_ttl":
 			h.NegativeTTL, err = parseDuration(d)
-		case "rate_burst":
-			h.RateBurst, err = parseIntRange(d, 1, 1<<30)
-		case "rate_limit":
+		case "upstream_rate":
+			h.UpstreamRate, err = parsePositiveFloat(d)
+		case "upstream_burst":
+			h.UpstreamBurst, err = parseIntIn(d, burstRange)
+		case "rate_burst": // deprecated: upstream_burst
+			h.RateBurst, err = parseIntIn(d, burstRange)
+		case "rate_limit": // deprecated: upstream_rate [upstream_burst]
 			args := d.RemainingArgs()
 			if len(args) < 1 || len(args) > 2 {
 				return d.Errf("game_query: rate_limit takes <queries_per_second> [<burst>]")
@@ -335,15 +433,13 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "query_timeout":
 			h.QueryTimeout, err = parseDuration(d)
 		case "max_entries":
-			h.MaxEntries, err = parseIntRange(d, 1, 1<<30)
+			h.MaxEntries, err = parseIntIn(d, gameQueryMaxEntriesRange)
 		case "max_batch":
-			h.MaxBatch, err = parseIntRange(d, 1, 100000)
+			h.MaxBatch, err = parseIntIn(d, gameQueryMaxBatchRange)
 		case "batch_concurrency":
-			h.BatchConcurrency, err = parseIntRange(d, 1, 1024)
+			h.BatchConcurrency, err = parseIntIn(d, gameQueryBatchConcurrencyRange)
 		case "max_body":
-			var n int
-			n, err = parseIntRange(d, 1, 64<<20)
-			h.MaxBody = int64(n)
+			h.MaxBody, err = parseSize[int64](d, gameQueryMaxBodyRange)
 		default:
 			return unknownOption(d, "game_query", opt)
 		}
@@ -360,9 +456,7 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 		return d.Errf("game_query: server takes <name> <host:port> [<protocol>]")
 	}
 	name, addr := args[0], args[1]
-	if _, _, err := splitHostPortStrict(addr); err != nil {
-		return d.Errf("game_query: server '%s': '%s' is not host:port", name, addr)
-	}
+	_, _, addrErr := splitHostPortStrict(addr)
 	if _, dup := h.Servers[name]; dup {
 		return d.Errf("game_query: duplicate server '%s'", name)
 	}
@@ -376,6 +470,9 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 	} else if d.NextBlock(d.Nesting()) {
 		return d.Errf("game_query: server '%s': name the protocol before its options", name)
 	}
+	if addrErr != nil && !takesBareHost(addr, s.ProtocolRaw) {
+		return d.Errf("game_query: server '%s': '%s' is not host:port", name, addr)
+	}
 	if h.Servers == nil {
 		h.Servers = make(map[string]*GameQueryServer)
 	}
@@ -387,6 +484,9 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 // name) and the block after it.
 func unmarshalProtocol(d *caddyfile.Dispenser) (json.RawMessage, error) {
 	name := d.Val()
+	if _, err := caddy.GetModule("gamegate.query." + name); err != nil {
+		return nil, d.Errf("game_query: unknown query protocol '%s' (known: %s)", name, knownProtocols())
+	}
 	unm, err := caddyfile.UnmarshalModule(d, "gamegate.query."+name)
 	if err != nil {
 		return nil, err

@@ -1,8 +1,8 @@
 package caddymodule
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,7 +16,6 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/gqp"
-	"github.com/gamegate/gamegate/handlers/qos"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -86,6 +85,9 @@ type GQPCommand struct {
 	// past it the command answers 31 unless a cached answer can serve.
 	// Default: 10.
 	UpstreamRate float64 `json:"upstream_rate,omitempty"`
+	// Upstream requests for this command allowed at once. Default:
+	// upstream_rate (at least 1).
+	UpstreamBurst int `json:"upstream_burst,omitempty"`
 }
 
 // GQPRecord is a static name/value record.
@@ -138,8 +140,12 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 			if rate == 0 {
 				rate = 10
 			}
-			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Rate: rate, Burst: max(1, int(rate)),
-				Client: client, Cache: cache.NewResults[string, []gqp.Record](1024, nil)}
+			results, err := cache.NewResults[string, []gqp.Record](1024, nil)
+			if err != nil {
+				return err
+			}
+			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Rate: rate, Burst: cmp.Or(c.UpstreamBurst, max(1, int(rate))),
+				Client: client, Cache: results}
 			cmd.Run = hc.Run
 		} else {
 			records := c.Records
@@ -159,30 +165,48 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	return registerCollectors(ctx.GetMetricsRegistry(), gqpMetrics.collectors()...)
 }
 
+// Ranges of the GQP responder's options.
+var (
+	gqpMinArgsRange     = intRange{0, wiregqp.MaxArgs}
+	gqpMaxDatagramRange = intRange{64, 65000}
+)
+
 // Validate checks the configuration.
 func (h *GQPResponder) Validate() error {
-	for name, c := range h.Commands {
-		switch {
-		case c.URL != "" && len(c.Records) > 0:
-			return fmt.Errorf("gqp: command %q: give url or records, not both", name)
-		case c.URL == "" && len(c.Records) == 0:
-			return fmt.Errorf("gqp: command %q: give url or records", name)
-		case c.MinArgs < 0:
-			return fmt.Errorf("gqp: command %q: min_args must not be negative", name)
-		case c.UpstreamRate < 0 || c.UpstreamRate > 0 && !qos.RateFits(c.UpstreamRate, max(1, int(c.UpstreamRate))):
-			return fmt.Errorf("gqp: command %q: upstream_rate out of range", name)
+	c := newChecker("gqp")
+	for name, cmd := range h.Commands {
+		f := func(field string) string { return fmt.Sprintf("command %q: %s", name, field) }
+		if cmd == nil {
+			c.fail(fmt.Sprintf("command %q:", name), "give url or records")
+			continue
 		}
-		if c.URL != "" {
-			u, err := url.Parse(c.URL)
+		switch {
+		case name == "":
+			c.fail("commands", "needs names, got an empty one")
+		case cmd.URL != "" && len(cmd.Records) > 0:
+			c.fail(fmt.Sprintf("command %q:", name), "give url or records, not both")
+		case cmd.URL == "" && len(cmd.Records) == 0:
+			c.fail(fmt.Sprintf("command %q:", name), "give url or records")
+		}
+		c.in(f("min_args"), int64(cmd.MinArgs), gqpMinArgsRange)
+		c.duration(f("ttl"), cmd.TTL)
+		c.rate(f("upstream_rate"), f("upstream_burst"), cmd.UpstreamRate, int64(cmd.UpstreamBurst))
+		if cmd.URL != "" {
+			u, err := url.Parse(cmd.URL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("gqp: command %q: url %q is not an http(s) URL", name, c.URL)
+				c.fail(f("url"), "%q is not an http(s) URL", cmd.URL)
 			}
 		}
 	}
-	if h.MaxDatagram != 0 && (h.MaxDatagram < 64 || h.MaxDatagram > 65000) {
-		return errors.New("gqp: max_datagram must be in [64, 65000]")
+	for login := range h.Logins {
+		if login == "" {
+			c.fail("logins", "needs names, got an empty one")
+		}
 	}
-	return nil
+	c.duration("auth_ttl", h.AuthTTL)
+	c.duration("upstream_timeout", h.UpstreamTimeout)
+	c.optIn("max_datagram", int64(h.MaxDatagram), gqpMaxDatagramRange)
+	return c.err
 }
 
 // gqpQueueLen is how many queries of one client may wait while an earlier
@@ -243,6 +267,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //			min_args <count>
 //			ttl      <duration>
 //			upstream_rate <requests_per_second>
+//			upstream_burst <requests>
 //		}
 //		login            <login> <password>
 //		auth_ttl         <duration>
@@ -284,7 +309,7 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "upstream_timeout":
 			h.UpstreamTimeout, err = parseDuration(d)
 		case "max_datagram":
-			h.MaxDatagram, err = parseIntRange(d, 64, 65000)
+			h.MaxDatagram, err = parseSize[int](d, gqpMaxDatagramRange)
 		default:
 			return unknownOption(d, "gqp", opt)
 		}
@@ -317,11 +342,13 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 			}
 			c.Protected = true
 		case "min_args":
-			c.MinArgs, err = parseIntRange(d, 0, wiregqp.MaxArgs)
+			c.MinArgs, err = parseIntIn(d, gqpMinArgsRange)
 		case "ttl":
 			c.TTL, err = parseDuration(d)
 		case "upstream_rate":
 			c.UpstreamRate, err = parsePositiveFloat(d)
+		case "upstream_burst":
+			c.UpstreamBurst, err = parseIntIn(d, burstRange)
 		default:
 			return unknownOption(d, fmt.Sprintf("gqp: command '%s'", name), opt)
 		}

@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -167,16 +166,30 @@ func (d destructTable) Destruct() error {
 	return d.SourceTable.Destruct()
 }
 
+// Ranges of the QoS handler's options.
+var (
+	qosBanUnitsRange     = intRange{1, 8}
+	qosBackoffUnitsRange = intRange{0, 7}
+	qosMaxSourcesRange   = intRange{1, 1 << 30}
+)
+
 // Validate checks the configuration.
 func (h *QoSEcho) Validate() error {
-	if h.Rate <= 0 {
-		return errors.New("qos: rate must be positive")
+	c := newChecker("qos")
+	c.rate("rate", "burst", h.Rate, int64(h.Burst))
+	c.optIn("ban_units", int64(h.BanUnits), qosBanUnitsRange)
+	c.duration("ban_duration", h.BanDuration)
+	c.in("backoff_units", int64(h.BackoffUnits), qosBackoffUnitsRange)
+	c.rate("capacity", "capacity_burst", h.Capacity, int64(h.CapacityBurst))
+	c.optIn("max_sources", int64(h.MaxSources), qosMaxSourcesRange)
+	c.oneOf("source_key", h.SourceKey, "ip", "ip_port")
+	for _, t := range h.Titles {
+		if t == "" || len(t) > wireqos.MaxTitle {
+			c.fail("titles", "must be 1 to %d bytes long, not %q", wireqos.MaxTitle, t)
+		}
 	}
-	if h.MaxSources < 1 {
-		return errors.New("qos: max_sources must be at least 1")
-	}
-	if h.SourceKey != "ip" && h.SourceKey != "ip_port" {
-		return fmt.Errorf("qos: source_key must be ip or ip_port, not %q", h.SourceKey)
+	if c.err != nil {
+		return c.err
 	}
 	cfg := h.engineConfig()
 	if err := cfg.Validate(); err != nil {
@@ -246,19 +259,19 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "rate":
 			h.Rate, err = parsePositiveFloat(d)
 		case "burst":
-			h.Burst, err = parseIntRange(d, 1, 1<<30)
+			h.Burst, err = parseIntIn(d, burstRange)
 		case "ban_units":
-			h.BanUnits, err = parseIntRange(d, 1, 8)
+			h.BanUnits, err = parseIntIn(d, qosBanUnitsRange)
 		case "ban_duration":
 			h.BanDuration, err = parseDuration(d)
 		case "backoff_units":
-			h.BackoffUnits, err = parseIntRange(d, 0, 7)
+			h.BackoffUnits, err = parseIntIn(d, qosBackoffUnitsRange)
 		case "capacity":
 			h.Capacity, err = parsePositiveFloat(d)
 		case "capacity_burst":
-			h.CapacityBurst, err = parseIntRange(d, 1, 1<<30)
+			h.CapacityBurst, err = parseIntIn(d, burstRange)
 		case "max_sources":
-			h.MaxSources, err = parseIntRange(d, 1, 1<<30)
+			h.MaxSources, err = parseIntIn(d, qosMaxSourcesRange)
 		case "source_key":
 			h.SourceKey, err = parseOneOf(d, "ip", "ip_port")
 		case "titles":

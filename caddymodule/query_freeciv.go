@@ -11,6 +11,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/freeciv"
 	"github.com/gamegate/gamegate/handlers/query"
+	wirefreeciv "github.com/gamegate/gamegate/wire/freeciv"
 )
 
 func init() {
@@ -57,8 +58,35 @@ func (*QueryFreeciv) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
+// Ranges of the Freeciv query protocol's options.
+var portRange = intRange{1, 65535}
+
+// Validate checks the configuration.
+func (p *QueryFreeciv) Validate() error {
+	c := newChecker("freeciv")
+	if len(p.Username) >= wirefreeciv.MaxLenName {
+		c.fail("username", "must be shorter than %d bytes", wirefreeciv.MaxLenName)
+	}
+	if len(p.JoinCapability) >= wirefreeciv.MaxLenCapstr {
+		c.fail("join_capability", "must be shorter than %d bytes", wirefreeciv.MaxLenCapstr)
+	}
+	c.duration("timeout", p.Timeout)
+	if p.LANGroup != "" {
+		if _, err := netip.ParseAddr(p.LANGroup); err != nil {
+			c.fail("lan_group", "%q is not an IP address", p.LANGroup)
+		}
+	}
+	c.optIn("lan_request_port", int64(p.LANRequestPort), portRange)
+	c.optIn("lan_answer_port", int64(p.LANAnswerPort), portRange)
+	c.duration("lan_wait", p.LANWait)
+	return c.err
+}
+
 // Provision builds the prober.
 func (p *QueryFreeciv) Provision(caddy.Context) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
 	p.QueryProtocol = &freeciv.QueryProtocol{
 		Prober:         freeciv.Prober{Username: p.Username, Timeout: time.Duration(p.Timeout)},
 		JoinCapability: p.JoinCapability,
@@ -112,9 +140,9 @@ func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 		case "lan_request_port":
-			p.LANRequestPort, err = parseIntRange(d, 1, 65535)
+			p.LANRequestPort, err = parseIntIn(d, portRange)
 		case "lan_answer_port":
-			p.LANAnswerPort, err = parseIntRange(d, 1, 65535)
+			p.LANAnswerPort, err = parseIntIn(d, portRange)
 		case "lan_interface":
 			p.LANInterface, err = parseSingleArg(d)
 		case "lan_wait":
@@ -129,6 +157,7 @@ func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Interface guards
 var (
 	_ caddy.Provisioner     = (*QueryFreeciv)(nil)
+	_ caddy.Validator       = (*QueryFreeciv)(nil)
 	_ caddyfile.Unmarshaler = (*QueryFreeciv)(nil)
 	_ query.Protocol        = (*QueryFreeciv)(nil)
 )

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/gqp"
 	"github.com/gamegate/gamegate/handlers/query"
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
 func init() {
@@ -45,8 +46,28 @@ func (*QueryGQP) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
+// Ranges of the GQP query protocol's options.
+var (
+	queryGQPRetriesRange     = intRange{-1, 10}
+	queryGQPPadToRange       = intRange{0, 1500}
+	queryGQPMaxResponseRange = intRange{64, wiregqp.MaxResponse}
+)
+
+// Validate checks the configuration.
+func (p *QueryGQP) Validate() error {
+	c := newChecker("gqp")
+	c.duration("timeout", p.Timeout)
+	c.in("retries", int64(p.Retries), queryGQPRetriesRange)
+	c.in("pad_to", int64(p.PadTo), queryGQPPadToRange)
+	c.optIn("max_response", int64(p.MaxResponse), queryGQPMaxResponseRange)
+	return c.err
+}
+
 // Provision builds the GQP client.
 func (p *QueryGQP) Provision(caddy.Context) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
 	retries := p.Retries // the client reads 0 as 1 and -1 as none
 	p.QueryProtocol = &gqp.QueryProtocol{
 		Client: &gqp.Client{
@@ -80,13 +101,13 @@ func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "timeout":
 			p.Timeout, err = parseDuration(d)
 		case "retries":
-			p.Retries, err = parseIntRange(d, -1, 10)
+			p.Retries, err = parseIntIn(d, queryGQPRetriesRange)
 		case "pad_to":
-			p.PadTo, err = parseIntRange(d, 0, 1500)
+			p.PadTo, err = parseSize[int](d, queryGQPPadToRange)
 		case "status_command":
 			p.StatusCommand, err = parseSingleArg(d)
 		case "max_response":
-			p.MaxResponse, err = parseIntRange(d, 64, 64<<10)
+			p.MaxResponse, err = parseSize[int](d, queryGQPMaxResponseRange)
 		default:
 			return unknownOption(d, "gqp", opt)
 		}
@@ -97,6 +118,7 @@ func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Interface guards
 var (
 	_ caddy.Provisioner     = (*QueryGQP)(nil)
+	_ caddy.Validator       = (*QueryGQP)(nil)
 	_ caddyfile.Unmarshaler = (*QueryGQP)(nil)
 	_ query.Protocol        = (*QueryGQP)(nil)
 )

@@ -25,7 +25,7 @@ func init() {
 // rules, players.
 //
 // ioquake3 answers at most 10 queries a second from one address; keep the
-// gateway's rate_limit at or below that.
+// gateway's upstream_rate at or below that.
 type QueryQuake3 struct {
 	// Time one attempt waits for the answer. Default: 1s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`

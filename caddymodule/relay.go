@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -160,21 +159,24 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	return registerCollectors(ctx.GetMetricsRegistry(), relayMetrics.collectors()...)
 }
 
+// Ranges of the relay handler's options.
+var (
+	relayMaxContentRange  = intRange{1, 0xFFFF}
+	relayMaxBindingsRange = intRange{1, 1 << 30}
+)
+
 // Validate checks the configuration.
 func (h *Relay) Validate() error {
-	switch {
-	case len(h.Secrets) == 0:
-		return errors.New("relay: secrets is required")
-	case h.IdleTimeout < 0 || h.AloneTimeout < 0:
-		return errors.New("relay: idle_timeout and alone_timeout must be positive")
-	case h.MaxContent < 0 || h.MaxContent > 0xFFFF:
-		return errors.New("relay: max_content must be in [1, 65535]")
-	case h.MaxBindings < 0:
-		return errors.New("relay: max_bindings must be positive")
-	case h.NonceByteOrder != "" && h.NonceByteOrder != "little" && h.NonceByteOrder != "big":
-		return fmt.Errorf("relay: nonce_byte_order must be little or big, not %q", h.NonceByteOrder)
+	c := newChecker("relay")
+	if len(h.Secrets) == 0 {
+		c.fail("secrets", "is required")
 	}
-	return nil
+	c.duration("idle_timeout", h.IdleTimeout)
+	c.duration("alone_timeout", h.AloneTimeout)
+	c.optIn("max_content", int64(h.MaxContent), relayMaxContentRange)
+	c.optIn("max_bindings", int64(h.MaxBindings), relayMaxBindingsRange)
+	c.oneOf("nonce_byte_order", h.NonceByteOrder, "little", "big")
+	return c.err
 }
 
 // Cleanup releases the handler's hold on its binding table.
@@ -243,9 +245,9 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "alone_timeout":
 			h.AloneTimeout, err = parseDuration(d)
 		case "max_content":
-			h.MaxContent, err = parseIntRange(d, 1, 0xFFFF)
+			h.MaxContent, err = parseSize[int](d, relayMaxContentRange)
 		case "max_bindings":
-			h.MaxBindings, err = parseIntRange(d, 1, 1<<30)
+			h.MaxBindings, err = parseIntIn(d, relayMaxBindingsRange)
 		case "nonce_byte_order":
 			h.NonceByteOrder, err = parseOneOf(d, "little", "big")
 		case "name":

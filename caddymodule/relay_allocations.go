@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/relay"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 func init() {
@@ -102,6 +103,35 @@ type RelayAllocations struct {
 	// The largest request body, in bytes, at most 16 MiB; larger ones get
 	// 413. Default: 65536.
 	MaxBody int64 `json:"max_body,omitempty"`
+	// Each client's /v1/join requests per second; past join_rate and
+	// join_burst a client gets 429 with Retry-After. A client is its IPv4
+	// address or the /64 of its IPv6 address, as Caddy determines it
+	// (honouring the server's trusted_proxies). This bounds how fast one
+	// client can guess join codes. Default: 0.2 (one per 5 s).
+	JoinRate float64 `json:"join_rate,omitempty"`
+	// /v1/join requests a client may send at once. Default: 10.
+	JoinBurst int `json:"join_burst,omitempty"`
+	// Each client's /v1/allocate requests per second. Default: 0.2.
+	AllocateRate float64 `json:"allocate_rate,omitempty"`
+	// /v1/allocate requests a client may send at once. Default: 10.
+	AllocateBurst int `json:"allocate_burst,omitempty"`
+	// Each client's /v1/joincode requests per second. Default: 1.
+	JoinCodeRate float64 `json:"joincode_rate,omitempty"`
+	// /v1/joincode requests a client may send at once. Default: 10.
+	JoinCodeBurst int `json:"joincode_burst,omitempty"`
+	// The most unexpired allocations (hosts' and joiners') one client
+	// holds, at most max_allocations; past it the client gets 429 with
+	// Retry-After. Default: 100.
+	MaxAllocationsPerClient int `json:"max_allocations_per_client,omitempty"`
+	// The most clients each endpoint's rate table holds, in [16, 1000000];
+	// while one is full of clients that are not idle, new clients get 429.
+	// Default: 65536.
+	MaxClients int `json:"max_clients,omitempty"`
+	// Let /v1/joincode hand out the join code of any allocation whose ID
+	// the caller knows. By default only the client that made an allocation
+	// (the same client address, with the same token) gets its join code,
+	// which the shipped client does; others get 403. Default: false.
+	AnyClientJoinCode bool `json:"any_client_joincode,omitempty"`
 
 	api     *relay.API
 	limitID string
@@ -139,7 +169,10 @@ func (*RelayAllocations) CaddyModule() caddy.ModuleInfo {
 const (
 	relayAPIMaxMaxAllocations = 1_000_000
 	relayAPIMaxMaxBody        = 16 << 20
+	relayAPIMaxMaxClients     = 1_000_000
 )
+
+var relayAPIMaxBodyRange = intRange{1, relayAPIMaxMaxBody}
 
 // relayAPILimiters holds the allocation counts by public address across
 // configuration reloads.
@@ -167,6 +200,29 @@ func (h *RelayAllocations) setDefaults() {
 	}
 	if h.MaxBody == 0 {
 		h.MaxBody = relay.DefaultAPIMaxBody
+	}
+	for _, r := range []struct {
+		rate  *float64
+		burst *int
+		r     float64
+		b     int
+	}{
+		{&h.JoinRate, &h.JoinBurst, relay.DefaultJoinRate, relay.DefaultJoinBurst},
+		{&h.AllocateRate, &h.AllocateBurst, relay.DefaultAllocateRate, relay.DefaultAllocateBurst},
+		{&h.JoinCodeRate, &h.JoinCodeBurst, relay.DefaultJoinCodeRate, relay.DefaultJoinCodeBurst},
+	} {
+		if *r.rate == 0 {
+			*r.rate = r.r
+		}
+		if *r.burst == 0 {
+			*r.burst = r.b
+		}
+	}
+	if h.MaxAllocationsPerClient == 0 {
+		h.MaxAllocationsPerClient = min(relay.DefaultMaxAllocationsPerClient, h.MaxAllocations)
+	}
+	if h.MaxClients == 0 {
+		h.MaxClients = relay.DefaultMaxClients
 	}
 }
 
@@ -219,21 +275,31 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.api, err = relay.NewAPI(relay.APIConfig{
-		Sealer:         sealer,
-		Store:          ctx.Storage(),
-		Tokens:         tokens,
-		Regions:        regions,
-		PublicHost:     host,
-		PublicPort:     port,
-		MaxConnections: h.MaxConnections,
-		AllocationTTL:  time.Duration(h.AllocationTTL),
-		JoinCodeTTL:    time.Duration(h.JoinCodeTTL),
-		MaxAllocations: h.MaxAllocations,
-		Limiter:        val.(pooledLimiter).AllocationLimiter,
-		MaxBody:        h.MaxBody,
-		Logger:         h.logger,
-		OnAllocation:   relayAPIMetrics.allocations.Inc,
-		OnJoinCode:     relayAPIMetrics.joinCodes.Inc,
+		Sealer:                  sealer,
+		Store:                   ctx.Storage(),
+		Tokens:                  tokens,
+		Regions:                 regions,
+		PublicHost:              host,
+		PublicPort:              port,
+		MaxConnections:          h.MaxConnections,
+		AllocationTTL:           time.Duration(h.AllocationTTL),
+		JoinCodeTTL:             time.Duration(h.JoinCodeTTL),
+		MaxAllocations:          h.MaxAllocations,
+		Limiter:                 val.(pooledLimiter).AllocationLimiter,
+		MaxBody:                 h.MaxBody,
+		JoinRate:                h.JoinRate,
+		JoinBurst:               h.JoinBurst,
+		AllocateRate:            h.AllocateRate,
+		AllocateBurst:           h.AllocateBurst,
+		JoinCodeRate:            h.JoinCodeRate,
+		JoinCodeBurst:           h.JoinCodeBurst,
+		MaxAllocationsPerClient: h.MaxAllocationsPerClient,
+		MaxClients:              h.MaxClients,
+		AnyClientJoinCode:       h.AnyClientJoinCode,
+		ClientIP:                clientIP,
+		Logger:                  h.logger,
+		OnAllocation:            relayAPIMetrics.allocations.Inc,
+		OnJoinCode:              relayAPIMetrics.joinCodes.Inc,
 	})
 	if err != nil {
 		_, _ = relayAPILimiters.Delete(h.limitID)
@@ -297,6 +363,29 @@ func (h *RelayAllocations) Validate() error {
 	case h.MaxBody < 0 || h.MaxBody > relayAPIMaxMaxBody:
 		return fmt.Errorf("relay_allocations: max_body must be in [1, %d] bytes, not %d", relayAPIMaxMaxBody, h.MaxBody)
 	}
+	for _, r := range []struct {
+		rate, burst string
+		r           float64
+		b           int
+	}{
+		{"join_rate", "join_burst", h.JoinRate, h.JoinBurst},
+		{"allocate_rate", "allocate_burst", h.AllocateRate, h.AllocateBurst},
+		{"joincode_rate", "joincode_burst", h.JoinCodeRate, h.JoinCodeBurst},
+	} {
+		// 0 means the default, so a limit cannot be turned off: raise it.
+		if r.b < 0 {
+			return fmt.Errorf("relay_allocations: %s must be at least 1, not %d", r.burst, r.b)
+		}
+		if err := ratelimit.Validate(r.r, max(r.b, 1)); err != nil {
+			return fmt.Errorf("relay_allocations: %s, %s: %w", r.rate, r.burst, err)
+		}
+	}
+	switch {
+	case h.MaxAllocationsPerClient < 0 || h.MaxAllocations > 0 && h.MaxAllocationsPerClient > h.MaxAllocations:
+		return fmt.Errorf("relay_allocations: max_allocations_per_client must be in [1, max_allocations], not %d", h.MaxAllocationsPerClient)
+	case h.MaxClients != 0 && (h.MaxClients < 16 || h.MaxClients > relayAPIMaxMaxClients):
+		return fmt.Errorf("relay_allocations: max_clients must be in [16, %d], not %d", relayAPIMaxMaxClients, h.MaxClients)
+	}
 	if !strings.Contains(h.PublicAddress, "{") {
 		if _, _, err := splitRelayPublicAddress(h.PublicAddress); err != nil {
 			return fmt.Errorf("relay_allocations: public_address: %q: %w", h.PublicAddress, err)
@@ -350,6 +439,15 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 //		join_code_ttl   <duration>
 //		max_allocations <count>
 //		max_body        <bytes>
+//		join_rate       <per second>
+//		join_burst      <count>
+//		allocate_rate   <per second>
+//		allocate_burst  <count>
+//		joincode_rate   <per second>
+//		joincode_burst  <count>
+//		max_allocations_per_client <count>
+//		max_clients     <count>
+//		any_client_joincode
 //	}
 //
 // A description containing spaces is quoted with its ID:
@@ -392,7 +490,28 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_allocations":
 			h.MaxAllocations, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
 		case "max_body":
-			h.MaxBody, err = parseRelayAPIByteSize(d, relayAPIMaxMaxBody)
+			h.MaxBody, err = parseSize[int64](d, relayAPIMaxBodyRange)
+		case "join_rate":
+			h.JoinRate, err = parsePositiveFloat(d)
+		case "join_burst":
+			h.JoinBurst, err = parseIntRange(d, 1, 1<<30)
+		case "allocate_rate":
+			h.AllocateRate, err = parsePositiveFloat(d)
+		case "allocate_burst":
+			h.AllocateBurst, err = parseIntRange(d, 1, 1<<30)
+		case "joincode_rate":
+			h.JoinCodeRate, err = parsePositiveFloat(d)
+		case "joincode_burst":
+			h.JoinCodeBurst, err = parseIntRange(d, 1, 1<<30)
+		case "max_allocations_per_client":
+			h.MaxAllocationsPerClient, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
+		case "max_clients":
+			h.MaxClients, err = parseIntRange(d, 16, relayAPIMaxMaxClients)
+		case "any_client_joincode":
+			if d.NextArg() {
+				return d.Errf("relay_allocations: option 'any_client_joincode' takes no value, got '%s'", d.Val())
+			}
+			h.AnyClientJoinCode = true
 		default:
 			return unknownOption(d, "relay_allocations", opt)
 		}
@@ -428,23 +547,6 @@ func (h *RelayAllocations) parseRegions(d *caddyfile.Dispenser) error {
 		h.Regions = append(h.Regions, RelayAllocationsRegion{ID: id, Description: desc})
 	}
 	return nil
-}
-
-// parseRelayAPIByteSize reads a size in bytes, such as 65536, 64KiB or 1MB,
-// in [1, limit].
-func parseRelayAPIByteSize(d *caddyfile.Dispenser, limit int64) (int64, error) {
-	opt := d.Val()
-	s, err := parseSingleArg(d)
-	if err != nil {
-		return 0, err
-	}
-	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	unit := map[string]int64{"": 1, "b": 1, "kb": 1000, "kib": 1 << 10, "mb": 1000 * 1000, "mib": 1 << 20}[strings.ToLower(s[len(digits):])]
-	n, perr := strconv.ParseInt(digits, 10, 64)
-	if perr != nil || unit == 0 || n < 1 || n > limit/unit {
-		return 0, d.Errf("option '%s': want a size in [1, %d] bytes (such as 65536 or 64KiB), got '%s'", opt, limit, s)
-	}
-	return n * unit, nil
 }
 
 func parseRelayAllocationsDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {

@@ -60,6 +60,10 @@ http://%s {
 			tokens %s
 			public_address 203.0.113.7:7777
 			join_code_ttl 200ms
+			# TestRelayAPIJoinCodeExpiry joins in a loop until the code expires.
+			join_rate 1000
+			join_burst 1000
+			max_allocations_per_client 10000
 		}
 	}
 	route /small/* {
@@ -91,8 +95,9 @@ type relayAPIAnswer struct {
 	body   []byte
 }
 
-// relayAPIDo sends a request; an empty token sends no Authorization.
-func relayAPIDo(t *testing.T, method, url, token, body string) relayAPIAnswer {
+// relayAPIDo sends a request, with header's name, value pairs; an empty
+// token sends no Authorization.
+func relayAPIDo(t *testing.T, method, url, token, body string, header ...string) relayAPIAnswer {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -103,6 +108,9 @@ func relayAPIDo(t *testing.T, method, url, token, body string) relayAPIAnswer {
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
@@ -484,7 +492,8 @@ func TestRelayAPISharedStorage(t *testing.T) {
 	env := startRelayAPI(t)
 	host := allocateOK(t, env.a+"/relay", relayAPIToken, `{"maxConnections": 3}`)
 	code := joinCodeOK(t, env.a+"/relay", relayAPIToken, host.AllocationID, http.StatusCreated)
-	if again := joinCodeOK(t, env.b, "", host.AllocationID, http.StatusOK); again != code {
+	// The same client with the same token, as the shipped client would be.
+	if again := joinCodeOK(t, env.b, relayAPIToken, host.AllocationID, http.StatusOK); again != code {
 		t.Fatalf("join code from the other instance: got %q, want %q", again, code)
 	}
 	joiner := joinOK(t, env.b, "", code)

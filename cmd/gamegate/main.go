@@ -1,7 +1,7 @@
 // Command gamegate is Caddy with its standard modules, caddy-l4 and every
 // gamegate module: what xcaddy builds with
 //
-//	xcaddy build --with github.com/mholt/caddy-l4@v0.1.2 --with github.com/gamegate/gamegate
+//	xcaddy build v2.11.9 --with github.com/mholt/caddy-l4@v0.1.2 --with github.com/gamegate/gamegate
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/mholt/caddy-l4"
 
-	_ "github.com/gamegate/gamegate/caddymodule"
+	_ "github.com/gamegate/gamegate"
 )
 
 func main() {

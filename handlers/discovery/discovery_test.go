@@ -191,6 +191,8 @@ func TestServiceBrokenSourceWithoutGoodCopy(t *testing.T) {
 	}
 	if w := get(s, "f"); w.Code != 500 || !strings.Contains(w.Body.String(), `"error_message":"fleet source unavailable`) {
 		t.Fatalf("unknown fleet with a broken file: got %d %s, want 500", w.Code, w.Body)
+	} else if strings.Contains(w.Body.String(), path) || strings.Contains(w.Body.String(), "invalid character") {
+		t.Fatalf("the 500 carries the file's error text: %s", w.Body)
 	}
 	if w := get(s, "inline"); w.Code != 200 {
 		t.Fatalf("inline fleet with a broken file: got %d, want 200", w.Code)

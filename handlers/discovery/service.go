@@ -245,7 +245,8 @@ func (s *Service) Lookup(fleet string) (*cache.Snapshot, int, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cfg.File != "" && !s.fileLoaded && s.fileErr != nil {
-		return nil, http.StatusInternalServerError, "fleet source unavailable: " + s.fileErr.Error()
+		// The file's error (paths, OS error text) is logged, not sent.
+		return nil, http.StatusInternalServerError, "fleet source unavailable: the fleets file could not be loaded"
 	}
 	return nil, http.StatusNotFound, "fleet does not exist"
 }

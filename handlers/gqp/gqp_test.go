@@ -309,8 +309,11 @@ func TestHTTPCommandUpstreamRate(t *testing.T) {
 		w.Write([]byte(`{"ok": true}`))
 	}))
 	defer up.Close()
-	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 0.001, Burst: 3, Client: up.Client(),
-		Cache: cache.NewResults[string, []Record](1024, nil)}
+	results, err := cache.NewResults[string, []Record](1024, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 0.001, Burst: 3, Client: up.Client(), Cache: results}
 	statuses := map[wiregqp.Status]int{}
 	for i := range 20 {
 		var resp wiregqp.Response

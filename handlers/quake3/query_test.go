@@ -3,14 +3,15 @@ package quake3
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/testutil"
 	wireq3 "github.com/gamegate/gamegate/wire/quake3"
 )
 
@@ -18,33 +19,16 @@ import (
 // command), which returns the datagrams to send back in order.
 func fakeServer(t *testing.T, answer func(command string, challenge []byte) [][]byte) (string, *atomic.Int64) {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var queries atomic.Int64
-	done := make(chan struct{})
-	t.Cleanup(func() { conn.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			queries.Add(1)
-			q := buf[:n]
-			if !bytes.HasPrefix(q, []byte("\xff\xff\xff\xff")) {
-				continue
-			}
-			command, challenge, _ := bytes.Cut(q[4:], []byte{' '})
-			for _, d := range answer(string(command), bytes.Clone(challenge)) {
-				_, _ = conn.WriteToUDP(d, from)
-			}
+	addr := testutil.ServeUDP(t, func(_ netip.AddrPort, q []byte) [][]byte {
+		queries.Add(1)
+		if !bytes.HasPrefix(q, []byte("\xff\xff\xff\xff")) {
+			return nil
 		}
-	}()
-	return conn.LocalAddr().String(), &queries
+		command, challenge, _ := bytes.Cut(q[4:], []byte{' '})
+		return answer(string(command), challenge)
+	})
+	return addr.String(), &queries
 }
 
 func statusAnswer(t *testing.T, challenge []byte) []byte {

@@ -87,7 +87,10 @@ type answer struct {
 }
 
 // NewGateway returns a gateway with cfg's defaults filled in.
-func NewGateway(cfg Config) *Gateway {
+func NewGateway(cfg Config) (*Gateway, error) {
+	if cfg.MaxBatch < 0 || cfg.BatchConcurrency < 0 || cfg.MaxBody < 0 || cfg.RateBurst < 0 || cfg.RateLimit < 0 {
+		return nil, errors.New("query: negative limits in the gateway's configuration")
+	}
 	if cfg.DefaultTTL == 0 {
 		cfg.DefaultTTL = 5 * time.Second
 	}
@@ -112,11 +115,15 @@ func NewGateway(cfg Config) *Gateway {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	results, err := cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
 	return &Gateway{
 		cfg:      cfg,
-		results:  cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now),
+		results:  results,
 		limiters: make(map[string]*limiter),
-	}
+	}, nil
 }
 
 // Stats returns the result cache's counters.

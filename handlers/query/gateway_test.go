@@ -61,7 +61,11 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	r.gw = NewGateway(cfg)
+	gw, err := NewGateway(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.gw = gw
 	return r
 }
 

@@ -5,50 +5,21 @@ package relay
 // of Unity's Relay Allocations service.
 
 import (
-	"container/heap"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/internal/httpauth"
-	wirerelay "github.com/gamegate/gamegate/wire/relay"
-)
-
-// Join codes are JoinCodeLen characters drawn uniformly from
-// JoinCodeAlphabet, which leaves out characters that look alike (0/O, 1/I,
-// 5/S, ...). Unity documents join codes as case-insensitive, six to twelve
-// characters from this alphabet.
-const (
-	JoinCodeAlphabet = "6789BCDFGHJKLMNPQRTW"
-	JoinCodeLen      = 6
-
-	joinCodeMaxLen = 12 // the longest join code Unity documents
-	// A joinCode longer than this is refused with 400 rather than looked up.
-	joinCodeMaxInput = 64
-	// How many fresh codes are drawn before giving up on finding one that
-	// no live code holds: with 20^6 codes this only fails when storage does.
-	joinCodeAttempts = 10
-)
-
-// Storage keys. A join code's record carries what /v1/join answers, so a
-// join needs one read; an allocation's record carries what /v1/joincode
-// needs and the join code it was last given.
-const (
-	apiAllocationsPrefix = "gamegate/relay/allocations"
-	apiJoinCodesPrefix   = "gamegate/relay/joincodes"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 // Defaults of APIConfig.
@@ -59,40 +30,18 @@ const (
 	DefaultMaxAllocations    = 10_000
 	DefaultAPIMaxBody        = 64 << 10
 	DefaultAPISweepInterval  = 5 * time.Minute
+
+	// Per-client limits: requests per second and burst of each endpoint,
+	// allocations held, and the clients each rate table holds.
+	DefaultJoinRate                = 0.2
+	DefaultJoinBurst               = 10
+	DefaultAllocateRate            = 0.2
+	DefaultAllocateBurst           = 10
+	DefaultJoinCodeRate            = 1
+	DefaultJoinCodeBurst           = 10
+	DefaultMaxAllocationsPerClient = 100
+	DefaultMaxClients              = 65536
 )
-
-// APIStore is the key-value storage that allocations and join codes live in;
-// API instances sharing one store share their join codes. Load returns an
-// error matching fs.ErrNotExist for a missing key, Delete of a missing key
-// is not an error, and List returns full keys. Caddy's storage modules
-// (certmagic.Storage) satisfy it.
-type APIStore interface {
-	Store(ctx context.Context, key string, value []byte) error
-	Load(ctx context.Context, key string) ([]byte, error)
-	Delete(ctx context.Context, key string) error
-	List(ctx context.Context, path string, recursive bool) ([]string, error)
-}
-
-// APIRegion is a region that allocations may be requested in.
-type APIRegion struct {
-	ID          string `json:"id"`
-	Description string `json:"description"`
-}
-
-// ValidateRegionID reports whether id can name a region: 1 to 64 ASCII
-// letters, digits, '.', '_' or '-'.
-func ValidateRegionID(id string) error {
-	if id == "" || len(id) > 64 {
-		return fmt.Errorf("region ID %q must be 1 to 64 characters", id)
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("region ID %q may hold only letters, digits, '.', '_' and '-'", id)
-		}
-	}
-	return nil
-}
 
 // APIConfig is the behaviour of an API.
 type APIConfig struct {
@@ -123,6 +72,34 @@ type APIConfig struct {
 	// Limiter counts unexpired allocations; APIs may share one. Default: a
 	// new one.
 	Limiter *AllocationLimiter
+	// JoinRate and JoinBurst limit each client's /v1/join requests (per
+	// second, and at once); AllocateRate and AllocateBurst its
+	// /v1/allocate requests; JoinCodeRate and JoinCodeBurst its
+	// /v1/joincode requests. Past them a client gets 429 with Retry-After.
+	// A client is what ClientKey makes of ClientIP. Defaults: 0.2 and 10,
+	// 0.2 and 10, 1 and 10.
+	JoinRate      float64
+	JoinBurst     int
+	AllocateRate  float64
+	AllocateBurst int
+	JoinCodeRate  float64
+	JoinCodeBurst int
+	// MaxAllocationsPerClient bounds the unexpired allocations (hosts' and
+	// joiners') one client holds; past it the client gets 429 with
+	// Retry-After. Default: 100.
+	MaxAllocationsPerClient int
+	// MaxClients bounds the clients each per-endpoint rate table holds;
+	// when one is full of clients that are not idle, new clients get 429.
+	// Default: 65536.
+	MaxClients int
+	// AnyClientJoinCode lets /v1/joincode hand out the join code of any
+	// allocation whose ID the caller knows. By default only the client
+	// that made the allocation gets it: the same client (ClientKey) with
+	// the same token. Default: false.
+	AnyClientJoinCode bool
+	// ClientIP returns the address of the client that sent r, honouring
+	// the server's trusted proxies. Default: the host of r.RemoteAddr.
+	ClientIP func(r *http.Request) string
 	// MaxBody bounds request bodies, in bytes. Default: 64 KiB.
 	MaxBody int64
 	// SweepInterval is how often Start's sweeper deletes expired records
@@ -150,6 +127,8 @@ type API struct {
 	endpoints   []APIServerEndpoint
 	codeLocks   keyedMutex
 
+	joinRates, allocateRates, joinCodeRates *clientRates
+
 	stop chan struct{}
 	done sync.WaitGroup
 }
@@ -171,8 +150,20 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		return nil, fmt.Errorf("relay api: max connections %d out of range [1, %d]", cfg.MaxConnections, math.MaxUint16)
 	case cfg.AllocationTTL < 0 || cfg.JoinCodeTTL < 0 || cfg.SweepInterval < 0:
 		return nil, errors.New("relay api: durations must not be negative")
-	case cfg.MaxAllocations < 0 || cfg.MaxBody < 0:
+	case cfg.MaxAllocations < 0 || cfg.MaxBody < 0 || cfg.MaxAllocationsPerClient < 0 || cfg.MaxClients < 0:
 		return nil, errors.New("relay api: limits must not be negative")
+	}
+	setDefaultRate(&cfg.JoinRate, &cfg.JoinBurst, DefaultJoinRate, DefaultJoinBurst)
+	setDefaultRate(&cfg.AllocateRate, &cfg.AllocateBurst, DefaultAllocateRate, DefaultAllocateBurst)
+	setDefaultRate(&cfg.JoinCodeRate, &cfg.JoinCodeBurst, DefaultJoinCodeRate, DefaultJoinCodeBurst)
+	if cfg.MaxAllocationsPerClient == 0 {
+		cfg.MaxAllocationsPerClient = DefaultMaxAllocationsPerClient
+	}
+	if cfg.MaxClients == 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.ClientIP == nil {
+		cfg.ClientIP = remoteIP
 	}
 	if cfg.MaxConnections == 0 {
 		cfg.MaxConnections = DefaultAPIMaxConnections
@@ -232,7 +223,32 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if a.tokens, err = httpauth.New(cfg.Tokens...); err != nil {
 		return nil, fmt.Errorf("relay api: tokens: %w", err)
 	}
+	clock := ratelimit.NewClock(cfg.Now)
+	for _, t := range []struct {
+		dst   **clientRates
+		name  string
+		rate  float64
+		burst int
+	}{
+		{&a.joinRates, "join", cfg.JoinRate, cfg.JoinBurst},
+		{&a.allocateRates, "allocate", cfg.AllocateRate, cfg.AllocateBurst},
+		{&a.joinCodeRates, "joincode", cfg.JoinCodeRate, cfg.JoinCodeBurst},
+	} {
+		if *t.dst, err = newClientRates(t.rate, t.burst, cfg.MaxClients, clock); err != nil {
+			return nil, fmt.Errorf("relay api: %s rate: %w", t.name, err)
+		}
+	}
 	return a, nil
+}
+
+// setDefaultRate fills in a rate and burst left zero.
+func setDefaultRate(rate *float64, burst *int, defRate float64, defBurst int) {
+	if *rate == 0 {
+		*rate = defRate
+	}
+	if *burst == 0 {
+		*burst = defBurst
+	}
 }
 
 // Start runs the sweeper that deletes expired records from the store;
@@ -264,350 +280,6 @@ func (a *API) Stop() {
 	a.done.Wait()
 }
 
-// Sweep deletes the expired allocation and join code records of the store,
-// whoever wrote them, and returns how many it deleted. Records that cannot
-// be read as ours are left alone.
-func (a *API) Sweep(ctx context.Context) (int, error) {
-	now := a.cfg.Now()
-	deleted := 0
-	for _, prefix := range []string{apiAllocationsPrefix, apiJoinCodesPrefix} {
-		keys, err := a.cfg.Store.List(ctx, prefix, false)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return deleted, err
-		}
-		for _, key := range keys {
-			b, err := a.cfg.Store.Load(ctx, key)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return deleted, err
-			}
-			var rec struct {
-				Expires time.Time `json:"expires"`
-			}
-			if json.Unmarshal(b, &rec) != nil || rec.Expires.IsZero() || now.Before(rec.Expires) {
-				continue
-			}
-			if err := a.cfg.Store.Delete(ctx, key); err != nil {
-				return deleted, err
-			}
-			deleted++
-		}
-	}
-	return deleted, nil
-}
-
-// APIEndpoint is one endpoint of the API.
-type APIEndpoint uint8
-
-// The endpoints, by the last element of their path.
-const (
-	EndpointAllocate APIEndpoint = iota + 1 // POST .../v1/allocate
-	EndpointJoinCode                        // POST .../v1/joincode
-	EndpointJoin                            // POST .../v1/join
-	EndpointRegions                         // GET .../v1/regions
-)
-
-var endpointNames = [...]string{EndpointAllocate: "allocate", EndpointJoinCode: "joincode", EndpointJoin: "join", EndpointRegions: "regions"}
-
-// String returns the endpoint's name: allocate, joincode, join or regions.
-func (e APIEndpoint) String() string {
-	if int(e) < len(endpointNames) && endpointNames[e] != "" {
-		return endpointNames[e]
-	}
-	return "APIEndpoint(" + strconv.Itoa(int(e)) + ")"
-}
-
-func (e APIEndpoint) allow() string {
-	if e == EndpointRegions {
-		return "GET, HEAD"
-	}
-	return http.MethodPost
-}
-
-func (e APIEndpoint) allows(method string) bool {
-	if e == EndpointRegions {
-		return method == http.MethodGet || method == http.MethodHead
-	}
-	return method == http.MethodPost
-}
-
-// APIEndpointFromPath finds the endpoint a path ends in (/v1/allocate,
-// /v1/joincode, /v1/join or /v1/regions), under any prefix.
-func APIEndpointFromPath(path string) (APIEndpoint, bool) {
-	i := strings.LastIndex(path, "/v1/")
-	if i < 0 {
-		return 0, false
-	}
-	name := path[i+len("/v1/"):]
-	for e, n := range endpointNames {
-		if n != "" && n == name {
-			return APIEndpoint(e), true
-		}
-	}
-	return 0, false
-}
-
-// Requests. Pointers tell a missing field from a zero one.
-
-// AllocateRequest is the body of /v1/allocate.
-type AllocateRequest struct {
-	MaxConnections *int    `json:"maxConnections"`
-	Region         *string `json:"region"`
-}
-
-// JoinCodeRequest is the body of /v1/joincode.
-type JoinCodeRequest struct {
-	AllocationID *string `json:"allocationId"`
-}
-
-// JoinRequest is the body of /v1/join.
-type JoinRequest struct {
-	JoinCode *string `json:"joinCode"`
-}
-
-// Responses: every success is {"meta": ..., "data": ...}.
-
-// APIResponse is the envelope of every successful answer.
-type APIResponse[T any] struct {
-	Meta APIMeta `json:"meta"`
-	Data T       `json:"data"`
-}
-
-// APIMeta describes an answer: a fresh UUID for the request and the HTTP
-// status.
-type APIMeta struct {
-	RequestID string `json:"requestId"`
-	Status    int    `json:"status"`
-}
-
-// AllocationData is the data of /v1/allocate and /v1/join.
-type AllocationData struct {
-	Allocation APIAllocation `json:"allocation"`
-}
-
-// JoinCodeData is the data of /v1/joincode.
-type JoinCodeData struct {
-	JoinCode string `json:"joinCode"`
-}
-
-// RegionsData is the data of /v1/regions.
-type RegionsData struct {
-	Regions []APIRegion `json:"regions"`
-}
-
-// APIAllocation is an allocation as clients read it. Byte fields are
-// base64 (standard, padded) in JSON. HostConnectionData is set by /v1/join
-// only.
-type APIAllocation struct {
-	AllocationID       string              `json:"allocationId"`
-	AllocationIDBytes  []byte              `json:"allocationIdBytes"`
-	ConnectionData     []byte              `json:"connectionData"`
-	Key                []byte              `json:"key"`
-	Region             string              `json:"region"`
-	RelayServer        APIRelayServer      `json:"relayServer"`
-	ServerEndpoints    []APIServerEndpoint `json:"serverEndpoints"`
-	HostConnectionData []byte              `json:"hostConnectionData,omitempty"`
-}
-
-// APIRelayServer is the relay's address in the form older clients read.
-type APIRelayServer struct {
-	IPv4 string `json:"ipV4"`
-	Port int    `json:"port"`
-}
-
-// APIServerEndpoint is one way to reach the relay.
-type APIServerEndpoint struct {
-	ConnectionType string `json:"connectionType"`
-	Network        string `json:"network"`
-	Reliable       bool   `json:"reliable"`
-	Secure         bool   `json:"secure"`
-	Host           string `json:"host"`
-	Port           int    `json:"port"`
-}
-
-// APIError is the body of every error answer, in Unity's shape (RFC 7807
-// fields plus a numeric code the Unity SDK maps to its RelayExceptionReason).
-type APIError struct {
-	Status  int              `json:"status"`
-	Title   string           `json:"title"`
-	Detail  string           `json:"detail"`
-	Type    string           `json:"type"`
-	Code    int              `json:"code"`
-	Details []APIErrorDetail `json:"details,omitempty"`
-
-	retryAfter time.Duration // sent as Retry-After
-}
-
-// APIErrorDetail names the request field an error is about.
-type APIErrorDetail struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
-func (e *APIError) Error() string {
-	return strconv.Itoa(e.Status) + " " + e.Title + ": " + e.Detail
-}
-
-// Error kinds: the HTTP status, the code (the Unity SDK's
-// RelayExceptionReason value of the same meaning) and the type URI.
-type apiErrorKind struct {
-	status int
-	code   int
-	typ    string
-}
-
-var (
-	errKindInvalidRequest     = apiErrorKind{http.StatusBadRequest, 15001, "urn:gamegate:relay:invalid-request"}
-	errKindInvalidArgument    = apiErrorKind{http.StatusBadRequest, 15400, "urn:gamegate:relay:invalid-argument"}
-	errKindRegionNotFound     = apiErrorKind{http.StatusBadRequest, 15007, "urn:gamegate:relay:region-not-found"}
-	errKindUnauthorized       = apiErrorKind{http.StatusUnauthorized, 15401, "urn:gamegate:relay:unauthorized"}
-	errKindAllocationNotFound = apiErrorKind{http.StatusNotFound, 15008, "urn:gamegate:relay:allocation-not-found"}
-	errKindJoinCodeNotFound   = apiErrorKind{http.StatusNotFound, 15009, "urn:gamegate:relay:join-code-not-found"}
-	errKindMethodNotAllowed   = apiErrorKind{http.StatusMethodNotAllowed, 15405, "urn:gamegate:relay:method-not-allowed"}
-	errKindTooLarge           = apiErrorKind{http.StatusRequestEntityTooLarge, 15413, "urn:gamegate:relay:request-too-large"}
-	errKindInternal           = apiErrorKind{http.StatusInternalServerError, 15500, "urn:gamegate:relay:internal-error"}
-	errKindNoCapacity         = apiErrorKind{http.StatusServiceUnavailable, 15010, "urn:gamegate:relay:no-capacity"}
-	errKindUnavailable        = apiErrorKind{http.StatusServiceUnavailable, 15503, "urn:gamegate:relay:unavailable"}
-)
-
-func (k apiErrorKind) err(detail string, details ...APIErrorDetail) *APIError {
-	return &APIError{
-		Status: k.status, Title: http.StatusText(k.status), Detail: detail,
-		Type: k.typ, Code: k.code, Details: details,
-	}
-}
-
-func fieldError(field, problem string) *APIError {
-	return errKindInvalidArgument.err(field+" "+problem, APIErrorDetail{Key: field, Value: problem})
-}
-
-// Serve answers a request for endpoint ep and returns the status written.
-// The method is checked before the token, so a wrong method is a 405 even
-// without one.
-func (a *API) Serve(w http.ResponseWriter, r *http.Request, ep APIEndpoint) int {
-	hdr := w.Header()
-	if !ep.allows(r.Method) {
-		hdr.Set("Allow", ep.allow())
-		return a.writeError(w, r, errKindMethodNotAllowed.err(fmt.Sprintf("%s is not allowed on /v1/%s; use %s", r.Method, ep, ep.allow())))
-	}
-	if !a.tokens.Allow(r) {
-		httpauth.SetChallenge(hdr)
-		return a.writeError(w, r, errKindUnauthorized.err("a valid token is required: Authorization: Bearer <token> (or X-Api-Key: <token>)"))
-	}
-	var (
-		status int
-		data   any
-		e      *APIError
-	)
-	switch ep {
-	case EndpointAllocate:
-		status, data, e = a.allocate(w, r)
-	case EndpointJoinCode:
-		status, data, e = a.joinCode(w, r)
-	case EndpointJoin:
-		status, data, e = a.join(w, r)
-	case EndpointRegions:
-		status, data = http.StatusOK, RegionsData{Regions: a.regions}
-	default:
-		e = errKindInternal.err("unknown endpoint")
-	}
-	if e != nil {
-		return a.writeError(w, r, e)
-	}
-	body, err := json.Marshal(APIResponse[any]{Meta: APIMeta{RequestID: newUUID(), Status: status}, Data: data})
-	if err != nil {
-		return a.writeError(w, r, errKindInternal.err("encoding the answer failed"))
-	}
-	writeJSON(w, r, status, "application/json", body)
-	return status
-}
-
-func writeJSON(w http.ResponseWriter, r *http.Request, status int, contentType string, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store") // answers hold keys
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(body)
-	}
-}
-
-func (a *API) writeError(w http.ResponseWriter, r *http.Request, e *APIError) int {
-	body, _ := json.Marshal(e) // strings and ints only: cannot fail
-	if e.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(e.retryAfter), 10))
-	}
-	writeJSON(w, r, e.Status, "application/problem+json", body)
-	return e.Status
-}
-
-// decode reads one JSON object from the size-limited body into v, refusing
-// unknown fields and trailing data.
-func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) *APIError {
-	tooLarge := func() *APIError {
-		return errKindTooLarge.err(fmt.Sprintf("the request body exceeds %d bytes", a.cfg.MaxBody))
-	}
-	if r.ContentLength > a.cfg.MaxBody {
-		return tooLarge()
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.cfg.MaxBody))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		// Exactly one value: anything after it but white space is an error.
-		if _, err = dec.Token(); errors.Is(err, io.EOF) {
-			return nil
-		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge()
-		}
-		return errKindInvalidRequest.err("the request body holds data after its JSON object")
-	}
-	var (
-		mbe    *http.MaxBytesError
-		syntax *json.SyntaxError
-		typ    *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &mbe):
-		return tooLarge()
-	case errors.Is(err, io.EOF):
-		return errKindInvalidRequest.err("the request body is empty; want a JSON object")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return errKindInvalidRequest.err("the request body is not valid JSON: it ends early")
-	case errors.As(err, &syntax):
-		return errKindInvalidRequest.err(fmt.Sprintf("the request body is not valid JSON: %v (at byte %d)", syntax, syntax.Offset))
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return errKindInvalidRequest.err("the request body must be a JSON object, not " + typ.Value)
-		}
-		problem := fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
-		return errKindInvalidRequest.err(typ.Field+" "+problem, APIErrorDetail{Key: typ.Field, Value: problem})
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
-		return errKindInvalidRequest.err("unknown field "+strconv.Quote(name), APIErrorDetail{Key: name, Value: "unknown field"})
-	}
-	return errKindInvalidRequest.err("the request body is not valid: " + err.Error())
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "int", "int64", "uint16":
-		return "an integer"
-	case "string":
-		return "a string"
-	}
-	return "a " + goKind
-}
-
 func (a *API) region(req *string) (string, *APIError) {
 	if req == nil || *req == "" {
 		return a.regions[0].ID, nil
@@ -632,15 +304,20 @@ func (a *API) internal(what string, err error) *APIError {
 
 // newAllocation makes an allocation counted against the limit and seals it.
 // release gives its place back if the caller fails to hand it out.
-func (a *API) newAllocation(maxConnections int, region string) (alloc *Allocation, data []byte, release func(), e *APIError) {
+func (a *API) newAllocation(client string, maxConnections int, region string) (alloc *Allocation, data []byte, release func(), e *APIError) {
 	now := a.cfg.Now()
 	expires := now.Add(a.cfg.AllocationTTL)
-	if ok, retry := a.cfg.Limiter.Reserve(now, expires, a.cfg.MaxAllocations); !ok {
-		e := errKindNoCapacity.err(fmt.Sprintf("this relay holds its limit of %d allocations; try again in %ds", a.cfg.MaxAllocations, retrySeconds(retry)))
+	switch reached, retry := a.cfg.Limiter.Reserve(now, expires, a.cfg.MaxAllocations, client, a.cfg.MaxAllocationsPerClient); reached {
+	case LimitTotal:
+		e := errKindNoCapacity.err(fmt.Sprintf("this relay holds its limit of %d allocations; try again in %ds", a.cfg.MaxAllocations, ratelimit.RetryAfter(retry)))
+		e.retryAfter = retry
+		return nil, nil, nil, e
+	case LimitPerClient:
+		e := errKindTooManyRequests.err(fmt.Sprintf("this client holds its limit of %d allocations; try again in %ds", a.cfg.MaxAllocationsPerClient, ratelimit.RetryAfter(retry)))
 		e.retryAfter = retry
 		return nil, nil, nil, e
 	}
-	release = func() { a.cfg.Limiter.Release(expires) }
+	release = func() { a.cfg.Limiter.Release(expires, client) }
 	alloc, err := NewAllocation(maxConnections, region, expires)
 	if err == nil {
 		data, err = a.cfg.Sealer.Seal(alloc)
@@ -655,10 +332,6 @@ func (a *API) newAllocation(maxConnections int, region string) (alloc *Allocatio
 	return alloc, data, release, nil
 }
 
-func retrySeconds(d time.Duration) int64 {
-	return max(1, int64((d+time.Second-1)/time.Second))
-}
-
 func (a *API) view(alloc *Allocation, data []byte) APIAllocation {
 	return APIAllocation{
 		AllocationID:      alloc.ID.String(),
@@ -671,53 +344,9 @@ func (a *API) view(alloc *Allocation, data []byte) APIAllocation {
 	}
 }
 
-// storedAllocation is an allocation's record, under
-// gamegate/relay/allocations/<uuid>.
-type storedAllocation struct {
-	ConnectionData []byte    `json:"connectionData"`
-	Region         string    `json:"region"`
-	Expires        time.Time `json:"expires"`
-	JoinCode       string    `json:"joinCode,omitempty"`
-}
-
-// storedJoinCode is a join code's record, under
-// gamegate/relay/joincodes/<CODE>.
-type storedJoinCode struct {
-	AllocationID   string    `json:"allocationId"`
-	ConnectionData []byte    `json:"connectionData"`
-	Region         string    `json:"region"`
-	Expires        time.Time `json:"expires"`
-}
-
-func allocationKey(id wirerelay.AllocationID) string { return apiAllocationsPrefix + "/" + id.String() }
-func joinCodeKey(code string) string                 { return apiJoinCodesPrefix + "/" + code }
-
-func (a *API) store(ctx context.Context, key string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return a.cfg.Store.Store(ctx, key, b)
-}
-
-// load reads the record at key into v; found is false if there is none.
-func (a *API) load(ctx context.Context, key string, v any) (found bool, err error) {
-	b, err := a.cfg.Store.Load(ctx, key)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return false, fmt.Errorf("record %s: %w", key, err)
-	}
-	return true, nil
-}
-
 // allocate answers POST /v1/allocate: 201 with a new allocation, whose
 // record is stored for /v1/joincode.
-func (a *API) allocate(w http.ResponseWriter, r *http.Request) (int, any, *APIError) {
+func (a *API) allocate(w http.ResponseWriter, r *http.Request, client string) (int, any, *APIError) {
 	var req AllocateRequest
 	if e := a.decode(w, r, &req); e != nil {
 		return 0, nil, e
@@ -732,11 +361,11 @@ func (a *API) allocate(w http.ResponseWriter, r *http.Request) (int, any, *APIEr
 	if e != nil {
 		return 0, nil, e
 	}
-	alloc, data, release, e := a.newAllocation(*req.MaxConnections, region)
+	alloc, data, release, e := a.newAllocation(client, *req.MaxConnections, region)
 	if e != nil {
 		return 0, nil, e
 	}
-	rec := storedAllocation{ConnectionData: data, Region: region, Expires: alloc.Expires}
+	rec := storedAllocation{ConnectionData: data, Region: region, Expires: alloc.Expires, Owner: ownerProof(client, r)}
 	if err := a.store(r.Context(), allocationKey(alloc.ID), rec); err != nil {
 		release()
 		return 0, nil, a.internal("storing the allocation", err)
@@ -746,7 +375,7 @@ func (a *API) allocate(w http.ResponseWriter, r *http.Request) (int, any, *APIEr
 
 // joinCode answers POST /v1/joincode: 201 with a new join code, or 200 with
 // the one the allocation already has while that one is valid.
-func (a *API) joinCode(w http.ResponseWriter, r *http.Request) (int, any, *APIError) {
+func (a *API) joinCode(w http.ResponseWriter, r *http.Request, client string) (int, any, *APIError) {
 	var req JoinCodeRequest
 	if e := a.decode(w, r, &req); e != nil {
 		return 0, nil, e
@@ -779,6 +408,11 @@ func (a *API) joinCode(w http.ResponseWriter, r *http.Request) (int, any, *APIEr
 			a.cfg.Logger.Warn("deleting an expired allocation", zap.String("allocation", id.String()), zap.Error(err))
 		}
 		return 0, nil, notFound
+	}
+	// Records written before owners were recorded have none: anyone may
+	// have their codes, as before.
+	if !a.cfg.AnyClientJoinCode && alloc.Owner != "" && !secureEqual(alloc.Owner, ownerProof(client, r)) {
+		return 0, nil, errKindForbidden.err("allocation " + id.String() + " was made by another client; only the client that made an allocation (from the same address, with the same token) gets its join code")
 	}
 	if alloc.JoinCode != "" {
 		var rec storedJoinCode
@@ -824,7 +458,7 @@ func (a *API) joinCode(w http.ResponseWriter, r *http.Request) (int, any, *APIEr
 
 // join answers POST /v1/join: 200 with a new allocation for the joiner (one
 // connection, the host's region) and the host's connection data.
-func (a *API) join(w http.ResponseWriter, r *http.Request) (int, any, *APIError) {
+func (a *API) join(w http.ResponseWriter, r *http.Request, client string) (int, any, *APIError) {
 	var req JoinRequest
 	if e := a.decode(w, r, &req); e != nil {
 		return 0, nil, e
@@ -855,171 +489,11 @@ func (a *API) join(w http.ResponseWriter, r *http.Request) (int, any, *APIError)
 		}
 		return 0, nil, notFound
 	}
-	alloc, data, _, e := a.newAllocation(1, rec.Region)
+	alloc, data, _, e := a.newAllocation(client, 1, rec.Region)
 	if e != nil {
 		return 0, nil, e
 	}
 	view := a.view(alloc, data)
 	view.HostConnectionData = rec.ConnectionData
 	return http.StatusOK, AllocationData{Allocation: view}, nil
-}
-
-// NewJoinCode draws a join code from r: each character uniformly from
-// JoinCodeAlphabet (bytes at or above the largest multiple of the alphabet's
-// size are drawn again, so there is no modulo bias).
-func NewJoinCode(r io.Reader) (string, error) {
-	const n = len(JoinCodeAlphabet)
-	const limit = 256 - 256%n
-	var code, buf [JoinCodeLen]byte
-	for i := 0; i < JoinCodeLen; {
-		// Read only what is missing, so no randomness is thrown away.
-		chunk := buf[:JoinCodeLen-i]
-		if _, err := io.ReadFull(r, chunk); err != nil {
-			return "", err
-		}
-		for _, b := range chunk {
-			if int(b) < limit {
-				code[i] = JoinCodeAlphabet[int(b)%n]
-				i++
-			}
-		}
-	}
-	return string(code[:]), nil
-}
-
-// NormalizeJoinCode upper-cases s and reports whether it has the form of a
-// join code: 6 to 12 characters of JoinCodeAlphabet.
-func NormalizeJoinCode(s string) (string, bool) {
-	if len(s) < JoinCodeLen || len(s) > joinCodeMaxLen {
-		return "", false
-	}
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-			b[i] = c
-		}
-		if strings.IndexByte(JoinCodeAlphabet, c) < 0 {
-			return "", false
-		}
-	}
-	return string(b), true
-}
-
-// ParseAllocationID parses a UUID in its canonical text form
-// (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, either case).
-func ParseAllocationID(s string) (wirerelay.AllocationID, error) {
-	if len(s) != 36 {
-		return wirerelay.AllocationID{}, errors.New("not a UUID")
-	}
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return wirerelay.AllocationID{}, errors.New("not a UUID")
-	}
-	return wirerelay.AllocationID(id), nil
-}
-
-// newUUID returns a random (version 4) UUID for a request ID.
-func newUUID() string { return uuid.NewString() }
-
-// AllocationLimiter counts unexpired allocations, for a limit on how many
-// are handed out. It is safe for concurrent use.
-type AllocationLimiter struct {
-	mu       sync.Mutex
-	expiries expiryHeap // unix nanoseconds
-}
-
-// NewAllocationLimiter returns an empty limiter.
-func NewAllocationLimiter() *AllocationLimiter { return &AllocationLimiter{} }
-
-// Reserve counts an allocation expiring at expires if fewer than limit
-// unexpired ones are counted at now. Otherwise it reports how long until
-// the next one expires.
-func (l *AllocationLimiter) Reserve(now, expires time.Time, limit int) (ok bool, retryAfter time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.prune(now)
-	if len(l.expiries) >= limit {
-		return false, time.Duration(l.expiries[0] - now.UnixNano())
-	}
-	heap.Push(&l.expiries, expires.UnixNano())
-	return true, 0
-}
-
-// Release uncounts one allocation expiring at expires (one whose Reserve
-// succeeded but that was not handed out).
-func (l *AllocationLimiter) Release(expires time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	at := expires.UnixNano()
-	for i, e := range l.expiries {
-		if e == at {
-			heap.Remove(&l.expiries, i)
-			return
-		}
-	}
-}
-
-// Len returns how many unexpired allocations are counted at now.
-func (l *AllocationLimiter) Len(now time.Time) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.prune(now)
-	return len(l.expiries)
-}
-
-func (l *AllocationLimiter) prune(now time.Time) {
-	t := now.UnixNano()
-	for len(l.expiries) > 0 && l.expiries[0] <= t {
-		heap.Pop(&l.expiries)
-	}
-}
-
-type expiryHeap []int64
-
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// keyedMutex is a set of mutexes by key, each existing while it is held or
-// waited for.
-type keyedMutex struct {
-	mu sync.Mutex
-	m  map[string]*keyedEntry
-}
-
-type keyedEntry struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// lock locks key's mutex and returns its unlock.
-func (k *keyedMutex) lock(key string) func() {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = make(map[string]*keyedEntry)
-	}
-	e := k.m[key]
-	if e == nil {
-		e = &keyedEntry{}
-		k.m[key] = e
-	}
-	e.refs++
-	k.mu.Unlock()
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
-		k.mu.Lock()
-		if e.refs--; e.refs == 0 {
-			delete(k.m, key)
-		}
-		k.mu.Unlock()
-	}
 }

@@ -95,7 +95,7 @@ type apiRig struct {
 	sealer *Sealer
 }
 
-func newAPIRig(t *testing.T, mod func(*APIConfig)) *apiRig {
+func newAPIRig(t testing.TB, mod func(*APIConfig)) *apiRig {
 	t.Helper()
 	sealer, err := NewSealer(apiTestSecret)
 	if err != nil {
@@ -111,6 +111,9 @@ func newAPIRig(t *testing.T, mod func(*APIConfig)) *apiRig {
 		PublicPort: 7777,
 		Now:        r.clock.Now,
 		MaxBody:    256,
+		// Tests of other things send many requests from one client.
+		JoinRate: 1e6, JoinBurst: 1e6, AllocateRate: 1e6, AllocateBurst: 1e6,
+		JoinCodeRate: 1e6, JoinCodeBurst: 1e6, MaxAllocationsPerClient: 1e6,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -270,6 +273,9 @@ func TestAPIErrors(t *testing.T) {
 		{"not an object", "POST", "/v1/allocate", `[1]`, nil, 400, 15001, "", "JSON object"},
 		{"trailing data", "POST", "/v1/allocate", `{"maxConnections":1} {}`, nil, 400, 15001, "", "after"},
 		{"unknown field", "POST", "/v1/allocate", `{"maxConnections":1,"bogus":true}`, nil, 400, 15001, "bogus", "bogus"},
+		{"unknown fields, first by name", "POST", "/v1/allocate", `{"zeta":1,"maxConnections":1,"alpha":true}`, nil, 400, 15001, "alpha", "alpha"},
+		{"field name in another case", "POST", "/v1/allocate", `{"MaxConnections":1}`, nil, 400, 15001, "MaxConnections", "MaxConnections"},
+		{"null body", "POST", "/v1/allocate", `null`, nil, 400, 15400, "maxConnections", "required"},
 		{"wrong type", "POST", "/v1/allocate", `{"maxConnections":"4"}`, nil, 400, 15001, "maxConnections", "integer"},
 		{"fraction", "POST", "/v1/allocate", `{"maxConnections":1.5}`, nil, 400, 15001, "maxConnections", "integer"},
 		{"missing maxConnections", "POST", "/v1/allocate", `{"region":"eu-west"}`, nil, 400, 15400, "maxConnections", "required"},
@@ -440,6 +446,8 @@ func TestAPIAllocationLimit(t *testing.T) {
 	r.store.fail = errors.New("disk on fire")
 	if w := r.do("POST", "/v1/allocate", `{"maxConnections": 1}`); w.Code != http.StatusInternalServerError || decodeAPIError(t, w).Code != 15500 {
 		t.Fatalf("allocate with a failing store: got %d %s, want 500", w.Code, w.Body)
+	} else if strings.Contains(w.Body.String(), "fire") {
+		t.Fatalf("the storage error's text reached the client: %s", w.Body)
 	}
 	if n := limiter.Len(r.clock.Now()); n != 1 {
 		t.Fatalf("limiter after a failed allocation: got %d, want 1", n)
@@ -637,4 +645,38 @@ func TestNewAPIConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzAPIRequest sends arbitrary bodies to the endpoints that decode one:
+// every answer is a success or a Unity-shaped client error, never a panic
+// or a 500.
+func FuzzAPIRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"maxConnections": 4, "region": "eu-west"}`,
+		`{"allocationId": "6fa459ea-ee8a-4ca4-894e-db77e160355e"}`,
+		`{"joinCode": "BBBBBB"}`,
+		`{"maxConnections": 1, "bogus": true}`,
+		`{"MaxConnections": 1}`,
+		`{"maxConnections": "4"}`,
+		`{"maxConnections": 1} {}`,
+		`[1]`, `null`, ``, `{`, `{"joinCode": null}`,
+		`{"maxConnections": 1e400}`, `{"a":1,"a":2}`,
+	} {
+		for ep := range 3 {
+			f.Add(uint8(ep), seed)
+		}
+	}
+	// No capacity limit: a long run makes more allocations than the default.
+	r := newAPIRig(f, func(c *APIConfig) { c.MaxAllocations = 1 << 30 })
+	paths := []string{"/v1/allocate", "/v1/joincode", "/v1/join"}
+	f.Fuzz(func(t *testing.T, ep uint8, body string) {
+		w := r.do("POST", paths[int(ep)%len(paths)], body)
+		switch {
+		case w.Code == http.StatusOK || w.Code == http.StatusCreated:
+		case w.Code >= 400 && w.Code < 500:
+			decodeAPIError(t, w)
+		default:
+			t.Fatalf("%q: got %d %s", body, w.Code, w.Body)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -85,4 +86,45 @@ func Gamedig(t testing.TB, kind, address string, into any) []byte {
 		t.Fatalf("gamedig --type %s %s printed %s: %v", kind, address, out, err)
 	}
 	return out
+}
+
+// StartNodeServer runs a server script of tests/peers with node until the
+// test ends, and returns once it prints a line starting with "ready".
+func StartNodeServer(t testing.TB, script string, args ...string) {
+	t.Helper()
+	dir := PeersDir(t)
+	cmd := exec.Command("node", append([]string{filepath.Join(dir, script)}, args...)...)
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("node %s: %v", script, err)
+	}
+	exited := make(chan struct{})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready") {
+				ready <- true
+			}
+		}
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	select {
+	case <-ready:
+	case <-exited:
+		t.Fatalf("node %s exited at start:\n%s", script, errb.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("node %s did not print ready within 60 s:\n%s", script, errb.String())
+	}
 }

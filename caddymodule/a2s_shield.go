@@ -1,0 +1,359 @@
+package caddymodule
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/mholt/caddy-l4/layer4"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/handlers/a2s"
+	wirea2s "github.com/gamegate/gamegate/wire/a2s"
+)
+
+func init() {
+	caddy.RegisterModule(new(A2SShield))
+	caddy.RegisterModule(new(MatchA2S))
+}
+
+// A2SShield answers Valve server queries (A2S_INFO, A2S_PLAYER, A2S_RULES)
+// for a game server from a cache, on a caddy-l4 UDP listener, so the game
+// server sees at most one query of each kind per ttl however many clients
+// ask. Every request must carry a challenge the shield gave its source
+// address (made from the address and the time, so it costs no memory): a
+// spoofed source only ever gets the 9-byte S2C_CHALLENGE, never more than
+// it sent. Long answers are split as the Source layout says, and an answer
+// the game server compressed is served compressed.
+type A2SShield struct {
+	// The game server's query address, host:port. Required.
+	Upstream string `json:"upstream,omitempty"`
+	// How long an answer is reused. Default: 5s.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+	// How long after ttl an answer is still served while it is refreshed,
+	// and when the game server does not answer. Default: 30s.
+	StaleTTL caddy.Duration `json:"stale_ttl,omitempty"`
+	// How long a failed upstream query is remembered before the next try.
+	// Default: 1s.
+	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
+	// How long a challenge stays valid: between one and two windows.
+	// Default: 30s.
+	ChallengeWindow caddy.Duration `json:"challenge_window,omitempty"`
+	// Fragment payload of split answers, in bytes (Source servers use
+	// 1248). Default: 1248.
+	MaxPayload int `json:"max_payload,omitempty"`
+	// Serve answers the game server compressed uncompressed. Default:
+	// false (served compressed, as they came).
+	Decompress bool `json:"decompress,omitempty"`
+	// Layout of split answers sent: auto (the game server's own), source,
+	// source_no_size or goldsrc. It is also the layout expected from the
+	// game server. Default: auto.
+	SplitLayout string `json:"split_layout,omitempty"`
+	// Time one upstream attempt waits, challenge included. Default: 1s.
+	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
+	// Upstream attempts after the first; -1 for none. Default: 1.
+	Retries int `json:"retries,omitempty"`
+	// Most fragments an upstream answer may have. Default: 64.
+	MaxPackets int `json:"max_packets,omitempty"`
+	// Largest upstream answer accepted, in bytes. Default: 131072.
+	MaxResponse int `json:"max_response,omitempty"`
+
+	shield *a2s.Shield
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (*A2SShield) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "layer4.handlers.a2s_shield",
+		New: func() caddy.Module { return new(A2SShield) },
+	}
+}
+
+// Provision builds the shield.
+func (h *A2SShield) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	shield, err := newA2SShield(h)
+	if err != nil {
+		return err
+	}
+	h.shield = shield
+	return registerCollectors(ctx.GetMetricsRegistry(), a2sShieldMetrics.collectors()...)
+}
+
+// newA2SShield builds the Caddy-free shield from a validated configuration.
+func newA2SShield(h *A2SShield) (*a2s.Shield, error) {
+	ttl, stale, negative := time.Duration(h.TTL), time.Duration(h.StaleTTL), time.Duration(h.NegativeTTL)
+	if ttl == 0 {
+		ttl = 5 * time.Second
+	}
+	if stale == 0 {
+		stale = 30 * time.Second
+	}
+	if negative == 0 {
+		negative = time.Second
+	}
+	client := newA2SClient(h.UpstreamTimeout, h.Retries, h.SplitLayout, h.MaxPackets, h.MaxResponse)
+	timeout := client.Timeout
+	if timeout == 0 {
+		timeout = time.Second
+	}
+	attempts := 2
+	if h.Retries != 0 {
+		attempts = max(0, h.Retries) + 1
+	}
+	return a2s.NewShield(a2s.ShieldConfig{
+		Upstream: h.Upstream,
+		Client:   client,
+		Cache: cache.Policy{TTL: ttl, StaleWhileRevalidate: stale, StaleIfError: stale, NegativeTTL: negative,
+			LoadTimeout: time.Duration(attempts)*timeout + time.Second},
+		ChallengeWindow: time.Duration(h.ChallengeWindow),
+		Key:             a2sChallengeKey,
+		Layout:          splitLayouts[h.SplitLayout],
+		MaxPayload:      h.MaxPayload,
+		Decompress:      h.Decompress,
+		OnUpstream:      a2sShieldMetrics.upstream.Inc,
+	})
+}
+
+// a2sChallengeKey is the process's challenge secret, the same for every
+// shield and across configuration reloads, so a challenge given before a
+// reload is still good after it.
+var a2sChallengeKey = func() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic("a2s_shield: no randomness for the challenge key: " + err.Error())
+	}
+	return k
+}()
+
+// Validate checks the configuration.
+func (h *A2SShield) Validate() error {
+	if h.Upstream == "" {
+		return errors.New("a2s_shield: upstream is required")
+	}
+	if _, _, err := net.SplitHostPort(h.Upstream); err != nil {
+		return fmt.Errorf("a2s_shield: upstream %q is not host:port", h.Upstream)
+	}
+	switch {
+	case h.TTL < 0, h.StaleTTL < 0, h.NegativeTTL < 0, h.ChallengeWindow < 0:
+		return errors.New("a2s_shield: ttl, stale_ttl, negative_ttl and challenge_window must not be negative")
+	case h.MaxPayload != 0 && (h.MaxPayload < 200 || h.MaxPayload > a2s.MaxSingle):
+		return fmt.Errorf("a2s_shield: max_payload must be in [200, %d]", a2s.MaxSingle)
+	}
+	return validateA2SClient("a2s_shield", h.UpstreamTimeout, h.Retries, h.SplitLayout, h.MaxPackets, h.MaxResponse)
+}
+
+// a2sQueueLen is how many validated requests of one client may wait for the
+// cache; more are dropped, so the read loop never blocks.
+const a2sQueueLen = 4
+
+// Handle answers the requests of one client address until the association
+// ends. Challenges are answered at once; answers that may wait for the game
+// server are sent from a goroutine, so the shared socket keeps being read.
+func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
+	pc, err := packetConnOf(cx, "a2s_shield")
+	if err != nil {
+		return err
+	}
+	remote := cx.RemoteAddr()
+	src := gqpSource(remote)
+	queue := make(chan wirea2s.Type, a2sQueueLen)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for typ := range queue {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ds := h.shield.Serve(ctx, typ)
+			cancel()
+			if ds == nil {
+				a2sShieldMetrics.verdicts[a2s.DroppedNoAnswer].Inc()
+				continue
+			}
+			a2sShieldMetrics.verdicts[a2s.Answered].Inc()
+			for _, d := range ds {
+				if _, err := pc.WriteTo(d, remote); err != nil {
+					if ce := h.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
+						ce.Write(zap.Stringer("to", remote), zap.Error(err))
+					}
+				}
+			}
+		}
+	}()
+	defer func() { close(queue); <-done }()
+	reply := make([]byte, 0, wirea2s.ChallengeLen)
+	drop := func() { a2sShieldMetrics.verdicts[a2s.DroppedMalformed].Inc() }
+	return readDatagrams(cx, drop, func(datagram []byte) {
+		out, typ, serve, v := h.shield.Classify(src, datagram, reply[:0])
+		if !serve {
+			a2sShieldMetrics.verdicts[v].Inc()
+			if len(out) > 0 {
+				_, _ = pc.WriteTo(out, remote)
+			}
+			return
+		}
+		select {
+		case queue <- typ:
+		default:
+			a2sShieldMetrics.busy.Inc()
+		}
+	})
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	a2s_shield <upstream> {
+//		ttl              <duration>
+//		stale_ttl        <duration>
+//		negative_ttl     <duration>
+//		challenge_window <duration>
+//		max_payload      <bytes>
+//		decompress
+//		split_layout     auto|source|source_no_size|goldsrc
+//		upstream_timeout <duration>
+//		retries          <count>
+//		max_packets      <count>
+//		max_response     <bytes>
+//	}
+func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the handler name
+	if !d.NextArg() {
+		return d.Errf("a2s_shield: the upstream address is required")
+	}
+	h.Upstream = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if _, _, err := net.SplitHostPort(h.Upstream); err != nil {
+		return d.Errf("a2s_shield: upstream '%s' is not host:port", h.Upstream)
+	}
+	return parseBlock(d, "a2s_shield", nil, func(opt string) error {
+		var err error
+		switch opt {
+		case "ttl":
+			h.TTL, err = parseDuration(d)
+		case "stale_ttl":
+			h.StaleTTL, err = parseDuration(d)
+		case "negative_ttl":
+			h.NegativeTTL, err = parseDuration(d)
+		case "challenge_window":
+			h.ChallengeWindow, err = parseDuration(d)
+		case "max_payload":
+			h.MaxPayload, err = parseIntRange(d, 200, a2s.MaxSingle)
+		case "decompress":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			h.Decompress = true
+		case "split_layout":
+			h.SplitLayout, err = parseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
+		case "upstream_timeout":
+			h.UpstreamTimeout, err = parseDuration(d)
+		case "retries":
+			h.Retries, err = parseIntRange(d, -1, 10)
+		case "max_packets":
+			h.MaxPackets, err = parseIntRange(d, a2sMinPackets, wirea2s.MaxSourcePackets)
+		case "max_response":
+			h.MaxResponse, err = parseIntRange(d, a2sMinResponse, a2sMaxResponse)
+		default:
+			return unknownOption(d, "a2s_shield", opt)
+		}
+		return err
+	})
+}
+
+// MatchA2S matches a UDP association whose first datagram is an A2S
+// request (A2S_INFO, A2S_PLAYER or A2S_RULES), so the shield can share a
+// port with other protocols.
+type MatchA2S struct{}
+
+// CaddyModule returns the Caddy module information.
+func (*MatchA2S) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "layer4.matchers.a2s",
+		New: func() caddy.Module { return new(MatchA2S) },
+	}
+}
+
+// Match reads the first datagram once.
+func (m *MatchA2S) Match(cx *layer4.Connection) (bool, error) {
+	if _, ok := cx.Conn.(net.PacketConn); !ok {
+		return false, nil
+	}
+	var buf [64]byte
+	n, err := cx.Read(buf[:])
+	if err != nil {
+		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
+	}
+	var q wirea2s.Request
+	return n < len(buf) && q.Decode(buf[:n]) == nil, nil
+}
+
+// UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
+//
+//	a2s
+func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume the matcher name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(d.Nesting()) {
+		return d.Errf("a2s matcher: takes no options, got '%s'", d.Val())
+	}
+	return nil
+}
+
+var a2sShieldMetrics = newA2SShieldMetrics()
+
+type a2sShieldMetricSet struct {
+	requests *prometheus.CounterVec
+	busy     prometheus.Counter
+	upstream prometheus.Counter
+	verdicts [a2s.NumVerdicts]prometheus.Counter
+}
+
+func newA2SShieldMetrics() *a2sShieldMetricSet {
+	const ns, sub = "gamegate", "a2s_shield"
+	m := &a2sShieldMetricSet{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "requests_total",
+			Help: "A2S requests handled by the shield, by outcome.",
+		}, []string{"outcome"}),
+		busy: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "requests_dropped_busy_total",
+			Help: "A2S requests dropped because the client already had requests waiting for the game server.",
+		}),
+		upstream: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "upstream_queries_total",
+			Help: "Queries the shield sent to game servers.",
+		}),
+	}
+	for v := a2s.Verdict(0); v < a2s.NumVerdicts; v++ {
+		m.verdicts[v] = m.requests.WithLabelValues(v.String())
+	}
+	return m
+}
+
+func (m *a2sShieldMetricSet) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.busy, m.upstream}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*A2SShield)(nil)
+	_ caddy.Validator       = (*A2SShield)(nil)
+	_ caddyfile.Unmarshaler = (*A2SShield)(nil)
+	_ layer4.NextHandler    = (*A2SShield)(nil)
+	_ caddyfile.Unmarshaler = (*MatchA2S)(nil)
+	_ layer4.ConnMatcher    = (*MatchA2S)(nil)
+)

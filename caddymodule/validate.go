@@ -1,0 +1,120 @@
+package caddymodule
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/handlers/qos"
+)
+
+// Configuration ranges are checked in each module's Validate, whether the
+// configuration came from JSON (/load, gamegate validate) or a Caddyfile.
+// The Caddyfile parsers check the same ranges as they read each option, so
+// that an error there points at the file and line; both use the ranges
+// declared beside each module's struct.
+
+// intRange is the valid range of an integer option, bounds included.
+type intRange struct{ lo, hi int64 }
+
+func (r intRange) contains(v int64) bool { return v >= r.lo && v <= r.hi }
+
+// checker collects the first configuration error of a module, naming the
+// field as JSON and the Caddyfile do.
+type checker struct {
+	module string
+	err    error
+}
+
+func newChecker(module string) *checker { return &checker{module: module} }
+
+func (c *checker) fail(field, format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%s: %s %s", c.module, field, fmt.Sprintf(format, args...))
+	}
+}
+
+// in checks that v is in r.
+func (c *checker) in(field string, v int64, r intRange) {
+	if !r.contains(v) {
+		c.fail(field, "must be in [%d, %d], not %d", r.lo, r.hi, v)
+	}
+}
+
+// optIn checks that v is 0 (the default) or in r.
+func (c *checker) optIn(field string, v int64, r intRange) {
+	if v != 0 {
+		c.in(field, v, r)
+	}
+}
+
+// duration checks that d is not negative (0 is the default).
+func (c *checker) duration(field string, d caddy.Duration) {
+	if d < 0 {
+		c.fail(field, "must be a positive duration, not %s", fmtDuration(d))
+	}
+}
+
+// number checks that f is finite and not negative (0 is the default).
+func (c *checker) number(field string, f float64) {
+	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		c.fail(field, "must be a positive number, not %v", f)
+	}
+}
+
+// oneOf checks that s is empty (the default) or one of choices.
+func (c *checker) oneOf(field, s string, choices ...string) {
+	if s != "" && !slices.Contains(choices, s) {
+		c.fail(field, "must be one of %s, not %q", strings.Join(choices, ", "), s)
+	}
+}
+
+// check records err, if any, as the error of field.
+func (c *checker) check(field string, err error) {
+	if err != nil {
+		c.fail(field, "%v", err)
+	}
+}
+
+// rate checks a rate limit: rate events per second (0 for the default)
+// with burst at once (0 for the default).
+func (c *checker) rate(rateField, burstField string, rate float64, burst int64) {
+	c.number(rateField, rate)
+	c.optIn(burstField, burst, burstRange)
+	if c.err == nil && rate > 0 && !qos.RateFits(rate, int(max(burst, 1))) {
+		c.fail(rateField, "%v with %s %d is out of range: the rate must be at least one per 100 years, and the burst span less than 100 years", rate, burstField, max(burst, 1))
+	}
+}
+
+// burstRange bounds every burst option.
+var burstRange = intRange{1, 1 << 30}
+
+func fmtDuration(d caddy.Duration) string { return time.Duration(d).String() }
+
+// exclusive refuses an option given under both its former and its current
+// name.
+func (c *checker) exclusive(old, current string, hasOld, hasCurrent bool) {
+	if hasOld && hasCurrent {
+		c.fail(old, "is the former name of %s: give only %s", current, current)
+	}
+}
+
+// renamed moves an option given under its former name to its current one,
+// logging a deprecation warning; giving both is an error.
+func renamed[T comparable](logger *zap.Logger, module, old, current string, oldV, currentV *T) error {
+	var zero T
+	if *oldV == zero {
+		return nil
+	}
+	if *currentV != zero {
+		return fmt.Errorf("%s: %s is the former name of %s: give only %s", module, old, current, current)
+	}
+	logger.Warn("deprecated option: use its current name", zap.String("option", old), zap.String("current", current))
+	*currentV, *oldV = *oldV, zero
+	return nil
+}

@@ -1,0 +1,88 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildGamegate builds cmd/gamegate into a temporary directory.
+func buildGamegate(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the gamegate binary")
+	}
+	bin := filepath.Join(t.TempDir(), "gamegate")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/gamegate").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building gamegate: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runValidate runs `gamegate validate` on a JSON configuration file and
+// returns its output, with the messages of its JSON log lines decoded.
+func runValidate(bin, config string) (string, error) {
+	out, err := exec.Command(bin, "validate", "--config", config, "--adapter", "").CombinedOutput()
+	var text strings.Builder
+	for line := range strings.Lines(string(out)) {
+		var entry struct{ Msg, Error string }
+		if json.Unmarshal([]byte(line), &entry) == nil {
+			line = entry.Msg + " " + entry.Error + "\n"
+		}
+		text.WriteString(line)
+	}
+	return text.String(), err
+}
+
+// TestValidateRefusesInvalidJSON runs the gamegate binary's validate
+// command on every testdata/invalid/*.jsontest file: a JSON configuration,
+// a line of dashes, then "error: <text>", which the error message must
+// contain (it names the field). Each must be refused (a non-zero exit)
+// without a panic. testdata/valid.json, which uses every module, must be
+// accepted, so that the refusals are the invalid values' doing.
+func TestValidateRefusesInvalidJSON(t *testing.T) {
+	files, err := filepath.Glob("testdata/invalid/*.jsontest")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no invalid configurations (%v)", err)
+	}
+	bin := buildGamegate(t)
+	dir := t.TempDir()
+
+	if out, err := runValidate(bin, "testdata/valid.json"); err != nil {
+		t.Fatalf("testdata/valid.json: got %v, want it accepted:\n%s", err, out)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".jsontest")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			config, want, ok := strings.Cut(string(data), "----------")
+			want, isErr := strings.CutPrefix(strings.TrimSpace(want), "error:")
+			if !ok || !isErr {
+				t.Fatal("want a JSON configuration, a ---------- line, then error: <text>")
+			}
+			want = strings.TrimSpace(want)
+			path := filepath.Join(dir, name+".json")
+			if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := runValidate(bin, path)
+			if _, exited := err.(*exec.ExitError); !exited {
+				t.Fatalf("got %v, want a non-zero exit:\n%s", err, out)
+			}
+			if strings.Contains(out, "panic") {
+				t.Fatalf("validate panicked:\n%s", out)
+			}
+			if !strings.Contains(out, want) {
+				t.Fatalf("got:\n%s\nwant an error containing %q", out, want)
+			}
+		})
+	}
+}

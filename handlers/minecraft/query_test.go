@@ -1,0 +1,117 @@
+package minecraft
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/handlers/query"
+	wiremc "github.com/gamegate/gamegate/wire/minecraft"
+)
+
+func TestFlattenChat(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`"§6Hello §rworld"`, "Hello world"},
+		{`{"text":"A ","extra":[{"text":"§aGreen","bold":true},{"text":" Server"}]}`, "A Green Server"},
+		{`[{"text":"a"},"b",{"translate":"c"}]`, "abc"},
+		{`{"extra":["x",{"text":"y","extra":[{"text":"z"}]}]}`, "xyz"},
+		{`42`, ""},
+		{`{"text":`, ""},
+		{strings.Repeat(`{"extra":[`, 100) + `"deep"` + strings.Repeat(`]}`, 100), ""},
+	} {
+		if got := StripFormatting(FlattenChat(json.RawMessage(c.in))); got != c.want {
+			t.Errorf("%.40s: got %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestResolveSRV(t *testing.T) {
+	var asked string
+	p := &JavaProtocol{LookupSRV: func(_ context.Context, service, proto, name string) (string, []*net.SRV, error) {
+		asked = service + "/" + proto + "/" + name
+		if name == "mc.example.net" {
+			return "", []*net.SRV{{Target: "play.example.net.", Port: 25570}}, nil
+		}
+		return "", nil, errors.New("no such record")
+	}}
+	for _, c := range []struct{ in, dial, host, asked string }{
+		{"mc.example.net", "play.example.net:25570", "play.example.net", "minecraft/tcp/mc.example.net"},
+		{"other.example.net", "other.example.net:25565", "other.example.net", "minecraft/tcp/other.example.net"},
+		{"mc.example.net:25566", "mc.example.net:25566", "mc.example.net", ""}, // a port: no lookup
+		{"192.0.2.1", "192.0.2.1:25565", "192.0.2.1", ""},
+	} {
+		asked = ""
+		dial, host, _ := p.resolve(context.Background(), c.in)
+		if dial != c.dial || host != c.host || asked != c.asked {
+			t.Errorf("%s: got %s %s (asked %q), want %s %s (asked %q)", c.in, dial, host, asked, c.dial, c.host, c.asked)
+		}
+	}
+}
+
+// serveOnce accepts connections on loopback and runs handle on each.
+func serveOnce(t *testing.T, handle func(c net.Conn)) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { l.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			handle(c)
+			c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// A server that only knows the legacy ping closes on the modern
+// handshake; the protocol then asks the legacy ping.
+func TestLegacyFallback(t *testing.T) {
+	addr := serveOnce(t, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		b := make([]byte, 3)
+		if _, err := io.ReadFull(c, b); err != nil || b[0] != 0xFE {
+			return // the modern handshake: close
+		}
+		ans, _ := wiremc.AppendLegacyAnswer(nil, "61", "1.5.2", "§eOld Times", "2", "10")
+		_, _ = c.Write(ans)
+	})
+	for _, legacy := range []bool{true, false} {
+		p := &JavaProtocol{Legacy: legacy, Timeout: 2 * time.Second}
+		st, err := p.Status(context.Background(), addr)
+		if !legacy {
+			if query.HTTPStatus(err) != http.StatusBadGateway {
+				t.Errorf("without legacy: got %v, want 502", err)
+			}
+			continue
+		}
+		if err != nil || st.Name != "Old Times" || st.Version != "1.5.2" || st.NumPlayers != 2 || st.MaxPlayers != 10 || st.Raw["legacy"] != true {
+			t.Fatalf("legacy: got %+v, %v", st, err)
+		}
+	}
+}
+
+// An answer past the length bound is refused without reading it all.
+func TestOversizedFrame(t *testing.T) {
+	addr := serveOnce(t, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		_, _ = c.Write(wiremc.AppendVarInt(nil, wiremc.MaxFrame+1))
+		_, _ = io.Copy(io.Discard, c)
+	})
+	p := &JavaProtocol{Timeout: 2 * time.Second}
+	if _, err := p.Status(context.Background(), addr); query.HTTPStatus(err) != http.StatusBadGateway {
+		t.Fatalf("got %v, want 502", err)
+	}
+}

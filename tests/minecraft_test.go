@@ -1,0 +1,157 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
+)
+
+// mcsuStatus is minecraft-server-util's answer, as its script prints it.
+type mcsuStatus struct {
+	Version string
+	Result  struct {
+		Version struct {
+			Name     string
+			Protocol int
+		}
+		Players struct {
+			Online, Max int
+			Sample      []struct{ Name, ID string }
+		}
+		MOTD struct{ Clean string }
+	}
+}
+
+func startMinecraftGate(t *testing.T, mode string) (gate, server string) {
+	t.Helper()
+	server = testutil.FreeTCPAddr(t)
+	_, port, _ := net.SplitHostPort(server)
+	testutil.StartNodeServer(t, "minecraft-server.js", port, mode)
+	httpAddr := testutil.FreeTCPAddr(t)
+	testcaddy.Start(t, fmt.Sprintf(`{
+	admin off
+}
+http://%s {
+	handle_path /query/* {
+		game_query {
+			server mc %s minecraft {
+				timeout 5s
+			}
+			query_timeout 10s
+		}
+	}
+}
+`, httpAddr, server))
+	return "http://" + httpAddr, server
+}
+
+// A real Minecraft server (npm minecraft-protocol) asked through the
+// gateway, by GameDig and by minecraft-server-util: field by field.
+func TestMinecraftAgainstRealServer(t *testing.T) {
+	t.Logf("independent clients: gamedig %s, minecraft-server-util %s; server: minecraft-protocol %s",
+		testutil.NpmVersion(t, "gamedig"), testutil.NpmVersion(t, "minecraft-server-util"), testutil.NpmVersion(t, "minecraft-protocol"))
+	gate, server := startMinecraftGate(t, "modern")
+
+	var st query.Status
+	r := getJSON(t, gate+"/query/mc", &st)
+	if r.status != 200 {
+		t.Fatalf("GET /query/mc: %d %s", r.status, r.body)
+	}
+	t.Logf("gamegate: %s", r.body)
+
+	var gd struct {
+		Name       string
+		Version    string
+		NumPlayers int
+		MaxPlayers int
+		Players    []struct{ Name string }
+	}
+	t.Logf("gamedig: %s", testutil.Gamedig(t, "minecraft", server, &gd))
+
+	host, port, _ := net.SplitHostPort(server)
+	out := testutil.RunNode(t, 30*time.Second, "minecraft-server-util-status.js", "java", host, port)
+	t.Logf("minecraft-server-util: %s", out)
+	var mu mcsuStatus
+	if err := json.Unmarshal(out, &mu); err != nil {
+		t.Fatal(err)
+	}
+
+	names := func(ps []query.Player) string {
+		var n []string
+		for _, p := range ps {
+			n = append(n, p.Name)
+		}
+		slices.Sort(n)
+		return strings.Join(n, ",")
+	}
+	var gdn, mun []string
+	for _, p := range gd.Players {
+		gdn = append(gdn, p.Name)
+	}
+	for _, p := range mu.Result.Players.Sample {
+		mun = append(mun, p.Name)
+	}
+	slices.Sort(gdn)
+	slices.Sort(mun)
+	for _, c := range []struct {
+		field      string
+		us, gd, mu any
+	}{
+		{"name", st.Name, gd.Name, mu.Result.MOTD.Clean},
+		{"version", st.Version, gd.Version, mu.Result.Version.Name},
+		{"max players", st.MaxPlayers, gd.MaxPlayers, mu.Result.Players.Max},
+		{"player count", st.NumPlayers, gd.NumPlayers, mu.Result.Players.Online},
+		{"player names", names(st.Players), strings.Join(gdn, ","), strings.Join(mun, ",")},
+	} {
+		if fmt.Sprint(c.us) != fmt.Sprint(c.gd) || fmt.Sprint(c.us) != fmt.Sprint(c.mu) {
+			t.Errorf("%s: gamegate %v, gamedig %v, minecraft-server-util %v", c.field, c.us, c.gd, c.mu)
+		}
+	}
+	// And what the server was started with.
+	if st.Name != "Gate Craft" || st.MaxPlayers != 20 || st.NumPlayers != 3 || names(st.Players) != "alice,bob,carol" ||
+		st.Protocol != "minecraft" || st.Raw["version"].(map[string]any)["protocol"] != float64(mu.Result.Version.Protocol) {
+		t.Errorf("gamegate's status: got %s", r.body)
+	}
+	if _, ok := st.Raw["favicon"]; ok {
+		t.Errorf("the favicon is in the status's raw data by default")
+	}
+	// The raw command has it.
+	var raw map[string]any
+	if r := getJSON(t, gate+"/query/mc/raw", &raw); r.status != 200 || !strings.HasPrefix(fmt.Sprint(raw["favicon"]), "data:image/png;base64,") {
+		t.Errorf("GET /query/mc/raw: %d %.300s", r.status, r.body)
+	}
+}
+
+// A server that refuses the modern ping (as servers before 1.7 do not
+// know it) is asked the legacy FE 01 ping.
+func TestMinecraftLegacyAgainstRealServer(t *testing.T) {
+	t.Logf("independent client: minecraft-server-util %s; server: minecraft-protocol %s",
+		testutil.NpmVersion(t, "minecraft-server-util"), testutil.NpmVersion(t, "minecraft-protocol"))
+	gate, server := startMinecraftGate(t, "legacy-only")
+	var st query.Status
+	r := getJSON(t, gate+"/query/mc", &st)
+	if r.status != 200 {
+		t.Fatalf("GET /query/mc: %d %s", r.status, r.body)
+	}
+	t.Logf("gamegate: %s", r.body)
+	host, port, _ := net.SplitHostPort(server)
+	out := testutil.RunNode(t, 30*time.Second, "minecraft-server-util-status.js", "legacy", host, port)
+	t.Logf("minecraft-server-util statusLegacy: %s", out)
+	var mu mcsuStatus
+	if err := json.Unmarshal(out, &mu); err != nil {
+		t.Fatal(err)
+	}
+	if st.Raw["legacy"] != true || st.Name != mu.Result.MOTD.Clean || st.Name != "Gate Craft" || st.Version != mu.Result.Version.Name ||
+		st.MaxPlayers != mu.Result.Players.Max || st.NumPlayers != mu.Result.Players.Online ||
+		st.Raw["protocol"] != float64(mu.Result.Version.Protocol) {
+		t.Errorf("gamegate %s, minecraft-server-util %s", r.body, out)
+	}
+}

@@ -1,0 +1,180 @@
+package tests
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/handlers/relay"
+	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
+)
+
+// startRelayAPIAbuse runs the allocations API behind a trusted proxy
+// (loopback), so X-Forwarded-For names the client: /default/ with every
+// abuse limit at its default, /quota/ with a small per-client allocation
+// quota, /two/ accepting two tokens.
+func startRelayAPIAbuse(t *testing.T) string {
+	t.Helper()
+	addr := testutil.FreeTCPAddr(t)
+	t.Setenv("GAMEGATE_TEST_RELAY_API_SECRET", relayAPISecret)
+	testcaddy.Start(t, fmt.Sprintf(`{
+	storage file_system %s
+	servers {
+		trusted_proxies static 127.0.0.1/32
+	}
+}
+http://%s {
+	route /default/* {
+		relay_allocations {
+			secrets {env.GAMEGATE_TEST_RELAY_API_SECRET}
+			tokens %s
+			public_address 203.0.113.20:7777
+		}
+	}
+	route /quota/* {
+		relay_allocations {
+			secrets {env.GAMEGATE_TEST_RELAY_API_SECRET}
+			tokens %s
+			public_address 203.0.113.21:7777
+			allocate_burst 50
+			max_allocations_per_client 3
+		}
+	}
+	route /two/* {
+		relay_allocations {
+			secrets {env.GAMEGATE_TEST_RELAY_API_SECRET}
+			tokens %s %s
+			public_address 203.0.113.22:7777
+		}
+	}
+}
+`, t.TempDir(), addr, relayAPIToken, relayAPIToken, relayAPIToken, relayAPIToken2))
+	return "http://" + addr
+}
+
+// relayAPIFrom sends a POST as client from (X-Forwarded-For) with token.
+func relayAPIFrom(t *testing.T, url, from, token, body string) relayAPIAnswer {
+	t.Helper()
+	return relayAPIDo(t, "POST", url, token, body, "X-Forwarded-For", from)
+}
+
+func wantRetryAfter(t *testing.T, r relayAPIAnswer) {
+	t.Helper()
+	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
+		t.Fatalf("Retry-After: got %q, want a whole number of seconds ≥ 1", r.header.Get("Retry-After"))
+	}
+}
+
+// Guessing join codes at rate: one client's guesses are refused with 429
+// once its burst is spent, and the guesses of others are not.
+func TestRelayAPIJoinCodeGuessing(t *testing.T) {
+	base := startRelayAPIAbuse(t) + "/default"
+	const guesses = 200
+	looked, limited := 0, 0
+	start := time.Now()
+	for i := range guesses {
+		code := fmt.Sprintf("%06d", i)
+		code = strings.Map(func(r rune) rune { return rune(relay.JoinCodeAlphabet[r-'0']) }, code)
+		r := relayAPIFrom(t, base+"/v1/join", "198.51.100.1", relayAPIToken, `{"joinCode":"`+code+`"}`)
+		switch r.status {
+		case http.StatusNotFound:
+			looked++
+		case http.StatusTooManyRequests:
+			limited++
+			if limited == 1 {
+				unityErr(t, r, http.StatusTooManyRequests)
+				wantRetryAfter(t, r)
+			}
+		default:
+			t.Fatalf("guess %d: got %d %s", i, r.status, r.body)
+		}
+	}
+	// The burst, plus what the rate earned while the guesses were sent (a
+	// second's worth or so, more on a slow machine).
+	allowed := relay.DefaultJoinBurst + int(time.Since(start).Seconds()*relay.DefaultJoinRate) + 1
+	if looked > allowed || limited == 0 {
+		t.Fatalf("%d guesses from one client: %d looked up, %d refused with 429; want at most %d looked up", guesses, looked, limited, allowed)
+	}
+	// Another client is not held back by the first one's guesses; the
+	// /64 of an IPv6 client is one client.
+	if r := relayAPIFrom(t, base+"/v1/join", "198.51.100.2", relayAPIToken, `{"joinCode":"BBBBBB"}`); r.status != http.StatusNotFound {
+		t.Fatalf("another client's join: got %d %s, want 404", r.status, r.body)
+	}
+	limited = 0
+	for i := range relay.DefaultJoinBurst + 5 {
+		r := relayAPIFrom(t, base+"/v1/join", fmt.Sprintf("2001:db8:1:2:%x::1", i+1), relayAPIToken, `{"joinCode":"BBBBBB"}`)
+		if r.status == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatalf("%d joins from one IPv6 /64 spread over its addresses: none refused, want 429 past the burst", relay.DefaultJoinBurst+5)
+	}
+}
+
+// One token holder taking every allocation: the per-client quota stops it,
+// and others still get allocations.
+func TestRelayAPIAllocationQuota(t *testing.T) {
+	base := startRelayAPIAbuse(t) + "/quota"
+	for i := range 3 {
+		if r := relayAPIFrom(t, base+"/v1/allocate", "198.51.100.7", relayAPIToken, `{"maxConnections": 1}`); r.status != http.StatusCreated {
+			t.Fatalf("allocation %d within the quota: got %d %s", i+1, r.status, r.body)
+		}
+	}
+	for range 20 {
+		r := relayAPIFrom(t, base+"/v1/allocate", "198.51.100.7", relayAPIToken, `{"maxConnections": 1}`)
+		e := unityErr(t, r, http.StatusTooManyRequests)
+		wantRetryAfter(t, r)
+		if !strings.Contains(e.Detail, "limit of 3 allocations") {
+			t.Fatalf("quota error: got %q, want it to name the limit", e.Detail)
+		}
+	}
+	if r := relayAPIFrom(t, base+"/v1/allocate", "198.51.100.8", relayAPIToken, `{"maxConnections": 1}`); r.status != http.StatusCreated {
+		t.Fatalf("another client after the first spent its quota: got %d %s, want 201", r.status, r.body)
+	}
+	// Allocations made by joining count against the quota too.
+	host := relayAPIFrom(t, base+"/v1/allocate", "198.51.100.9", relayAPIToken, `{"maxConnections": 5}`)
+	id := unityData[struct {
+		Allocation unityAllocation `json:"allocation"`
+	}](t, host, http.StatusCreated).Allocation.AllocationID
+	code := unityData[struct {
+		JoinCode string `json:"joinCode"`
+	}](t, relayAPIFrom(t, base+"/v1/joincode", "198.51.100.9", relayAPIToken, `{"allocationId":"`+id+`"}`), http.StatusCreated).JoinCode
+	if r := relayAPIFrom(t, base+"/v1/join", "198.51.100.7", relayAPIToken, `{"joinCode":"`+code+`"}`); r.status != http.StatusTooManyRequests {
+		t.Fatalf("join by a client at its quota: got %d %s, want 429", r.status, r.body)
+	}
+}
+
+// Asking for the join code of someone else's allocation.
+func TestRelayAPIJoinCodeOwnership(t *testing.T) {
+	base := startRelayAPIAbuse(t) + "/two"
+	host := unityData[struct {
+		Allocation unityAllocation `json:"allocation"`
+	}](t, relayAPIFrom(t, base+"/v1/allocate", "198.51.100.30", relayAPIToken, `{"maxConnections": 2}`), http.StatusCreated).Allocation
+	body := `{"allocationId":"` + host.AllocationID + `"}`
+	for _, tc := range []struct{ name, from, token string }{
+		{"another address", "198.51.100.31", relayAPIToken},
+		{"another token", "198.51.100.30", relayAPIToken2},
+	} {
+		r := relayAPIFrom(t, base+"/v1/joincode", tc.from, tc.token, body)
+		if e := unityErr(t, r, http.StatusForbidden); strings.Contains(string(r.body), "joinCode") {
+			t.Fatalf("%s: the refusal holds a join code: %+v", tc.name, e)
+		}
+	}
+	// The host, as the shipped client calls: same address, same token, the
+	// same request shape.
+	code := unityData[struct {
+		JoinCode string `json:"joinCode"`
+	}](t, relayAPIFrom(t, base+"/v1/joincode", "198.51.100.30", relayAPIToken, body), http.StatusCreated).JoinCode
+	if code == "" {
+		t.Fatal("the host got no join code")
+	}
+	// Once the code is made, the refusal still holds.
+	if r := relayAPIFrom(t, base+"/v1/joincode", "198.51.100.31", relayAPIToken, body); r.status != http.StatusForbidden || strings.Contains(string(r.body), code) {
+		t.Fatalf("another client after the code was made: got %d %s, want 403 without the code", r.status, r.body)
+	}
+}
