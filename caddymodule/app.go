@@ -11,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/dustin/go-humanize"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -259,9 +258,9 @@ func parseUDPServer(d *caddyfile.Dispenser) (*UDPServer, error) {
 		case "batch":
 			s.Batch, err = parseIntRange(d, 1, 1024)
 		case "read_buffer":
-			s.ReadBuffer, err = parseSize(d)
+			s.ReadBuffer, err = parseSize[int](d, intRange{1, 1 << 30})
 		case "write_buffer":
-			s.WriteBuffer, err = parseSize(d)
+			s.WriteBuffer, err = parseSize[int](d, intRange{1, 1 << 30})
 		default:
 			id := "gamegate.udp.protocols." + opt
 			if _, err := caddy.GetModule(id); err != nil {
@@ -280,20 +279,6 @@ func parseUDPServer(d *caddyfile.Dispenser) (*UDPServer, error) {
 		return err
 	})
 	return s, err
-}
-
-// parseSize reads one size argument such as 4MiB or 4194304 (bytes).
-func parseSize(d *caddyfile.Dispenser) (int, error) {
-	opt := d.Val()
-	v, err := parseSingleArg(d)
-	if err != nil {
-		return 0, err
-	}
-	n, err := humanize.ParseBytes(v)
-	if err != nil || n < 1 || n > 1<<30 {
-		return 0, d.Errf("%s: '%s' is not a size in [1, 1GiB] (such as 4MiB)", opt, v)
-	}
-	return int(n), nil
 }
 
 // udpCollector exports udpStats.
