@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"fmt"
 	"io"
 	"net"
 
@@ -126,10 +127,13 @@ func (h *FreecivGuard) Validate() error {
 // handler (normally proxy).
 func (h *FreecivGuard) Handle(cx *layer4.Connection, next layer4.Handler) error {
 	freecivMetrics.connections.Inc()
-	g := freeciv.NewGuard(freeciv.GuardConfig{
+	g, err := freeciv.NewGuard(freeciv.GuardConfig{
 		MaxPacket: h.MaxPacket, MaxChunk: h.MaxChunk, MaxDecompressed: h.MaxDecompressed,
 		PacketRate: h.PacketRate, PacketBurst: h.PacketBurst,
 	})
+	if err != nil {
+		return fmt.Errorf("freeciv_guard: %w", err)
+	}
 	gc := &guardedConn{Conn: cx, src: cx, guard: g, logger: h.logger, rbuf: make([]byte, 32<<10)}
 	// The matchers' prefetched bytes would otherwise be replayed by the
 	// wrapped connection, around the guard: take them through it first.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/gqp"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -144,7 +145,11 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 			if err != nil {
 				return err
 			}
-			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Rate: rate, Burst: cmp.Or(c.UpstreamBurst, max(1, int(rate))),
+			lim, err := ratelimit.NewLimiter(rate, cmp.Or(c.UpstreamBurst, max(1, int(rate))), nil)
+			if err != nil {
+				return fmt.Errorf("gqp: command %q: upstream_rate: %w", name, err)
+			}
+			hc := &gqp.HTTPCommand{URL: c.URL, TTL: ttl, Timeout: time.Duration(h.UpstreamTimeout), Limiter: lim,
 				Client: client, Cache: results}
 			cmd.Run = hc.Run
 		} else {

@@ -10,7 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 // Configuration ranges are checked in each module's Validate, whether the
@@ -86,8 +86,10 @@ func (c *checker) check(field string, err error) {
 func (c *checker) rate(rateField, burstField string, rate float64, burst int64) {
 	c.number(rateField, rate)
 	c.optIn(burstField, burst, burstRange)
-	if c.err == nil && rate > 0 && !qos.RateFits(rate, int(max(burst, 1))) {
-		c.fail(rateField, "%v with %s %d is out of range: the rate must be at least one per 100 years, and the burst span less than 100 years", rate, burstField, max(burst, 1))
+	if c.err == nil {
+		if err := ratelimit.ValidateNamed(rateField, burstField, rate, int(max(burst, 1))); err != nil {
+			c.err = fmt.Errorf("%s: %w", c.module, err)
+		}
 	}
 }
 

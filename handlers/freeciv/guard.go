@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	"github.com/gamegate/gamegate/wire/freeciv"
 )
 
@@ -23,7 +24,7 @@ type GuardConfig struct {
 	// MaxDecompressed bounds what one chunk decompresses to. Default: 1 MiB.
 	MaxDecompressed int
 	// PacketRate, if positive, is the most packets per second a client may
-	// send, with PacketBurst at once.
+	// send, with PacketBurst at once (default 1).
 	PacketRate  float64
 	PacketBurst int
 	// Now gives the time. Default: time.Now.
@@ -51,7 +52,9 @@ type Guard struct {
 	validated int    // bytes at the front of pending that are whole frames
 	packets   int64
 	first     bool // the first packet has been checked
-	tat       int64
+	limit     ratelimit.Limit
+	clock     ratelimit.Clock
+	rate      ratelimit.State
 
 	server       freeciv.Splitter
 	serverMu     sync.Mutex
@@ -60,17 +63,22 @@ type Guard struct {
 	clientJoined bool        // the client side has switched
 }
 
-// NewGuard returns a guard for one connection.
-func NewGuard(cfg GuardConfig) *Guard {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+// NewGuard returns a guard for one connection, or an error naming a value
+// of cfg it cannot use.
+func NewGuard(cfg GuardConfig) (*Guard, error) {
+	if cfg.PacketRate > 0 {
+		cfg.PacketBurst = max(cfg.PacketBurst, 1)
 	}
-	g := &Guard{cfg: cfg}
+	if err := ratelimit.ValidateNamed("packet_rate", "packet_burst", cfg.PacketRate, cfg.PacketBurst); err != nil {
+		return nil, err
+	}
+	g := &Guard{cfg: cfg, clock: ratelimit.NewClock(cfg.Now)}
+	g.limit, _ = ratelimit.NewLimit(cfg.PacketRate, cfg.PacketBurst)
 	g.client = freeciv.Splitter{MaxPacket: cfg.MaxPacket, MaxChunk: cfg.MaxChunk, MaxDecompressed: cfg.MaxDecompressed}
 	// The server's own traffic is trusted for size: it is only watched for
 	// the join, with the codec's default limits.
 	g.server = freeciv.Splitter{SwitchOnJoin: true}
-	return g
+	return g, nil
 }
 
 // Packets is the number of client packets checked.
@@ -133,21 +141,10 @@ func (g *Guard) drain() error {
 				return &Violation{Reason: "first_packet", Err: err}
 			}
 		}
-		if g.cfg.PacketRate > 0 && !g.allow() {
+		if !g.limit.Unlimited() && !g.limit.Allow(&g.rate, g.clock.Now()) {
 			return &Violation{Reason: "rate", Err: fmt.Errorf("more than %g packets per second", g.cfg.PacketRate)}
 		}
 	}
-}
-
-func (g *Guard) allow() bool {
-	now := g.cfg.Now().UnixNano()
-	emission := int64(float64(time.Second) / g.cfg.PacketRate)
-	tat := max(g.tat, now) + emission
-	if tat-now > emission*int64(max(g.cfg.PacketBurst, 1)) {
-		return false
-	}
-	g.tat = tat
-	return true
 }
 
 // Server watches bytes sent by the server until it has accepted or refused

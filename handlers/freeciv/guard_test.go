@@ -3,6 +3,7 @@ package freeciv
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,14 +49,14 @@ func feed(t *testing.T, g *Guard, stream []byte, n int) ([]byte, error) {
 func TestGuardReleasesWholePacketsOnly(t *testing.T) {
 	stream := append(joinReq(t), packet(t, 1, 9, "hello")...)
 	for _, n := range []int{1, 3, 7, len(stream)} {
-		g := NewGuard(GuardConfig{})
+		g := mustGuard(t, GuardConfig{})
 		got, err := feed(t, g, stream, n)
 		if err != nil || !bytes.Equal(got, stream) {
 			t.Fatalf("pieces of %d: got %d bytes (%v), want the stream unchanged", n, len(got), err)
 		}
 	}
 	// A partial packet is held back.
-	g := NewGuard(GuardConfig{})
+	g := mustGuard(t, GuardConfig{})
 	rel, err := g.Client(stream[:len(stream)-2])
 	if err != nil || !bytes.Equal(rel, joinReq(t)) {
 		t.Fatalf("a stream ending mid-packet: released %d bytes (%v), want just the JOIN_REQ", len(rel), err)
@@ -76,7 +77,7 @@ func TestGuardViolations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := NewGuard(GuardConfig{})
+			g := mustGuard(t, GuardConfig{})
 			released, err := feed(t, g, tt.stream, 5)
 			var v *Violation
 			if !errors.As(err, &v) || v.Reason != tt.reason {
@@ -90,7 +91,7 @@ func TestGuardViolations(t *testing.T) {
 }
 
 func TestGuardFollowsJoin(t *testing.T) {
-	g := NewGuard(GuardConfig{})
+	g := mustGuard(t, GuardConfig{})
 	if _, err := g.Client(joinReq(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestGuardFollowsJoin(t *testing.T) {
 
 func TestGuardPacketRate(t *testing.T) {
 	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
-	g := NewGuard(GuardConfig{PacketRate: 10, PacketBurst: 3, Now: clock.Now})
+	g := mustGuard(t, GuardConfig{PacketRate: 10, PacketBurst: 3, Now: clock.Now})
 	if _, err := g.Client(joinReq(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestGuardPacketRate(t *testing.T) {
 	if !errors.As(err, &v) || v.Reason != "rate" {
 		t.Fatalf("past the burst: got %v, want a rate violation", err)
 	}
-	g2 := NewGuard(GuardConfig{PacketRate: 10, PacketBurst: 3, Now: clock.Now})
+	g2 := mustGuard(t, GuardConfig{PacketRate: 10, PacketBurst: 3, Now: clock.Now})
 	g2.Client(joinReq(t))
 	for i := range 50 {
 		clock.Advance(100 * time.Millisecond)
@@ -150,7 +151,7 @@ func BenchmarkGuardClient(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(stream)))
 	for b.Loop() {
-		g := NewGuard(GuardConfig{})
+		g := mustGuard(b, GuardConfig{})
 		g.Client(join)
 		for p := stream; len(p) > 0; {
 			k := min(1460, len(p))
@@ -158,6 +159,23 @@ func BenchmarkGuardClient(b *testing.B) {
 				b.Fatal(err)
 			}
 			p = p[k:]
+		}
+	}
+}
+
+func mustGuard(t testing.TB, cfg GuardConfig) *Guard {
+	t.Helper()
+	g, err := NewGuard(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestNewGuardRefusesBadRates(t *testing.T) {
+	for _, cfg := range []GuardConfig{{PacketRate: -1}, {PacketRate: 1e-12, PacketBurst: 1}, {PacketRate: 1, PacketBurst: 1 << 62}} {
+		if _, err := NewGuard(cfg); err == nil || !strings.Contains(err.Error(), "packet_") {
+			t.Errorf("%+v: got %v, want an error naming packet_rate or packet_burst", cfg, err)
 		}
 	}
 }

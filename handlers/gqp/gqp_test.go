@@ -15,6 +15,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
@@ -313,7 +314,11 @@ func TestHTTPCommandUpstreamRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 0.001, Burst: 3, Client: up.Client(), Cache: results}
+	lim, err := ratelimit.NewLimiter(0.001, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Limiter: lim, Client: up.Client(), Cache: results}
 	statuses := map[wiregqp.Status]int{}
 	for i := range 20 {
 		var resp wiregqp.Response

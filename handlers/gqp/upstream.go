@@ -11,10 +11,10 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -25,41 +25,21 @@ const MaxUpstreamBody = 64 << 10
 // becomes a GET of URL (its arguments as repeated "arg" query parameters),
 // and the JSON object that comes back becomes records (see Records). Answers
 // are cached for TTL and concurrent queries share one request. Requests to
-// the upstream are limited to Rate per second (Burst at once), whatever the
-// queries' sources and arguments: GQP sources are not authenticated, and
-// varying the arguments would otherwise make every spoofed query cost an
-// upstream request.
+// the upstream are limited by Limiter, whatever the queries' sources and
+// arguments: GQP sources are not authenticated, and varying the arguments
+// would otherwise make every spoofed query cost an upstream request.
 type HTTPCommand struct {
 	URL     string
 	TTL     time.Duration
 	Timeout time.Duration
-	Rate    float64
-	Burst   int
+	// Limiter admits upstream requests; nil admits all.
+	Limiter *ratelimit.Limiter
 	Client  *http.Client
 	Cache   *cache.Results[string, []Record]
-
-	tat atomic.Int64 // the upstream limiter's theoretical arrival time
 }
 
 // allow takes one upstream request from the limiter.
-func (c *HTTPCommand) allow() bool {
-	if c.Rate <= 0 {
-		return true
-	}
-	now := time.Now().UnixNano()
-	emission := int64(float64(time.Second) / c.Rate)
-	tolerance := emission * int64(max(c.Burst, 1))
-	for {
-		old := c.tat.Load()
-		tat := max(old, now) + emission
-		if tat-now > tolerance {
-			return false
-		}
-		if c.tat.CompareAndSwap(old, tat) {
-			return true
-		}
-	}
-}
+func (c *HTTPCommand) allow() bool { return c.Limiter == nil || c.Limiter.Allow() }
 
 var errUpstreamBusy = errors.New("upstream request rate limit reached")
 

@@ -7,10 +7,9 @@ package qos
 import (
 	"errors"
 	"fmt"
-	"math"
-	"sync/atomic"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	"github.com/gamegate/gamegate/wire"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
@@ -84,14 +83,14 @@ func (v Verdict) Answered() bool { return v <= BannedCapacity }
 
 // Engine answers QoS requests. It is safe for concurrent use.
 type Engine struct {
-	table     *SourceTable
-	emission  int64 // nanoseconds of rate one request costs
-	tolerance int64 // how far ahead of now a source's tat may run
-	banFor    int64
-	banFlow   wireqos.FlowControl
-	backoff   wireqos.FlowControl
-	capacity  *budget
-	titles    map[string]struct{}
+	table    *SourceTable
+	rate     ratelimit.Limit // per source; its state is sourceState.rate
+	banFor   int64
+	banFlow  wireqos.FlowControl
+	backoff  wireqos.FlowControl
+	capacity ratelimit.Limit // across all sources
+	budget   ratelimit.AtomicState
+	titles   map[string]struct{}
 }
 
 // NewEngine returns an engine using table for per-source state. The table
@@ -106,15 +105,9 @@ func NewEngine(cfg Config, table *SourceTable) (*Engine, error) {
 	if cfg.BackoffUnits > 0 {
 		e.backoff, _ = wireqos.Backoff(cfg.BackoffUnits)
 	}
-	if cfg.Rate > 0 {
-		e.emission = int64(math.Ceil(float64(time.Second) / cfg.Rate))
-		e.tolerance = e.emission * int64(cfg.Burst)
-	}
-	if cfg.Capacity > 0 {
-		emission := int64(math.Ceil(float64(time.Second) / cfg.Capacity))
-		e.capacity = &budget{emission: emission, tolerance: emission * int64(cfg.CapacityBurst)}
-		e.capacity.tat.Store(table.now())
-	}
+	// Validate has checked both pairs.
+	e.rate, _ = ratelimit.NewLimit(cfg.Rate, cfg.Burst)
+	e.capacity, _ = ratelimit.NewLimit(cfg.Capacity, cfg.CapacityBurst)
 	if len(cfg.Titles) > 0 {
 		e.titles = make(map[string]struct{}, len(cfg.Titles))
 		for _, t := range cfg.Titles {
@@ -126,11 +119,13 @@ func NewEngine(cfg Config, table *SourceTable) (*Engine, error) {
 
 // Validate checks the configuration, naming the field at fault.
 func (c *Config) Validate() error {
+	if err := ratelimit.ValidateNamed("rate", "burst", c.Rate, c.Burst); err != nil {
+		return err
+	}
+	if err := ratelimit.ValidateNamed("capacity", "capacity_burst", c.Capacity, c.CapacityBurst); err != nil {
+		return err
+	}
 	switch {
-	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
-		return errors.New("rate must be a finite number ≥ 0")
-	case c.Rate > 0 && c.Burst < 1:
-		return errors.New("burst must be ≥ 1 when rate is set")
 	case c.BanUnits < 1 || c.BanUnits > 8:
 		return errors.New("ban_units must be in [1, 8]")
 	case c.BanDuration <= 0:
@@ -139,16 +134,6 @@ func (c *Config) Validate() error {
 		return errors.New("backoff_units must be in [0, 7]")
 	case c.BackoffUnits > 0 && c.Rate == 0:
 		return errors.New("backoff_units needs a rate: back-off is signalled as a source spends its burst")
-	case c.Capacity < 0 || math.IsNaN(c.Capacity) || math.IsInf(c.Capacity, 0):
-		return errors.New("capacity must be a finite number ≥ 0")
-	case c.Capacity > 0 && c.CapacityBurst < 1:
-		return errors.New("capacity_burst must be ≥ 1 when capacity is set")
-	}
-	if c.Rate > 0 && !RateFits(c.Rate, c.Burst) {
-		return errors.New("rate and burst out of range: the burst must span less than 100 years at the rate, and the rate be at least one per 100 years")
-	}
-	if c.Capacity > 0 && !RateFits(c.Capacity, c.CapacityBurst) {
-		return errors.New("capacity and capacity_burst out of range: the burst must span less than 100 years at the capacity")
 	}
 	for _, t := range c.Titles {
 		if len(t) > wireqos.MaxTitle {
@@ -187,34 +172,30 @@ func (e *Engine) admit(src Source) (wireqos.FlowControl, Verdict) {
 	now := t.now()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := t.lookup(sh, src, now)
+	s := t.lookup(sh, src)
 	if s.bannedUntil > now {
 		return 0, DroppedBanned
 	}
-	var ahead int64
-	if e.emission > 0 {
-		tat := max(s.tat, now) + e.emission
-		if tat-now > e.tolerance {
-			e.ban(s, now)
-			return e.banFlow, BannedRate
-		}
-		s.tat = tat
-		ahead = tat - now
+	if !e.rate.Allow(&s.rate, now) {
+		e.ban(s, now)
+		return e.banFlow, BannedRate
 	}
-	if e.capacity != nil && !e.capacity.take(now) {
+	if !e.capacity.AllowAtomic(&e.budget, now) {
 		e.ban(s, now)
 		return e.banFlow, BannedCapacity
 	}
-	if e.backoff != 0 && ahead > e.tolerance/2 {
+	// Past half its burst, a source is asked to slow down.
+	if e.backoff != 0 && e.rate.Backlog(s.rate, now) > e.rate.Window()/2 {
 		return e.backoff, AnsweredBackoff
 	}
 	return wireqos.FlowNone, Answered
 }
 
-// ban starts a ban; when it ends the source starts again with a full bucket.
+// ban starts a ban; when it ends the source starts again with its whole
+// burst (nothing is admitted meanwhile).
 func (e *Engine) ban(s *sourceState, now int64) {
 	s.bannedUntil = now + e.banFor
-	s.tat = s.bannedUntil
+	s.rate = ratelimit.State{}
 }
 
 func malformed(err error) Verdict {
@@ -240,36 +221,4 @@ func malformed(err error) Verdict {
 		return DroppedTitleLength
 	}
 	return DroppedTooShort
-}
-
-// RateFits reports whether a rate (per second) and a burst can be kept in
-// nanosecond arithmetic without overflow: the interval between events and
-// the whole burst both within 100 years.
-func RateFits(rate float64, burst int) bool {
-	const century = float64(100 * 365 * 24 * time.Hour)
-	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) || burst < 1 {
-		return false
-	}
-	emission := math.Ceil(float64(time.Second) / rate)
-	return emission <= century && emission*float64(burst) <= century
-}
-
-// budget is a lock-free generic-cell-rate limiter shared by all sources.
-type budget struct {
-	tat       atomic.Int64
-	emission  int64
-	tolerance int64
-}
-
-func (b *budget) take(now int64) bool {
-	for {
-		old := b.tat.Load()
-		tat := max(old, now) + b.emission
-		if tat-now > b.tolerance {
-			return false
-		}
-		if b.tat.CompareAndSwap(old, tat) {
-			return true
-		}
-	}
 }

@@ -338,8 +338,19 @@ func TestHandleAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkEngineHandle(b *testing.B) {
+	benchmarkEngine(b, Config{Rate: 1e9, Burst: 1 << 30, BanUnits: 1, BanDuration: time.Minute})
+}
+
+// BenchmarkEngineHandleCapacity adds the global budget, which every source
+// updates.
+func BenchmarkEngineHandleCapacity(b *testing.B) {
+	benchmarkEngine(b, Config{Rate: 1e9, Burst: 1 << 30, BanUnits: 1, BanDuration: time.Minute,
+		Capacity: 1e9, CapacityBurst: 1 << 30})
+}
+
+func benchmarkEngine(b *testing.B, cfg Config) {
 	table := NewSourceTable(1024, nil, 0)
-	e, err := NewEngine(Config{Rate: 1e9, Burst: 1 << 30, BanUnits: 1, BanDuration: time.Minute}, table)
+	e, err := NewEngine(cfg, table)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 // Source identifies a client for rate limiting and bans: an IPv4 address, an
@@ -73,18 +75,15 @@ func mix(h uint64) uint64 {
 
 // sourceState is what the engine remembers of one source.
 type sourceState struct {
-	key Source
-	// tat is the theoretical arrival time of the source's next request under
-	// its rate (the generic cell rate algorithm): a source may send while
-	// tat - now stays within the burst tolerance.
-	tat         int64
+	key         Source
+	rate        ratelimit.State // under the engine's per-source limit
 	bannedUntil int64
 	prev, next  *sourceState // least-recently-seen list, newest at head.next
 }
 
 // idle reports whether forgetting s changes nothing: its bucket is full and
 // it is not banned.
-func (s *sourceState) idle(now int64) bool { return s.tat <= now && s.bannedUntil <= now }
+func (s *sourceState) idle(now int64) bool { return s.rate.Idle(now) && s.bannedUntil <= now }
 
 type sourceShard struct {
 	mu    sync.Mutex
@@ -107,8 +106,7 @@ type SourceTable struct {
 	seed   uint64
 	count  atomic.Int64
 	limit  int
-	epoch  time.Time
-	clock  func() time.Time
+	clock  ratelimit.Clock
 	stop   chan struct{}
 	once   sync.Once
 }
@@ -122,9 +120,6 @@ func NewSourceTable(limit int, clock func() time.Time, sweep time.Duration) *Sou
 	if limit < 1 {
 		limit = 1
 	}
-	if clock == nil {
-		clock = time.Now
-	}
 	n := 1
 	for n < maxShards && n*2 <= limit {
 		n *= 2
@@ -134,8 +129,7 @@ func NewSourceTable(limit int, clock func() time.Time, sweep time.Duration) *Sou
 		mask:   uint64(n - 1),
 		seed:   rand.Uint64(),
 		limit:  limit,
-		clock:  clock,
-		epoch:  clock(),
+		clock:  ratelimit.NewClock(clock),
 		stop:   make(chan struct{}),
 	}
 	for i := range t.shards {
@@ -161,7 +155,7 @@ func (t *SourceTable) Len() int { return int(t.count.Load()) }
 func (t *SourceTable) Limit() int { return t.limit }
 
 // now is the table's monotonic time in nanoseconds.
-func (t *SourceTable) now() int64 { return int64(t.clock().Sub(t.epoch)) }
+func (t *SourceTable) now() int64 { return t.clock.Now() }
 
 // Destruct stops the sweeper. It lets a caddy.UsagePool release the table.
 func (t *SourceTable) Destruct() error {
@@ -221,7 +215,7 @@ func (sh *sourceShard) pushFront(s *sourceState) {
 // lookup returns the state of src, creating it (and evicting the least
 // recently seen source if the shard is full), and marks it most recently
 // seen. The caller holds sh.mu.
-func (t *SourceTable) lookup(sh *sourceShard, src Source, now int64) *sourceState {
+func (t *SourceTable) lookup(sh *sourceShard, src Source) *sourceState {
 	if s, ok := sh.m[src]; ok {
 		if sh.head.next != s {
 			sh.unlink(s)
@@ -239,7 +233,7 @@ func (t *SourceTable) lookup(sh *sourceShard, src Source, now int64) *sourceStat
 		s = new(sourceState)
 		t.count.Add(1)
 	}
-	*s = sourceState{key: src, tat: now}
+	*s = sourceState{key: src}
 	sh.m[src] = s
 	sh.pushFront(s)
 	return s

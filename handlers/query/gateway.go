@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 // Server is a game server the gateway may query.
@@ -45,7 +45,8 @@ type Config struct {
 	StaleIfError         time.Duration
 	NegativeTTL          time.Duration
 	// RateLimit is the most upstream queries per second per server, with
-	// RateBurst at once; 0 is unlimited.
+	// RateBurst at once; 0 is unlimited. Default RateBurst: one second's
+	// worth.
 	RateLimit float64
 	RateBurst int
 	// QueryTimeout bounds one upstream query, retries included.
@@ -68,9 +69,11 @@ type Config struct {
 type Gateway struct {
 	cfg     Config
 	results *cache.Results[resultKey, *answer]
+	limit   ratelimit.Limit // per server
+	clock   ratelimit.Clock
 
 	mu       sync.Mutex
-	limiters map[string]*limiter
+	limiters map[string]*ratelimit.AtomicState
 }
 
 type resultKey struct {
@@ -86,7 +89,8 @@ type answer struct {
 	etag   string
 }
 
-// NewGateway returns a gateway with cfg's defaults filled in.
+// NewGateway returns a gateway with cfg's defaults filled in, or an error
+// naming a value it cannot use.
 func NewGateway(cfg Config) (*Gateway, error) {
 	if cfg.MaxBatch < 0 || cfg.BatchConcurrency < 0 || cfg.MaxBody < 0 || cfg.RateBurst < 0 || cfg.RateLimit < 0 {
 		return nil, errors.New("query: negative limits in the gateway's configuration")
@@ -115,6 +119,10 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if err := ratelimit.ValidateNamed("rate_limit", "rate_burst", cfg.RateLimit, cfg.RateBurst); err != nil {
+		return nil, err
+	}
+	limit, _ := ratelimit.NewLimit(cfg.RateLimit, cfg.RateBurst)
 	results, err := cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now)
 	if err != nil {
 		return nil, err
@@ -122,7 +130,9 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	return &Gateway{
 		cfg:      cfg,
 		results:  results,
-		limiters: make(map[string]*limiter),
+		limit:    limit,
+		clock:    ratelimit.NewClock(cfg.Now),
+		limiters: make(map[string]*ratelimit.AtomicState),
 	}, nil
 }
 
@@ -183,36 +193,22 @@ func (g *Gateway) policy(command string) cache.Policy {
 		StaleIfError: g.cfg.StaleIfError, NegativeTTL: g.cfg.NegativeTTL, LoadTimeout: g.cfg.QueryTimeout}
 }
 
-// limiter is a generic-cell-rate limiter for one server's upstream queries.
-type limiter struct{ tat atomic.Int64 }
-
+// allow takes one upstream query for the server keyed key.
 func (g *Gateway) allow(key string) bool {
-	if g.cfg.RateLimit <= 0 {
+	if g.limit.Unlimited() {
 		return true
 	}
 	g.mu.Lock()
-	l := g.limiters[key]
-	if l == nil {
+	st := g.limiters[key]
+	if st == nil {
 		if len(g.limiters) >= g.cfg.MaxEntries {
 			clear(g.limiters) // bounded: forgetting limits only loosens them briefly
 		}
-		l = new(limiter)
-		g.limiters[key] = l
+		st = new(ratelimit.AtomicState)
+		g.limiters[key] = st
 	}
 	g.mu.Unlock()
-	now := g.cfg.Now().UnixNano()
-	emission := int64(float64(time.Second) / g.cfg.RateLimit)
-	tolerance := emission * int64(g.cfg.RateBurst)
-	for {
-		old := l.tat.Load()
-		tat := max(old, now) + emission
-		if tat-now > tolerance {
-			return false
-		}
-		if l.tat.CompareAndSwap(old, tat) {
-			return true
-		}
-	}
+	return g.limit.AllowAtomic(st, g.clock.Now())
 }
 
 // result runs (or reuses) one query and returns its pre-serialised answer

@@ -41,23 +41,28 @@ const MaxSpan = 90 * 365 * 24 * time.Hour
 // Validate checks a rate (events per second) and a burst (events at once).
 // A rate of 0 turns limiting off, and the burst is then ignored; otherwise
 // the rate must be finite and positive, the burst at least 1, and both 1/rate
-// and burst/rate within MaxSpan. The errors name the values at fault; callers
-// put their own field names in front.
-func Validate(rate float64, burst int) error {
+// and burst/rate within MaxSpan. The errors name the values at fault, as
+// "rate" and "burst": ValidateNamed uses a module's own field names.
+func Validate(rate float64, burst int) error { return ValidateNamed("rate", "burst", rate, burst) }
+
+// ValidateNamed is Validate with the names of the rate and burst fields
+// given, for error messages such as "capacity_burst 0: must be at least 1
+// when capacity is set".
+func ValidateNamed(rateName, burstName string, rate float64, burst int) error {
 	switch {
 	case math.IsNaN(rate) || math.IsInf(rate, 0) || rate < 0:
-		return fmt.Errorf("rate %v per second: must be a finite number ≥ 0 (0 turns the limit off)", rate)
+		return fmt.Errorf("%s %v per second: must be a finite number ≥ 0 (0 turns the limit off)", rateName, rate)
 	case rate == 0:
 		return nil
 	case burst < 1:
-		return fmt.Errorf("burst %d: must be at least 1 when a rate is set", burst)
+		return fmt.Errorf("%s %d: must be at least 1 when %s is set", burstName, burst, rateName)
 	}
 	interval := math.Ceil(float64(time.Second) / rate)
 	if interval > float64(MaxSpan) {
-		return fmt.Errorf("rate %v per second: must be at least one per 90 years", rate)
+		return fmt.Errorf("%s %v per second: must be at least one per 90 years", rateName, rate)
 	}
 	if interval*float64(burst) > float64(MaxSpan) {
-		return fmt.Errorf("burst %d at rate %v per second: the burst must take at most 90 years at the rate", burst, rate)
+		return fmt.Errorf("%s %d at %s %v per second: must refill within 90 years", burstName, burst, rateName, rate)
 	}
 	return nil
 }

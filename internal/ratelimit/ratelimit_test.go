@@ -51,7 +51,7 @@ func TestValidate(t *testing.T) {
 		{"negative", -1, 1, "rate -1 per second"},
 		{"NaN", math.NaN(), 1, "rate NaN per second"},
 		{"infinite", math.Inf(1), 1, "rate +Inf per second"},
-		{"no burst", 10, 0, "burst 0: must be at least 1"},
+		{"no burst", 10, 0, "burst 0: must be at least 1 when rate is set"},
 		{"negative burst", 10, -2, "burst -2"},
 		{"too slow", 1e-10, 1, "rate 1e-10 per second: must be at least one per 90 years"},
 		{"burst too long", 1e-9, 4, "burst 4 at rate 1e-09 per second"},
@@ -65,6 +65,11 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("got %v, want no error", err)
 			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
 				t.Fatalf("got %v, want an error containing %q", err, tt.err)
+			}
+			named := ValidateNamed("packet_rate", "packet_burst", tt.rate, tt.burst)
+			if (named == nil) != (err == nil) || err != nil &&
+				named.Error() != strings.NewReplacer("burst", "packet_burst", "rate", "packet_rate").Replace(err.Error()) {
+				t.Fatalf("ValidateNamed: got %v, Validate: %v", named, err)
 			}
 			_, nerr := NewLimit(tt.rate, tt.burst)
 			if (nerr == nil) != (err == nil) {
