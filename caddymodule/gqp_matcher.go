@@ -45,12 +45,18 @@ func (m *MatchGQP) Match(cx *layer4.Connection) (bool, error) {
 	if err != nil {
 		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
 	}
-	if n == 0 || n > wiregqp.MaxQuery {
-		return false, nil
+	return matchesGQP(buf[:n]), nil
+}
+
+// matchesGQP reports whether a datagram is a GQP query: one that decodes,
+// or one in an encoding the responder refuses with status 40.
+func matchesGQP(datagram []byte) bool {
+	if len(datagram) == 0 || len(datagram) > wiregqp.MaxQuery {
+		return false
 	}
 	var q wiregqp.Query
-	err = q.Decode(buf[:n])
-	return err == nil || errors.Is(err, wiregqp.ErrUnsupportedEncoding), nil
+	err := q.Decode(datagram)
+	return err == nil || errors.Is(err, wiregqp.ErrUnsupportedEncoding)
 }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:

@@ -47,8 +47,13 @@ func (m *MatchQoS) Match(cx *layer4.Connection) (bool, error) {
 	if err != nil {
 		return false, err // including ErrConsumedAllPrefetchedBytes: caddy-l4 then reads the datagram
 	}
+	return n > 0 && matchesQoS(buf[:n]), nil
+}
+
+// matchesQoS reports whether a datagram is a well-formed QoS echo request.
+func matchesQoS(datagram []byte) bool {
 	var req wireqos.Request
-	return n > 0 && req.Decode(buf[:n]) == nil, nil
+	return req.Decode(datagram) == nil
 }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:

@@ -37,11 +37,17 @@ func (m *MatchRelay) Match(cx *layer4.Connection) (bool, error) {
 	if err != nil {
 		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
 	}
-	if n < wirerelay.HeaderLen {
-		return false, nil
+	return matchesRelay(hdr[:n]), nil
+}
+
+// matchesRelay reports whether a datagram starts with the relay protocol's
+// header.
+func matchesRelay(datagram []byte) bool {
+	if len(datagram) < wirerelay.HeaderLen {
+		return false
 	}
-	_, err = wirerelay.PeekHeader(hdr[:])
-	return err == nil, nil
+	_, err := wirerelay.PeekHeader(datagram)
+	return err == nil
 }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:

@@ -318,6 +318,9 @@ func runIsolated(t *testing.T) {
 	if !bytes.Contains(out, []byte("--- PASS: "+t.Name())) {
 		t.Fatalf("%s alone in a fresh process did not report a pass:\n%s", t.Name(), out)
 	}
+	if testing.Verbose() {
+		t.Logf("%s alone in a fresh process:\n%s", t.Name(), out)
+	}
 }
 
 // funcName is the name a function's frames carry in a goroutine dump.

@@ -30,6 +30,12 @@ func SourceOf(addr net.Addr, byPort bool) Source {
 	default:
 		ap, _ = netip.ParseAddrPort(addr.String())
 	}
+	return SourceOfAddrPort(ap, byPort)
+}
+
+// SourceOfAddrPort is SourceOf for an address already in netip form: what a
+// datagram server reads, without allocating.
+func SourceOfAddrPort(ap netip.AddrPort, byPort bool) Source {
 	ip := ap.Addr().Unmap().WithZone("")
 	if byPort {
 		return Source(netip.AddrPortFrom(ip, ap.Port()))

@@ -60,10 +60,14 @@ func (c *Caddy) Load(t testing.TB, caddyfile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before, err := listeningSockets()
+	if err != nil {
+		t.Fatalf("reading this process's sockets: %v", err)
+	}
 	if err := caddy.Load(raw, true); err != nil {
 		t.Fatalf("loading config: %v\n%s", err, raw)
 	}
-	waitSocketsSettled(t)
+	waitSocketsSettled(t, before)
 	closeIdleHTTP()
 }
 

@@ -1,0 +1,314 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/dgram"
+)
+
+func init() {
+	caddy.RegisterModule(new(App))
+	httpcaddyfile.RegisterGlobalOption("gamegate", parseApp)
+}
+
+// App is gamegate's own UDP datagram server: each datagram that arrives on
+// one of its addresses goes to the first of the server's protocols (QoS,
+// relay, GQP) that recognises it, on the reader that read it. Unlike a
+// caddy-l4 UDP server it keeps no association, goroutine or buffer per
+// source, so floods from many (spoofed) sources cost only the protocols'
+// own bounded tables. Use it for internet-facing QoS, relay and GQP ports.
+type App struct {
+	// The UDP servers.
+	UDP []*UDPServer `json:"udp,omitempty"`
+
+	ctx    caddy.Context
+	logger *zap.Logger
+}
+
+// UDPServer serves protocols on UDP addresses.
+type UDPServer struct {
+	// Addresses to listen on (Caddy network addresses, UDP: "host:port",
+	// "udp6/[::]:port", port ranges). Required.
+	Listen []string `json:"listen,omitempty"`
+	// Readers per address, each on its own SO_REUSEPORT socket where the
+	// platform has it (the kernel spreads sources across them), or sharing
+	// one socket elsewhere. Default: one per CPU.
+	Readers int `json:"readers,omitempty"`
+	// Datagrams read or written per system call (recvmmsg/sendmmsg on
+	// Linux); 1 turns batching off. Default: 32.
+	Batch int `json:"batch,omitempty"`
+	// Receive buffer of each socket, in bytes. A burst larger than this is
+	// dropped by the kernel before any reader sees it. If the kernel grants
+	// less (net.core.rmem_max), a warning names the sysctl. Default: 4 MiB.
+	ReadBuffer int `json:"read_buffer,omitempty"`
+	// Send buffer of each socket, in bytes (net.core.wmem_max). Default:
+	// 4 MiB.
+	WriteBuffer int `json:"write_buffer,omitempty"`
+	// The protocols, in the order each datagram is offered to them. Each
+	// has the options of the layer4 handler of the same name.
+	ProtocolsRaw []json.RawMessage `json:"protocols,omitempty" caddy:"namespace=gamegate.udp.protocols inline_key=protocol"`
+
+	addrs  []caddy.NetworkAddress
+	server *dgram.Server
+}
+
+// CaddyModule returns the Caddy module information.
+func (*App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gamegate",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+const defaultSocketBuffer = 4 << 20
+
+// udpStats counts what every gamegate UDP server reads and drops.
+var udpStats = new(dgram.Stats)
+
+// Provision loads each server's protocols and parses its addresses.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.ctx = ctx
+	a.logger = ctx.Logger()
+	for i, s := range a.UDP {
+		if s.Readers == 0 {
+			s.Readers = runtime.GOMAXPROCS(0)
+		}
+		if s.Batch == 0 {
+			s.Batch = 32
+		}
+		if s.ReadBuffer == 0 {
+			s.ReadBuffer = defaultSocketBuffer
+		}
+		if s.WriteBuffer == 0 {
+			s.WriteBuffer = defaultSocketBuffer
+		}
+		if err := s.validate(i); err != nil {
+			return err
+		}
+		for _, l := range s.Listen {
+			na, err := caddy.ParseNetworkAddressWithDefaults(l, "udp", 0)
+			if err != nil {
+				return fmt.Errorf("gamegate: udp[%d]: listen %q: %w", i, l, err)
+			}
+			if na.Network != "udp" && na.Network != "udp4" && na.Network != "udp6" {
+				return fmt.Errorf("gamegate: udp[%d]: listen %q: not a UDP address", i, l)
+			}
+			s.addrs = append(s.addrs, na)
+		}
+		mods, err := ctx.LoadModule(s, "ProtocolsRaw")
+		if err != nil {
+			return fmt.Errorf("gamegate: udp[%d]: loading protocols: %w", i, err)
+		}
+		var protocols []dgram.Protocol
+		for _, m := range mods.([]any) {
+			protocols = append(protocols, m.(dgram.Protocol))
+		}
+		s.server = &dgram.Server{
+			Protocols:   protocols,
+			Batch:       s.Batch,
+			ReadBuffer:  s.ReadBuffer,
+			WriteBuffer: s.WriteBuffer,
+			Stats:       udpStats,
+			Logger:      a.logger.With(zap.Strings("listen", s.Listen)),
+		}
+	}
+	return registerCollectors(ctx.GetMetricsRegistry(), udpCollector{})
+}
+
+// Validate checks the configuration.
+func (a *App) Validate() error {
+	for i, s := range a.UDP {
+		if err := s.validate(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *UDPServer) validate(i int) error {
+	switch {
+	case len(s.Listen) == 0:
+		return fmt.Errorf("gamegate: udp[%d]: listen is required", i)
+	case len(s.ProtocolsRaw) == 0 && s.server == nil:
+		return fmt.Errorf("gamegate: udp[%d]: at least one protocol is required", i)
+	case s.Readers < 0 || s.Readers > 1024:
+		return fmt.Errorf("gamegate: udp[%d]: readers must be in [1, 1024]", i)
+	case s.Batch < 0 || s.Batch > 1024:
+		return fmt.Errorf("gamegate: udp[%d]: batch must be in [1, 1024]", i)
+	case s.ReadBuffer < 0 || s.ReadBuffer > 1<<30:
+		return fmt.Errorf("gamegate: udp[%d]: read_buffer must be in [1, 1GiB]", i)
+	case s.WriteBuffer < 0 || s.WriteBuffer > 1<<30:
+		return fmt.Errorf("gamegate: udp[%d]: write_buffer must be in [1, 1GiB]", i)
+	}
+	return nil
+}
+
+// Start opens each address's sockets through Caddy's listeners (a reload
+// opens its own SO_REUSEPORT sockets beside the old ones before those
+// close, so the port never stops answering) and starts the readers.
+func (a *App) Start() error {
+	for _, s := range a.UDP {
+		for _, na := range s.addrs {
+			for port := range na.PortRangeSize() {
+				for range s.Readers {
+					ln, err := na.Listen(a.ctx, port, net.ListenConfig{})
+					if err != nil {
+						_ = a.Stop()
+						return fmt.Errorf("gamegate: listening on %s: %w", na, err)
+					}
+					pc, ok := ln.(net.PacketConn)
+					if !ok {
+						_ = a.Stop()
+						return fmt.Errorf("gamegate: %s is not a packet listener", na)
+					}
+					go a.serve(s.server, pc)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (a *App) serve(s *dgram.Server, pc net.PacketConn) {
+	if err := s.Serve(pc); err != nil && !errors.Is(err, dgram.ErrServerClosed) {
+		a.logger.Error("UDP reader stopped", zap.Stringer("address", pc.LocalAddr()), zap.Error(err))
+	}
+}
+
+// Stop stops the readers and closes the sockets.
+func (a *App) Stop() error {
+	var errs []error
+	for _, s := range a.UDP {
+		if s.server != nil {
+			errs = append(errs, s.server.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseApp sets up the App from the gamegate global option. Syntax:
+//
+//	gamegate {
+//		udp <address> [<address>...] {
+//			readers      <count>
+//			batch        <datagrams>
+//			read_buffer  <size>
+//			write_buffer <size>
+//			qos   { <the qos handler's options> }
+//			relay { <the relay handler's options> }
+//			gqp   { <the gqp handler's options> }
+//		}
+//	}
+//
+// udp may repeat; protocols are offered each datagram in the order given.
+func parseApp(d *caddyfile.Dispenser, existing any) (any, error) {
+	app := new(App)
+	if existing != nil {
+		prev, ok := existing.(httpcaddyfile.App)
+		if !ok {
+			return nil, d.Errf("gamegate: unexpected existing value %T", existing)
+		}
+		if err := json.Unmarshal(prev.Value, app); err != nil {
+			return nil, err
+		}
+	}
+	d.Next() // consume the option name
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	err := parseBlock(d, "gamegate", []string{"udp"}, func(opt string) error {
+		if opt != "udp" {
+			return unknownOption(d, "gamegate", opt)
+		}
+		s, err := parseUDPServer(d)
+		if err != nil {
+			return err
+		}
+		app.UDP = append(app.UDP, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return httpcaddyfile.App{Name: "gamegate", Value: caddyconfig.JSON(app, nil)}, nil
+}
+
+func parseUDPServer(d *caddyfile.Dispenser) (*UDPServer, error) {
+	s := &UDPServer{Listen: d.RemainingArgs()}
+	if len(s.Listen) == 0 {
+		return nil, d.Errf("gamegate: udp takes one or more addresses")
+	}
+	protocols := map[string]bool{}
+	err := parseBlock(d, "gamegate: udp", nil, func(opt string) error {
+		var err error
+		switch opt {
+		case "readers":
+			s.Readers, err = parseIntRange(d, 1, 1024)
+		case "batch":
+			s.Batch, err = parseIntRange(d, 1, 1024)
+		case "read_buffer":
+			s.ReadBuffer, err = parseSize[int](d, intRange{1, 1 << 30})
+		case "write_buffer":
+			s.WriteBuffer, err = parseSize[int](d, intRange{1, 1 << 30})
+		default:
+			id := "gamegate.udp.protocols." + opt
+			if _, err := caddy.GetModule(id); err != nil {
+				return unknownOption(d, "gamegate: udp", opt)
+			}
+			if protocols[opt] {
+				return d.Errf("gamegate: udp: duplicate protocol '%s'", opt)
+			}
+			protocols[opt] = true
+			unm, err := caddyfile.UnmarshalModule(d, id)
+			if err != nil {
+				return err
+			}
+			s.ProtocolsRaw = append(s.ProtocolsRaw, caddyconfig.JSONModuleObject(unm, "protocol", opt, nil))
+		}
+		return err
+	})
+	return s, err
+}
+
+// udpCollector exports udpStats.
+type udpCollector struct{}
+
+var (
+	udpReceivedDesc = prometheus.NewDesc("gamegate_udp_datagrams_total",
+		"Datagrams read by gamegate's UDP servers.", nil, nil)
+	udpDroppedDesc = prometheus.NewDesc("gamegate_udp_dropped_total",
+		"Datagrams gamegate's UDP servers dropped themselves, by reason (no_protocol, too_large, write_failed); protocols count their own drops.", []string{"reason"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (udpCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- udpReceivedDesc
+	ch <- udpDroppedDesc
+}
+
+// Collect implements prometheus.Collector.
+func (udpCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(udpReceivedDesc, prometheus.CounterValue, float64(udpStats.Received()))
+	for r := dgram.DropReason(0); r < dgram.NumDropReasons; r++ {
+		ch <- prometheus.MustNewConstMetric(udpDroppedDesc, prometheus.CounterValue, float64(udpStats.Dropped(r)), r.String())
+	}
+}
+
+// Interface guards
+var (
+	_ caddy.App            = (*App)(nil)
+	_ caddy.Provisioner    = (*App)(nil)
+	_ caddy.Validator      = (*App)(nil)
+	_ prometheus.Collector = udpCollector{}
+)

@@ -1,0 +1,212 @@
+package caddymodule
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/handlers/relay"
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
+	wireqos "github.com/gamegate/gamegate/wire/qos"
+)
+
+// The protocols of the gamegate app's UDP servers are the layer4 handlers
+// served per datagram: each embeds its handler, so its configuration,
+// Caddyfile syntax, validation, engine, metrics and reload-surviving state
+// are the handler's own.
+
+func init() {
+	caddy.RegisterModule(new(QoSProtocol))
+	caddy.RegisterModule(new(RelayProtocol))
+	caddy.RegisterModule(new(GQPProtocol))
+}
+
+// QoSProtocol serves the QoS echo handler (layer4.handlers.qos) on a
+// gamegate UDP server. Its options are the handler's.
+type QoSProtocol struct{ QoSEcho }
+
+// CaddyModule returns the Caddy module information.
+func (*QoSProtocol) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gamegate.udp.protocols.qos",
+		New: func() caddy.Module { return new(QoSProtocol) },
+	}
+}
+
+// Match reports whether the datagram is a QoS echo request.
+func (p *QoSProtocol) Match(datagram []byte) bool { return matchesQoS(datagram) }
+
+// ServeDatagram answers one QoS request, appending the response to w.
+func (p *QoSProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	source := qos.SourceOfAddrPort(src, p.byPort)
+	resp, v := p.engine.Handle(source, datagram, w.Buffer(wireqos.MaxPacket))
+	qosMetrics.count(v)
+	if v == qos.BannedRate || v == qos.BannedCapacity {
+		if ce := p.logger.Check(zap.DebugLevel, "banned QoS source"); ce != nil {
+			ce.Write(zap.Stringer("source", source), zap.Stringer("cause", v))
+		}
+	}
+	if resp != nil {
+		w.WriteTo(resp, src)
+	}
+}
+
+// RelayProtocol serves the relay handler (layer4.handlers.relay) on a
+// gamegate UDP server. Its options are the handler's; both share binding
+// tables by name.
+type RelayProtocol struct{ Relay }
+
+// CaddyModule returns the Caddy module information.
+func (*RelayProtocol) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gamegate.udp.protocols.relay",
+		New: func() caddy.Module { return new(RelayProtocol) },
+	}
+}
+
+// outboxes hold the relay engine's sends for one datagram; a reader takes
+// one per datagram, so nothing is allocated once the pool is warm.
+var outboxes = sync.Pool{New: func() any { return relay.NewOutbox() }}
+
+// Match reports whether the datagram starts with a relay header.
+func (p *RelayProtocol) Match(datagram []byte) bool { return matchesRelay(datagram) }
+
+// ServeDatagram relays one datagram, appending what it sends to w.
+func (p *RelayProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	out := outboxes.Get().(*relay.Outbox)
+	v := p.engine.Handle(relay.Peer{AddrPort: src}, datagram, out)
+	relayMetrics.verdicts[v].Inc()
+	for _, s := range out.Sends {
+		w.WriteTo(s.Data, s.To)
+	}
+	outboxes.Put(out)
+}
+
+// GQPProtocol serves the GQP responder (layer4.handlers.gqp) on a gamegate
+// UDP server. Its options are the responder's. Answers may wait for an HTTP
+// upstream, so they are computed by a few workers behind a bounded queue:
+// a query that finds the queue full is dropped and counted
+// (gamegate_gqp_queries_dropped_busy_total); the readers never wait.
+type GQPProtocol struct {
+	GQPResponder
+
+	free chan *gqpJob // jobs not in use: the queue's bound
+	jobs chan *gqpJob
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// gqpJob is one query waiting for a worker, in a buffer allocated once.
+type gqpJob struct {
+	conn  *dgram.Conn
+	src   netip.AddrPort
+	n     int
+	query [wiregqp.MaxQuery]byte
+}
+
+const (
+	gqpWorkers  = 4  // queries answered at once (each may wait for an upstream)
+	gqpQueueCap = 64 // queries waiting, from all sources
+)
+
+// CaddyModule returns the Caddy module information.
+func (*GQPProtocol) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gamegate.udp.protocols.gqp",
+		New: func() caddy.Module { return new(GQPProtocol) },
+	}
+}
+
+// Provision builds the responder and starts its workers.
+func (p *GQPProtocol) Provision(ctx caddy.Context) error {
+	if err := p.GQPResponder.Provision(ctx); err != nil {
+		return err
+	}
+	p.free = make(chan *gqpJob, gqpQueueCap)
+	p.jobs = make(chan *gqpJob, gqpQueueCap)
+	p.stop = make(chan struct{})
+	for range gqpQueueCap {
+		p.free <- new(gqpJob)
+	}
+	p.wg.Add(gqpWorkers)
+	for range gqpWorkers {
+		go p.work()
+	}
+	return nil
+}
+
+// Cleanup stops the workers.
+func (p *GQPProtocol) Cleanup() error {
+	if p.stop != nil {
+		close(p.stop)
+		p.wg.Wait()
+	}
+	return nil
+}
+
+// Match reports whether the datagram is a GQP query.
+func (p *GQPProtocol) Match(datagram []byte) bool { return matchesGQP(datagram) }
+
+// ServeDatagram queues the query for a worker, or drops it if the queue is
+// full.
+func (p *GQPProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	var j *gqpJob
+	select {
+	case j = <-p.free:
+	default:
+		gqpMetrics.busy.Inc()
+		return
+	}
+	j.conn, j.src, j.n = w.Conn(), src, copy(j.query[:], datagram)
+	p.jobs <- j // never blocks: there are as many slots as jobs
+}
+
+func (p *GQPProtocol) work() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case j := <-p.jobs:
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.UpstreamTimeout)+time.Second)
+			out, v := p.server.Answer(ctx, j.src, j.query[:j.n])
+			cancel()
+			gqpMetrics.verdicts[v].Inc()
+			for _, d := range out {
+				if err := j.conn.WriteTo(d, j.src); err != nil {
+					if ce := p.logger.Check(zap.DebugLevel, "writing GQP answer"); ce != nil {
+						ce.Write(zap.Stringer("to", j.src), zap.Error(err))
+					}
+				}
+			}
+			j.conn = nil
+			p.free <- j
+		}
+	}
+}
+
+// Interface guards
+var (
+	_ dgram.Protocol        = (*QoSProtocol)(nil)
+	_ caddy.Provisioner     = (*QoSProtocol)(nil)
+	_ caddy.Validator       = (*QoSProtocol)(nil)
+	_ caddy.CleanerUpper    = (*QoSProtocol)(nil)
+	_ caddyfile.Unmarshaler = (*QoSProtocol)(nil)
+	_ dgram.Protocol        = (*RelayProtocol)(nil)
+	_ caddy.Provisioner     = (*RelayProtocol)(nil)
+	_ caddy.Validator       = (*RelayProtocol)(nil)
+	_ caddy.CleanerUpper    = (*RelayProtocol)(nil)
+	_ caddyfile.Unmarshaler = (*RelayProtocol)(nil)
+	_ dgram.Protocol        = (*GQPProtocol)(nil)
+	_ caddy.Provisioner     = (*GQPProtocol)(nil)
+	_ caddy.Validator       = (*GQPProtocol)(nil)
+	_ caddy.CleanerUpper    = (*GQPProtocol)(nil)
+	_ caddyfile.Unmarshaler = (*GQPProtocol)(nil)
+)

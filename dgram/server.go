@@ -1,0 +1,239 @@
+// Package dgram serves UDP datagrams to protocols, free of Caddy and of any
+// protocol's logic: it owns the sockets' readers, batched reads and writes,
+// socket buffer sizing and the server's drop counters. A protocol plugs in
+// through Protocol (does this datagram belong to me; handle it, appending
+// replies), the way net/http serves any Handler.
+//
+// The work per datagram is read, match, handle, write, on the reader's
+// goroutine. The server creates no goroutine, buffer or map entry per
+// source: whatever per-source state a protocol keeps is its own, bounded
+// table. Nothing a protocol is handed may block: work that may (an HTTP
+// upstream) goes to a bounded queue of the protocol's own that drops when
+// full.
+package dgram
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// MaxDatagram is the largest datagram the server hands to a protocol, in
+// bytes; longer ones are dropped (DropTooLarge).
+const MaxDatagram = 9000
+
+// Protocol is one datagram protocol served on a socket. Its methods are
+// called concurrently from every reader and must not block.
+type Protocol interface {
+	// Match reports whether datagram belongs to this protocol. The server
+	// hands each datagram to the first protocol that matches.
+	Match(datagram []byte) bool
+	// ServeDatagram handles one datagram from src, appending what it sends
+	// to w. The datagram is valid only during the call.
+	ServeDatagram(w *Writer, src netip.AddrPort, datagram []byte)
+}
+
+// Server reads datagrams from sockets and dispatches each to its protocol.
+// Configure it before the first Serve; it is safe for concurrent use then.
+type Server struct {
+	// Protocols in the order they are offered each datagram.
+	Protocols []Protocol
+	// Batch is how many datagrams one system call reads or writes where
+	// the platform can (recvmmsg and sendmmsg on Linux); 1 reads one at a
+	// time. Default: 32.
+	Batch int
+	// ReadBuffer and WriteBuffer are the socket buffer sizes asked of the
+	// kernel, in bytes; 0 leaves the system's default. The kernel may grant
+	// less (net.core.rmem_max and net.core.wmem_max on Linux): the server
+	// then tries SO_RCVBUFFORCE/SO_SNDBUFFORCE, and logs a warning naming
+	// the sysctl if that fails too.
+	ReadBuffer, WriteBuffer int
+	// Stats counts what the server reads and drops; several servers may
+	// share one. Default: a Stats of its own.
+	Stats *Stats
+	// Logger receives warnings and debug messages. Default: none.
+	Logger *zap.Logger
+
+	initOnce sync.Once
+	mu       sync.Mutex
+	conns    map[net.PacketConn]struct{}
+	closing  atomic.Bool
+	readers  sync.WaitGroup
+	warnOnce sync.Once
+}
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("dgram: server closed")
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		if s.Batch <= 0 {
+			s.Batch = 32
+		}
+		if s.Stats == nil {
+			s.Stats = new(Stats)
+		}
+		if s.Logger == nil {
+			s.Logger = zap.NewNop()
+		}
+		s.conns = make(map[net.PacketConn]struct{})
+	})
+}
+
+// Serve reads pc with one reader on the calling goroutine until pc is
+// closed or Close is called; it returns ErrServerClosed then. pc must be a
+// *net.UDPConn or wrap one (an Unwrap() net.PacketConn method, as Caddy's
+// listeners have). Call Serve several times, on one socket or on several
+// SO_REUSEPORT sockets of one address, for several readers.
+func (s *Server) Serve(pc net.PacketConn) error {
+	s.init()
+	conn, err := udpConnOf(pc)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.conns[pc] = struct{}{}
+	s.readers.Add(1)
+	s.mu.Unlock()
+	defer s.readers.Done()
+
+	s.sizeBuffers(conn)
+	r := newReader(s, conn)
+	return r.run()
+}
+
+// Close stops every reader, closes every socket given to Serve, and
+// returns when the readers have returned.
+func (s *Server) Close() error {
+	s.init()
+	s.mu.Lock()
+	s.closing.Store(true)
+	var errs []error
+	for pc := range s.conns {
+		errs = append(errs, pc.Close())
+		delete(s.conns, pc)
+	}
+	s.mu.Unlock()
+	s.readers.Wait()
+	return errors.Join(errs...)
+}
+
+func udpConnOf(pc net.PacketConn) (*net.UDPConn, error) {
+	for range 8 {
+		switch c := pc.(type) {
+		case *net.UDPConn:
+			return c, nil
+		case interface{ Unwrap() net.PacketConn }:
+			pc = c.Unwrap()
+		default:
+			return nil, errors.New("dgram: not a UDP socket")
+		}
+	}
+	return nil, errors.New("dgram: not a UDP socket")
+}
+
+func (s *Server) sizeBuffers(conn *net.UDPConn) {
+	for _, b := range []struct {
+		want   int
+		read   bool
+		sysctl string
+	}{{s.ReadBuffer, true, "net.core.rmem_max"}, {s.WriteBuffer, false, "net.core.wmem_max"}} {
+		if b.want <= 0 {
+			continue
+		}
+		got, err := setBuffer(conn, b.want, b.read)
+		if err != nil {
+			s.Logger.Warn("setting the UDP socket buffer", zap.Bool("receive", b.read), zap.Error(err))
+			continue
+		}
+		if got < b.want {
+			s.warnOnce.Do(func() {
+				s.Logger.Warn("the kernel granted a smaller UDP socket buffer than configured: raise "+b.sysctl+" (sysctl -w "+b.sysctl+"=...) or run with CAP_NET_ADMIN",
+					zap.Bool("receive", b.read), zap.Int("wanted", b.want), zap.Int("granted", got))
+			})
+		}
+	}
+}
+
+// retryable reports whether a read error concerns one earlier datagram (an
+// ICMP error reported on the socket), not the socket.
+func retryable(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
+		errors.Is(err, syscall.EMSGSIZE)
+}
+
+// reader is one reader goroutine's state: its buffers, allocated once.
+type reader struct {
+	s      *Server
+	conn   *net.UDPConn
+	io     packetIO
+	in     []message
+	w      Writer
+	counts [numCounts]uint64
+}
+
+func newReader(s *Server, conn *net.UDPConn) *reader {
+	r := &reader{s: s, conn: conn, io: newPacketIO(conn, s.Batch)}
+	r.in = make([]message, s.Batch)
+	bufs := make([]byte, s.Batch*(MaxDatagram+1))
+	for i := range r.in {
+		r.in[i].buf = bufs[i*(MaxDatagram+1) : (i+1)*(MaxDatagram+1)]
+	}
+	r.w.init(r.io, &Conn{conn: conn}, s.Batch, &r.counts)
+	return r
+}
+
+func (r *reader) run() error {
+	for {
+		n, err := r.io.read(r.in)
+		if err != nil {
+			if r.s.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// A deadline someone else set (a shared socket's previous
+				// user stopping): clear it and read on.
+				_ = r.conn.SetReadDeadline(time.Time{})
+				continue
+			}
+			if retryable(err) {
+				continue
+			}
+			return err
+		}
+		for i := range n {
+			r.dispatch(&r.in[i])
+		}
+		r.w.Flush()
+		r.s.Stats.add(&r.counts)
+	}
+}
+
+func (r *reader) dispatch(m *message) {
+	r.counts[countReceived]++
+	if m.n > MaxDatagram {
+		r.counts[countDropTooLarge]++
+		return
+	}
+	d := m.buf[:m.n]
+	src := netip.AddrPortFrom(m.addr.Addr().Unmap(), m.addr.Port())
+	for _, p := range r.s.Protocols {
+		if p.Match(d) {
+			p.ServeDatagram(&r.w, src, d)
+			return
+		}
+	}
+	r.counts[countDropNoProtocol]++
+}

@@ -1,0 +1,507 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/handlers/gqp"
+	"github.com/gamegate/gamegate/handlers/relay"
+	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
+	wirerelay "github.com/gamegate/gamegate/wire/relay"
+)
+
+// udpAppCaddyfile serves QoS, relay and GQP on one port of gamegate's own
+// UDP server, and the relay allocations API over HTTP.
+func udpAppCaddyfile(addr, httpAddr, qosOptions string) string {
+	if qosOptions == "" {
+		qosOptions = "rate 100\nburst 100"
+	}
+	qosOptions = "\n\t\t\t\t" + strings.ReplaceAll(qosOptions, "\n", "\n\t\t\t\t")
+	return fmt.Sprintf(`{
+	gamegate {
+		udp %s {
+			readers 2
+			qos {%s
+			}
+			relay {
+				secrets {env.GAMEGATE_TEST_RELAY_SECRET}
+			}
+			gqp {
+				identify flood-test 1.0 1
+				command motd {
+					record message hello
+				}
+			}
+		}
+	}
+}
+http://%s {
+	respond "ok"
+}
+`, addr, qosOptions, httpAddr)
+}
+
+type udpAppEnv struct {
+	relayEnv
+}
+
+func startUDPApp(t *testing.T, qosOptions string) *udpAppEnv {
+	t.Helper()
+	t.Setenv("GAMEGATE_TEST_RELAY_SECRET", relaySecret)
+	env := &udpAppEnv{relayEnv{addr: testutil.FreeUDPAddr(t)}}
+	env.cfg = udpAppCaddyfile(env.addr, testutil.FreeTCPAddr(t), qosOptions)
+	env.caddy = testcaddy.Start(t, env.cfg)
+	var err error
+	if env.sealer, err = relay.NewSealer([]byte(relaySecret)); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// gqpMotd asks the server for its motd with a fresh client socket and
+// reports whether the right answer came back within timeout.
+func gqpMotd(addr string, timeout time.Duration) bool {
+	c := gqp.Client{Timeout: timeout, Retries: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	resp, err := c.Query(ctx, addr, &wiregqp.Query{Commands: []wiregqp.Command{{Name: []byte("motd")}}})
+	if err != nil || len(resp.Replies) != 1 || resp.Replies[0].Status != wiregqp.StatusOK || len(resp.Replies[0].Records) != 1 {
+		return false
+	}
+	r := resp.Replies[0].Records[0]
+	return string(r.Label) == "message" && len(r.Items) == 1 && string(r.Items[0]) == "hello"
+}
+
+// qosAnswered sends Unity-layout requests from c until one is answered
+// within timeout.
+func qosAnswered(c *testutil.UDPClient, id uint16, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for seq := uint8(0); time.Now().Before(deadline); seq++ {
+		c.Send(unityRequest(seq, id, uint64(seq)))
+		if b, ok := c.Recv(min(100*time.Millisecond, time.Until(deadline))); ok && len(b) >= 3 && b[0] == 0x95 {
+			return true
+		}
+	}
+	return false
+}
+
+// relayEchoed sends one message from joiner to host and waits for the
+// host's echo (the host runs echoHost) within timeout.
+func relayEchoed(joiner *relay.Client, host wirerelay.AllocationID, seq uint32, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		if err := joiner.Send(host, payload(9, seq)); err != nil {
+			return false
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		m, err := joiner.Receive(rctx)
+		rcancel()
+		if err == nil && bytes.Equal(m.Content, payload(9, seq)) {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+}
+
+func TestUDPAppServesQoSRelayGQPOnOnePort(t *testing.T) {
+	env := startUDPApp(t, "")
+	qc := testutil.DialUDP(t, "127.0.0.1:0", env.addr)
+	if !qosAnswered(qc, 1, replyTimeout) {
+		t.Fatal("QoS request not answered")
+	}
+	host, hostAlloc, hostData := env.dial(t, 2)
+	joiner, _, _ := env.dial(t, 2)
+	if _, err := connectTo(t, joiner, hostData); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	echoHost(ctx, t, host)
+	if err := exchange(joiner, hostAlloc.ID, 1, 0, 500, 64); err != nil {
+		t.Fatal(err)
+	}
+	if !gqpMotd(env.addr, replyTimeout) {
+		t.Fatal("GQP motd not answered")
+	}
+	// A datagram no protocol claims is dropped and counted.
+	before := env.caddy.MustMetric(t, `gamegate_udp_dropped_total{reason="no_protocol"}`)
+	junk := testutil.DialUDP(t, "127.0.0.1:0", env.addr)
+	junk.Send([]byte("no protocol starts like this"))
+	waitUntil(t, "the drop to be counted", func() bool {
+		return env.caddy.MustMetric(t, `gamegate_udp_dropped_total{reason="no_protocol"}`) > before
+	})
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// flood sends random and near-valid datagrams of 1-9000 bytes at addr from
+// many sockets (ports) on many 127.x.y.z addresses until ctx ends, and
+// returns how many it sent.
+func flood(ctx context.Context, t *testing.T, addr string, sockets int) int64 {
+	t.Helper()
+	to := netip.MustParseAddrPort(addr)
+	conns := make([]*net.UDPConn, 0, sockets)
+	for i := range sockets {
+		ip := netip.AddrFrom4([4]byte{127, byte(1 + i%200), byte(i / 200), byte(1 + i%250)})
+		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	prefixes := [][]byte{
+		unityRequest(1, 1, 1),                      // a QoS request, extended below
+		{0xDA, 0x72, 0, byte(wirerelay.TypeRelay)}, // a relay header
+		{0xDA, 0x72, 0, byte(wirerelay.TypeBind)},
+		{0xDA, 0x72, 0, byte(wirerelay.TypePing)},
+		[]byte("\\motd\\"), []byte("\\identify\\"), []byte("\\challenge\\x\\y\\"),
+	}
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			noise := make([]byte, 64<<10)
+			for j := range noise {
+				noise[j] = byte(rng.Uint32())
+			}
+			buf := make([]byte, 9000)
+			for i := w; ctx.Err() == nil; i += 2 {
+				n := 1 + rng.IntN(9000)
+				if rng.IntN(2) == 0 {
+					n = 1 + rng.IntN(1500)
+				}
+				b := buf[:n]
+				copy(b, noise[rng.IntN(len(noise)-9000):])
+				if p := prefixes[rng.IntN(len(prefixes)+2)%len(prefixes)]; rng.IntN(3) > 0 {
+					copy(b, p)
+				}
+				if _, err := conns[i%len(conns)].WriteToUDPAddrPort(b, to); err == nil {
+					sent.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return sent.Load()
+}
+
+// TestUDPAppFlood floods one port serving QoS, relay and GQP while a QoS
+// client, a relay host and joiner, and a GQP client keep using it. Each is
+// answered within 1 s of the flood ending; goroutines return to their
+// baseline and the heap stays bounded.
+func TestUDPAppFlood(t *testing.T) {
+	if os.Getenv(isolatedEnv) != t.Name() {
+		runIsolated(t)
+		return
+	}
+	// The clients ask far more often than a player would: let them.
+	env := startUDPApp(t, "rate 10000\nburst 10000\nmax_sources 20000")
+	host, hostAlloc, hostData := env.dial(t, 2)
+	joiner, _, _ := env.dial(t, 2)
+	if _, err := connectTo(t, joiner, hostData); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	echoHost(ctx, t, host)
+	qc := testutil.DialUDP(t, "127.0.0.1:0", env.addr)
+	if !qosAnswered(qc, 1, replyTimeout) || !relayEchoed(joiner, hostAlloc.ID, 0, replyTimeout) || !gqpMotd(env.addr, replyTimeout) {
+		t.Fatal("a client was not answered before the flood")
+	}
+	runtime.GC()
+	baseline := runtime.NumGoroutine()
+
+	// The valid clients keep working through the flood.
+	var peakHeap atomic.Uint64
+	var answered [3]atomic.Int64
+	fctx, fcancel := context.WithTimeout(ctx, 4*time.Second)
+	defer fcancel()
+	var clients sync.WaitGroup
+	clients.Add(1)
+	go func() {
+		defer clients.Done()
+		var ms runtime.MemStats
+		for seq := uint32(1); fctx.Err() == nil; seq++ {
+			if qosAnswered(qc, uint16(seq), 200*time.Millisecond) {
+				answered[0].Add(1)
+			}
+			if relayEchoed(joiner, hostAlloc.ID, seq, 200*time.Millisecond) {
+				answered[1].Add(1)
+			}
+			if gqpMotd(env.addr, 200*time.Millisecond) {
+				answered[2].Add(1)
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peakHeap.Load() {
+				peakHeap.Store(ms.HeapInuse)
+			}
+		}
+	}()
+	sent := flood(fctx, t, env.addr, 1200)
+	clients.Wait()
+	ended := time.Now()
+
+	// After the flood: every client is answered within 1 s.
+	if !qosAnswered(qc, 60000, time.Second) {
+		t.Fatalf("QoS client not answered within 1 s of the flood ending (bans %v, drops for bans %v)",
+			env.caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`), env.caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`))
+	}
+	if !relayEchoed(joiner, hostAlloc.ID, 1<<20, time.Second) {
+		t.Fatal("relay joiner not echoed within 1 s of the flood ending")
+	}
+	if !gqpMotd(env.addr, time.Second) {
+		t.Fatal("GQP client not answered within 1 s of the flood ending")
+	}
+	recovered := time.Since(ended)
+
+	// Goroutines back to the baseline (the flood's own are gone).
+	var now int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if now = runtime.NumGoroutine(); now <= baseline+5 {
+			break
+		}
+	}
+	if now > baseline+5 {
+		t.Fatalf("goroutines after the flood: %d, baseline %d", now, baseline)
+	}
+	const heapBound = 64 << 20
+	if p := peakHeap.Load(); p > heapBound {
+		t.Fatalf("heap in use peaked at %d MiB during the flood, want under %d MiB", p>>20, heapBound>>20)
+	}
+	received := env.caddy.MustMetric(t, "gamegate_udp_datagrams_total")
+	t.Logf("flood: %d datagrams sent from 1200 sockets on 1200 loopback addresses, %v read by the server; "+
+		"answered during the flood: QoS %d, relay %d, GQP %d; all three answered %v after it ended; "+
+		"goroutines %d (baseline %d); peak heap in use %d MiB (bound %d MiB)",
+		sent, received, answered[0].Load(), answered[1].Load(), answered[2].Load(), recovered.Round(time.Millisecond),
+		now, baseline, peakHeap.Load()>>20, heapBound>>20)
+}
+
+// TestUDPAppScale sends one datagram from each of 50,000 distinct sources
+// (127/8 addresses) per protocol and measures what each source costs: no
+// goroutine, and only the protocols' own table entries.
+func TestUDPAppScale(t *testing.T) {
+	if os.Getenv(isolatedEnv) != t.Name() {
+		runIsolated(t)
+		return
+	}
+	const sources = 50_000
+	env := startUDPApp(t, "rate 100\nburst 100\nmax_sources 100000")
+	to := netip.MustParseAddrPort(env.addr)
+	qc := testutil.DialUDP(t, "127.0.0.1:0", env.addr)
+	if !qosAnswered(qc, 1, replyTimeout) || !gqpMotd(env.addr, replyTimeout) {
+		t.Fatal("not answered before the test")
+	}
+	goroutines := runtime.NumGoroutine()
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	sendFromEach := func(datagram []byte, counted func() float64) (perSource float64) {
+		before, countBefore := heap(), counted()
+		for i := range sources {
+			ip := netip.AddrFrom4([4]byte{127, byte(2 + i>>16), byte(i >> 8), byte(i)})
+			c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.WriteToUDPAddrPort(datagram, to); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			if i%2000 == 1999 { // let the server keep up rather than lose datagrams to a full buffer
+				waitUntil(t, "the server to catch up", func() bool { return counted()-countBefore >= float64(i+1)*0.99 })
+			}
+		}
+		waitUntil(t, "every datagram to be handled", func() bool { return counted()-countBefore >= sources*0.99 })
+		// A few goroutines come and go with the metrics scrapes' HTTP
+		// connections; one per source would be thousands.
+		if n := runtime.NumGoroutine(); n > goroutines+6 {
+			t.Fatalf("goroutines: %d after %d sources, %d before", n, sources, goroutines)
+		}
+		return (float64(heap()) - float64(before)) / sources
+	}
+	qosRequests := func() float64 { return env.caddy.MustMetric(t, "gamegate_qos_requests_total") }
+	qosPer := sendFromEach(unityRequest(1, 1, 1), qosRequests)
+	if tracked := env.caddy.MustMetric(t, "gamegate_qos_tracked_sources"); tracked < sources*0.99 {
+		t.Fatalf("QoS tracked %v sources, want about %d", tracked, sources)
+	}
+	relayIn := func() float64 { return env.caddy.MustMetric(t, "gamegate_udp_datagrams_total") }
+	ping := wirerelay.Ping{}
+	ping.AllocationID[0] = 1
+	pingBytes, _ := ping.AppendTo(nil)
+	relayPer := sendFromEach(pingBytes, relayIn)
+	gqpIn := func() float64 { return env.caddy.MustMetric(t, "gamegate_udp_datagrams_total") }
+	gqpPer := sendFromEach([]byte(`\identify\`), gqpIn)
+	const qosBound, relayBound, gqpBound = 300, 64, 64
+	t.Logf("bytes of heap per source, %d sources each: QoS %.0f (bound %d), relay %.0f (bound %d), GQP %.0f (bound %d); goroutines %d throughout",
+		sources, qosPer, qosBound, relayPer, relayBound, gqpPer, gqpBound, runtime.NumGoroutine())
+	if qosPer > qosBound || relayPer > relayBound || gqpPer > gqpBound {
+		t.Fatal("a protocol costs more per source than its bound")
+	}
+}
+
+// TestUDPAppReloads reloads the configuration 10 times through the admin
+// API while relay and QoS traffic flows: no binding is lost, a QoS ban
+// stays in force, and the goroutine count stays flat.
+func TestUDPAppReloads(t *testing.T) {
+	if os.Getenv(isolatedEnv) != t.Name() {
+		runIsolated(t)
+		return
+	}
+	env := startUDPApp(t, "")
+	host, hostAlloc, hostData := env.dial(t, 2)
+	joiner, _, _ := env.dial(t, 2)
+	if _, err := connectTo(t, joiner, hostData); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	echoHost(ctx, t, host)
+
+	// A QoS source that goes over its burst (100) is banned.
+	// (QoS sources are addresses by default: it has one of its own.)
+	banned := testutil.DialUDP(t, "127.0.0.3:0", env.addr)
+	for i := range 150 {
+		banned.Send(unityRequest(uint8(i), 7, uint64(i)))
+	}
+	waitUntil(t, "the ban", func() bool { return env.caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`) >= 1 })
+
+	cfgJSON, err := json.Marshal(testcaddy.AdaptCaddyfile(t, env.cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	_ = json.Unmarshal(cfgJSON, &cfg)
+	cfg["admin"] = map[string]any{"listen": env.caddy.AdminAddr, "config": map[string]any{"persist": false}}
+	cfg["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
+	body, _ := json.Marshal(cfg)
+
+	// Traffic through every reload: the joiner streams and checks echoes,
+	// and a QoS client keeps asking.
+	traffic := make(chan error, 1)
+	tctx, tcancel := context.WithCancel(ctx)
+	go func() {
+		var seq uint32
+		for ; tctx.Err() == nil; seq += 50 {
+			if err := exchange(joiner, hostAlloc.ID, 2, seq, 50, 8); err != nil {
+				traffic <- err
+				return
+			}
+		}
+		traffic <- nil
+	}()
+	qc := testutil.DialUDP(t, "127.0.0.4:0", env.addr)
+	var counts []int
+	for i := range 10 {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+env.caddy.AdminAddr+"/load", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("reload %d: status %d", i, resp.StatusCode)
+		}
+		if !qosAnswered(qc, uint16(i), replyTimeout) {
+			t.Fatalf("QoS not answered after reload %d", i)
+		}
+		runtime.GC()
+		counts = append(counts, runtime.NumGoroutine())
+	}
+	tcancel()
+	if err := <-traffic; err != nil {
+		t.Fatalf("relay traffic across reloads: %v", err)
+	}
+	if n := env.caddy.MustMetric(t, "gamegate_relay_bindings"); n != 2 {
+		t.Fatalf("bindings after 10 reloads: got %v, want 2", n)
+	}
+	if joiner.Rebinds() != 0 || host.Rebinds() != 0 {
+		t.Fatalf("re-binds across reloads: joiner %d host %d, want none", joiner.Rebinds(), host.Rebinds())
+	}
+	// The banned source is still ignored: its request goes unanswered and
+	// counts as dropped for the ban.
+	for { // the answers to its burst
+		if _, ok := banned.Recv(50 * time.Millisecond); !ok {
+			break
+		}
+	}
+	droppedBefore := env.caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`)
+	banned.Send(unityRequest(1, 7, 1))
+	waitUntil(t, "the banned source's request to be dropped", func() bool {
+		return env.caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`) > droppedBefore
+	})
+	if b, ok := banned.Recv(200 * time.Millisecond); ok {
+		t.Fatalf("a banned source was answered after the reloads: %x", b)
+	}
+	first, last := counts[0], counts[len(counts)-1]
+	if last > first+4 {
+		t.Fatalf("goroutines grew across reloads: %v", counts)
+	}
+	t.Logf("10 reloads through the admin API during relay and QoS traffic: 2 bindings kept, 0 re-binds, ban kept; goroutines after each reload %v", counts)
+}
+
+// TestLayer4UDPFloodDeadlock shows the fault gamegate's UDP server avoids:
+// the same flood at a caddy-l4 UDP route leaves the port answering nothing.
+// It leaves goroutines blocked for good, so it runs only when asked:
+// GAMEGATE_L4_FLOOD=1 go test ./tests -run TestLayer4UDPFloodDeadlock -v
+func TestLayer4UDPFloodDeadlock(t *testing.T) {
+	if os.Getenv("GAMEGATE_L4_FLOOD") == "" {
+		t.Skip("set GAMEGATE_L4_FLOOD=1 to run; it leaves caddy-l4's UDP server deadlocked")
+	}
+	if os.Getenv(isolatedEnv) != t.Name() {
+		runIsolated(t)
+		return
+	}
+	addr := testutil.FreeUDPAddr(t)
+	testcaddy.Start(t, qosCaddyfile(addr, "rate 100\n\t\t\t\t\tburst 100"))
+	qc := testutil.DialUDP(t, "127.0.0.1:0", addr)
+	if !qosAnswered(qc, 1, replyTimeout) {
+		t.Fatal("QoS not answered before the flood")
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	flood(fctx, t, addr, 1200)
+	fresh := testutil.DialUDP(t, "127.0.0.1:0", addr)
+	if qosAnswered(fresh, 2, 3*time.Second) {
+		t.Fatal("caddy-l4's UDP server answered after the flood; the deadlock did not occur")
+	}
+	var buf bytes.Buffer
+	n := goroutinesIn("github.com/mholt/caddy-l4/layer4.(*packetConn).Read", "github.com/mholt/caddy-l4/layer4.(*Server).servePacket")
+	_ = buf
+	t.Logf("caddy-l4 UDP route after a 5 s flood: a fresh QoS client is not answered within 3 s; %d caddy-l4 goroutines blocked (%s)",
+		n, strings.TrimSpace("see layer4/server.go:178, :367, :385"))
+}
