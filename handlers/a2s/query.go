@@ -191,6 +191,10 @@ func (p *QueryProtocol) rules(ctx context.Context, address string) ([]RuleJSON, 
 	return out, nil
 }
 
+// ReadOnlyCommands are every A2S command: queries change nothing on a
+// server.
+func (p *QueryProtocol) ReadOnlyCommands() []string { return []string{"info", "players", "rules"} }
+
 // Command runs "info", "players" or "rules"; they take no arguments.
 func (p *QueryProtocol) Command(ctx context.Context, address, command string, args []string) (any, error) {
 	if len(args) > 0 && (command == "info" || command == "players" || command == "rules") {

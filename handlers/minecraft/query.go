@@ -317,6 +317,9 @@ func legacyStatus(address string, s *wiremc.LegacyStatus, rtt time.Duration) *qu
 	}
 }
 
+// ReadOnlyCommands is "raw": a status query changes nothing on a server.
+func (p *JavaProtocol) ReadOnlyCommands() []string { return []string{"raw"} }
+
 // Command answers "raw": the status JSON as the server sent it.
 func (p *JavaProtocol) Command(ctx context.Context, address, command string, args []string) (any, error) {
 	if command != "raw" {
