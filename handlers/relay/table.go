@@ -233,13 +233,22 @@ func (t *Table) senderCheck(s *tableShard, id wirerelay.AllocationID, src netip.
 	return b, 0
 }
 
-// expireLater ends the given bindings if they have expired.
+// expireLater ends the given bindings if they have expired. It looks under
+// the read lock first, so that messages naming allocations the table does
+// not hold (anyone can send those) never take a write lock.
 func (t *Table) expireLater(ids ...wirerelay.AllocationID) {
 	now := t.now()
 	for _, id := range ids {
 		s := t.shardOf(id)
-		s.mu.Lock()
+		s.mu.RLock()
 		b := s.byID[id]
+		stale := b != nil && b.expired(now, t)
+		s.mu.RUnlock()
+		if !stale {
+			continue
+		}
+		s.mu.Lock()
+		b = s.byID[id]
 		if b == nil || !b.expired(now, t) {
 			s.mu.Unlock()
 			continue

@@ -165,3 +165,42 @@ func TestNewTableRefusesBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// Two clients in different shards connecting and disconnecting in opposite
+// directions at once: lockPair must take the two shard locks in one order,
+// or this deadlocks (and the test binary's timeout reports it).
+func TestLockPairOrder(t *testing.T) {
+	r := newRig(t, 100)
+	var a, b *client
+	for i := 0; b == nil; i++ {
+		c := r.newClient(fmt.Sprintf("10.1.0.%d:1", i+1), 4)
+		r.bind(c)
+		switch {
+		case a == nil:
+			a = c
+		case r.engine.Table().shardIndex(c.alloc.ID) != r.engine.Table().shardIndex(a.alloc.ID):
+			b = c
+		}
+	}
+	e := r.engine
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, pair := range [][2]*client{{a, b}, {b, a}} {
+		from, to := pair[0], pair[1]
+		req, _ := (&wirerelay.ConnectRequest{AllocationID: from.alloc.ID, ToConnectionData: to.data}).AppendShipped(nil)
+		dis, _ := (&wirerelay.Disconnect{From: from.alloc.ID, To: to.alloc.ID}).AppendTo(nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := NewOutbox()
+			<-start
+			for range 200000 {
+				e.Handle(from.peer, req, out)
+				e.Handle(from.peer, dis, out)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	checkLinks(t, r.engine.Table())
+}
