@@ -126,6 +126,17 @@ func (a *App) Provision(ctx caddy.Context) error {
 	return registerCollectors(ctx.GetMetricsRegistry(), udpCollector{})
 }
 
+// ListenAddresses reports every address the app listens on, so that the
+// protocols inside it can tell whether they face more than loopback (the
+// relay refuses development secrets there).
+func (a *App) ListenAddresses() []string {
+	var addrs []string
+	for _, s := range a.UDP {
+		addrs = append(addrs, s.Listen...)
+	}
+	return addrs
+}
+
 // Validate checks the configuration.
 func (a *App) Validate() error {
 	for i, s := range a.UDP {
@@ -310,5 +321,6 @@ var (
 	_ caddy.App            = (*App)(nil)
 	_ caddy.Provisioner    = (*App)(nil)
 	_ caddy.Validator      = (*App)(nil)
+	_ ListenAddresser      = (*App)(nil)
 	_ prometheus.Collector = udpCollector{}
 )

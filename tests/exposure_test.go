@@ -87,3 +87,38 @@ func TestExampleRefusesDevelopmentSecretsBeyondLoopback(t *testing.T) {
 		})
 	}
 }
+
+// The gamegate app's relay refuses a development secret on an address
+// beyond loopback, as the layer4 relay does, and takes it on loopback.
+func TestGamegateAppRefusesDevelopmentSecretsBeyondLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		refuse bool
+	}{{"127.0.0.1:7777", false}, {"0.0.0.0:7777", true}, {":7777", true}} {
+		cfg := testcaddy.AdaptCaddyfile(t, `{
+	gamegate {
+		udp `+tc.listen+` {
+			relay {
+				secrets dev-only-relay-secret-change-me
+			}
+		}
+	}
+}`)
+		cfg["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c caddy.Config
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		err = caddy.Validate(&c)
+		switch {
+		case tc.refuse && (err == nil || !strings.Contains(err.Error(), "development default") || !strings.Contains(err.Error(), "GAMEGATE_RELAY_SECRET")):
+			t.Errorf("%s: got %v, want the development secret refused, naming GAMEGATE_RELAY_SECRET", tc.listen, err)
+		case !tc.refuse && err != nil:
+			t.Errorf("%s: got %v, want it accepted", tc.listen, err)
+		}
+	}
+}
