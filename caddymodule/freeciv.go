@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/mholt/caddy-l4/layer4"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/gamegate/gamegate/handlers/freeciv"
 	wirefreeciv "github.com/gamegate/gamegate/wire/freeciv"
@@ -97,7 +99,7 @@ func (*FreecivGuard) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets up the guard.
 func (h *FreecivGuard) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
+	h.logger = sampledLogger(ctx.Logger())
 	if h.PacketBurst == 0 {
 		h.PacketBurst = 100
 	}
@@ -150,6 +152,15 @@ func (h *FreecivGuard) Handle(cx *layer4.Connection, next layer4.Handler) error 
 		gc.ready = out
 	}
 	return next.Handle(cx.Wrap(gc))
+}
+
+// sampledLogger logs at most 10 entries of one level and message a second,
+// dropping the rest: a guard's warnings are per connection, and anyone can
+// open connections. The violations metric still counts every one.
+func sampledLogger(l *zap.Logger) *zap.Logger {
+	return l.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, time.Second, 10, 0)
+	}))
 }
 
 // guardedConn is the client connection as the next handler sees it: reads
