@@ -14,6 +14,7 @@ type AllocationLimiter struct {
 	mu       sync.Mutex
 	all      expiryCount[expiryItem]
 	byClient map[string]*expiryCount[expiry]
+	prunedTo int64 // every allocation expiring at or before this is uncounted
 }
 
 type expiryItem struct {
@@ -76,6 +77,9 @@ func (l *AllocationLimiter) Release(expires time.Time, client string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at := expires.UnixNano()
+	if at <= l.prunedTo {
+		return // expired, and uncounted then
+	}
 	c := l.byClient[client]
 	if c == nil || !l.all.release(expiryItem{at, client}) {
 		return
@@ -109,6 +113,7 @@ func (l *AllocationLimiter) ClientLen(now time.Time, client string) (n, clients 
 // prune uncounts the allocations expired at t, in all and for their
 // clients, and forgets clients left with none.
 func (l *AllocationLimiter) prune(t int64) {
+	l.prunedTo = max(l.prunedTo, t)
 	for l.all.n > 0 && l.all.first().at <= t {
 		e := l.all.pop()
 		if c := l.byClient[e.client]; c != nil {

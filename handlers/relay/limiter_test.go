@@ -109,3 +109,31 @@ func TestAllocationLimiterReleaseBounded(t *testing.T) {
 		t.Fatalf("counted: got %d, want 1", n)
 	}
 }
+
+// A Release that comes after its allocation expired (a storage write that
+// took longer than the allocation's life) uncounts nothing: the allocation
+// was uncounted when it expired.
+func TestAllocationLimiterReleaseAfterExpiry(t *testing.T) {
+	l := NewAllocationLimiter()
+	now := time.Unix(1_700_000_000, 0)
+	short, long := now.Add(time.Second), now.Add(time.Hour)
+	for _, r := range []struct {
+		client  string
+		expires time.Time
+	}{{"a", short}, {"a", long}, {"b", long}} {
+		if got, _ := l.Reserve(now, r.expires, 10, r.client, 0); got != LimitNone {
+			t.Fatalf("reserve %v: %v", r, got)
+		}
+	}
+	later := now.Add(2 * time.Second)
+	if n := l.Len(later); n != 2 {
+		t.Fatalf("after the short one expired: %d counted, want 2", n)
+	}
+	l.Release(short, "a")
+	if n := l.Len(later); n != 2 {
+		t.Fatalf("after releasing the expired one: %d counted, want 2", n)
+	}
+	if n, _ := l.ClientLen(later, "a"); n != 1 {
+		t.Fatalf("client a: %d counted, want 1", n)
+	}
+}
