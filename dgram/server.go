@@ -90,16 +90,21 @@ func (s *Server) init() {
 // closed or Close is called; it returns ErrServerClosed then. pc must be a
 // *net.UDPConn or wrap one (an Unwrap() net.PacketConn method, as Caddy's
 // listeners have). Call Serve several times, on one socket or on several
-// SO_REUSEPORT sockets of one address, for several readers.
+// SO_REUSEPORT sockets of one address, for several readers. Serve owns pc:
+// Close closes it, and a pc that Serve refuses (after Close, or not a UDP
+// socket) is closed at once, so that no socket stays bound with no reader
+// (the kernel would keep sending it a share of the port's datagrams).
 func (s *Server) Serve(pc net.PacketConn) error {
 	s.init()
 	conn, err := udpConnOf(pc)
 	if err != nil {
+		pc.Close()
 		return err
 	}
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
+		pc.Close()
 		return ErrServerClosed
 	}
 	s.conns[pc] = struct{}{}

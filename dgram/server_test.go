@@ -145,9 +145,12 @@ func TestServeAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := listen(t)
-	defer c.Close()
 	if err := s.Serve(c); !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("got %v, want ErrServerClosed", err)
+	}
+	// The refused socket is closed, not left bound with no reader.
+	if _, err := c.WriteTo([]byte("x"), c.LocalAddr()); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("writing to the refused socket: got %v, want net.ErrClosed", err)
 	}
 }
 
