@@ -15,6 +15,16 @@ type Vector struct {
 	Bytes []byte
 }
 
+// VectorsByName reads a vector file (see ReadVectors) into a map by name.
+func VectorsByName(t testing.TB, path string) map[string]Vector {
+	t.Helper()
+	m := make(map[string]Vector)
+	for _, v := range ReadVectors(t, path) {
+		m[v.Name] = v
+	}
+	return m
+}
+
 // ReadVectors reads a vector file: one vector per line as
 // "name kind hex…", with # comments and blank lines ignored.
 func ReadVectors(t testing.TB, path string) []Vector {

@@ -11,11 +11,7 @@ import (
 )
 
 func vectors(t testing.TB) map[string]testutil.Vector {
-	m := make(map[string]testutil.Vector)
-	for _, v := range testutil.ReadVectors(t, "testdata/vectors.txt") {
-		m[v.Name] = v
-	}
-	return m
+	return testutil.VectorsByName(t, "testdata/vectors.txt")
 }
 
 func TestAppendRequest(t *testing.T) {
