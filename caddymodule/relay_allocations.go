@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/relay"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -259,7 +260,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		return err
 	}
 	addr := repl.ReplaceKnown(h.PublicAddress, "")
-	host, port, err := splitRelayPublicAddress(addr)
+	host, port, err := netaddr.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("relay_allocations: public_address: %q: %w", addr, err)
 	}
@@ -267,7 +268,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	for i, r := range h.Regions {
 		regions[i] = relay.APIRegion{ID: r.ID, Description: r.Description}
 	}
-	h.limitID = net.JoinHostPort(host, strconv.Itoa(port))
+	h.limitID = net.JoinHostPort(host, strconv.Itoa(int(port)))
 	val, _, err := relayAPILimiters.LoadOrNew(h.limitID, func() (caddy.Destructor, error) {
 		return pooledLimiter{relay.NewAllocationLimiter()}, nil
 	})
@@ -280,7 +281,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		Tokens:                  tokens,
 		Regions:                 regions,
 		PublicHost:              host,
-		PublicPort:              port,
+		PublicPort:              int(port),
 		MaxConnections:          h.MaxConnections,
 		AllocationTTL:           time.Duration(h.AllocationTTL),
 		JoinCodeTTL:             time.Duration(h.JoinCodeTTL),
@@ -323,22 +324,6 @@ func relayAPIReplaceEach(repl *caddy.Replacer, field string, values []string) ([
 		out = append(out, []byte(r))
 	}
 	return out, nil
-}
-
-// splitRelayPublicAddress splits host:port, with a port in [1, 65535].
-func splitRelayPublicAddress(addr string) (string, int, error) {
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, errors.New("want host:port")
-	}
-	if host == "" {
-		return "", 0, errors.New("the host is missing")
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 1 || port > 65535 {
-		return "", 0, fmt.Errorf("port %q is not in [1, 65535]", portStr)
-	}
-	return host, port, nil
 }
 
 // Validate checks the configuration.
@@ -387,7 +372,7 @@ func (h *RelayAllocations) Validate() error {
 		return fmt.Errorf("relay_allocations: max_clients must be in [16, %d], not %d", relayAPIMaxMaxClients, h.MaxClients)
 	}
 	if !strings.Contains(h.PublicAddress, "{") {
-		if _, _, err := splitRelayPublicAddress(h.PublicAddress); err != nil {
+		if _, _, err := netaddr.SplitHostPort(h.PublicAddress); err != nil {
 			return fmt.Errorf("relay_allocations: public_address: %q: %w", h.PublicAddress, err)
 		}
 	}
@@ -475,7 +460,7 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			if !strings.Contains(h.PublicAddress, "{") {
-				if _, _, perr := splitRelayPublicAddress(h.PublicAddress); perr != nil {
+				if _, _, perr := netaddr.SplitHostPort(h.PublicAddress); perr != nil {
 					return d.Errf("relay_allocations: option 'public_address': '%s': %v", h.PublicAddress, perr)
 				}
 			}

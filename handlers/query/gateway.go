@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -215,7 +216,7 @@ func (g *Gateway) request(ctx context.Context, client netip.Addr, name, command 
 	}
 	if adHoc {
 		// Bounded per client and in all, before any name lookup or socket.
-		if ok, wait := g.clients.allow(clientKey(client)); !ok {
+		if ok, wait := g.clients.allow(netaddr.ClientKey(client)); !ok {
 			return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, RetryAfter: wait,
 				Message: "too many ad-hoc queries from this client; try again shortly"}
 		}
@@ -246,16 +247,6 @@ func (g *Gateway) request(ctx context.Context, client netip.Addr, name, command 
 	return a, res, nil
 }
 
-// clientKey is the unit of the per-client limits: an IPv4 address or an
-// IPv6 /64.
-func clientKey(a netip.Addr) string {
-	if a.Is6() && !a.Is4In6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.Unmap().String()
-}
-
 func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 	if s, ok := g.cfg.Servers[name]; ok {
 		cmds := s.Commands
@@ -264,27 +255,27 @@ func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 		}
 		return &target{key: "name/" + name, name: name, address: s.Address, protocol: s.Protocol, named: true, commands: cmds}, nil
 	}
-	host, port, err := net.SplitHostPort(name)
-	if err != nil {
+	host, port, err := netaddr.SplitHostPort(name)
+	if errors.Is(err, netaddr.ErrNotHostPort) {
 		return nil, Errorf(http.StatusNotFound, "no game server is named %q", name)
 	}
 	if g.cfg.AdHoc == nil {
 		return nil, Errorf(http.StatusForbidden, "only named game servers may be queried here, and none is named %q", name)
 	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return nil, Errorf(http.StatusBadRequest, "bad port in %q", name)
+	if err != nil {
+		return nil, Errorf(http.StatusBadRequest, "bad address %q: %v", name, err)
 	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(addrs) == 0 {
+	addrs, err := netaddr.LookupHost(ctx, host)
+	if err != nil {
 		return nil, Errorf(http.StatusBadGateway, "cannot resolve %q", host)
 	}
 	for _, a := range addrs {
-		if !g.allowed(a.Unmap()) {
-			return nil, Errorf(http.StatusForbidden, "%s is outside the networks this gateway may query", a.Unmap())
+		if !g.allowed(a) {
+			return nil, Errorf(http.StatusForbidden, "%s is outside the networks this gateway may query", a)
 		}
 	}
 	// Query the address that was checked, not the name again.
-	addr := net.JoinHostPort(addrs[0].Unmap().String(), port)
+	addr := netip.AddrPortFrom(addrs[0], port).String()
 	return &target{key: g.cfg.AdHoc.Name() + "/" + addr, name: name, address: addr, protocol: g.cfg.AdHoc,
 		commands: ReadOnlyCommands(g.cfg.AdHoc)}, nil
 }

@@ -11,25 +11,19 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/httpauth"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 // ClientKey is the key under which a client's requests are limited and its
-// allocations counted: its IPv4 address, or the /64 of its IPv6 address
-// (one subscriber's share under the usual allocation plans, where the
-// host part is the client's to vary). A text that is not an IP address is
-// its own key.
+// allocations counted: netaddr.ClientKey of the address. A text that is
+// not an IP address is its own key.
 func ClientKey(ip string) string {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return ip
 	}
-	a = a.Unmap().WithZone("")
-	if a.Is4() {
-		return a.String()
-	}
-	p, _ := a.Prefix(64)
-	return p.String()
+	return netaddr.ClientKey(a)
 }
 
 // remoteIP is the host of r.RemoteAddr, the client address when no server
