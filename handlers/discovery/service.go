@@ -370,7 +370,7 @@ func (s *Service) healthRound() {
 			continue
 		}
 		for _, srv := range list {
-			targets = append(targets, qos.Target{Region: srv.RegionID, Addr: srv.Addr()})
+			targets = append(targets, srv.QoSTarget(false))
 		}
 	}
 	if len(targets) == 0 {
