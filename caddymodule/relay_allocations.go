@@ -235,21 +235,15 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	if err := h.Validate(); err != nil {
 		return err
 	}
-	repl := caddy.NewReplacer()
-	secrets, err := relayAPIReplaceEach(repl, "secrets", h.Secrets)
+	secrets, err := replacedEach("relay_allocations", "secrets", h.Secrets)
 	if err != nil {
 		return err
-	}
-	for i, s := range secrets {
-		if len(s) < 16 {
-			return fmt.Errorf("relay_allocations: secrets: secret %d is %d bytes, want at least 16", i+1, len(s))
-		}
 	}
 	sealer, err := relay.NewSealer(secrets...)
 	if err != nil {
 		return fmt.Errorf("relay_allocations: secrets: %w", err)
 	}
-	tokens, err := relayAPIReplaceEach(repl, "tokens", h.Tokens)
+	tokens, err := replacedEach("relay_allocations", "tokens", h.Tokens)
 	if err != nil {
 		return err
 	}
@@ -259,7 +253,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	if err := refuseWeakSecrets(ctx, "relay_allocations", "tokens", h.Tokens, tokens, 0); err != nil {
 		return err
 	}
-	addr := repl.ReplaceKnown(h.PublicAddress, "")
+	addr := caddy.NewReplacer().ReplaceKnown(h.PublicAddress, "")
 	host, port, err := netaddr.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("relay_allocations: public_address: %q: %w", addr, err)
@@ -309,21 +303,6 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	}
 	h.api.Start()
 	return registerCollectors(ctx.GetMetricsRegistry(), relayAPIMetrics.collectors()...)
-}
-
-// relayAPIReplaceEach replaces the placeholders of each value, which must
-// not come out empty (an unset environment variable must not turn into an
-// empty token or secret).
-func relayAPIReplaceEach(repl *caddy.Replacer, field string, values []string) ([][]byte, error) {
-	out := make([][]byte, 0, len(values))
-	for _, v := range values {
-		r := repl.ReplaceKnown(v, "")
-		if r == "" {
-			return nil, fmt.Errorf("relay_allocations: %s: %q is empty after replacing placeholders", field, v)
-		}
-		out = append(out, []byte(r))
-	}
-	return out, nil
 }
 
 // Validate checks the configuration.
