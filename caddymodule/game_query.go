@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -85,11 +84,14 @@ type GameQuery struct {
 	// Default: 32.
 	MaxAdHoc int `json:"max_ad_hoc,omitempty"`
 	// Most ad-hoc requests per second per client (Caddy's client IP,
-	// honouring trusted_proxies; IPv6 clients by /64); past it they
-	// answer 429 with Retry-After. Default: 2.
+	// honouring trusted_proxies; IPv6 clients by client_ipv6_prefix);
+	// past it they answer 429 with Retry-After. Default: 2.
 	AdHocRate float64 `json:"ad_hoc_rate,omitempty"`
 	// Ad-hoc requests per client allowed at once. Default: 10.
 	AdHocBurst int `json:"ad_hoc_burst,omitempty"`
+	// The prefix length, in bits, that makes one IPv6 client for the
+	// per-client limits, in [32, 128]. Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
 	// Time allowed for one upstream query, retries included. Default: 3s.
 	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
 	// Most results cached, in each of two caches: named servers' status
@@ -205,6 +207,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		MaxAdHoc:             h.MaxAdHoc,
 		AdHocRate:            h.AdHocRate,
 		AdHocBurst:           h.AdHocBurst,
+		ClientIPv6Prefix:     h.ClientIPv6Prefix,
 		OnUpstream:           func(string) { gameQueryMetrics.upstream.Inc() },
 		ClientIP: func(r *http.Request) netip.Addr {
 			a, _ := netip.ParseAddr(clientIP(r))
@@ -306,6 +309,7 @@ func (h *GameQuery) Validate() error {
 	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
 	c.optIn("batch_concurrency", int64(h.BatchConcurrency), gameQueryBatchConcurrencyRange)
 	c.optIn("max_body", h.MaxBody, gameQueryMaxBodyRange)
+	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
 	return c.err
 }
 
@@ -317,21 +321,25 @@ var (
 	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
 )
 
-// protocolsWithSRV are the query protocols that take a bare host name as a
-// server's address and find its port in DNS (Minecraft's _minecraft._tcp
-// SRV record).
-var protocolsWithSRV = map[string]bool{"minecraft": true}
+// protocolsTakingBareHost are the query protocols that take a server's
+// address without a port: Minecraft finds the port in DNS (its
+// _minecraft._tcp SRV record), Bedrock uses its default port, 19132.
+var protocolsTakingBareHost = map[string]bool{"minecraft": true, "bedrock": true}
 
-// takesBareHost reports whether addr is a host name without a port and
-// the server's protocol looks its port up.
+// takesBareHost reports whether addr is a host name without a port (for
+// Bedrock, an IP address too) and the server's protocol finds the port
+// itself.
 func takesBareHost(addr string, protocolRaw json.RawMessage) bool {
 	var p struct {
 		Protocol string `json:"protocol"`
 	}
-	if protocolRaw == nil || json.Unmarshal(protocolRaw, &p) != nil || !protocolsWithSRV[p.Protocol] {
+	if protocolRaw == nil || json.Unmarshal(protocolRaw, &p) != nil || !protocolsTakingBareHost[p.Protocol] {
 		return false
 	}
-	if addr == "" || len(addr) > 253 || net.ParseIP(addr) != nil {
+	if _, err := netip.ParseAddr(addr); err == nil {
+		return p.Protocol == "bedrock" // Minecraft looks up names only
+	}
+	if addr == "" || len(addr) > 253 {
 		return false
 	}
 	for _, label := range strings.Split(strings.TrimSuffix(addr, "."), ".") {
@@ -389,6 +397,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 //		max_ad_hoc             <count>
 //		ad_hoc_rate            <requests_per_second>
 //		ad_hoc_burst           <requests>
+//		client_ipv6_prefix     <bits>
 //		query_timeout          <duration>
 //		max_entries            <count>
 //		max_batch              <count>
@@ -489,6 +498,8 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AdHocRate, err = parsePositiveFloat(d)
 		case "ad_hoc_burst":
 			h.AdHocBurst, err = parseIntRange(d, 1, 1<<20)
+		case "client_ipv6_prefix":
+			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "query_timeout":
 			h.QueryTimeout, err = parseDuration(d)
 		case "max_entries":

@@ -32,7 +32,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gamegate/gamegate/internal/netaddr"
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -371,7 +371,7 @@ func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) 
 		return
 	}
 	now := s.cfg.Now()
-	key := netaddr.ClientPrefix(src.Addr()) // failures count per client, whatever the port
+	key := clientaddr.Key(src.Addr(), clientaddr.DefaultIPv6Prefix)
 	s.mu.Lock()
 	s.pruneEvery(now)
 	f, known := s.failed[key]

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gamegate/gamegate/internal/netaddr"
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/periodic"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
@@ -42,7 +42,7 @@ func SourceOfAddrPort(ap netip.AddrPort, byPort bool) Source {
 	if byPort {
 		return Source(netip.AddrPortFrom(ip, ap.Port()))
 	}
-	return Source(netip.AddrPortFrom(netaddr.ClientPrefix(ip).Addr(), 0))
+	return Source(netip.AddrPortFrom(clientaddr.Key(ip, clientaddr.DefaultIPv6Prefix).Addr(), 0))
 }
 
 func (s Source) String() string {

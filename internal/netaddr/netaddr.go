@@ -1,7 +1,6 @@
-// Package netaddr holds the address handling that every gamegate component
-// shares: strict host:port parsing, resolving a host:port to one address,
-// and the client key under which per-client limits, quotas and lockouts are
-// kept.
+// Package netaddr holds the host:port handling that every gamegate
+// component shares: strict parsing, and resolving to addresses. Which
+// client an address belongs to is package clientaddr's business.
 package netaddr
 
 import (
@@ -65,28 +64,4 @@ func Resolve(ctx context.Context, hostport string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("resolving %s: %w", host, err)
 	}
 	return netip.AddrPortFrom(addrs[0], port), nil
-}
-
-// ClientPrefix is the unit in which gamegate counts a client: an IPv4
-// address (a /32), or the /64 of an IPv6 address, the block one subscriber
-// holds under the usual allocation plans, whose host part is the client's
-// to vary. IPv4-mapped IPv6 addresses count as IPv4; zones are dropped.
-func ClientPrefix(a netip.Addr) netip.Prefix {
-	a = a.Unmap().WithZone("")
-	bits := 32
-	if a.Is6() {
-		bits = 64
-	}
-	p, _ := a.Prefix(bits)
-	return p
-}
-
-// ClientKey is ClientPrefix as text: the IPv4 address alone ("192.0.2.1"),
-// or the IPv6 prefix ("2001:db8::/64").
-func ClientKey(a netip.Addr) string {
-	p := ClientPrefix(a)
-	if p.Addr().Is4() {
-		return p.Addr().String()
-	}
-	return p.String()
 }

@@ -54,22 +54,3 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
-
-func TestClientKey(t *testing.T) {
-	for _, tc := range []struct{ in, key, prefix string }{
-		{"192.0.2.1", "192.0.2.1", "192.0.2.1/32"},
-		{"::ffff:192.0.2.1", "192.0.2.1", "192.0.2.1/32"},
-		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64", "2001:db8:1:2::/64"},
-		{"2001:db8:1:2::9%eth0", "2001:db8:1:2::/64", "2001:db8:1:2::/64"},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			a := netip.MustParseAddr(tc.in)
-			if got := ClientKey(a); got != tc.key {
-				t.Fatalf("ClientKey: got %q, want %q", got, tc.key)
-			}
-			if got := ClientPrefix(a).String(); got != tc.prefix {
-				t.Fatalf("ClientPrefix: got %q, want %q", got, tc.prefix)
-			}
-		})
-	}
-}
