@@ -84,11 +84,14 @@ type GameQuery struct {
 	// Default: 32.
 	MaxAdHoc int `json:"max_ad_hoc,omitempty"`
 	// Most ad-hoc requests per second per client (Caddy's client IP,
-	// honouring trusted_proxies; IPv6 clients by /64); past it they
-	// answer 429 with Retry-After. Default: 2.
+	// honouring trusted_proxies; IPv6 clients by client_ipv6_prefix);
+	// past it they answer 429 with Retry-After. Default: 2.
 	AdHocRate float64 `json:"ad_hoc_rate,omitempty"`
 	// Ad-hoc requests per client allowed at once. Default: 10.
 	AdHocBurst int `json:"ad_hoc_burst,omitempty"`
+	// The prefix length, in bits, that makes one IPv6 client for the
+	// per-client limits, in [32, 128]. Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
 	// Time allowed for one upstream query, retries included. Default: 3s.
 	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
 	// Most results cached, in each of two caches: named servers' status
@@ -204,6 +207,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		MaxAdHoc:             h.MaxAdHoc,
 		AdHocRate:            h.AdHocRate,
 		AdHocBurst:           h.AdHocBurst,
+		ClientIPv6Prefix:     h.ClientIPv6Prefix,
 		OnUpstream:           func(string) { gameQueryMetrics.upstream.Inc() },
 		ClientIP: func(r *http.Request) netip.Addr {
 			a, _ := netip.ParseAddr(clientIP(r))
@@ -305,6 +309,7 @@ func (h *GameQuery) Validate() error {
 	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
 	c.optIn("batch_concurrency", int64(h.BatchConcurrency), gameQueryBatchConcurrencyRange)
 	c.optIn("max_body", h.MaxBody, gameQueryMaxBodyRange)
+	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
 	return c.err
 }
 
@@ -400,6 +405,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 //		max_ad_hoc             <count>
 //		ad_hoc_rate            <requests_per_second>
 //		ad_hoc_burst           <requests>
+//		client_ipv6_prefix     <bits>
 //		query_timeout          <duration>
 //		max_entries            <count>
 //		max_batch              <count>
@@ -500,6 +506,8 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AdHocRate, err = parsePositiveFloat(d)
 		case "ad_hoc_burst":
 			h.AdHocBurst, err = parseIntRange(d, 1, 1<<20)
+		case "client_ipv6_prefix":
+			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "query_timeout":
 			h.QueryTimeout, err = parseDuration(d)
 		case "max_entries":

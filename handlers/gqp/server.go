@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -363,18 +364,6 @@ func (s *Server) run(ctx context.Context, src netip.AddrPort, c wiregqp.Command,
 	}
 }
 
-// sourceKey is the unit of the challenge failure count: an IPv4 address
-// or an IPv6 /64, whatever the port.
-func sourceKey(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
-	bits := 32
-	if a.Is6() {
-		bits = 64
-	}
-	p, _ := a.Prefix(bits)
-	return p
-}
-
 func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) {
 	if len(args) < 2 {
 		r.Status = wiregqp.StatusWrongArgCount
@@ -382,7 +371,7 @@ func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) 
 		return
 	}
 	now := s.cfg.Now()
-	key := sourceKey(src.Addr())
+	key := clientaddr.Key(src.Addr(), clientaddr.DefaultIPv6Prefix)
 	s.mu.Lock()
 	s.pruneEvery(now)
 	f, known := s.failed[key]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -61,9 +63,13 @@ type Config struct {
 	MaxAdHoc int
 	// AdHocRate is the most ad-hoc requests per second per client, with
 	// AdHocBurst at once; past it they answer 429. A client is an IPv4
-	// address or an IPv6 /64. Default: 2 per second, burst 10.
+	// address or an IPv6 prefix of ClientIPv6Prefix bits. Default: 2 per
+	// second, burst 10.
 	AdHocRate  float64
 	AdHocBurst int
+	// ClientIPv6Prefix is the prefix length, in bits, that makes one IPv6
+	// client (see package clientaddr). Default: 64.
+	ClientIPv6Prefix int
 	// ClientIP gives a request's client address. Default: the address of
 	// the request's RemoteAddr.
 	ClientIP func(*http.Request) netip.Addr
@@ -96,9 +102,32 @@ type Gateway struct {
 	// keys the configuration bounds; other holds what clients can vary.
 	plain, other *cache.Results[resultKey, *answer]
 
-	upstream *limiterTable // per target and budget
-	clients  *limiterTable // ad-hoc requests per client
-	adHoc    chan struct{} // ad-hoc requests being answered
+	// Upstream budgets: named servers' are fixed by the configuration;
+	// ad-hoc targets', which clients choose, live in a bounded table of
+	// their own, so filling it cannot touch the named servers' budgets.
+	upstreamLimit ratelimit.Limit
+	upstreamClock ratelimit.Clock
+	named         map[string]*budgets
+	adHocBudgets  *ratelimit.Table[adHocBudget]
+
+	clientLimit ratelimit.Limit
+	clients     *ratelimit.Table[netip.Prefix] // ad-hoc requests per client
+	adHoc       chan struct{}                  // ad-hoc requests being answered
+}
+
+// budgets are a target's two upstream budgets: one for the status and
+// argument-free commands, one for commands with arguments.
+type budgets [2]ratelimit.AtomicState
+
+const (
+	plainBudget = 0
+	argsBudget  = 1
+)
+
+// adHocBudget keys one budget of one ad-hoc target.
+type adHocBudget struct {
+	target string
+	which  int
 }
 
 type resultKey struct {
@@ -163,13 +192,33 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := clientaddr.ValidateIPv6Prefix("client IPv6 prefix", cfg.ClientIPv6Prefix); err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	upstreamLimit, err := ratelimit.NewLimit(cfg.RateLimit, cfg.RateBurst)
+	if err != nil {
+		return nil, fmt.Errorf("query: rate limit: %w", err)
+	}
+	clientLimit, err := ratelimit.NewLimit(cfg.AdHocRate, cfg.AdHocBurst)
+	if err != nil {
+		return nil, fmt.Errorf("query: ad-hoc rate: %w", err)
+	}
+	clock := ratelimit.NewClock(cfg.Now)
+	named := make(map[string]*budgets, len(cfg.Servers))
+	for name := range cfg.Servers {
+		named[name] = new(budgets)
+	}
 	return &Gateway{
-		cfg:      cfg,
-		plain:    plain,
-		other:    other,
-		upstream: newLimiterTable(cfg.RateLimit, cfg.RateBurst, cfg.MaxEntries, cfg.Now),
-		clients:  newLimiterTable(cfg.AdHocRate, cfg.AdHocBurst, cfg.MaxEntries, cfg.Now),
-		adHoc:    make(chan struct{}, cfg.MaxAdHoc),
+		cfg:           cfg,
+		plain:         plain,
+		other:         other,
+		upstreamLimit: upstreamLimit,
+		upstreamClock: clock,
+		named:         named,
+		adHocBudgets:  ratelimit.NewTable[adHocBudget](cfg.MaxEntries, clock),
+		clientLimit:   clientLimit,
+		clients:       ratelimit.NewTable[netip.Prefix](cfg.MaxEntries, clock),
+		adHoc:         make(chan struct{}, cfg.MaxAdHoc),
 	}, nil
 }
 
@@ -215,7 +264,7 @@ func (g *Gateway) request(ctx context.Context, client netip.Addr, name, command 
 	}
 	if adHoc {
 		// Bounded per client and in all, before any name lookup or socket.
-		if ok, wait := g.clients.allow(clientKey(client)); !ok {
+		if ok, wait := g.clients.Allow(g.clientLimit, clientaddr.Key(client, g.cfg.ClientIPv6Prefix)); !ok {
 			return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, RetryAfter: wait,
 				Message: "too many ad-hoc queries from this client; try again shortly"}
 		}
@@ -244,16 +293,6 @@ func (g *Gateway) request(ctx context.Context, client netip.Addr, name, command 
 		return nil, res, qe
 	}
 	return a, res, nil
-}
-
-// clientKey is the unit of the per-client limits: an IPv4 address or an
-// IPv6 /64.
-func clientKey(a netip.Addr) string {
-	if a.Is6() && !a.Is4In6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.Unmap().String()
 }
 
 func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
@@ -307,59 +346,36 @@ func (g *Gateway) policy(command string) cache.Policy {
 		StaleIfError: g.cfg.StaleIfError, NegativeTTL: g.cfg.NegativeTTL, LoadTimeout: g.cfg.QueryTimeout}
 }
 
-// limiterTable holds a bounded number of rate-limit states of one limit.
-type limiterTable struct {
-	limit ratelimit.Limit
-	clock ratelimit.Clock
-	max   int
-
-	mu sync.Mutex
-	m  map[string]*ratelimit.AtomicState
-}
-
-// newLimiterTable returns a table for rate per second, burst at once; an
-// invalid pair (refused by the module's Validate) admits everything.
-func newLimiterTable(rate float64, burst, maxKeys int, now func() time.Time) *limiterTable {
-	l, _ := ratelimit.NewLimit(rate, max(burst, 1))
-	return &limiterTable{limit: l, clock: ratelimit.NewClock(now), max: maxKeys, m: make(map[string]*ratelimit.AtomicState)}
-}
-
-// allow takes one event for key; when refused it says how long until one
-// would be allowed.
-func (t *limiterTable) allow(key string) (bool, time.Duration) {
-	if t.limit.Unlimited() {
+// allowUpstream takes one upstream query from t's budget (argsBudget or
+// plainBudget); when refused it says how long until one would be allowed.
+func (g *Gateway) allowUpstream(t *target, which int) (bool, time.Duration) {
+	if g.upstreamLimit.Unlimited() {
 		return true, 0
 	}
-	t.mu.Lock()
-	st := t.m[key]
-	if st == nil {
-		if len(t.m) >= t.max {
-			clear(t.m) // bounded: forgetting limits only loosens them briefly
-		}
-		st = new(ratelimit.AtomicState)
-		t.m[key] = st
+	if !t.named {
+		return g.adHocBudgets.Allow(g.upstreamLimit, adHocBudget{t.key, which})
 	}
-	t.mu.Unlock()
-	now := t.clock.Now()
-	if t.limit.AllowAtomic(st, now) {
+	st := &g.named[t.name][which]
+	now := g.upstreamClock.Now()
+	if g.upstreamLimit.AllowAtomic(st, now) {
 		return true, 0
 	}
-	return false, t.limit.Wait(st.Load(), now)
+	return false, g.upstreamLimit.Wait(st.Load(), now)
 }
 
 // result runs (or reuses) one query and returns its pre-serialised answer
 // and how the cache served it.
 func (g *Gateway) result(ctx context.Context, t *target, command string, args []string) (*answer, cache.Result[*answer], error) {
 	key := resultKey{target: t.key, command: command, args: strings.Join(args, "\x00")}
-	results, budget := g.other, t.key+"/args"
+	results, budget := g.other, argsBudget
 	if len(args) == 0 {
-		budget = t.key + "/plain"
+		budget = plainBudget
 		if t.named {
 			results = g.plain
 		}
 	}
 	res, err := results.Get(ctx, key, g.policy(command), func(ctx context.Context) (*answer, error) {
-		if ok, wait := g.upstream.allow(budget); !ok {
+		if ok, wait := g.allowUpstream(t, budget); !ok {
 			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: wait,
 				Message: "the query rate limit for " + t.name + " is reached; try again shortly"}
 		}
