@@ -321,21 +321,25 @@ var (
 	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
 )
 
-// protocolsWithSRV are the query protocols that take a bare host name as a
-// server's address and find its port in DNS (Minecraft's _minecraft._tcp
-// SRV record).
-var protocolsWithSRV = map[string]bool{"minecraft": true}
+// protocolsTakingBareHost are the query protocols that take a server's
+// address without a port: Minecraft finds the port in DNS (its
+// _minecraft._tcp SRV record), Bedrock uses its default port, 19132.
+var protocolsTakingBareHost = map[string]bool{"minecraft": true, "bedrock": true}
 
-// takesBareHost reports whether addr is a host name without a port and
-// the server's protocol looks its port up.
+// takesBareHost reports whether addr is a host name without a port (for
+// Bedrock, an IP address too) and the server's protocol finds the port
+// itself.
 func takesBareHost(addr string, protocolRaw json.RawMessage) bool {
 	var p struct {
 		Protocol string `json:"protocol"`
 	}
-	if protocolRaw == nil || json.Unmarshal(protocolRaw, &p) != nil || !protocolsWithSRV[p.Protocol] {
+	if protocolRaw == nil || json.Unmarshal(protocolRaw, &p) != nil || !protocolsTakingBareHost[p.Protocol] {
 		return false
 	}
-	if addr == "" || len(addr) > 253 || net.ParseIP(addr) != nil {
+	if _, err := netip.ParseAddr(addr); err == nil {
+		return p.Protocol == "bedrock" // Minecraft looks up names only
+	}
+	if addr == "" || len(addr) > 253 {
 		return false
 	}
 	for _, label := range strings.Split(strings.TrimSuffix(addr, "."), ".") {
