@@ -369,23 +369,8 @@ func splitHostPortStrict(s string) (string, int, error) {
 
 // ServeHTTP answers game queries.
 func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	rec := &statusRecorder{ResponseWriter: w}
-	h.gateway.ServeHTTP(rec, r, r.URL.Path)
-	gameQueryMetrics.count(rec.status)
+	gameQueryMetrics.requests.count(h.gateway.ServeHTTP(w, r, r.URL.Path))
 	return nil
-}
-
-// statusRecorder notes the status written, for metrics.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -585,17 +570,17 @@ func parseGameQueryDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 var gameQueryMetrics = newGameQueryMetrics()
 
 type gameQueryMetricSet struct {
-	requests *prometheus.CounterVec
+	requests codeCounters
 	upstream prometheus.Counter
 }
 
 func newGameQueryMetrics() *gameQueryMetricSet {
 	const ns, sub = "gamegate", "game_query"
 	return &gameQueryMetricSet{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: newCodeCounters(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_total",
 			Help: "Game query HTTP requests answered, by status code.",
-		}, []string{"code"}),
+		}, []string{"code"}), 200, 304, 400, 403, 404, 429, 502, 503, 504),
 		upstream: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "upstream_queries_total",
 			Help: "Queries sent to game servers (after caching and coalescing).",
@@ -603,15 +588,8 @@ func newGameQueryMetrics() *gameQueryMetricSet {
 	}
 }
 
-func (m *gameQueryMetricSet) count(code int) {
-	if code == 0 {
-		code = http.StatusOK
-	}
-	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
-}
-
 func (m *gameQueryMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.upstream}
+	return []prometheus.Collector{m.requests.vec, m.upstream}
 }
 
 // Interface guards

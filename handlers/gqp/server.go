@@ -19,13 +19,26 @@
 // whose challenges fail MaxChallengeFailures times is refused challenges for
 // ChallengeLockout. Every table (challenges, authorisations, failures) is
 // bounded by MaxAuthorized.
+//
+// Cookies: a failure counts against a source only once the source has shown
+// that it receives what is sent to its address and port, or a spoofer could
+// lock anyone out by failing in their name. So a challenge from outside the
+// trusted networks must carry, as its third argument, the cookie the server
+// gives that address and port: a challenge without a valid one checks
+// nothing, counts nothing and is answered 32 with the record pair
+// "cookie" US <cookie>. The cookie is an HMAC of the address and port under
+// a key drawn when the server starts, in a one-minute epoch; it is accepted
+// in its epoch and the next (one to two minutes), and the server keeps no
+// state for it. Trusted sources may leave it out.
 package gqp
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"net/netip"
@@ -133,11 +146,18 @@ type failures struct {
 	expires time.Time // when the count is forgotten
 }
 
+// Cookie parameters: see the package doc.
+const (
+	cookieEpoch = time.Minute
+	cookieBytes = 12 // of HMAC-SHA256, sent in hex: 96 bits
+)
+
 // Server answers GQP queries. It is safe for concurrent use.
 type Server struct {
-	cfg      ServerConfig
-	commands map[string]*Command
-	exts     [][]byte
+	cfg       ServerConfig
+	commands  map[string]*Command
+	exts      [][]byte
+	cookieKey [32]byte
 
 	mu         sync.Mutex
 	authorized map[netip.AddrPort]time.Time
@@ -199,6 +219,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		challenges: make(map[string]challenge),
 		failed:     make(map[netip.Prefix]failures),
 	}
+	_, _ = rand.Read(s.cookieKey[:])
 	for i := range cfg.Commands {
 		c := &cfg.Commands[i]
 		switch c.Name {
@@ -364,6 +385,28 @@ func (s *Server) run(ctx context.Context, src netip.AddrPort, c wiregqp.Command,
 	}
 }
 
+// cookie is the cookie of src in epoch (see the package doc), in hex.
+func (s *Server) cookie(src netip.AddrPort, epoch int64) []byte {
+	var msg [8 + 16 + 2]byte
+	binary.BigEndian.PutUint64(msg[:8], uint64(epoch))
+	a := src.Addr().Unmap().As16()
+	copy(msg[8:24], a[:])
+	binary.BigEndian.PutUint16(msg[24:], src.Port())
+	mac := hmac.New(sha256.New, s.cookieKey[:])
+	mac.Write(msg[:])
+	return hex.AppendEncode(nil, mac.Sum(nil)[:cookieBytes])
+}
+
+// cookieValid reports whether c is src's cookie of this epoch or the
+// previous one.
+func (s *Server) cookieValid(src netip.AddrPort, c []byte, now time.Time) bool {
+	if len(c) != 2*cookieBytes {
+		return false
+	}
+	epoch := now.UnixNano() / int64(cookieEpoch)
+	return hmac.Equal(c, s.cookie(src, epoch)) || hmac.Equal(c, s.cookie(src, epoch-1))
+}
+
 func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) {
 	if len(args) < 2 {
 		r.Status = wiregqp.StatusWrongArgCount
@@ -371,6 +414,13 @@ func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) 
 		return
 	}
 	now := s.cfg.Now()
+	// Until the source proves it receives at its address and port, nothing
+	// is checked or counted: it gets its cookie.
+	if !s.Trusted(src.Addr()) && (len(args) < 3 || !s.cookieValid(src, args[2], now)) {
+		r.Status = wiregqp.StatusUnauthorised
+		r.AddPair([]byte("cookie"), s.cookie(src, now.UnixNano()/int64(cookieEpoch)))
+		return
+	}
 	key := clientaddr.Key(src.Addr(), clientaddr.DefaultIPv6Prefix)
 	s.mu.Lock()
 	s.pruneEvery(now)

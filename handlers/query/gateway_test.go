@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -499,5 +500,60 @@ func TestAdHocIPv6ClientIsItsPrefix(t *testing.T) {
 				t.Errorf("another prefix: got %d, want 200", w.Code)
 			}
 		})
+	}
+}
+
+// headerWriter keeps the headers and status and drops the body, allocating
+// nothing itself.
+type headerWriter struct {
+	h      http.Header
+	status int
+}
+
+func (w *headerWriter) Header() http.Header         { return w.h }
+func (w *headerWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *headerWriter) WriteHeader(s int)           { w.status = s }
+
+// A cached answer (a named server's status or an argument-free command,
+// 200 or 304) is served from bytes and header values built when it was
+// loaded: nothing is allocated per request.
+func TestCachedHitAllocatesNothing(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.TTL = map[string]time.Duration{"status": time.Hour, "echo": time.Hour} })
+	for _, path := range []string{"/arena", "/arena/echo"} {
+		first := r.do("GET", path, "")
+		etag := first.Header().Get("ETag")
+		if first.Code != 200 || etag == "" {
+			t.Fatalf("%s: got %d ETag %q", path, first.Code, etag)
+		}
+		r.clock.Advance(3 * time.Second)
+		for _, c := range []struct {
+			inm  string
+			want int
+		}{{"", 200}, {etag, 304}} {
+			req := httptest.NewRequest("GET", path, nil)
+			if c.inm != "" {
+				req.Header.Set("If-None-Match", c.inm)
+			}
+			w := &headerWriter{h: make(http.Header)}
+			allocs := testing.AllocsPerRun(100, func() {
+				clear(w.h)
+				if got := r.gw.ServeHTTP(w, req, req.URL.Path); got != c.want || w.status != c.want {
+					t.Fatalf("%s: got %d (written %d), want %d", path, got, w.status, c.want)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%s If-None-Match %q: %.1f allocations per cached answer, want 0", path, c.inm, allocs)
+			}
+			want := http.Header{"Content-Type": {"application/json"}, "X-Gamegate-Cache": {"hit"}, "Age": {"3"}, "Etag": {etag}}
+			if c.want == 200 {
+				want["Content-Length"] = []string{first.Header().Get("Content-Length")}
+			}
+			if got := fmt.Sprint(w.h); got != fmt.Sprint(want) {
+				t.Errorf("%s: headers %s, want %s", path, got, want)
+			}
+		}
+	}
+	if r.proto.calls.Load() != 2 {
+		t.Fatalf("%d protocol calls, want 2", r.proto.calls.Load())
 	}
 }
