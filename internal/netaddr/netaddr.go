@@ -29,8 +29,8 @@ func SplitHostPort(s string) (host string, port uint16, err error) {
 	if host == "" {
 		return "", 0, ErrNoHost
 	}
-	n, err := strconv.Atoi(p)
-	if err != nil || n < 1 || n > 65535 {
+	n, err := strconv.ParseUint(p, 10, 16) // digits only: no sign
+	if err != nil || n < 1 {
 		return "", 0, fmt.Errorf("port %q is not in [1, 65535]", p)
 	}
 	return host, uint16(n), nil

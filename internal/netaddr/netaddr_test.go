@@ -24,6 +24,7 @@ func TestSplitHostPort(t *testing.T) {
 		{in: "203.0.113.7:65536", anyError: true},
 		{in: "203.0.113.7:x", anyError: true},
 		{in: "203.0.113.7:-1", anyError: true},
+		{in: "203.0.113.7:+7777", anyError: true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			host, port, err := SplitHostPort(tc.in)
