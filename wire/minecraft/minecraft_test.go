@@ -236,30 +236,3 @@ func FuzzLegacy(f *testing.F) {
 		}
 	})
 }
-
-func BenchmarkSplitStatus(b *testing.B) {
-	v := vectors(b)["status-component"].Bytes
-	b.ReportAllocs()
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		f, _, err := SplitFrame(v, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := DecodeStatusResponse(f.Data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkLegacyDecode(b *testing.B) {
-	v := vectors(b)["legacy-answer"].Bytes
-	var s LegacyStatus
-	b.ReportAllocs()
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		if err := s.Decode(v); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

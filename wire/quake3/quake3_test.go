@@ -244,27 +244,3 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
-
-func BenchmarkDecodeStatus(b *testing.B) {
-	v := vectors(b)["status-openarena"].Bytes
-	var r Response
-	b.ReportAllocs()
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		if err := r.Decode(v); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkDecodeStatusDarkPlaces(b *testing.B) {
-	v := vectors(b)["status-darkplaces"].Bytes
-	var r Response
-	b.ReportAllocs()
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		if err := r.Decode(v); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
