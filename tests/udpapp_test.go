@@ -146,19 +146,9 @@ func TestUDPAppServesQoSRelayGQPOnOnePort(t *testing.T) {
 	before := env.caddy.MustMetric(t, `gamegate_udp_dropped_total{reason="no_protocol"}`)
 	junk := testutil.DialUDP(t, "127.0.0.1:0", env.addr)
 	junk.Send([]byte("no protocol starts like this"))
-	waitUntil(t, "the drop to be counted", func() bool {
+	testutil.WaitFor(t, "the drop to be counted", func() bool {
 		return env.caddy.MustMetric(t, `gamegate_udp_dropped_total{reason="no_protocol"}`) > before
 	})
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 // flood sends random and near-valid datagrams of 1-9000 bytes at addr from
@@ -343,10 +333,10 @@ func TestUDPAppScale(t *testing.T) {
 			}
 			c.Close()
 			if i%2000 == 1999 { // let the server keep up rather than lose datagrams to a full buffer
-				waitUntil(t, "the server to catch up", func() bool { return counted()-countBefore >= float64(i+1)*0.99 })
+				testutil.WaitFor(t, "the server to catch up", func() bool { return counted()-countBefore >= float64(i+1)*0.99 })
 			}
 		}
-		waitUntil(t, "every datagram to be handled", func() bool { return counted()-countBefore >= sources*0.99 })
+		testutil.WaitFor(t, "every datagram to be handled", func() bool { return counted()-countBefore >= sources*0.99 })
 		// A few goroutines come and go with the metrics scrapes' HTTP
 		// connections; one per source would be thousands.
 		if n := runtime.NumGoroutine(); n > goroutines+6 {
@@ -398,7 +388,7 @@ func TestUDPAppReloads(t *testing.T) {
 	for i := range 150 {
 		banned.Send(unityRequest(uint8(i), 7, uint64(i)))
 	}
-	waitUntil(t, "the ban", func() bool { return env.caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`) >= 1 })
+	testutil.WaitFor(t, "the ban", func() bool { return env.caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`) >= 1 })
 
 	cfgJSON, err := json.Marshal(testcaddy.AdaptCaddyfile(t, env.cfg))
 	if err != nil {
@@ -462,7 +452,7 @@ func TestUDPAppReloads(t *testing.T) {
 	}
 	droppedBefore := env.caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`)
 	banned.Send(unityRequest(1, 7, 1))
-	waitUntil(t, "the banned source's request to be dropped", func() bool {
+	testutil.WaitFor(t, "the banned source's request to be dropped", func() bool {
 		return env.caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`) > droppedBefore
 	})
 	if b, ok := banned.Recv(200 * time.Millisecond); ok {
