@@ -12,7 +12,7 @@ import (
 // The benchmarks run each decoder beside a baseline in the same run: the
 // decoder most Go code reaches for first (bytes.Buffer, binary.Read,
 // ReadString), decoding the same message into the same fields. Report the
-// ratio of the two ns/op.
+// ratio of the two ns/op (testutil.BenchDecodeBeside).
 
 // naiveInfo is the baseline A2S_INFO decoder.
 type naiveInfo struct {
@@ -111,83 +111,39 @@ func (m *naivePlayers) decode(b []byte) error {
 	return nil
 }
 
-func benchVector(b *testing.B, name string) []byte {
-	for _, v := range testutil.ReadVectors(b, "testdata/vectors.txt") {
-		if v.Name == name {
-			return v.Bytes
-		}
-	}
-	b.Fatalf("no vector %q", name)
-	return nil
-}
-
 func BenchmarkDecodeInfo(b *testing.B) {
-	msg := benchVector(b, "info-source-edf")
 	var m Info
 	var base naiveInfo
-	if err := base.decode(msg); err != nil || m.Decode(msg) != nil || base.Keywords != string(m.Keywords) || base.Port != m.Port {
-		b.Fatalf("the baseline does not decode what the decoder does: %+v (%v)", base, err)
+	testutil.BenchDecodeBeside(b, testutil.Vectors(b)["info-source-edf"].Bytes, m.Decode, base.decode)
+	if base.Keywords != string(m.Keywords) || base.Port != m.Port || base.Name != string(m.Name) {
+		b.Fatalf("the baseline read %+v", base)
 	}
-	benchPair(b, msg, func() error { return m.Decode(msg) }, func() error { return base.decode(msg) })
 }
 
 func BenchmarkDecodePlayers(b *testing.B) {
-	msg := benchVector(b, "players")
 	var m Players
 	var base naivePlayers
-	if err := base.decode(msg); err != nil || m.Decode(msg) != nil || len(base.Players) != len(m.Players) {
-		b.Fatalf("the baseline does not decode what the decoder does: %+v (%v)", base, err)
-	}
-	benchPair(b, msg, func() error { return m.Decode(msg) }, func() error { return base.decode(msg) })
-}
-
-// benchPair runs decode as "wire" and the baseline as "baseline".
-func benchPair(b *testing.B, msg []byte, decode, baseline func() error) {
-	for _, c := range []struct {
-		name string
-		run  func() error
-	}{{"wire", decode}, {"baseline", baseline}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(msg)))
-			for b.Loop() {
-				if err := c.run(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+	testutil.BenchDecodeBeside(b, testutil.Vectors(b)["players"].Bytes, m.Decode, base.decode)
+	if len(base.Players) != len(m.Players) || base.Players[0].Name != string(m.Players[0].Name) {
+		b.Fatalf("the baseline read %+v", base)
 	}
 }
 
 func BenchmarkDecodeRules(b *testing.B) {
-	msg := benchVector(b, "rules-big")
 	var m Rules
-	b.ReportAllocs()
-	b.SetBytes(int64(len(msg)))
-	for b.Loop() {
-		if err := m.Decode(msg); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["rules-big"].Bytes, m.Decode)
 }
 
 func BenchmarkDecodeRequest(b *testing.B) {
-	msg := benchVector(b, "info-request-challenge")
 	var q Request
-	b.ReportAllocs()
-	b.SetBytes(int64(len(msg)))
-	for b.Loop() {
-		if err := q.Decode(msg); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["info-request-challenge"].Bytes, q.Decode)
 }
 
 // BenchmarkReassemble joins the three Source fragments of rules-big.
 func BenchmarkReassemble(b *testing.B) {
 	var frs [][]byte
 	for i := 0; i < 3; i++ {
-		frs = append(frs, benchVector(b, "rules-big-source."+string(rune('0'+i))))
+		frs = append(frs, testutil.Vectors(b)["rules-big-source."+string(rune('0'+i))].Bytes)
 	}
 	var r Reassembler
 	b.ReportAllocs()

@@ -5,11 +5,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // The benchmarks run the decoder beside a baseline in the same run: the
 // decoder most Go code reaches for first (strings.Split, strings.Fields, strconv), reading
-// the same answer into the same fields. Report the ratio of the two ns/op.
+// the same answer into the same fields. Report the ratio of the two ns/op
+// (testutil.BenchDecodeBeside).
 
 type naiveResponse struct {
 	Vars    map[string]string
@@ -58,28 +61,15 @@ func (r *naiveResponse) decode(b []byte) error {
 	return nil
 }
 
+func BenchmarkDecodeStatus(b *testing.B) { benchDecode(b, "status-openarena") }
+
+func BenchmarkDecodeStatusDarkPlaces(b *testing.B) { benchDecode(b, "status-darkplaces") }
+
 func benchDecode(b *testing.B, vector string) {
-	v := vectors(b)[vector].Bytes
 	var r Response
 	var base naiveResponse
-	if err := base.decode(v); err != nil || r.Decode(v) != nil || len(base.Vars) != len(r.Vars) || len(base.Players) != len(r.Players) {
-		b.Fatalf("the baseline does not decode what the decoder does: %d vars, %d players (%v)", len(base.Vars), len(base.Players), err)
-	}
-	for _, c := range []struct {
-		name string
-		run  func() error
-	}{{"wire", func() error { return r.Decode(v) }}, {"baseline", func() error { return base.decode(v) }}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(v)))
-			for b.Loop() {
-				if err := c.run(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+	testutil.BenchDecodeBeside(b, testutil.Vectors(b)[vector].Bytes, r.Decode, base.decode)
+	if len(base.Vars) != len(r.Vars) || len(base.Players) != len(r.Players) {
+		b.Fatalf("the baseline read %d vars and %d players, the decoder %d and %d", len(base.Vars), len(base.Players), len(r.Vars), len(r.Players))
 	}
 }
-
-func BenchmarkDecodeStatus(b *testing.B)           { benchDecode(b, "status-openarena") }
-func BenchmarkDecodeStatusDarkPlaces(b *testing.B) { benchDecode(b, "status-darkplaces") }
