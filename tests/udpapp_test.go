@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -475,8 +476,11 @@ func TestUDPAppReloads(t *testing.T) {
 }
 
 // TestLayer4UDPFloodDeadlock shows the fault gamegate's UDP server avoids:
-// the same flood at a caddy-l4 UDP route leaves the port answering nothing.
-// It leaves goroutines blocked for good, so it runs only when asked:
+// the same flood at a caddy-l4 UDP route leaves the port answering nothing,
+// for good. The flood comes in rounds of 2 s (at most 10) until a fresh
+// client goes unanswered; the test fails if that never happens, or if the
+// port answers again 3 s later. It leaves caddy-l4's goroutines blocked, so
+// it runs only when asked, alone in a child process that a timeout bounds:
 // GAMEGATE_L4_FLOOD=1 go test ./tests -run TestLayer4UDPFloodDeadlock -v
 func TestLayer4UDPFloodDeadlock(t *testing.T) {
 	if os.Getenv("GAMEGATE_L4_FLOOD") == "" {
@@ -492,16 +496,55 @@ func TestLayer4UDPFloodDeadlock(t *testing.T) {
 	if !qosAnswered(qc, 1, replyTimeout) {
 		t.Fatal("QoS not answered before the flood")
 	}
-	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	flood(fctx, t, addr, 1200)
-	fresh := testutil.DialUDP(t, "127.0.0.1:0", addr)
-	if qosAnswered(fresh, 2, 3*time.Second) {
-		t.Fatal("caddy-l4's UDP server answered after the flood; the deadlock did not occur")
+	const sources = 8 // few, so that a source sends again before the dispatcher removes its ended association
+	var sent int64
+	rounds, dead := 0, false
+	start := time.Now()
+	for rounds < 10 && !dead {
+		rounds++
+		fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		sent += flood(fctx, t, addr, sources)
+		cancel()
+		dead = !qosAnswered(testutil.DialUDP(t, "127.0.0.1:0", addr), uint16(rounds), time.Second)
 	}
+	flooded := time.Since(start)
+	if !dead {
+		t.Fatalf("caddy-l4's UDP server still answered after %d rounds of flood (%d datagrams); the deadlock did not occur", rounds, sent)
+	}
+	// It stays dead with no flood at all.
+	time.Sleep(3 * time.Second) // the passing of time is what is tested
+	if qosAnswered(testutil.DialUDP(t, "127.0.0.1:0", addr), 100, 2*time.Second) {
+		t.Fatal("caddy-l4's UDP server answered again 3 s after the flood; it was overloaded, not deadlocked")
+	}
+	// The dispatcher waits to hand a datagram to an association that no
+	// longer reads (layer4/server.go:178), while associations wait to send
+	// their close notice to that dispatcher (server.go:367, :385).
+	dispatcher := goroutinesBlocked("chan send", "github.com/mholt/caddy-l4/layer4.(*Server).servePacket")
+	closers := goroutinesBlocked("chan send", "github.com/mholt/caddy-l4/layer4.(*packetConn).Read", "github.com/mholt/caddy-l4/layer4.(*packetConn).Close")
+	if dispatcher != 1 {
+		t.Fatalf("caddy-l4 dispatchers blocked sending to an association: got %d, want 1", dispatcher)
+	}
+	t.Logf("caddy-l4 UDP route, %d sources flooding (%d datagrams in %v, %d rounds): no answer, and still none 3 s later; dispatcher blocked on an association's queue, %d associations blocked on their close notice",
+		sources, sent, flooded.Round(100*time.Millisecond), rounds, closers)
+}
+
+// goroutinesBlocked counts goroutines waiting in state (as a goroutine dump
+// names it, "chan send") whose stack has any of the frames.
+func goroutinesBlocked(state string, frames ...string) int {
 	var buf bytes.Buffer
-	n := goroutinesIn("github.com/mholt/caddy-l4/layer4.(*packetConn).Read", "github.com/mholt/caddy-l4/layer4.(*Server).servePacket")
-	_ = buf
-	t.Logf("caddy-l4 UDP route after a 5 s flood: a fresh QoS client is not answered within 3 s; %d caddy-l4 goroutines blocked (%s)",
-		n, strings.TrimSpace("see layer4/server.go:178, :367, :385"))
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+	n := 0
+	for g := range strings.SplitSeq(buf.String(), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if !strings.Contains(header, "["+state) {
+			continue
+		}
+		for _, f := range frames {
+			if strings.Contains(g, f+"(") {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
