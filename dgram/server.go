@@ -232,13 +232,7 @@ func (r *reader) dispatch(m *message) {
 		r.counts[countDropTooLarge]++
 		return
 	}
-	d := m.buf[:m.n]
-	src := netip.AddrPortFrom(m.addr.Addr().Unmap(), m.addr.Port())
-	for _, p := range r.s.Protocols {
-		if p.Match(d) {
-			p.ServeDatagram(&r.w, src, d)
-			return
-		}
+	if !offer(r.s.Protocols, &r.w, m.addr, m.buf[:m.n]) {
+		r.counts[countDropNoProtocol]++
 	}
-	r.counts[countDropNoProtocol]++
 }
