@@ -83,7 +83,10 @@ type Result[V any] struct {
 	Value    V
 	Err      error     // the load's error, when State is Negative
 	LoadedAt time.Time // when the load behind Value (or Err) returned
-	State    State
+	// Age is how long before Get returned the load behind Value (or Err)
+	// returned, by the Results' clock: what an HTTP Age header says.
+	Age   time.Duration
+	State State
 
 	// Shared and Loaded say whose load this Get waited for: another
 	// caller's, or one it started. A Get that did not wait (a hit, a
@@ -230,13 +233,13 @@ func (r *Results[K, V]) Get(ctx context.Context, key K, p Policy, load func(cont
 		switch {
 		case e.err != nil:
 			if age < p.NegativeTTL {
-				res := Result[V]{Err: e.err, LoadedAt: e.loadedAt, State: Negative}
+				res := Result[V]{Err: e.err, LoadedAt: e.loadedAt, Age: age, State: Negative}
 				r.mu.Unlock()
 				r.negativeHits.Add(1)
 				return res, res.Err
 			}
 		case age < p.TTL:
-			res := Result[V]{Value: e.value, LoadedAt: e.loadedAt, State: Fresh}
+			res := Result[V]{Value: e.value, LoadedAt: e.loadedAt, Age: age, State: Fresh}
 			r.mu.Unlock()
 			r.hits.Add(1)
 			return res, nil
@@ -245,7 +248,7 @@ func (r *Results[K, V]) Get(ctx context.Context, key K, p Policy, load func(cont
 			if e.flight == nil && (e.failedAt.IsZero() || now.Sub(e.failedAt) >= p.NegativeTTL) {
 				r.start(ctx, e, p, load)
 			}
-			res := Result[V]{Value: e.value, LoadedAt: e.loadedAt, State: Stale}
+			res := Result[V]{Value: e.value, LoadedAt: e.loadedAt, Age: age, State: Stale}
 			r.mu.Unlock()
 			r.staleHits.Add(1)
 			return res, nil
@@ -268,6 +271,7 @@ func (r *Results[K, V]) Get(ctx context.Context, key K, p Policy, load func(cont
 	}
 	res := f.res
 	res.Loaded, res.Shared = started, !started
+	res.Age = r.clock().Sub(res.LoadedAt)
 	if res.State == Negative {
 		return res, res.Err
 	}

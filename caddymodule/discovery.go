@@ -296,7 +296,7 @@ func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	discoveryMetrics.count(h.handler.ServeFleet(w, r, fleet, clientIP(r)))
+	discoveryMetrics.requests.count(h.handler.ServeFleet(w, r, fleet, clientIP(r)))
 	return nil
 }
 
@@ -486,8 +486,7 @@ var liveDiscoveryServices liveSet[*discovery.Service]
 var discoveryMetrics = newDiscoveryMetrics()
 
 type discoveryMetricSet struct {
-	requests   *prometheus.CounterVec
-	byCode     map[int]prometheus.Counter
+	requests   codeCounters
 	fileLoads  *prometheus.CounterVec
 	fileErrors *prometheus.CounterVec
 	fileOK     *prometheus.GaugeVec
@@ -497,10 +496,10 @@ type discoveryMetricSet struct {
 func newDiscoveryMetrics() *discoveryMetricSet {
 	const ns, sub = "gamegate", "discovery"
 	m := &discoveryMetricSet{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: newCodeCounters(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_total",
 			Help: "Discovery requests answered, by status code.",
-		}, []string{"code"}),
+		}, []string{"code"}), 200, 304, 401, 403, 404, 405, 500),
 		fileLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "fleets_file_loads_total",
 			Help: "Fleets files loaded successfully after a change, by handler name.",
@@ -522,23 +521,11 @@ func newDiscoveryMetrics() *discoveryMetricSet {
 		liveDiscoveryServices.each(func(s *discovery.Service) { n += s.Withheld() })
 		return float64(n)
 	})
-	m.byCode = make(map[int]prometheus.Counter)
-	for _, c := range []int{200, 304, 401, 403, 404, 405, 500} {
-		m.byCode[c] = m.requests.WithLabelValues(strconv.Itoa(c))
-	}
 	return m
 }
 
-func (m *discoveryMetricSet) count(code int) {
-	if c, ok := m.byCode[code]; ok {
-		c.Inc()
-		return
-	}
-	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
-}
-
 func (m *discoveryMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.fileLoads, m.fileErrors, m.fileOK, m.withheld}
+	return []prometheus.Collector{m.requests.vec, m.fileLoads, m.fileErrors, m.fileOK, m.withheld}
 }
 
 // Interface guards

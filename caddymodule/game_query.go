@@ -84,11 +84,14 @@ type GameQuery struct {
 	// Default: 32.
 	MaxAdHoc int `json:"max_ad_hoc,omitempty"`
 	// Most ad-hoc requests per second per client (Caddy's client IP,
-	// honouring trusted_proxies; IPv6 clients by /64); past it they
-	// answer 429 with Retry-After. Default: 2.
+	// honouring trusted_proxies; IPv6 clients by client_ipv6_prefix);
+	// past it they answer 429 with Retry-After. Default: 2.
 	AdHocRate float64 `json:"ad_hoc_rate,omitempty"`
 	// Ad-hoc requests per client allowed at once. Default: 10.
 	AdHocBurst int `json:"ad_hoc_burst,omitempty"`
+	// The prefix length, in bits, that makes one IPv6 client for the
+	// per-client limits, in [32, 128]. Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
 	// Time allowed for one upstream query, retries included. Default: 3s.
 	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
 	// Most results cached, in each of two caches: named servers' status
@@ -204,6 +207,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		MaxAdHoc:             h.MaxAdHoc,
 		AdHocRate:            h.AdHocRate,
 		AdHocBurst:           h.AdHocBurst,
+		ClientIPv6Prefix:     h.ClientIPv6Prefix,
 		OnUpstream:           func(string) { gameQueryMetrics.upstream.Inc() },
 		ClientIP: func(r *http.Request) netip.Addr {
 			a, _ := netip.ParseAddr(clientIP(r))
@@ -305,6 +309,7 @@ func (h *GameQuery) Validate() error {
 	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
 	c.optIn("batch_concurrency", int64(h.BatchConcurrency), gameQueryBatchConcurrencyRange)
 	c.optIn("max_body", h.MaxBody, gameQueryMaxBodyRange)
+	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
 	return c.err
 }
 
@@ -316,21 +321,25 @@ var (
 	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
 )
 
-// protocolsWithSRV are the query protocols that take a bare host name as a
-// server's address and find its port in DNS (Minecraft's _minecraft._tcp
-// SRV record).
-var protocolsWithSRV = map[string]bool{"minecraft": true}
+// protocolsTakingBareHost are the query protocols that take a server's
+// address without a port: Minecraft finds the port in DNS (its
+// _minecraft._tcp SRV record), Bedrock uses its default port, 19132.
+var protocolsTakingBareHost = map[string]bool{"minecraft": true, "bedrock": true}
 
-// takesBareHost reports whether addr is a host name without a port and
-// the server's protocol looks its port up.
+// takesBareHost reports whether addr is a host name without a port (for
+// Bedrock, an IP address too) and the server's protocol finds the port
+// itself.
 func takesBareHost(addr string, protocolRaw json.RawMessage) bool {
 	var p struct {
 		Protocol string `json:"protocol"`
 	}
-	if protocolRaw == nil || json.Unmarshal(protocolRaw, &p) != nil || !protocolsWithSRV[p.Protocol] {
+	if protocolRaw == nil || json.Unmarshal(protocolRaw, &p) != nil || !protocolsTakingBareHost[p.Protocol] {
 		return false
 	}
-	if addr == "" || len(addr) > 253 || net.ParseIP(addr) != nil {
+	if _, err := netip.ParseAddr(addr); err == nil {
+		return p.Protocol == "bedrock" // Minecraft looks up names only
+	}
+	if addr == "" || len(addr) > 253 {
 		return false
 	}
 	for _, label := range strings.Split(strings.TrimSuffix(addr, "."), ".") {
@@ -360,23 +369,8 @@ func splitHostPortStrict(s string) (string, int, error) {
 
 // ServeHTTP answers game queries.
 func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	rec := &statusRecorder{ResponseWriter: w}
-	h.gateway.ServeHTTP(rec, r, r.URL.Path)
-	gameQueryMetrics.count(rec.status)
+	gameQueryMetrics.requests.count(h.gateway.ServeHTTP(w, r, r.URL.Path))
 	return nil
-}
-
-// statusRecorder notes the status written, for metrics.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -400,6 +394,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 //		max_ad_hoc             <count>
 //		ad_hoc_rate            <requests_per_second>
 //		ad_hoc_burst           <requests>
+//		client_ipv6_prefix     <bits>
 //		query_timeout          <duration>
 //		max_entries            <count>
 //		max_batch              <count>
@@ -500,6 +495,8 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AdHocRate, err = parsePositiveFloat(d)
 		case "ad_hoc_burst":
 			h.AdHocBurst, err = parseIntRange(d, 1, 1<<20)
+		case "client_ipv6_prefix":
+			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "query_timeout":
 			h.QueryTimeout, err = parseDuration(d)
 		case "max_entries":
@@ -573,17 +570,17 @@ func parseGameQueryDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 var gameQueryMetrics = newGameQueryMetrics()
 
 type gameQueryMetricSet struct {
-	requests *prometheus.CounterVec
+	requests codeCounters
 	upstream prometheus.Counter
 }
 
 func newGameQueryMetrics() *gameQueryMetricSet {
 	const ns, sub = "gamegate", "game_query"
 	return &gameQueryMetricSet{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: newCodeCounters(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_total",
 			Help: "Game query HTTP requests answered, by status code.",
-		}, []string{"code"}),
+		}, []string{"code"}), 200, 304, 400, 403, 404, 429, 502, 503, 504),
 		upstream: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "upstream_queries_total",
 			Help: "Queries sent to game servers (after caching and coalescing).",
@@ -591,15 +588,8 @@ func newGameQueryMetrics() *gameQueryMetricSet {
 	}
 }
 
-func (m *gameQueryMetricSet) count(code int) {
-	if code == 0 {
-		code = http.StatusOK
-	}
-	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
-}
-
 func (m *gameQueryMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.upstream}
+	return []prometheus.Collector{m.requests.vec, m.upstream}
 }
 
 // Interface guards

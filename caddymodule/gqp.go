@@ -51,7 +51,9 @@ type GQPResponder struct {
 	// query's size. Default: 10.
 	AuthAmplification int `json:"auth_amplification,omitempty"`
 	// Failed challenges a source (an IPv4 address or IPv6 /64) may make
-	// before it is locked out. Default: 5.
+	// before it is locked out. Only failures of challenges that echo the
+	// source's cookie count (trusted networks need none), so a spoofed
+	// source cannot lock out the real one. Default: 5.
 	MaxChallengeFailures int `json:"max_challenge_failures,omitempty"`
 	// How long a source that failed too many challenges is refused them,
 	// and how long a failure is remembered. Default: 10m.
@@ -60,8 +62,10 @@ type GQPResponder struct {
 	// challenges and failing sources. Default: 10000.
 	MaxAuthorized int `json:"max_authorized,omitempty"`
 	// Networks (CIDRs or IPs) whose sources get full answers without
-	// padding; protected commands still need challenge/validate. "none"
-	// alone trusts no network. Default: 127.0.0.0/8 and ::1.
+	// padding and challenge without a cookie; protected commands still
+	// need challenge/validate. List only networks whose source addresses
+	// cannot be forged. "none" alone trusts no network. Default:
+	// 127.0.0.0/8 and ::1.
 	TrustedNetworks []string `json:"trusted_networks,omitempty"`
 	// Time allowed for an upstream request. Default: 2s.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,4 +60,27 @@ func (s *liveSet[T]) each(f func(T)) {
 	for v := range s.m {
 		f(v)
 	}
+}
+
+// codeCounters counts HTTP answers by status code, with the counters of
+// the usual codes looked up once, so counting them allocates nothing.
+type codeCounters struct {
+	vec    *prometheus.CounterVec // labelled "code"
+	byCode map[int]prometheus.Counter
+}
+
+func newCodeCounters(vec *prometheus.CounterVec, usual ...int) codeCounters {
+	c := codeCounters{vec: vec, byCode: make(map[int]prometheus.Counter, len(usual))}
+	for _, code := range usual {
+		c.byCode[code] = vec.WithLabelValues(strconv.Itoa(code))
+	}
+	return c
+}
+
+func (c codeCounters) count(code int) {
+	if n, ok := c.byCode[code]; ok {
+		n.Inc()
+		return
+	}
+	c.vec.WithLabelValues(strconv.Itoa(code)).Inc()
 }

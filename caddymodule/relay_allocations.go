@@ -105,9 +105,9 @@ type RelayAllocations struct {
 	MaxBody int64 `json:"max_body,omitempty"`
 	// Each client's /v1/join requests per second; past join_rate and
 	// join_burst a client gets 429 with Retry-After. A client is its IPv4
-	// address or the /64 of its IPv6 address, as Caddy determines it
-	// (honouring the server's trusted_proxies). This bounds how fast one
-	// client can guess join codes. Default: 0.2 (one per 5 s).
+	// address or the client_ipv6_prefix of its IPv6 address, as Caddy
+	// determines it (honouring the server's trusted_proxies). This bounds
+	// how fast one client can guess join codes. Default: 0.2 (one per 5 s).
 	JoinRate float64 `json:"join_rate,omitempty"`
 	// /v1/join requests a client may send at once. Default: 10.
 	JoinBurst int `json:"join_burst,omitempty"`
@@ -132,6 +132,11 @@ type RelayAllocations struct {
 	// (the same client address, with the same token) gets its join code,
 	// which the shipped client does; others get 403. Default: false.
 	AnyClientJoinCode bool `json:"any_client_joincode,omitempty"`
+	// The prefix length, in bits, that makes one IPv6 client for every
+	// per-client limit, in [32, 128]: one subscriber holds at least a /64
+	// and varies the rest at will, and often holds a /56 or /48. IPv4
+	// clients are single addresses. Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
 
 	api     *relay.API
 	limitID string
@@ -174,11 +179,15 @@ const (
 
 var relayAPIMaxBodyRange = intRange{1, relayAPIMaxMaxBody}
 
-// relayAPILimiters holds the allocation counts by public address across
-// configuration reloads.
+// relayAPILimiters holds, by public address, what must survive
+// configuration reloads: the allocation counts, and the clients' request
+// rates (a reload must not hand every client a fresh burst).
 var relayAPILimiters = caddy.NewUsagePool()
 
-type pooledLimiter struct{ *relay.AllocationLimiter }
+type pooledLimiter struct {
+	*relay.AllocationLimiter
+	rates *relay.ClientRates
+}
 
 func (pooledLimiter) Destruct() error { return nil }
 
@@ -269,7 +278,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	}
 	h.limitID = net.JoinHostPort(host, strconv.Itoa(port))
 	val, _, err := relayAPILimiters.LoadOrNew(h.limitID, func() (caddy.Destructor, error) {
-		return pooledLimiter{relay.NewAllocationLimiter()}, nil
+		return pooledLimiter{relay.NewAllocationLimiter(), relay.NewClientRates(nil)}, nil
 	})
 	if err != nil {
 		return err
@@ -286,6 +295,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		JoinCodeTTL:             time.Duration(h.JoinCodeTTL),
 		MaxAllocations:          h.MaxAllocations,
 		Limiter:                 val.(pooledLimiter).AllocationLimiter,
+		Rates:                   val.(pooledLimiter).rates,
 		MaxBody:                 h.MaxBody,
 		JoinRate:                h.JoinRate,
 		JoinBurst:               h.JoinBurst,
@@ -296,6 +306,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		MaxAllocationsPerClient: h.MaxAllocationsPerClient,
 		MaxClients:              h.MaxClients,
 		AnyClientJoinCode:       h.AnyClientJoinCode,
+		ClientIPv6Prefix:        h.ClientIPv6Prefix,
 		ClientIP:                clientIP,
 		Logger:                  h.logger,
 		OnAllocation:            relayAPIMetrics.allocations.Inc,
@@ -386,6 +397,11 @@ func (h *RelayAllocations) Validate() error {
 	case h.MaxClients != 0 && (h.MaxClients < 16 || h.MaxClients > relayAPIMaxMaxClients):
 		return fmt.Errorf("relay_allocations: max_clients must be in [16, %d], not %d", relayAPIMaxMaxClients, h.MaxClients)
 	}
+	c := newChecker("relay_allocations")
+	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
+	if c.err != nil {
+		return c.err
+	}
 	if !strings.Contains(h.PublicAddress, "{") {
 		if _, _, err := splitRelayPublicAddress(h.PublicAddress); err != nil {
 			return fmt.Errorf("relay_allocations: public_address: %q: %w", h.PublicAddress, err)
@@ -448,6 +464,7 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 //		max_allocations_per_client <count>
 //		max_clients     <count>
 //		any_client_joincode
+//		client_ipv6_prefix <bits>
 //	}
 //
 // A description containing spaces is quoted with its ID:
@@ -507,6 +524,8 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxAllocationsPerClient, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
 		case "max_clients":
 			h.MaxClients, err = parseIntRange(d, 16, relayAPIMaxMaxClients)
+		case "client_ipv6_prefix":
+			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "any_client_joincode":
 			if d.NextArg() {
 				return d.Errf("relay_allocations: option 'any_client_joincode' takes no value, got '%s'", d.Val())

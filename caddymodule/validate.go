@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -23,6 +24,10 @@ import (
 type intRange struct{ lo, hi int64 }
 
 func (r intRange) contains(v int64) bool { return v >= r.lo && v <= r.hi }
+
+// clientIPv6PrefixRange bounds the client_ipv6_prefix options: the prefix
+// length that makes one IPv6 client (package clientaddr).
+var clientIPv6PrefixRange = intRange{clientaddr.MinIPv6Prefix, clientaddr.MaxIPv6Prefix}
 
 // checker collects the first configuration error of a module, naming the
 // field as JSON and the Caddyfile do.

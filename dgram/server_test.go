@@ -238,3 +238,94 @@ func TestDispatch(t *testing.T) {
 		t.Fatalf("no protocol matches: got %v, %+v", matched, sent)
 	}
 }
+
+// TestReadWriteAllocatesNothing: a reader's whole loop over a real socket
+// (read, dispatch, write the reply), one datagram per system call and in
+// batches, allocates nothing per datagram. recvmmsg through x/net would
+// allocate the source address of each datagram; the reader does not.
+func TestReadWriteAllocatesNothing(t *testing.T) {
+	for _, batch := range []int{1, 8} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: batch}
+			s.init()
+			conn := listen(t)
+			defer conn.Close()
+			r := newReader(s, conn)
+			if _, ok := r.io.(singleIO); ok != (batch == 1 || runtime.GOOS != "linux") {
+				t.Fatalf("batch %d reads with %T", batch, r.io)
+			}
+			to := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+			c := listen(t)
+			defer c.Close()
+			msg, buf := []byte("x-datagram"), make([]byte, 64)
+			roundTrip := func() {
+				if _, err := c.WriteToUDPAddrPort(msg, to); err != nil {
+					t.Fatal(err)
+				}
+				n, err := r.io.read(r.in)
+				if err != nil || n != 1 {
+					t.Fatalf("read %d datagrams: %v", n, err)
+				}
+				r.dispatch(&r.in[0])
+				r.w.Flush()
+				if n, _, err := c.ReadFromUDPAddrPort(buf); err != nil || string(buf[:n]) != string(msg) {
+					t.Fatalf("reply %q, %v", buf[:n], err)
+				}
+			}
+			roundTrip()
+			if allocs := testing.AllocsPerRun(500, roundTrip); allocs != 0 {
+				t.Fatalf("got %v allocations per datagram, want 0", allocs)
+			}
+		})
+	}
+}
+
+// source echoes each datagram and records where the last came from.
+type source struct {
+	echo
+	last atomic.Pointer[netip.AddrPort]
+}
+
+func (p *source) ServeDatagram(w *Writer, src netip.AddrPort, d []byte) {
+	p.last.Store(&src)
+	p.echo.ServeDatagram(w, src, d)
+}
+
+// TestServerDualStack serves an IPv6 socket that also takes IPv4: IPv4
+// sources reach protocols unmapped, and replies reach both kinds.
+func TestServerDualStack(t *testing.T) {
+	if c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv6unspecified}); err != nil {
+		t.Skip("no IPv6:", err)
+	} else {
+		c.Close()
+	}
+	for _, batch := range []int{1, 8} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			p := &source{echo: echo{prefix: 'x'}}
+			s := &Server{Protocols: []Protocol{p}, Batch: batch}
+			conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv6unspecified})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- s.Serve(conn) }()
+			defer func() { s.Close(); <-done }()
+			port := uint16(conn.LocalAddr().(*net.UDPAddr).Port)
+			for _, ip := range []string{"127.0.0.1", "::1"} {
+				c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
+				if err != nil {
+					t.Logf("no %s: %v", ip, err)
+					continue
+				}
+				msg := []byte("x" + ip)
+				if got := roundTrip(t, c, netip.AddrPortFrom(netip.MustParseAddr(ip), port), msg); !bytes.Equal(got, msg) {
+					t.Fatalf("%s: got %q, want %q", ip, got, msg)
+				}
+				if got, want := *p.last.Load(), c.LocalAddr().(*net.UDPAddr).AddrPort(); got != want {
+					t.Fatalf("source: got %v, want %v", got, want)
+				}
+				c.Close()
+			}
+		})
+	}
+}

@@ -251,3 +251,86 @@ func TestGameQueryErrorsInWords(t *testing.T) {
 		t.Fatalf("got %d %s, want an error in words", r.status, r.body)
 	}
 }
+
+// Outside the trusted networks a challenge needs the cookie the responder
+// gives the source's address and port. Failing challenges sent without it,
+// or with made-up ones, by a sender that never reads the answers (as a
+// spoofer of the victim's address cannot) lock nobody out; the real client,
+// echoing its cookie, authenticates; and failures that do echo a cookie
+// still lock their source out.
+func TestGQPChallengeNeedsCookie(t *testing.T) {
+	addr := testutil.FreeUDPAddr(t)
+	testcaddy.Start(t, fmt.Sprintf(`{
+	layer4 {
+		udp/%s {
+			@gqp gqp
+			route @gqp {
+				gqp {
+					command secret {
+						record word swordfish
+						protected
+					}
+					login admin hunter2
+					max_challenge_failures 2
+					trusted_networks 127.0.0.2/32
+				}
+			}
+		}
+	}
+}
+`, addr))
+	pad := []string{"pad", strings.Repeat(".", 200)}
+	ask := func(c *testutil.UDPClient, cmd ...string) draftReply {
+		t.Helper()
+		q := draftQuery(cmd, pad)
+		c.Send(q)
+		b, ok := c.Recv(3 * time.Second)
+		if !ok {
+			t.Fatalf("%q: no answer", cmd)
+		}
+		return parseDraftResponse(t, b)[0]
+	}
+	cookie := func(c *testutil.UDPClient) string {
+		t.Helper()
+		r := ask(c, "challenge", "admin", "x")
+		if r.status != "32" || len(r.records) != 1 || !strings.HasPrefix(r.records[0], "cookie=") {
+			t.Fatalf("challenge without a cookie: got %+v, want 32 with cookie=…", r)
+		}
+		return strings.TrimPrefix(r.records[0], "cookie=")
+	}
+
+	// The failures a spoofer can send: no cookie, or one it made up. (A
+	// spoofer would not see the answers; waiting for each only orders this
+	// test.)
+	forger := testutil.DialUDP(t, "127.0.0.3:0", addr)
+	for i := range 20 {
+		args := []string{"challenge", "admin", fmt.Sprint("guess", i)}
+		if i%2 == 1 {
+			args = append(args, strings.Repeat("ab", 12))
+		}
+		ask(forger, args...)
+	}
+	victim := testutil.DialUDP(t, "127.0.0.3:0", addr)
+	token := ask(victim, "challenge", "admin", "hunter2", cookie(victim))
+	if token.status != "10" || len(token.records) != 1 {
+		t.Fatalf("the victim's challenge after 20 forged failures: got %+v, want 10 with a challenge string", token)
+	}
+	if r := ask(victim, "validate", token.records[0]); r.status != "10" {
+		t.Fatalf("validate: got %+v", r)
+	}
+	if r := ask(victim, "secret"); r.status != "10" || fmt.Sprint(r.records) != "[word=swordfish]" {
+		t.Fatalf("protected command after validation: got %+v", r)
+	}
+
+	// Real failures, with the cookie, still lock their source out.
+	guesser := testutil.DialUDP(t, "127.0.0.4:0", addr)
+	c := cookie(guesser)
+	for range 2 {
+		if r := ask(guesser, "challenge", "admin", "guess", c); r.status != "32" {
+			t.Fatalf("wrong password with the cookie: got %+v, want 32", r)
+		}
+	}
+	if r := ask(guesser, "challenge", "admin", "hunter2", c); r.status != "32" || len(r.records) != 1 || !strings.Contains(r.records[0], "too many") {
+		t.Fatalf("right password after 2 failures: got %+v, want 32, locked out", r)
+	}
+}

@@ -16,12 +16,20 @@ import (
 // startRelayAPIAbuse runs the allocations API behind a trusted proxy
 // (loopback), so X-Forwarded-For names the client: /default/ with every
 // abuse limit at its default, /quota/ with a small per-client allocation
-// quota, /two/ accepting two tokens.
+// quota, /two/ accepting two tokens, /v6/ keying IPv6 clients by /48 with a
+// small quota, /full/ with the smallest client tables.
 func startRelayAPIAbuse(t *testing.T) string {
+	_, base, _ := startRelayAPIAbuseCaddy(t)
+	return base
+}
+
+// startRelayAPIAbuseCaddy is startRelayAPIAbuse returning the running Caddy
+// and its configuration too, for reloads.
+func startRelayAPIAbuseCaddy(t *testing.T) (*testcaddy.Caddy, string, string) {
 	t.Helper()
 	addr := testutil.FreeTCPAddr(t)
 	t.Setenv("GAMEGATE_TEST_RELAY_API_SECRET", relayAPISecret)
-	testcaddy.Start(t, fmt.Sprintf(`{
+	config := fmt.Sprintf(`{
 	storage file_system %s
 	servers {
 		trusted_proxies static 127.0.0.1/32
@@ -51,9 +59,27 @@ http://%s {
 			public_address 203.0.113.22:7777
 		}
 	}
+	route /v6/* {
+		relay_allocations {
+			secrets {env.GAMEGATE_TEST_RELAY_API_SECRET}
+			tokens %s
+			public_address 203.0.113.23:7777
+			allocate_burst 50
+			max_allocations_per_client 3
+			client_ipv6_prefix 48
+		}
+	}
+	route /full/* {
+		relay_allocations {
+			secrets {env.GAMEGATE_TEST_RELAY_API_SECRET}
+			tokens %s
+			public_address 203.0.113.24:7777
+			max_clients 16
+		}
+	}
 }
-`, t.TempDir(), addr, relayAPIToken, relayAPIToken, relayAPIToken, relayAPIToken2))
-	return "http://" + addr
+`, t.TempDir(), addr, relayAPIToken, relayAPIToken, relayAPIToken, relayAPIToken2, relayAPIToken, relayAPIToken)
+	return testcaddy.Start(t, config), "http://" + addr, config
 }
 
 // relayAPIFrom sends a POST as client from (X-Forwarded-For) with token.
@@ -176,5 +202,79 @@ func TestRelayAPIJoinCodeOwnership(t *testing.T) {
 	// Once the code is made, the refusal still holds.
 	if r := relayAPIFrom(t, base+"/v1/joincode", "198.51.100.31", relayAPIToken, body); r.status != http.StatusForbidden || strings.Contains(string(r.body), code) {
 		t.Fatalf("another client after the code was made: got %d %s, want 403 without the code", r.status, r.body)
+	}
+}
+
+// spendJoinBurst sends join guesses from client until one is refused with
+// 429, and fails the test if none is within the burst and a few more.
+func spendJoinBurst(t *testing.T, base, from string) {
+	t.Helper()
+	for i := range relay.DefaultJoinBurst + 5 {
+		r := relayAPIFrom(t, base+"/v1/join", from, relayAPIToken, `{"joinCode":"BBBBBB"}`)
+		switch r.status {
+		case http.StatusTooManyRequests:
+			return
+		case http.StatusNotFound:
+		default:
+			t.Fatalf("join %d from %s: got %d %s", i+1, from, r.status, r.body)
+		}
+	}
+	t.Fatalf("%d joins from %s: none refused", relay.DefaultJoinBurst+5, from)
+}
+
+// IPv6 clients are keyed by client_ipv6_prefix: the holder of one /48 is
+// one client, whichever /64s and addresses it sends from.
+func TestRelayAPIIPv6ClientPrefix(t *testing.T) {
+	base := startRelayAPIAbuse(t) + "/v6"
+	codes := []int{}
+	for i := range 6 {
+		from := fmt.Sprintf("2001:db8:7:%x:%x::1", i+1, i*977)
+		codes = append(codes, relayAPIFrom(t, base+"/v1/allocate", from, relayAPIToken, `{"maxConnections": 1}`).status)
+	}
+	want := []int{201, 201, 201, 429, 429, 429}
+	if fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Fatalf("allocations from six /64s of one /48: got %v, want %v", codes, want)
+	}
+	if r := relayAPIFrom(t, base+"/v1/allocate", "2001:db8:8::1", relayAPIToken, `{"maxConnections": 1}`); r.status != http.StatusCreated {
+		t.Fatalf("another /48: got %d %s, want 201", r.status, r.body)
+	}
+}
+
+// Many client addresses fill an endpoint's rate table: a client that spent
+// its burst stays limited (newcomers are refused while the table is full
+// of clients that are not idle; no client's state is forgotten).
+func TestRelayAPIRateTableFull(t *testing.T) {
+	base := startRelayAPIAbuse(t) + "/full"
+	spendJoinBurst(t, base, "198.51.100.50")
+	refused := 0
+	for i := range 64 {
+		from := fmt.Sprintf("10.9.%d.%d", i/250, i%250+1)
+		if r := relayAPIFrom(t, base+"/v1/join", from, relayAPIToken, `{"joinCode":"BBBBBB"}`); r.status == http.StatusTooManyRequests {
+			refused++
+			wantRetryAfter(t, r)
+		}
+	}
+	// 15 places were free besides the limited client's.
+	if refused != 64-15 {
+		t.Errorf("64 new clients into a table of 16: %d refused, want %d", refused, 64-15)
+	}
+	if r := relayAPIFrom(t, base+"/v1/join", "198.51.100.50", relayAPIToken, `{"joinCode":"BBBBBB"}`); r.status != http.StatusTooManyRequests {
+		t.Fatalf("the limited client after 64 others: got %d %s, want 429 (its limit was forgotten)", r.status, r.body)
+	}
+}
+
+// A configuration reload does not hand clients a fresh burst: the rate
+// state lives with the allocation counts, across reloads.
+func TestRelayAPIRatesSurviveReload(t *testing.T) {
+	c, base, config := startRelayAPIAbuseCaddy(t)
+	spendJoinBurst(t, base+"/default", "198.51.100.60")
+	for reload := range 2 {
+		c.Load(t, config)
+		if r := relayAPIFrom(t, base+"/default/v1/join", "198.51.100.60", relayAPIToken, `{"joinCode":"BBBBBB"}`); r.status != http.StatusTooManyRequests {
+			t.Fatalf("after reload %d the limited client got %d %s, want 429", reload+1, r.status, r.body)
+		}
+		if r := relayAPIFrom(t, base+"/default/v1/join", fmt.Sprintf("198.51.100.%d", 61+reload), relayAPIToken, `{"joinCode":"BBBBBB"}`); r.status != http.StatusNotFound {
+			t.Fatalf("after reload %d another client got %d %s, want 404", reload+1, r.status, r.body)
+		}
 	}
 }

@@ -1,19 +1,25 @@
 // Command qosload measures QoS echo throughput and round-trip latency
-// through the real Caddy + caddy-l4 path, against two baselines measured in
-// the same run on the same machine:
+// through gamegate's own UDP server and the Caddy + caddy-l4 path, against
+// baselines measured in the same run on the same machine:
 //
-//   - bare: a plain Go net.UDPConn echo loop (ReadFrom, WriteTo), the floor
-//     of what any UDP echo in Go costs;
+//   - bare: a plain Go net.UDPConn echo loop (one reader, ReadFrom,
+//     WriteTo), the floor of what any UDP echo in Go costs;
 //   - echo: caddy-l4's own built-in echo handler, the cost floor of the
 //     caddy-l4 path (one goroutine per client address, a channel hop per
 //     datagram);
-//   - qos: gamegate's layer4 qos handler (decoding, rate limiting, metrics,
-//     encoding) behind the qos matcher.
+//   - l4-qos: gamegate's qos handler (decoding, rate limiting, metrics,
+//     encoding) behind the qos matcher in a caddy-l4 route;
+//   - gg-qos-1: the same handler on gamegate's own UDP server with one
+//     reader (recvmmsg/sendmmsg batches of 32);
+//   - gg-qos: the same with the default readers (one per CPU, each on its
+//     own SO_REUSEPORT socket).
 //
 // Each target gets the same closed-loop load: several client sockets, each
 // keeping a fixed number of Unity-layout requests in flight. Targets are
-// measured in interleaved rounds so that machine noise spreads over all of
-// them; results are reported as ratios. Run it with
+// measured in rounds, in alternating order; each round's throughput is
+// divided by the bare loop's and caddy-l4's of the same round, and the
+// median and range of those ratios are reported with the machine's load
+// average. Run it with
 //
 //	go run ./bench/qosload
 //
@@ -28,6 +34,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -41,8 +50,9 @@ import (
 func main() {
 	clients := flag.Int("clients", 8, "client sockets per target")
 	inflight := flag.Int("inflight", 16, "requests in flight per client socket")
-	duration := flag.Duration("duration", 3*time.Second, "measuring time per target per round")
-	rounds := flag.Int("rounds", 3, "interleaved rounds over all targets")
+	duration := flag.Duration("duration", time.Second, "measuring time per target per round")
+	rounds := flag.Int("rounds", 5, "rounds over all targets")
+	pause := flag.Duration("pause", 2*time.Second, "idle time between rounds (the machine is shared)")
 	jsonOut := flag.Bool("json", false, "print JSON")
 	flag.Parse()
 
@@ -50,7 +60,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	echoAddr, qosAddr, err := startCaddy()
+	echoAddr, qosAddr, gg1Addr, ggAddr, err := startCaddy()
 	if err != nil {
 		fatal(err)
 	}
@@ -59,7 +69,9 @@ func main() {
 	targets := []*target{
 		{name: "bare", addr: bare, echoOffset: requestCustomOffset},
 		{name: "echo", addr: echoAddr, echoOffset: requestCustomOffset},
-		{name: "qos", addr: qosAddr, echoOffset: 2},
+		{name: "l4-qos", addr: qosAddr, echoOffset: 2},
+		{name: "gg-qos-1", addr: gg1Addr, echoOffset: 2},
+		{name: "gg-qos", addr: ggAddr, echoOffset: 2},
 	}
 	// Warm up every path once before measuring.
 	for _, t := range targets {
@@ -67,16 +79,25 @@ func main() {
 			fatal(fmt.Errorf("%s: %w", t.name, err))
 		}
 	}
-	for r := 0; r < *rounds; r++ {
-		for _, t := range targets {
+	loads := []string{benchutil.LoadAverage()}
+	for r := range *rounds {
+		if r > 0 {
+			time.Sleep(*pause)
+		}
+		order := slices.Clone(targets)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, t := range order {
 			res, err := runLoad(t, *clients, *inflight, *duration)
 			if err != nil {
 				fatal(fmt.Errorf("%s: %w", t.name, err))
 			}
 			t.add(res)
 		}
+		loads = append(loads, benchutil.LoadAverage())
 	}
-	report(targets, *jsonOut, *clients, *inflight, *duration, *rounds)
+	report(targets, *jsonOut, *clients, *inflight, *duration, *rounds, loads)
 }
 
 func fatal(err error) { benchutil.Fatal(err) }
@@ -105,16 +126,17 @@ func startBareEcho() (string, error) {
 	return conn.LocalAddr().String(), nil
 }
 
-func startCaddy() (echoAddr, qosAddr string, err error) {
+func startCaddy() (echoAddr, qosAddr, gg1Addr, ggAddr string, err error) {
 	echoAddr, qosAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
-	return echoAddr, qosAddr, benchutil.StartCaddy(fmt.Sprintf(`{
+	gg1Addr, ggAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+	return echoAddr, qosAddr, gg1Addr, ggAddr, benchutil.StartCaddy(fmt.Sprintf(`{
 	layer4 {
-		udp/%s {
+		udp/%[1]s {
 			route {
 				echo
 			}
 		}
-		udp/%s {
+		udp/%[2]s {
 			@qos qos
 			route @qos {
 				qos {
@@ -124,8 +146,23 @@ func startCaddy() (echoAddr, qosAddr string, err error) {
 			}
 		}
 	}
+	gamegate {
+		udp %[3]s {
+			readers 1
+			qos {
+				rate 1000000000
+				burst 1000000000
+			}
+		}
+		udp %[4]s {
+			qos {
+				rate 1000000000
+				burst 1000000000
+			}
+		}
+	}
 }
-`, echoAddr, qosAddr))
+`, echoAddr, qosAddr, gg1Addr, ggAddr))
 }
 
 type target struct {
@@ -240,8 +277,21 @@ type summary struct {
 	P50us     float64 `json:"rtt_p50_us"`
 	P99us     float64 `json:"rtt_p99_us"`
 	Lost      int     `json:"lost"`
-	VsBare    float64 `json:"ratio_vs_bare"`
-	VsEcho    float64 `json:"ratio_vs_caddy_l4_echo"`
+	// Each round's throughput over the baseline's of the same round.
+	VsBare  []float64 `json:"ratios_vs_bare"`
+	VsEcho  []float64 `json:"ratios_vs_caddy_l4_echo"`
+	VsL4QoS []float64 `json:"ratios_vs_caddy_l4_qos"`
+}
+
+func (r loadResult) rate() float64 { return float64(r.responses) / r.elapsed.Seconds() }
+
+// ratios returns t's throughput over base's, round by round.
+func ratios(t, base *target) []float64 {
+	var xs []float64
+	for i := range t.results {
+		xs = append(xs, t.results[i].rate()/base.results[i].rate())
+	}
+	return xs
 }
 
 func summarize(t *target) summary {
@@ -264,29 +314,30 @@ func summarize(t *target) summary {
 	}
 }
 
-func report(targets []*target, asJSON bool, clients, inflight int, d time.Duration, rounds int) {
+func report(targets []*target, asJSON bool, clients, inflight int, d time.Duration, rounds int, loads []string) {
 	var sums []summary
 	for _, t := range targets {
-		sums = append(sums, summarize(t))
-	}
-	bare, echo := sums[0].PerSecond, sums[1].PerSecond
-	for i := range sums {
-		sums[i].VsBare = sums[i].PerSecond / bare
-		sums[i].VsEcho = sums[i].PerSecond / echo
+		s := summarize(t)
+		s.VsBare, s.VsEcho, s.VsL4QoS = ratios(t, targets[0]), ratios(t, targets[1]), ratios(t, targets[2])
+		sums = append(sums, s)
 	}
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(map[string]any{
-			"clients": clients, "inflight": inflight, "duration": d.String(), "rounds": rounds, "targets": sums,
+			"clients": clients, "inflight": inflight, "duration": d.String(), "rounds": rounds,
+			"load_average_1min": loads, "cpus": runtime.NumCPU(), "targets": sums,
 		})
 		return
 	}
-	fmt.Printf("%d client sockets × %d requests in flight, %d rounds × %v per target\n", clients, inflight, rounds, d)
+	fmt.Printf("%s: %d client sockets × %d requests in flight, %d rounds × %v per target\n",
+		time.Now().UTC().Format(time.RFC3339), clients, inflight, rounds, d)
+	fmt.Printf("load average (1 min) before the rounds and after each: %s (%d CPUs)\n", strings.Join(loads, ", "), runtime.NumCPU())
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tRESPONSES/S\tRTT P50\tRTT P99\tLOST\tVS BARE\tVS CADDY-L4 ECHO")
+	fmt.Fprintln(tw, "TARGET\tRESPONSES/S\tRTT P50\tRTT P99\tLOST\tVS BARE: MEDIAN (RANGE)\tVS CADDY-L4 ECHO\tVS CADDY-L4 QOS")
 	for _, s := range sums {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0fµs\t%.0fµs\t%d\t%.3f×\t%.3f×\n", s.Target, s.PerSecond, s.P50us, s.P99us, s.Lost, s.VsBare, s.VsEcho)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0fµs\t%.0fµs\t%d\t%s\t%s\t%s\n", s.Target, s.PerSecond, s.P50us, s.P99us, s.Lost,
+			benchutil.FormatSpread(s.VsBare), benchutil.FormatSpread(s.VsEcho), benchutil.FormatSpread(s.VsL4QoS))
 	}
 	tw.Flush()
 }

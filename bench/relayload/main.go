@@ -1,18 +1,25 @@
 // Command relayload measures messages forwarded between two loopback
-// clients per second, and their round-trip time, through:
+// clients per second, their round-trip time and the messages lost, through:
 //
 //   - direct: no forwarder at all (the clients' own cost, for reference);
 //   - bare: a plain Go UDP forwarder (one goroutine, ReadFrom/WriteTo);
 //   - proxy: caddy-l4's own UDP proxy route;
-//   - relay: gamegate's layer4 relay (bound, connected allocations; RELAY
-//     messages forwarded unchanged).
+//   - l4-relay: gamegate's relay as a caddy-l4 handler;
+//   - gg-relay-1: the relay on gamegate's own UDP server, one reader
+//     (recvmmsg/sendmmsg batches of 32);
+//   - gg-relay: the same with the default readers (one per CPU, each on
+//     its own SO_REUSEPORT socket).
 //
+// The relay targets forward RELAY messages between bound, connected
+// allocations, unchanged; the others carry datagrams of the same size.
 // Client A keeps a window of messages in flight to B, which sends each one
-// straight back, so every round trip is two forwarded messages. Every target
-// carries datagrams of the same size (a RELAY of -size content bytes), in
-// interleaved rounds; results are reported as ratios. Run it with
+// straight back, so every round trip is two forwarded messages. Targets are
+// measured in rounds, in alternating order; each round's throughput is
+// divided by the bare forwarder's and caddy-l4 proxy's of the same round,
+// and the median and range of those ratios are reported with the machine's
+// load average. Run it with
 //
-//	go run ./bench/relayload
+//	go run ./bench/relayload [-window 64] [-rounds 5]
 package main
 
 import (
@@ -23,7 +30,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -36,16 +46,24 @@ import (
 
 const secret = "relayload-secret-0123456789abcdef"
 
+type target struct {
+	name       string
+	to, bTo    string // where A sends, and where B answers (empty: the sender)
+	relay      bool   // forwards RELAY messages between bound allocations
+	msg, reply []byte
+	res        []result
+}
+
 func main() {
 	window := flag.Int("window", 32, "messages in flight")
 	size := flag.Int("size", 100, "content bytes per message")
-	duration := flag.Duration("duration", 3*time.Second, "measuring time per target per round")
-	rounds := flag.Int("rounds", 3, "interleaved rounds")
-	only := flag.String("only", "", "measure only this target (for profiling)")
+	duration := flag.Duration("duration", time.Second, "measuring time per target per round")
+	rounds := flag.Int("rounds", 5, "rounds over all targets")
+	pause := flag.Duration("pause", 2*time.Second, "idle time between rounds (the machine is shared)")
+	only := flag.String("only", "", "measure only this target, beside bare and proxy (for profiling)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.Parse()
 
-	relayAddr, proxyAddr := benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
 	// B listens on a fixed port so that the proxy route can name it.
 	bConn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -55,58 +73,79 @@ func main() {
 	if err != nil {
 		benchutil.Fatal(err)
 	}
+	for _, c := range []*net.UDPConn{aConn, bConn} {
+		_ = c.SetReadBuffer(4 << 20)
+		_ = c.SetWriteBuffer(4 << 20)
+	}
+	proxyAddr, l4Addr := benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+	gg1Addr, ggAddr := benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
 	if err := benchutil.StartCaddy(fmt.Sprintf(`{
 	layer4 {
-		udp/%s {
+		udp/%[1]s {
 			route {
 				relay {
-					secrets %s
+					secrets %[5]s
+					name l4
+					idle_timeout 10m
 				}
 			}
 		}
-		udp/%s {
+		udp/%[2]s {
 			route {
-				proxy udp/%s
+				proxy udp/%[6]s
+			}
+		}
+	}
+	gamegate {
+		udp %[3]s {
+			readers 1
+			relay {
+				secrets %[5]s
+				name gg1
+				idle_timeout 10m
+			}
+		}
+		udp %[4]s {
+			relay {
+				secrets %[5]s
+				name gg
+				idle_timeout 10m
 			}
 		}
 	}
 }
-`, relayAddr, secret, proxyAddr, bConn.LocalAddr())); err != nil {
+`, l4Addr, proxyAddr, gg1Addr, ggAddr, secret, bConn.LocalAddr())); err != nil {
 		benchutil.Fatal(err)
 	}
 	defer caddy.Stop() //nolint:errcheck
 	bare := startBareForwarder(aConn.LocalAddr().(*net.UDPAddr), bConn.LocalAddr().(*net.UDPAddr))
 
-	aID, bID := bindPair(aConn, bConn, relayAddr)
-	msg, _ := (&wirerelay.Relay{From: aID, To: bID, Content: make([]byte, *size)}).AppendTo(nil)
-	reply, _ := (&wirerelay.Relay{From: bID, To: aID, Content: make([]byte, *size)}).AppendTo(nil)
-
-	type target struct {
-		name    string
-		to, bTo string // where A sends, and where B answers (empty: the sender)
-		relay   bool
-		res     []result
-	}
+	raw := make([]byte, wirerelay.HeaderLen+16+16+2+*size) // the size of a RELAY with -size content bytes
 	targets := []*target{
-		{name: "direct", to: bConn.LocalAddr().String(), bTo: aConn.LocalAddr().String()},
-		{name: "bare", to: bare},
-		{name: "proxy", to: proxyAddr},
-		{name: "relay", to: relayAddr, relay: true},
-	}
-	run := func(t *target, d time.Duration) result {
-		return measure(aConn, bConn, t.to, t.bTo, msg, reply, t.relay, *window, d)
-	}
-	if *only != "" {
-		var kept []*target
-		for _, t := range targets {
-			if t.name == *only || t.name == "bare" || t.name == "proxy" {
-				kept = append(kept, t)
-			}
-		}
-		targets = kept
+		{name: "direct", to: bConn.LocalAddr().String(), bTo: aConn.LocalAddr().String(), msg: raw, reply: raw},
+		{name: "bare", to: bare, msg: raw, reply: raw},
+		{name: "proxy", to: proxyAddr, msg: raw, reply: raw},
+		{name: "l4-relay", to: l4Addr, relay: true},
+		{name: "gg-relay-1", to: gg1Addr, relay: true},
+		{name: "gg-relay", to: ggAddr, relay: true},
 	}
 	for _, t := range targets {
-		run(t, 300*time.Millisecond) // warm up
+		if t.relay {
+			aID, bID := bindPair(aConn, bConn, t.to)
+			t.msg, _ = (&wirerelay.Relay{From: aID, To: bID, Content: make([]byte, *size)}).AppendTo(nil)
+			t.reply, _ = (&wirerelay.Relay{From: bID, To: aID, Content: make([]byte, *size)}).AppendTo(nil)
+		}
+	}
+	if *only != "" {
+		targets = slices.DeleteFunc(targets, func(t *target) bool {
+			return t.name != *only && t.name != "bare" && t.name != "proxy"
+		})
+	}
+	run := func(t *target, run uint32, d time.Duration) result {
+		return measure(aConn, bConn, t, run, *window, d)
+	}
+	for i, t := range targets {
+		run(t, uint32(i), 300*time.Millisecond) // warm up
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -118,27 +157,52 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	for range *rounds {
-		for _, t := range targets {
-			t.res = append(t.res, run(t, *duration))
+	loads := []string{benchutil.LoadAverage()}
+	for r := range *rounds {
+		if r > 0 {
+			time.Sleep(*pause)
 		}
+		order := slices.Clone(targets)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for i, t := range order {
+			t.res = append(t.res, run(t, uint32(len(targets)*(r+1)+i), *duration))
+		}
+		loads = append(loads, benchutil.LoadAverage())
 	}
+	report(targets, *window, len(targets[0].msg), *rounds, *duration, loads)
+}
 
-	fmt.Printf("one client pair, %d messages in flight, %d-byte datagrams, %d rounds × %v per target\n", *window, len(msg), *rounds, *duration)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tFORWARDED/S\tRTT P50\tRTT P99\tLOST\tVS BARE\tVS CADDY-L4 PROXY")
-	sums := map[string]summary{}
+func report(targets []*target, window, size, rounds int, d time.Duration, loads []string) {
+	byName := map[string]*target{}
 	for _, t := range targets {
-		sums[t.name] = summarize(t.res)
+		byName[t.name] = t
 	}
+	fmt.Printf("%s: one client pair, %d messages in flight, %d-byte datagrams, %d rounds × %v per target\n",
+		time.Now().UTC().Format(time.RFC3339), window, size, rounds, d)
+	fmt.Printf("load average (1 min) before the rounds and after each: %s (%d CPUs)\n", strings.Join(loads, ", "), runtime.NumCPU())
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tFORWARDED/S\tRTT P50\tRTT P99\tLOST/SENT\tVS BARE: MEDIAN (RANGE)\tVS CADDY-L4 PROXY: MEDIAN (RANGE)")
 	for _, t := range targets {
-		s := sums[t.name]
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0fµs\t%.0fµs\t%d\t%.3f×\t%.3f×\n", t.name, s.forwarded, s.p50, s.p99, s.lost,
-			s.forwarded/sums["bare"].forwarded, s.forwarded/sums["proxy"].forwarded)
+		s := summarize(t.res)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0fµs\t%.0fµs\t%d/%d\t%s\t%s\n", t.name, s.forwarded, s.p50, s.p99, s.lost, s.sent,
+			ratios(t, byName["bare"]), ratios(t, byName["proxy"]))
 	}
 	tw.Flush()
-	fmt.Printf("added round-trip latency of the relay over the bare forwarder: p50 %+.0fµs, p99 %+.0fµs\n",
-		sums["relay"].p50-sums["bare"].p50, sums["relay"].p99-sums["bare"].p99)
+}
+
+// ratios formats the median and range of t's throughput over base's, round
+// by round.
+func ratios(t, base *target) string {
+	if base == nil {
+		return "-"
+	}
+	var xs []float64
+	for i := range t.res {
+		xs = append(xs, t.res[i].rate()/base.res[i].rate())
+	}
+	return benchutil.FormatSpread(xs)
 }
 
 // startBareForwarder forwards every datagram from a to b and from b to a.
@@ -207,14 +271,17 @@ func expect(c *net.UDPConn, to *net.UDPAddr, msg []byte, want wirerelay.Type) {
 
 type result struct {
 	roundTrips int
-	lost       int
+	sent, lost int
 	elapsed    time.Duration
 	rtts       []time.Duration
 }
 
+// rate is messages forwarded per second (two per round trip).
+func (r result) rate() float64 { return 2 * float64(r.roundTrips) / r.elapsed.Seconds() }
+
 type summary struct {
 	forwarded, p50, p99 float64
-	lost                int
+	sent, lost          int
 }
 
 func summarize(rs []result) summary {
@@ -224,6 +291,7 @@ func summarize(rs []result) summary {
 	n := 0
 	for _, r := range rs {
 		n += r.roundTrips
+		s.sent += r.sent
 		s.lost += r.lost
 		el += r.elapsed
 		rtts = append(rtts, r.rtts...)
@@ -234,90 +302,105 @@ func summarize(rs []result) summary {
 	return s
 }
 
-// measure runs A's closed loop against one target for d. B answers each
-// message with reply (carrying A's sequence and timestamp), to bTo if set,
-// else to where the message came from.
-func measure(aConn, bConn *net.UDPConn, to, bTo string, msg, reply []byte, isRelay bool, window int, d time.Duration) result {
-	dst, _ := net.ResolveUDPAddr("udp", to)
+// measure runs A's closed loop against t for d. B answers each message
+// with t.reply carrying A's sequence and timestamp (raw forwarders: the
+// message as is), to t.bTo if set, else to where the message came from.
+// Each message carries the run's number and its sequence: lost is what A
+// sent minus what came back to it, late answers included, and answers to
+// an earlier run are ignored.
+func measure(aConn, bConn *net.UDPConn, t *target, run uint32, window int, d time.Duration) result {
+	dst, _ := net.ResolveUDPAddr("udp", t.to)
 	var bDst *net.UDPAddr
-	if bTo != "" {
-		bDst, _ = net.ResolveUDPAddr("udp", bTo)
+	if t.bTo != "" {
+		bDst, _ = net.ResolveUDPAddr("udp", t.bTo)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The payload's first 12 bytes (after the RELAY header) carry a
-	// sequence and a send time.
+	// The payload's first 16 bytes (after the RELAY header) carry the run,
+	// a sequence and a send time.
 	const off = wirerelay.HeaderLen + 16 + 16 + 2
 	bDone := make(chan struct{})
 	go func() {
 		defer close(bDone)
 		buf := make([]byte, 2048)
-		out := append([]byte(nil), reply...)
+		out := append([]byte(nil), t.reply...)
 		for ctx.Err() == nil {
 			_ = bConn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 			n, from, err := bConn.ReadFromUDP(buf)
-			if err != nil {
+			if err != nil || n < off+16 {
 				continue
 			}
-			if n < off+12 {
-				continue
-			}
-			copy(out[off:off+12], buf[off:off+12])
-			if !isRelay {
+			if t.relay {
+				copy(out[off:off+16], buf[off:off+16])
+			} else {
 				out = append(out[:0], buf[:n]...) // raw forwarders: echo as is
 			}
-			target := from
+			to := from
 			if bDst != nil {
-				target = bDst
+				to = bDst
 			}
-			_, _ = bConn.WriteToUDP(out, target)
+			_, _ = bConn.WriteToUDP(out, to)
 		}
 	}()
 	start := time.Now()
 	var res result
-	out := append([]byte(nil), msg...)
-	send := func(seq uint32) {
-		binary.BigEndian.PutUint32(out[off:], seq)
-		binary.BigEndian.PutUint64(out[off+4:], uint64(time.Since(start)))
-		_, _ = aConn.WriteToUDP(out, dst)
-	}
+	out := append([]byte(nil), t.msg...)
+	binary.BigEndian.PutUint32(out[off:], run)
 	seq := uint32(0)
-	for ; seq < uint32(window); seq++ {
-		send(seq)
+	send := func() {
+		binary.BigEndian.PutUint32(out[off+4:], seq)
+		binary.BigEndian.PutUint64(out[off+8:], uint64(time.Since(start)))
+		if _, err := aConn.WriteToUDP(out, dst); err == nil {
+			res.sent++
+		}
+		seq++
+	}
+	for range window {
+		send()
 	}
 	buf := make([]byte, 2048)
+	received := 0
+	// recv reads one answer of this run; false on a timeout.
+	recv := func(timeout time.Duration) (time.Duration, bool) {
+		_ = aConn.SetReadDeadline(time.Now().Add(timeout))
+		for {
+			n, _, err := aConn.ReadFromUDP(buf)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					return 0, false
+				}
+				continue
+			}
+			if n < off+16 || binary.BigEndian.Uint32(buf[off:]) != run {
+				continue
+			}
+			received++
+			return time.Since(start) - time.Duration(binary.BigEndian.Uint64(buf[off+8:])), true
+		}
+	}
 	stop := start.Add(d)
 	for time.Now().Before(stop) {
-		_ = aConn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		n, _, err := aConn.ReadFromUDP(buf)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				res.lost += window // refill the window
-				for range window {
-					send(seq)
-					seq++
-				}
+		rtt, ok := recv(200 * time.Millisecond)
+		if !ok {
+			for range window { // the window is lost: refill it
+				send()
 			}
 			continue
 		}
-		if n < off+12 {
-			continue
-		}
-		res.rtts = append(res.rtts, time.Since(start)-time.Duration(binary.BigEndian.Uint64(buf[off+4:])))
+		res.rtts = append(res.rtts, rtt)
 		res.roundTrips++
-		send(seq)
-		seq++
+		send()
 	}
 	res.elapsed = time.Since(start)
-	cancel()
-	<-bDone
-	// Drain what is still in flight before the next target.
-	_ = aConn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	for {
-		if _, _, err := aConn.ReadFromUDP(buf); err != nil {
+	// Late answers count as received, not as forwarded in time.
+	for received < res.sent {
+		if _, ok := recv(200 * time.Millisecond); !ok {
 			break
 		}
 	}
+	res.lost = res.sent - received
+	cancel()
+	<-bDone
 	return res
 }

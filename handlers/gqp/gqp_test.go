@@ -114,6 +114,18 @@ func TestRequiredCommands(t *testing.T) {
 	}
 }
 
+// askChallenge sends challenge login,password from c as a client that
+// follows the server's cookie: first without one, then with the cookie it
+// was given. It returns the second reply.
+func askChallenge(t *testing.T, c *Client, addr, login, password string) wiregqp.Reply {
+	t.Helper()
+	first := ask(t, c, addr, mkQuery("challenge "+login+","+password)).Replies[0]
+	if first.Status != wiregqp.StatusUnauthorised || len(first.Records) != 1 || string(first.Records[0].Label) != "cookie" {
+		t.Fatalf("challenge without a cookie: got %+v, want 32 with the cookie", first)
+	}
+	return ask(t, c, addr, mkQuery("challenge "+login+","+password+","+string(first.Records[0].Value()))).Replies[0]
+}
+
 func TestChallengeValidate(t *testing.T) {
 	s := testServer(t)
 	addr := serve(t, s)
@@ -122,10 +134,10 @@ func TestChallengeValidate(t *testing.T) {
 	if r := ask(t, c, addr, mkQuery("kick bob")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
 		t.Fatalf("protected command before validation: got %v, want 32", r.Status)
 	}
-	if r := ask(t, c, addr, mkQuery("challenge admin,wrong")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
-		t.Fatalf("wrong password: got %v, want 32", r.Status)
+	if r := askChallenge(t, c, addr, "admin", "wrong"); r.Status != wiregqp.StatusUnauthorised || r.Kind != wiregqp.ReplyText {
+		t.Fatalf("wrong password: got %+v, want 32 with a reason", r)
 	}
-	ch := ask(t, c, addr, mkQuery("challenge admin,hunter2")).Replies[0]
+	ch := askChallenge(t, c, addr, "admin", "hunter2")
 	if ch.Status != wiregqp.StatusOK || len(ch.Records) != 1 {
 		t.Fatalf("challenge: got %+v", ch)
 	}
@@ -252,7 +264,7 @@ func TestLargeResponseSplitForValidatedSource(t *testing.T) {
 	}
 	addr := serve(t, s)
 	c := &Client{Timeout: time.Second, Local: testutil.FreeUDPAddr(t)}
-	token := string(ask(t, c, addr, mkQuery("challenge a,b")).Replies[0].Records[0].Value())
+	token := string(askChallenge(t, c, addr, "a", "b").Records[0].Value())
 	ask(t, c, addr, mkQuery("validate "+token))
 	resp := ask(t, c, addr, mkQuery("all"))
 	if r := resp.Replies[0]; len(r.Records) != 40 || string(r.Records[39].Value()) != big {

@@ -19,19 +19,33 @@
 // whose challenges fail MaxChallengeFailures times is refused challenges for
 // ChallengeLockout. Every table (challenges, authorisations, failures) is
 // bounded by MaxAuthorized.
+//
+// Cookies: a failure counts against a source only once the source has shown
+// that it receives what is sent to its address and port, or a spoofer could
+// lock anyone out by failing in their name. So a challenge from outside the
+// trusted networks must carry, as its third argument, the cookie the server
+// gives that address and port: a challenge without a valid one checks
+// nothing, counts nothing and is answered 32 with the record pair
+// "cookie" US <cookie>. The cookie is an HMAC of the address and port under
+// a key drawn when the server starts, in a one-minute epoch; it is accepted
+// in its epoch and the next (one to two minutes), and the server keeps no
+// state for it. Trusted sources may leave it out.
 package gqp
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -138,11 +152,18 @@ type failures struct {
 	expires time.Time // when the count is forgotten
 }
 
+// Cookie parameters: see the package doc.
+const (
+	cookieEpoch = time.Minute
+	cookieBytes = 12 // of HMAC-SHA256, sent in hex: 96 bits
+)
+
 // Server answers GQP queries. It is safe for concurrent use.
 type Server struct {
-	cfg      ServerConfig
-	commands map[string]*Command
-	exts     [][]byte
+	cfg       ServerConfig
+	commands  map[string]*Command
+	exts      [][]byte
+	cookieKey [32]byte
 
 	mu         sync.Mutex
 	authorized map[netip.AddrPort]time.Time
@@ -204,6 +225,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		challenges: make(map[string]challenge),
 		failed:     make(map[netip.Prefix]failures),
 	}
+	_, _ = rand.Read(s.cookieKey[:])
 	for i := range cfg.Commands {
 		c := &cfg.Commands[i]
 		switch c.Name {
@@ -439,16 +461,26 @@ func (s *Server) custom(src netip.AddrPort, c wiregqp.Command) (*Command, wiregq
 	return cmd, 0, ""
 }
 
-// sourceKey is the unit of the challenge failure count: an IPv4 address
-// or an IPv6 /64, whatever the port.
-func sourceKey(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
-	bits := 32
-	if a.Is6() {
-		bits = 64
+// cookie is the cookie of src in epoch (see the package doc), in hex.
+func (s *Server) cookie(src netip.AddrPort, epoch int64) []byte {
+	var msg [8 + 16 + 2]byte
+	binary.BigEndian.PutUint64(msg[:8], uint64(epoch))
+	a := src.Addr().Unmap().As16()
+	copy(msg[8:24], a[:])
+	binary.BigEndian.PutUint16(msg[24:], src.Port())
+	mac := hmac.New(sha256.New, s.cookieKey[:])
+	mac.Write(msg[:])
+	return hex.AppendEncode(nil, mac.Sum(nil)[:cookieBytes])
+}
+
+// cookieValid reports whether c is src's cookie of this epoch or the
+// previous one.
+func (s *Server) cookieValid(src netip.AddrPort, c []byte, now time.Time) bool {
+	if len(c) != 2*cookieBytes {
+		return false
 	}
-	p, _ := a.Prefix(bits)
-	return p
+	epoch := now.UnixNano() / int64(cookieEpoch)
+	return hmac.Equal(c, s.cookie(src, epoch)) || hmac.Equal(c, s.cookie(src, epoch-1))
 }
 
 func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) {
@@ -458,7 +490,14 @@ func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) 
 		return
 	}
 	now := s.cfg.Now()
-	key := sourceKey(src.Addr())
+	// Until the source proves it receives at its address and port, nothing
+	// is checked or counted: it gets its cookie.
+	if !s.Trusted(src.Addr()) && (len(args) < 3 || !s.cookieValid(src, args[2], now)) {
+		r.Status = wiregqp.StatusUnauthorised
+		r.AddPair([]byte("cookie"), s.cookie(src, now.UnixNano()/int64(cookieEpoch)))
+		return
+	}
+	key := clientaddr.Key(src.Addr(), clientaddr.DefaultIPv6Prefix)
 	s.mu.Lock()
 	s.pruneEvery(now)
 	f, known := s.failed[key]

@@ -78,13 +78,35 @@ func answer(t *testing.T, s *Server, src string, q []byte) (int, *wiregqp.Respon
 	return len(whole), r
 }
 
+// cookieOf is the cookie s gives src, asked as a client does: a challenge
+// without one.
+func cookieOf(t *testing.T, s *Server, src string) string {
+	t.Helper()
+	_, r := answer(t, s, src, padded(t, "challenge admin,x"))
+	if r == nil || r.Replies[0].Status != wiregqp.StatusUnauthorised || len(r.Replies[0].Records) != 1 || string(r.Replies[0].Records[0].Label) != "cookie" {
+		t.Fatalf("challenge without a cookie from %s: got %+v, want 32 with the cookie", src, r)
+	}
+	return string(r.Replies[0].Records[0].Value())
+}
+
+// challengeFrom sends challenge admin,password from src with the cookie
+// src was given, and returns the reply (nil when none came back).
+func challengeFrom(t *testing.T, s *Server, src, password string) *wiregqp.Reply {
+	t.Helper()
+	_, r := answer(t, s, src, padded(t, "challenge admin,"+password+","+cookieOf(t, s, src)))
+	if r == nil {
+		return nil
+	}
+	return &r.Replies[0]
+}
+
 func validateFrom(t *testing.T, s *Server, src string) {
 	t.Helper()
-	_, r := answer(t, s, src, padded(t, "challenge admin,hunter2"))
-	if r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+	r := challengeFrom(t, s, src, "hunter2")
+	if r == nil || r.Status != wiregqp.StatusOK {
 		t.Fatalf("challenge from %s: got %+v", src, r)
 	}
-	token := string(r.Replies[0].Records[0].Value())
+	token := string(r.Records[0].Value())
 	if _, r := answer(t, s, src, padded(t, "validate "+token)); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
 		t.Fatalf("validate from %s: got %+v", src, r)
 	}
@@ -131,11 +153,11 @@ func TestChallengeLockout(t *testing.T) {
 	s := bigServer(t, clock)
 	status := func(src, pw string) wiregqp.Status {
 		t.Helper()
-		_, r := answer(t, s, src, padded(t, "challenge admin,"+pw))
+		r := challengeFrom(t, s, src, pw)
 		if r == nil {
 			t.Fatalf("challenge from %s: no answer", src)
 		}
-		return r.Replies[0].Status
+		return r.Status
 	}
 	// Five wrong passwords, each from another port of the same address.
 	for port := range 5 {
@@ -162,8 +184,9 @@ func TestChallengeLockout(t *testing.T) {
 	}
 }
 
-// Spoofed failures from many sources: the table stays bounded, and sources
-// it cannot count are refused rather than allowed uncounted guesses.
+// Failures from many sources (each receiving its cookie): the table stays
+// bounded, and sources it cannot count are refused rather than allowed
+// uncounted guesses.
 func TestChallengeFailureTableBounded(t *testing.T) {
 	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
 	s, err := NewServer(ServerConfig{Logins: map[string]string{"admin": "hunter2"}, MaxAuthorized: 16, Now: clock.Now})
@@ -172,7 +195,7 @@ func TestChallengeFailureTableBounded(t *testing.T) {
 	}
 	for i := range 1000 {
 		src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 1}), 1)
-		s.Answer(context.Background(), src, padded(t, "challenge admin,guess"))
+		challengeFrom(t, s, src.String(), "guess")
 	}
 	s.mu.Lock()
 	n := len(s.failed)
@@ -180,15 +203,90 @@ func TestChallengeFailureTableBounded(t *testing.T) {
 	if n > 16 {
 		t.Fatalf("failure table holds %d sources, want at most 16", n)
 	}
-	if _, r := answer(t, s, "192.0.2.50:1", padded(t, "challenge admin,hunter2")); r == nil || r.Replies[0].Status != wiregqp.StatusUnavailable {
+	if r := challengeFrom(t, s, "192.0.2.50:1", "hunter2"); r == nil || r.Status != wiregqp.StatusUnavailable {
 		t.Fatalf("uncountable source with the table full: got %+v, want 31", r)
 	}
 	if _, r := answer(t, s, "127.0.0.1:1", padded(t, "challenge admin,hunter2")); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
 		t.Fatalf("trusted source with the table full: got %+v, want 10", r)
 	}
 	clock.Advance(10 * time.Minute)
-	if _, r := answer(t, s, "192.0.2.50:1", padded(t, "challenge admin,hunter2")); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+	if r := challengeFrom(t, s, "192.0.2.50:1", "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
 		t.Fatalf("after the failures expire: got %+v, want 10", r)
+	}
+}
+
+// A spoofer sends failing challenges with a victim's address (its very
+// port, and others), without a cookie, with made-up cookies and with the
+// cookies of the spoofer's own address: none counts, and the victim, which
+// receives its own cookie, still authenticates.
+func TestForgedChallengeFailuresCannotLockOut(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s := bigServer(t, clock)
+	const victim = "192.0.2.80:27000"
+	own := cookieOf(t, s, "203.0.113.66:27000") // the spoofer's own, real address
+	for i := range 50 {
+		for _, src := range []string{victim, "192.0.2.80:" + strconv.Itoa(1000+i)} {
+			for _, q := range []string{
+				"challenge admin,guess",
+				"challenge admin,guess," + strings.Repeat("0", 2*cookieBytes),
+				"challenge admin,guess," + own,
+				"challenge admin,guess,short",
+			} {
+				n, r := answer(t, s, src, padded(t, q))
+				if r == nil || r.Replies[0].Status != wiregqp.StatusUnauthorised || len(r.Replies[0].Records) != 1 {
+					t.Fatalf("forged %q from %s: got %+v, want 32 with a cookie", q, src, r)
+				}
+				if n > len(padded(t, q)) {
+					t.Fatalf("forged %q from %s: %d bytes back, more than the query", q, src, n)
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	n := len(s.failed)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d sources have failures counted after forged challenges only, want 0", n)
+	}
+	if r := challengeFrom(t, s, victim, "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("the victim after 400 forged failures: got %+v, want 10", r)
+	}
+	// The cookie is the victim's for a minute or two, then no longer.
+	cookie := cookieOf(t, s, victim)
+	clock.Advance(cookieEpoch)
+	if r := challengeFrom(t, s, victim, "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("a fresh cookie a minute on: got %+v, want 10", r)
+	}
+	if _, r := answer(t, s, victim, padded(t, "challenge admin,hunter2,"+cookie)); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+		t.Fatalf("last epoch's cookie: got %+v, want 10", r)
+	}
+	clock.Advance(cookieEpoch)
+	if _, r := answer(t, s, victim, padded(t, "challenge admin,hunter2,"+cookie)); r == nil || len(r.Replies[0].Records) != 1 || string(r.Replies[0].Records[0].Label) != "cookie" {
+		t.Fatalf("a cookie two epochs old: got %+v, want 32 with a new cookie", r)
+	}
+}
+
+// Trusted sources (loopback by default), which cannot be forged from
+// outside, follow the draft: challenge without a cookie, failures counted.
+func TestTrustedSourcesNeedNoCookie(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s := bigServer(t, clock)
+	st := func(pw string) wiregqp.Status {
+		t.Helper()
+		_, r := answer(t, s, "127.0.0.1:5000", []byte("challenge\x1eadmin\x1f"+pw+"\x04"))
+		if r == nil {
+			t.Fatal("no answer to a trusted source")
+		}
+		return r.Replies[0].Status
+	}
+	if got := st("hunter2"); got != wiregqp.StatusOK {
+		t.Fatalf("right password, no cookie: got %v, want 10", got)
+	}
+	for range 5 {
+		st("guess")
+	}
+	if got := st("hunter2"); got != wiregqp.StatusUnauthorised {
+		t.Fatalf("after 5 failures from a trusted source: got %v, want 32 (locked out)", got)
 	}
 }
 
@@ -301,7 +399,8 @@ func TestAnswerNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := netip.MustParseAddrPort("203.0.113.7:4000")
+	// A trusted source: its failed challenges count without a cookie.
+	src := netip.MustParseAddrPort("127.0.0.1:4000")
 	now := func(names ...string) ([][]byte, bool) {
 		out, _, done := s.AnswerNow(src, padded(t, names...))
 		return out, done

@@ -1,6 +1,6 @@
-// Package minecraft queries Minecraft servers for the game-query gateway:
-// the Java edition's Server List Ping over TCP (with the legacy FE 01 ping
-// as a fallback) and Bedrock's RakNet unconnected ping over UDP.
+// Package minecraft queries Minecraft Java edition servers for the
+// game-query gateway: the Server List Ping over TCP, with the legacy FE 01
+// ping as a fallback. Bedrock edition servers are package bedrock's.
 package minecraft
 
 import (

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -40,11 +41,7 @@ func SourceOfAddrPort(ap netip.AddrPort, byPort bool) Source {
 	if byPort {
 		return Source(netip.AddrPortFrom(ip, ap.Port()))
 	}
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		ip = p.Addr()
-	}
-	return Source(netip.AddrPortFrom(ip, 0))
+	return Source(netip.AddrPortFrom(clientaddr.Key(ip, clientaddr.DefaultIPv6Prefix).Addr(), 0))
 }
 
 func (s Source) String() string {

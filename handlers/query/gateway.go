@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -61,9 +63,13 @@ type Config struct {
 	MaxAdHoc int
 	// AdHocRate is the most ad-hoc requests per second per client, with
 	// AdHocBurst at once; past it they answer 429. A client is an IPv4
-	// address or an IPv6 /64. Default: 2 per second, burst 10.
+	// address or an IPv6 prefix of ClientIPv6Prefix bits. Default: 2 per
+	// second, burst 10.
 	AdHocRate  float64
 	AdHocBurst int
+	// ClientIPv6Prefix is the prefix length, in bits, that makes one IPv6
+	// client (see package clientaddr). Default: 64.
+	ClientIPv6Prefix int
 	// ClientIP gives a request's client address. Default: the address of
 	// the request's RemoteAddr.
 	ClientIP func(*http.Request) netip.Addr
@@ -96,9 +102,36 @@ type Gateway struct {
 	// keys the configuration bounds; other holds what clients can vary.
 	plain, other *cache.Results[resultKey, *answer]
 
-	upstream *limiterTable // per target and budget
-	clients  *limiterTable // ad-hoc requests per client
-	adHoc    chan struct{} // ad-hoc requests being answered
+	// Upstream budgets: named servers' are fixed by the configuration;
+	// ad-hoc targets', which clients choose, live in a bounded table of
+	// their own, so filling it cannot touch the named servers' budgets.
+	upstreamLimit ratelimit.Limit
+	upstreamClock ratelimit.Clock
+	adHocBudgets  *ratelimit.Table[adHocBudget]
+
+	// named are the configured servers, resolved once, each with its
+	// budgets and the loads of its argument-free commands, so that a
+	// cached answer costs no allocation.
+	named map[string]*target
+
+	clientLimit ratelimit.Limit
+	clients     *ratelimit.Table[netip.Prefix] // ad-hoc requests per client
+	adHoc       chan struct{}                  // ad-hoc requests being answered
+}
+
+// budgets are a target's two upstream budgets: one for the status and
+// argument-free commands, one for commands with arguments.
+type budgets [2]ratelimit.AtomicState
+
+const (
+	plainBudget = 0
+	argsBudget  = 1
+)
+
+// adHocBudget keys one budget of one ad-hoc target.
+type adHocBudget struct {
+	target string
+	which  int
 }
 
 type resultKey struct {
@@ -107,11 +140,43 @@ type resultKey struct {
 	args    string // arguments joined by NUL
 }
 
-// answer is a pre-serialised result: what every request for it is sent.
+// answer is a pre-serialised result: what every request for it is sent,
+// with its header values built once (header maps take them as they are).
 type answer struct {
 	status int
 	body   []byte
 	etag   string
+
+	etagHeader, lengthHeader []string
+}
+
+func newAnswer(status int, body []byte, etag string) *answer {
+	a := &answer{status: status, body: body, etag: etag, lengthHeader: []string{strconv.Itoa(len(body))}}
+	if etag != "" {
+		a.etagHeader = []string{etag}
+	}
+	return a
+}
+
+// Header values every answer shares. Each slice has no spare capacity, so
+// a handler appending to one (Header.Add) copies it rather than writing
+// into it.
+var (
+	jsonContentType = []string{"application/json"}
+	cacheHeaders    = [...][]string{cacheHit: {"hit"}, cacheMiss: {"miss"}, cacheShared: {"shared"}, cacheStale: {"stale"}}
+	ageHeaders      = func() (h [600][]string) {
+		for i := range h {
+			h[i] = []string{strconv.Itoa(i)}
+		}
+		return h
+	}()
+)
+
+func ageHeader(seconds int64) []string {
+	if seconds >= 0 && seconds < int64(len(ageHeaders)) {
+		return ageHeaders[seconds]
+	}
+	return []string{strconv.FormatInt(seconds, 10)}
 }
 
 // NewGateway returns a gateway with cfg's defaults filled in.
@@ -163,14 +228,43 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{
-		cfg:      cfg,
-		plain:    plain,
-		other:    other,
-		upstream: newLimiterTable(cfg.RateLimit, cfg.RateBurst, cfg.MaxEntries, cfg.Now),
-		clients:  newLimiterTable(cfg.AdHocRate, cfg.AdHocBurst, cfg.MaxEntries, cfg.Now),
-		adHoc:    make(chan struct{}, cfg.MaxAdHoc),
-	}, nil
+	if err := clientaddr.ValidateIPv6Prefix("client IPv6 prefix", cfg.ClientIPv6Prefix); err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	upstreamLimit, err := ratelimit.NewLimit(cfg.RateLimit, cfg.RateBurst)
+	if err != nil {
+		return nil, fmt.Errorf("query: rate limit: %w", err)
+	}
+	clientLimit, err := ratelimit.NewLimit(cfg.AdHocRate, cfg.AdHocBurst)
+	if err != nil {
+		return nil, fmt.Errorf("query: ad-hoc rate: %w", err)
+	}
+	clock := ratelimit.NewClock(cfg.Now)
+	g := &Gateway{
+		cfg:           cfg,
+		plain:         plain,
+		other:         other,
+		upstreamLimit: upstreamLimit,
+		upstreamClock: clock,
+		named:         make(map[string]*target, len(cfg.Servers)),
+		adHocBudgets:  ratelimit.NewTable[adHocBudget](cfg.MaxEntries, clock),
+		clientLimit:   clientLimit,
+		clients:       ratelimit.NewTable[netip.Prefix](cfg.MaxEntries, clock),
+		adHoc:         make(chan struct{}, cfg.MaxAdHoc),
+	}
+	for name, s := range cfg.Servers {
+		cmds := s.Commands
+		if cmds == nil {
+			cmds = ReadOnlyCommands(s.Protocol)
+		}
+		t := &target{key: "name/" + name, name: name, address: s.Address, protocol: s.Protocol, named: true, commands: cmds,
+			budgets: new(budgets), loads: make(map[string]func(context.Context) (*answer, error), len(cmds)+1)}
+		for _, c := range append([]string{"status"}, cmds...) {
+			t.loads[c] = g.loader(t, c, nil)
+		}
+		g.named[name] = t
+	}
+	return g, nil
 }
 
 func remoteIP(r *http.Request) netip.Addr {
@@ -197,25 +291,30 @@ type target struct {
 	protocol Protocol
 	named    bool
 	commands []string // allowed besides status
+	// A named server's upstream budgets, and the loads of its
+	// argument-free commands by command.
+	budgets *budgets
+	loads   map[string]func(context.Context) (*answer, error)
 }
 
 func (t *target) allows(command string) bool {
 	return command == "status" || slices.Contains(t.commands, command)
 }
 
-// request answers one question (server × command × arguments) from
-// client, with the gateway's limits applied.
-func (g *Gateway) request(ctx context.Context, client netip.Addr, name, command string, args []string) (*answer, cache.Result[*answer], *Error) {
+// request answers one question (server × command × arguments) from the
+// client that client gives (asked only for ad-hoc targets), with the
+// gateway's limits applied.
+func (g *Gateway) request(ctx context.Context, client func() netip.Addr, name, command string, args []string) (*answer, cache.Result[*answer], *Error) {
 	var none cache.Result[*answer]
 	adHoc := false
-	if _, named := g.cfg.Servers[name]; !named && g.cfg.AdHoc != nil {
+	if _, named := g.named[name]; !named && g.cfg.AdHoc != nil {
 		if _, _, err := net.SplitHostPort(name); err == nil {
 			adHoc = true
 		}
 	}
 	if adHoc {
 		// Bounded per client and in all, before any name lookup or socket.
-		if ok, wait := g.clients.allow(clientKey(client)); !ok {
+		if ok, wait := g.clients.Allow(g.clientLimit, clientaddr.Key(client(), g.cfg.ClientIPv6Prefix)); !ok {
 			return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, RetryAfter: wait,
 				Message: "too many ad-hoc queries from this client; try again shortly"}
 		}
@@ -246,23 +345,9 @@ func (g *Gateway) request(ctx context.Context, client netip.Addr, name, command 
 	return a, res, nil
 }
 
-// clientKey is the unit of the per-client limits: an IPv4 address or an
-// IPv6 /64.
-func clientKey(a netip.Addr) string {
-	if a.Is6() && !a.Is4In6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.Unmap().String()
-}
-
 func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
-	if s, ok := g.cfg.Servers[name]; ok {
-		cmds := s.Commands
-		if cmds == nil {
-			cmds = ReadOnlyCommands(s.Protocol)
-		}
-		return &target{key: "name/" + name, name: name, address: s.Address, protocol: s.Protocol, named: true, commands: cmds}, nil
+	if t, ok := g.named[name]; ok {
+		return t, nil
 	}
 	host, port, err := net.SplitHostPort(name)
 	if err != nil {
@@ -307,59 +392,51 @@ func (g *Gateway) policy(command string) cache.Policy {
 		StaleIfError: g.cfg.StaleIfError, NegativeTTL: g.cfg.NegativeTTL, LoadTimeout: g.cfg.QueryTimeout}
 }
 
-// limiterTable holds a bounded number of rate-limit states of one limit.
-type limiterTable struct {
-	limit ratelimit.Limit
-	clock ratelimit.Clock
-	max   int
-
-	mu sync.Mutex
-	m  map[string]*ratelimit.AtomicState
-}
-
-// newLimiterTable returns a table for rate per second, burst at once; an
-// invalid pair (refused by the module's Validate) admits everything.
-func newLimiterTable(rate float64, burst, maxKeys int, now func() time.Time) *limiterTable {
-	l, _ := ratelimit.NewLimit(rate, max(burst, 1))
-	return &limiterTable{limit: l, clock: ratelimit.NewClock(now), max: maxKeys, m: make(map[string]*ratelimit.AtomicState)}
-}
-
-// allow takes one event for key; when refused it says how long until one
-// would be allowed.
-func (t *limiterTable) allow(key string) (bool, time.Duration) {
-	if t.limit.Unlimited() {
+// allowUpstream takes one upstream query from t's budget (argsBudget or
+// plainBudget); when refused it says how long until one would be allowed.
+func (g *Gateway) allowUpstream(t *target, which int) (bool, time.Duration) {
+	if g.upstreamLimit.Unlimited() {
 		return true, 0
 	}
-	t.mu.Lock()
-	st := t.m[key]
-	if st == nil {
-		if len(t.m) >= t.max {
-			clear(t.m) // bounded: forgetting limits only loosens them briefly
-		}
-		st = new(ratelimit.AtomicState)
-		t.m[key] = st
+	if !t.named {
+		return g.adHocBudgets.Allow(g.upstreamLimit, adHocBudget{t.key, which})
 	}
-	t.mu.Unlock()
-	now := t.clock.Now()
-	if t.limit.AllowAtomic(st, now) {
+	st := &t.budgets[which]
+	now := g.upstreamClock.Now()
+	if g.upstreamLimit.AllowAtomic(st, now) {
 		return true, 0
 	}
-	return false, t.limit.Wait(st.Load(), now)
+	return false, g.upstreamLimit.Wait(st.Load(), now)
 }
 
 // result runs (or reuses) one query and returns its pre-serialised answer
 // and how the cache served it.
 func (g *Gateway) result(ctx context.Context, t *target, command string, args []string) (*answer, cache.Result[*answer], error) {
-	key := resultKey{target: t.key, command: command, args: strings.Join(args, "\x00")}
-	results, budget := g.other, t.key+"/args"
-	if len(args) == 0 {
-		budget = t.key + "/plain"
-		if t.named {
-			results = g.plain
-		}
+	key := resultKey{target: t.key, command: command}
+	results, load := g.other, t.loads[command]
+	if len(args) > 0 || load == nil {
+		key.args = strings.Join(args, "\x00")
+		load = g.loader(t, command, args)
 	}
-	res, err := results.Get(ctx, key, g.policy(command), func(ctx context.Context) (*answer, error) {
-		if ok, wait := g.upstream.allow(budget); !ok {
+	if len(args) == 0 && t.named {
+		results = g.plain
+	}
+	res, err := results.Get(ctx, key, g.policy(command), load)
+	if err != nil {
+		return nil, res, err
+	}
+	return res.Value, res, nil
+}
+
+// loader returns the load of one query: the upstream budget taken, the
+// protocol asked, its answer serialised.
+func (g *Gateway) loader(t *target, command string, args []string) func(context.Context) (*answer, error) {
+	budget := argsBudget
+	if len(args) == 0 {
+		budget = plainBudget
+	}
+	return func(ctx context.Context) (*answer, error) {
+		if ok, wait := g.allowUpstream(t, budget); !ok {
 			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: wait,
 				Message: "the query rate limit for " + t.name + " is reached; try again shortly"}
 		}
@@ -394,12 +471,8 @@ func (g *Gateway) result(ctx context.Context, t *target, command string, args []
 		if err != nil {
 			return nil, err
 		}
-		return &answer{status: http.StatusOK, body: body, etag: cache.ETag(body, true)}, nil
-	})
-	if err != nil {
-		return nil, res, err
+		return newAnswer(http.StatusOK, body, cache.ETag(body, true)), nil
 	}
-	return res.Value, res, nil
 }
 
 func errorAnswer(server string, e *Error) *answer {
@@ -408,7 +481,7 @@ func errorAnswer(server string, e *Error) *answer {
 		doc["protocol_status"] = e.ProtocolStatus
 	}
 	body, _ := json.Marshal(doc)
-	return &answer{status: e.HTTPStatus, body: body}
+	return newAnswer(e.HTTPStatus, body, "")
 }
 
 // ServeHTTP answers a request whose path, below the handler's prefix, is
@@ -416,82 +489,95 @@ func errorAnswer(server string, e *Error) *answer {
 //	GET  /{server}                    the server's normalised status
 //	GET  /{server}/{command}?arg=…    a protocol command's answer
 //	POST /                            a batch: {"servers": [...], "commands": [...]}
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, path string) {
+//
+// and returns the status code it answered with. A cached answer costs no
+// allocation: its body and header values were built when it was loaded.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, path string) int {
 	path = strings.Trim(path, "/")
 	if path == "" || path == "batch" {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
-			g.writeError(w, r, "", Errorf(http.StatusMethodNotAllowed, "a batch is a POST"))
-			return
+			return g.writeError(w, r, "", Errorf(http.StatusMethodNotAllowed, "a batch is a POST"))
 		}
-		g.batch(w, r)
-		return
+		return g.batch(w, r)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		g.writeError(w, r, "", Errorf(http.StatusMethodNotAllowed, "use GET or HEAD"))
-		return
+		return g.writeError(w, r, "", Errorf(http.StatusMethodNotAllowed, "use GET or HEAD"))
 	}
 	name, command, _ := strings.Cut(path, "/")
 	if command == "" {
 		command = "status"
 	} else if strings.Contains(command, "/") {
-		g.writeError(w, r, name, Errorf(http.StatusNotFound, "want /{server} or /{server}/{command}"))
-		return
+		return g.writeError(w, r, name, Errorf(http.StatusNotFound, "want /{server} or /{server}/{command}"))
 	}
-	args := r.URL.Query()["arg"]
-	a, res, e := g.request(r.Context(), g.cfg.ClientIP(r), name, command, args)
+	var args []string
+	if r.URL.RawQuery != "" {
+		args = r.URL.Query()["arg"]
+	}
+	a, res, e := g.request(r.Context(), func() netip.Addr { return g.cfg.ClientIP(r) }, name, command, args)
 	if e != nil {
-		g.writeError(w, r, name, e)
-		return
+		return g.writeError(w, r, name, e)
 	}
-	g.write(w, r, a, res)
+	return g.write(w, r, a, res)
 }
 
-func (g *Gateway) write(w http.ResponseWriter, r *http.Request, a *answer, res cache.Result[*answer]) {
+func (g *Gateway) write(w http.ResponseWriter, r *http.Request, a *answer, res cache.Result[*answer]) int {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Gamegate-Cache", cacheState(res))
-	if age := g.cfg.Now().Sub(res.LoadedAt); age > 0 {
-		h.Set("Age", strconv.FormatInt(int64(age/time.Second), 10))
+	h["Content-Type"] = jsonContentType
+	h["X-Gamegate-Cache"] = cacheHeaders[cacheStateOf(res)]
+	if age := res.Age; age > 0 {
+		h["Age"] = ageHeader(int64(age / time.Second))
 	}
 	if a.etag != "" {
-		h.Set("ETag", a.etag)
-		if inm := r.Header.Get("If-None-Match"); inm != "" && cache.IfNoneMatch(inm, a.etag) {
+		h["Etag"] = a.etagHeader
+		if inm := r.Header["If-None-Match"]; len(inm) > 0 && inm[0] != "" && cache.IfNoneMatch(inm[0], a.etag) {
 			w.WriteHeader(http.StatusNotModified)
-			return
+			return http.StatusNotModified
 		}
 	}
-	h.Set("Content-Length", strconv.Itoa(len(a.body)))
+	h["Content-Length"] = a.lengthHeader
 	w.WriteHeader(a.status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(a.body)
 	}
+	return a.status
 }
 
-func cacheState(res cache.Result[*answer]) string {
+// How the cache served an answer: the X-Gamegate-Cache header's values.
+const (
+	cacheHit = iota
+	cacheMiss
+	cacheShared
+	cacheStale
+)
+
+func cacheStateOf(res cache.Result[*answer]) int {
 	switch {
 	case res.State == cache.Stale:
-		return "stale"
+		return cacheStale
 	case res.Loaded:
-		return "miss"
+		return cacheMiss
 	case res.Shared:
-		return "shared"
+		return cacheShared
 	}
-	return "hit"
+	return cacheHit
 }
 
-func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, server string, e *Error) {
+func cacheState(res cache.Result[*answer]) string { return cacheHeaders[cacheStateOf(res)][0] }
+
+func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, server string, e *Error) int {
 	a := errorAnswer(server, e)
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfter(e.RetryAfter), 10))
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
+	w.Header()["Content-Type"] = jsonContentType
+	w.Header()["Content-Length"] = a.lengthHeader
 	w.WriteHeader(a.status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(a.body)
 	}
+	return a.status
 }
 
 // batchRequest lists servers and commands; every server is asked every
@@ -516,26 +602,23 @@ type batchResult struct {
 	Body    json.RawMessage `json:"body"`
 }
 
-func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) int {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBody))
 	if err != nil {
-		g.writeError(w, r, "", Errorf(http.StatusRequestEntityTooLarge, "the batch is larger than %d bytes", g.cfg.MaxBody))
-		return
+		return g.writeError(w, r, "", Errorf(http.StatusRequestEntityTooLarge, "the batch is larger than %d bytes", g.cfg.MaxBody))
 	}
 	var req batchRequest
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		g.writeError(w, r, "", Errorf(http.StatusBadRequest, "the batch is not valid JSON of the expected shape: %v", err))
-		return
+		return g.writeError(w, r, "", Errorf(http.StatusBadRequest, "the batch is not valid JSON of the expected shape: %v", err))
 	}
 	cmds := make([]batchCommand, 0, len(req.Commands))
 	for _, raw := range req.Commands {
 		var c batchCommand
 		if err := json.Unmarshal(raw, &c.Name); err != nil {
 			if err := json.Unmarshal(raw, &c); err != nil || c.Name == "" {
-				g.writeError(w, r, "", Errorf(http.StatusBadRequest, "a command is a name or {\"name\": …, \"args\": […]}"))
-				return
+				return g.writeError(w, r, "", Errorf(http.StatusBadRequest, "a command is a name or {\"name\": …, \"args\": […]}"))
 			}
 		}
 		cmds = append(cmds, c)
@@ -543,13 +626,12 @@ func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) {
 	n := len(req.Servers) * len(cmds)
 	switch {
 	case n == 0:
-		g.writeError(w, r, "", Errorf(http.StatusBadRequest, "the batch needs at least one server and one command"))
-		return
+		return g.writeError(w, r, "", Errorf(http.StatusBadRequest, "the batch needs at least one server and one command"))
 	case n > g.cfg.MaxBatch:
-		g.writeError(w, r, "", Errorf(http.StatusRequestEntityTooLarge, "the batch asks %d queries; at most %d are allowed", n, g.cfg.MaxBatch))
-		return
+		return g.writeError(w, r, "", Errorf(http.StatusRequestEntityTooLarge, "the batch asks %d queries; at most %d are allowed", n, g.cfg.MaxBatch))
 	}
-	client := g.cfg.ClientIP(r)
+	ip := g.cfg.ClientIP(r)
+	client := func() netip.Addr { return ip }
 	results := make([]batchResult, n)
 	sem := make(chan struct{}, g.cfg.BatchConcurrency)
 	var wg sync.WaitGroup
@@ -573,9 +655,10 @@ func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
+	return http.StatusOK
 }
 
-func (g *Gateway) batchOne(ctx context.Context, client netip.Addr, res *batchResult) {
+func (g *Gateway) batchOne(ctx context.Context, client func() netip.Addr, res *batchResult) {
 	a, cr, e := g.request(ctx, client, res.Server, res.Command, res.Args)
 	if e != nil {
 		a = errorAnswer(res.Server, e)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -358,4 +359,158 @@ type failingProtocol struct{ countingProtocol }
 
 func (*failingProtocol) Status(_ context.Context, address string) (*Status, error) {
 	return nil, Unreachable(address, errors.New("read udp 10.0.0.1:4000->10.9.8.7:27960: recvfrom: connection refused"))
+}
+
+// adHocFrom is an ad-hoc request for target from the client at ip.
+func (r *rig) adHocFrom(ip, target string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", "/"+target, nil)
+	req.RemoteAddr = netip.AddrPortFrom(netip.MustParseAddr(ip), 5000).String()
+	w := httptest.NewRecorder()
+	r.gw.ServeHTTP(w, req, req.URL.Path)
+	return w
+}
+
+// An attacker with many addresses fills the per-client ad-hoc table: a
+// client that had spent its burst must stay limited (the table refuses the
+// newcomers rather than forgetting the clients it holds).
+func TestAdHocClientTableFullKeepsLimits(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AdHocRate, c.AdHocBurst, c.MaxEntries = 1, 2, 16
+	})
+	r.gw.cfg.AdHoc = r.proto
+	codes := []int{}
+	for range 3 {
+		codes = append(codes, r.adHocFrom("198.51.100.1", "192.0.2.9:1").Code)
+	}
+	if codes[0] != 200 || codes[1] != 200 || codes[2] != 429 {
+		t.Fatalf("the victim's burst: got %v, want 200 200 429", codes)
+	}
+	refused := 0
+	for i := range 200 {
+		if w := r.adHocFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}).String(), "192.0.2.9:1"); w.Code == 429 {
+			refused++
+		}
+	}
+	if n := r.gw.clients.Len(); n > 16 {
+		t.Errorf("the client table holds %d clients, want at most 16", n)
+	}
+	if refused == 0 {
+		t.Error("200 new clients into a table of 16 were all admitted")
+	}
+	if w := r.adHocFrom("198.51.100.1", "192.0.2.9:1"); w.Code != 429 {
+		t.Fatalf("the limited client after 200 others: got %d, want 429 (its limit was forgotten)", w.Code)
+	}
+}
+
+// Ad-hoc targets, which clients choose, have budgets of their own: however
+// many of them are queried, a named server's spent budget stays spent.
+func TestAdHocTargetsCannotResetNamedBudgets(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.RateLimit, c.RateBurst, c.MaxEntries = 0.001, 1, 8
+	})
+	r.gw.cfg.AdHoc = r.proto
+	if w := r.do("GET", "/arena", ""); w.Code != 200 {
+		t.Fatalf("status: got %d", w.Code)
+	}
+	if w := r.do("GET", "/arena/a", ""); w.Code != 503 {
+		t.Fatalf("past the named server's budget: got %d, want 503", w.Code)
+	}
+	for i := range 100 {
+		// One client per target, so that no per-client limit stops the flood.
+		r.adHocFrom(netip.AddrFrom4([4]byte{10, 1, 0, byte(i)}).String(), "192.0.2."+strconv.Itoa(i+1)+":1")
+	}
+	if n := r.gw.adHocBudgets.Len(); n > 8 {
+		t.Errorf("the ad-hoc budget table holds %d budgets, want at most 8", n)
+	}
+	before := r.proto.calls.Load()
+	if w := r.do("GET", "/arena/b", ""); w.Code != 503 || r.proto.calls.Load() != before {
+		t.Fatalf("the named server after 100 ad-hoc targets: got %d after %d more upstream queries, want 503 after none",
+			w.Code, r.proto.calls.Load()-before)
+	}
+}
+
+// An IPv6 client is its /64 (or the configured prefix): addresses of one
+// prefix share one client's limit.
+func TestAdHocIPv6ClientIsItsPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		bits    int
+		sibling string // same client as 2001:db8:1:2::1
+		other   string // another client
+	}{
+		{0, "2001:db8:1:2:ffff::9", "2001:db8:1:3::1"},
+		{48, "2001:db8:1:ffff::9", "2001:db8:2::1"},
+	} {
+		t.Run("/"+strconv.Itoa(tc.bits), func(t *testing.T) {
+			r := newRig(t, func(c *Config) {
+				c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+				c.AdHocRate, c.AdHocBurst, c.ClientIPv6Prefix = 1, 2, tc.bits
+			})
+			r.gw.cfg.AdHoc = r.proto
+			r.adHocFrom("2001:db8:1:2::1", "192.0.2.9:1")
+			r.adHocFrom("2001:db8:1:2::2", "192.0.2.9:1")
+			if w := r.adHocFrom(tc.sibling, "192.0.2.9:1"); w.Code != 429 {
+				t.Errorf("a third address of the same prefix: got %d, want 429", w.Code)
+			}
+			if w := r.adHocFrom(tc.other, "192.0.2.9:1"); w.Code != 200 {
+				t.Errorf("another prefix: got %d, want 200", w.Code)
+			}
+		})
+	}
+}
+
+// headerWriter keeps the headers and status and drops the body, allocating
+// nothing itself.
+type headerWriter struct {
+	h      http.Header
+	status int
+}
+
+func (w *headerWriter) Header() http.Header         { return w.h }
+func (w *headerWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *headerWriter) WriteHeader(s int)           { w.status = s }
+
+// A cached answer (a named server's status or an argument-free command,
+// 200 or 304) is served from bytes and header values built when it was
+// loaded: nothing is allocated per request.
+func TestCachedHitAllocatesNothing(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.TTL = map[string]time.Duration{"status": time.Hour, "echo": time.Hour} })
+	for _, path := range []string{"/arena", "/arena/echo"} {
+		first := r.do("GET", path, "")
+		etag := first.Header().Get("ETag")
+		if first.Code != 200 || etag == "" {
+			t.Fatalf("%s: got %d ETag %q", path, first.Code, etag)
+		}
+		r.clock.Advance(3 * time.Second)
+		for _, c := range []struct {
+			inm  string
+			want int
+		}{{"", 200}, {etag, 304}} {
+			req := httptest.NewRequest("GET", path, nil)
+			if c.inm != "" {
+				req.Header.Set("If-None-Match", c.inm)
+			}
+			w := &headerWriter{h: make(http.Header)}
+			allocs := testing.AllocsPerRun(100, func() {
+				clear(w.h)
+				if got := r.gw.ServeHTTP(w, req, req.URL.Path); got != c.want || w.status != c.want {
+					t.Fatalf("%s: got %d (written %d), want %d", path, got, w.status, c.want)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%s If-None-Match %q: %.1f allocations per cached answer, want 0", path, c.inm, allocs)
+			}
+			want := http.Header{"Content-Type": {"application/json"}, "X-Gamegate-Cache": {"hit"}, "Age": {"3"}, "Etag": {etag}}
+			if c.want == 200 {
+				want["Content-Length"] = []string{first.Header().Get("Content-Length")}
+			}
+			if got := fmt.Sprint(w.h); got != fmt.Sprint(want) {
+				t.Errorf("%s: headers %s, want %s", path, got, want)
+			}
+		}
+	}
+	if r.proto.calls.Load() != 2 {
+		t.Fatalf("%d protocol calls, want 2", r.proto.calls.Load())
+	}
 }

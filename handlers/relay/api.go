@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
@@ -77,7 +78,8 @@ type APIConfig struct {
 	// /v1/allocate requests; JoinCodeRate and JoinCodeBurst its
 	// /v1/joincode requests. Past them a client gets 429 with Retry-After.
 	// A client is what ClientKey makes of ClientIP. Defaults: 0.2 and 10,
-	// 0.2 and 10, 1 and 10.
+	// 0.2 and 10, 1 and 10. A rate of 0 means the default: these limits
+	// cannot be turned off.
 	JoinRate      float64
 	JoinBurst     int
 	AllocateRate  float64
@@ -92,6 +94,14 @@ type APIConfig struct {
 	// when one is full of clients that are not idle, new clients get 429.
 	// Default: 65536.
 	MaxClients int
+	// ClientIPv6Prefix is the prefix length, in bits, that makes one IPv6
+	// client (see ClientKey). Default: 64.
+	ClientIPv6Prefix int
+	// Rates holds the per-client request rates; APIs may share one, and it
+	// may outlive an API (kept across configuration reloads, a reload does
+	// not reset the clients' limits). NewAPI sets its tables' bound to
+	// MaxClients. Default: a new one.
+	Rates *ClientRates
 	// AnyClientJoinCode lets /v1/joincode hand out the join code of any
 	// allocation whose ID the caller knows. By default only the client
 	// that made the allocation gets it: the same client (ClientKey) with
@@ -127,7 +137,8 @@ type API struct {
 	endpoints   []APIServerEndpoint
 	codeLocks   keyedMutex
 
-	joinRates, allocateRates, joinCodeRates *clientRates
+	// Per-endpoint limits, applied to the tables of cfg.Rates.
+	joinLimit, allocateLimit, joinCodeLimit ratelimit.Limit
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -152,6 +163,9 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		return nil, errors.New("relay api: durations must not be negative")
 	case cfg.MaxAllocations < 0 || cfg.MaxBody < 0 || cfg.MaxAllocationsPerClient < 0 || cfg.MaxClients < 0:
 		return nil, errors.New("relay api: limits must not be negative")
+	}
+	if err := clientaddr.ValidateIPv6Prefix("client IPv6 prefix", cfg.ClientIPv6Prefix); err != nil {
+		return nil, fmt.Errorf("relay api: %w", err)
 	}
 	setDefaultRate(&cfg.JoinRate, &cfg.JoinBurst, DefaultJoinRate, DefaultJoinBurst)
 	setDefaultRate(&cfg.AllocateRate, &cfg.AllocateBurst, DefaultAllocateRate, DefaultAllocateBurst)
@@ -223,20 +237,25 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if a.tokens, err = httpauth.New(cfg.Tokens...); err != nil {
 		return nil, fmt.Errorf("relay api: tokens: %w", err)
 	}
-	clock := ratelimit.NewClock(cfg.Now)
 	for _, t := range []struct {
-		dst   **clientRates
+		dst   *ratelimit.Limit
 		name  string
 		rate  float64
 		burst int
 	}{
-		{&a.joinRates, "join", cfg.JoinRate, cfg.JoinBurst},
-		{&a.allocateRates, "allocate", cfg.AllocateRate, cfg.AllocateBurst},
-		{&a.joinCodeRates, "joincode", cfg.JoinCodeRate, cfg.JoinCodeBurst},
+		{&a.joinLimit, "join", cfg.JoinRate, cfg.JoinBurst},
+		{&a.allocateLimit, "allocate", cfg.AllocateRate, cfg.AllocateBurst},
+		{&a.joinCodeLimit, "joincode", cfg.JoinCodeRate, cfg.JoinCodeBurst},
 	} {
-		if *t.dst, err = newClientRates(t.rate, t.burst, cfg.MaxClients, clock); err != nil {
+		if *t.dst, err = ratelimit.NewLimit(t.rate, t.burst); err != nil {
 			return nil, fmt.Errorf("relay api: %s rate: %w", t.name, err)
 		}
+	}
+	if a.cfg.Rates == nil {
+		a.cfg.Rates = NewClientRates(cfg.Now)
+	}
+	for _, t := range []*ratelimit.Table[string]{a.cfg.Rates.join, a.cfg.Rates.allocate, a.cfg.Rates.joinCode} {
+		t.SetMax(cfg.MaxClients)
 	}
 	return a, nil
 }

@@ -32,9 +32,9 @@ func (a *API) Serve(w http.ResponseWriter, r *http.Request, ep APIEndpoint) int 
 		httpauth.SetChallenge(hdr)
 		return a.writeError(w, r, errKindUnauthorized.err("a valid token is required: Authorization: Bearer <token> (or X-Api-Key: <token>)"))
 	}
-	client := ClientKey(a.cfg.ClientIP(r))
-	if rates := a.rates(ep); rates != nil {
-		if ok, retry := rates.allow(client); !ok {
+	client := ClientKey(a.cfg.ClientIP(r), a.cfg.ClientIPv6Prefix)
+	if table, limit := a.rates(ep); table != nil {
+		if ok, retry := table.Allow(limit, client); !ok {
 			e := errKindTooManyRequests.err(fmt.Sprintf("too many /v1/%s requests from this client; try again in %ds", ep, ratelimit.RetryAfter(retry)))
 			e.retryAfter = retry
 			return a.writeError(w, r, e)
@@ -68,17 +68,19 @@ func (a *API) Serve(w http.ResponseWriter, r *http.Request, ep APIEndpoint) int 
 	return status
 }
 
-// rates returns the per-client rate limits of ep, nil for none.
-func (a *API) rates(ep APIEndpoint) *clientRates {
+// rates returns the per-client rate table and limit of ep, a nil table for
+// none.
+func (a *API) rates(ep APIEndpoint) (*ratelimit.Table[string], ratelimit.Limit) {
+	var l ratelimit.Limit
 	switch ep {
 	case EndpointAllocate:
-		return a.allocateRates
+		l = a.allocateLimit
 	case EndpointJoinCode:
-		return a.joinCodeRates
+		l = a.joinCodeLimit
 	case EndpointJoin:
-		return a.joinRates
+		l = a.joinLimit
 	}
-	return nil
+	return a.cfg.Rates.table(ep), l
 }
 
 func writeJSON(w http.ResponseWriter, r *http.Request, status int, contentType string, body []byte) {

@@ -6,31 +6,18 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
-	"net/netip"
-	"sync"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 // ClientKey is the key under which a client's requests are limited and its
-// allocations counted: its IPv4 address, or the /64 of its IPv6 address
-// (one subscriber's share under the usual allocation plans, where the
-// host part is the client's to vary). A text that is not an IP address is
-// its own key.
-func ClientKey(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ip
-	}
-	a = a.Unmap().WithZone("")
-	if a.Is4() {
-		return a.String()
-	}
-	p, _ := a.Prefix(64)
-	return p.String()
-}
+// allocations counted: its IPv4 address, or the prefix of ipv6Bits bits
+// (0: /64) of its IPv6 address, as package clientaddr keys clients. A text
+// that is not an IP address is its own key.
+func ClientKey(ip string, ipv6Bits int) string { return clientaddr.KeyString(ip, ipv6Bits) }
 
 // remoteIP is the host of r.RemoteAddr, the client address when no server
 // in front says otherwise.
@@ -56,74 +43,46 @@ func ownerProof(client string, r *http.Request) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// clientRates limits the requests of each client to one endpoint. It holds
-// at most max clients; a client is forgotten once its state is idle (it
-// could send a full burst again). When the table is full of clients that
-// are not idle, new clients are refused until some are: under a flood from
-// that many addresses, refusing newcomers is what keeps the limit a limit.
-type clientRates struct {
-	limit ratelimit.Limit
-	clock ratelimit.Clock
-	max   int
-
-	mu        sync.Mutex
-	states    map[string]*ratelimit.State
-	nextSweep int64
+// ClientRates is the per-client request rate state of the API's rate-limited
+// endpoints: one bounded table per endpoint (see ratelimit.Table: when a
+// table is full of clients that are not idle, new clients are refused). It
+// may be shared by APIs and outlive them, so that a configuration reload
+// does not hand every client a fresh burst. It is safe for concurrent use.
+type ClientRates struct {
+	join, allocate, joinCode *ratelimit.Table[string]
 }
 
-func newClientRates(rate float64, burst, max int, clock ratelimit.Clock) (*clientRates, error) {
-	l, err := ratelimit.NewLimit(rate, burst)
-	if err != nil {
-		return nil, err
-	}
-	return &clientRates{limit: l, clock: clock, max: max, states: make(map[string]*ratelimit.State)}, nil
-}
-
-// allow admits one request of client, or reports how long until it would
-// be admitted.
-func (c *clientRates) allow(client string) (bool, time.Duration) {
-	if c.limit.Unlimited() {
-		return true, 0
-	}
-	now := c.clock.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.states[client]
-	if s == nil {
-		if len(c.states) >= c.max {
-			c.sweep(now)
-		}
-		if len(c.states) >= c.max {
-			return false, c.limit.Interval()
-		}
-		s = new(ratelimit.State)
-		c.states[client] = s
-	}
-	if c.limit.Allow(s, now) {
-		return true, 0
-	}
-	return false, c.limit.Wait(*s, now)
-}
-
-// sweep forgets idle clients, at most once per interval of the limit, so a
-// full table costs one walk per interval, not one per request.
-func (c *clientRates) sweep(now int64) {
-	if now < c.nextSweep {
-		return
-	}
-	c.nextSweep = now + int64(c.limit.Interval())
-	for k, s := range c.states {
-		if s.Idle(now) {
-			delete(c.states, k)
-		}
+// NewClientRates returns empty rate state reading time from now (nil:
+// time.Now), holding at most DefaultMaxClients clients per endpoint until
+// an API sets its MaxClients.
+func NewClientRates(now func() time.Time) *ClientRates {
+	clock := ratelimit.NewClock(now)
+	return &ClientRates{
+		join:     ratelimit.NewTable[string](DefaultMaxClients, clock),
+		allocate: ratelimit.NewTable[string](DefaultMaxClients, clock),
+		joinCode: ratelimit.NewTable[string](DefaultMaxClients, clock),
 	}
 }
 
-// len returns how many clients are held.
-func (c *clientRates) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.states)
+// Len returns how many clients the table of ep holds.
+func (c *ClientRates) Len(ep APIEndpoint) int {
+	if t := c.table(ep); t != nil {
+		return t.Len()
+	}
+	return 0
+}
+
+// table returns the rate table of ep, nil for an endpoint without one.
+func (c *ClientRates) table(ep APIEndpoint) *ratelimit.Table[string] {
+	switch ep {
+	case EndpointAllocate:
+		return c.allocate
+	case EndpointJoinCode:
+		return c.joinCode
+	case EndpointJoin:
+		return c.join
+	}
+	return nil
 }
 
 // secureEqual compares two digests of equal length in constant time.

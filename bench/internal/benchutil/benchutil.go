@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -78,4 +79,40 @@ func Sorted(d []time.Duration) []time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s
+}
+
+// LoadAverage returns the system's load average over the last minute as
+// /proc/loadavg gives it, or "?": results on a shared machine mean little
+// without it.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
+
+// Spread returns the median, the smallest and the largest of xs (ratios
+// measured in separate rounds), or zeros if there are none.
+func Spread(xs []float64) (median, lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	median = s[len(s)/2]
+	if len(s)%2 == 0 {
+		median = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return median, s[0], s[len(s)-1]
+}
+
+// FormatSpread formats a ratio's median and range: "1.02× (0.97–1.10)".
+func FormatSpread(xs []float64) string {
+	m, lo, hi := Spread(xs)
+	return fmt.Sprintf("%.2f× (%.2f–%.2f)", m, lo, hi)
 }

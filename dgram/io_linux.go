@@ -1,0 +1,193 @@
+package dgram
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// mmsghdr is struct mmsghdr: Go lays it out as C does (on 64-bit systems
+// the trailing padding follows from Msghdr's alignment).
+type mmsghdr struct {
+	hdr unix.Msghdr
+	n   uint32
+}
+
+// mmsgIO reads and writes batches with recvmmsg and sendmmsg on the
+// socket's own file descriptor, through the runtime's poller. Unlike
+// golang.org/x/net's ReadBatch, which allocates a *net.UDPAddr for each
+// datagram it reads, it decodes source addresses from socket addresses of
+// its own into netip.AddrPort values: with everything allocated once,
+// reading and writing allocate nothing.
+type mmsgIO struct {
+	rc syscall.RawConn
+	v6 bool // an AF_INET6 socket (IPv4 peers appear as mapped addresses)
+
+	rh, wh       []mmsghdr
+	riov, wiov   []unix.Iovec
+	rname, wname []unix.RawSockaddrInet6
+
+	// One system call's arguments and results, for the functions the
+	// poller calls (bound once, so that passing them allocates nothing).
+	hs           []mmsghdr
+	done         int
+	errno        syscall.Errno
+	recvF, sendF func(fd uintptr) bool
+}
+
+func newBatchIO(conn *net.UDPConn, batch int) (packetIO, error) {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var domain int
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		domain, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
+	}); err != nil {
+		return nil, err
+	}
+	if serr != nil {
+		return nil, serr
+	}
+	b := &mmsgIO{
+		rc:    rc,
+		v6:    domain == unix.AF_INET6,
+		rh:    make([]mmsghdr, batch),
+		wh:    make([]mmsghdr, batch),
+		riov:  make([]unix.Iovec, batch),
+		wiov:  make([]unix.Iovec, batch),
+		rname: make([]unix.RawSockaddrInet6, batch),
+		wname: make([]unix.RawSockaddrInet6, batch),
+	}
+	for i := range batch {
+		b.rh[i].hdr.Iov, b.wh[i].hdr.Iov = &b.riov[i], &b.wiov[i]
+		b.rh[i].hdr.SetIovlen(1)
+		b.wh[i].hdr.SetIovlen(1)
+		b.rh[i].hdr.Name = (*byte)(unsafe.Pointer(&b.rname[i]))
+		b.wh[i].hdr.Name = (*byte)(unsafe.Pointer(&b.wname[i]))
+	}
+	b.recvF, b.sendF = b.recvmmsg, b.sendmmsg
+	return b, nil
+}
+
+func (b *mmsgIO) read(in []message) (int, error) {
+	n := min(len(in), len(b.rh))
+	for i := range n {
+		b.riov[i].Base = &in[i].buf[0]
+		b.riov[i].SetLen(len(in[i].buf))
+		b.rh[i].hdr.Namelen = unix.SizeofSockaddrInet6
+		b.rh[i].hdr.Flags = 0
+	}
+	b.hs = b.rh[:n]
+	if err := b.rc.Read(b.recvF); err != nil {
+		return 0, err
+	}
+	if b.errno != 0 {
+		return 0, os.NewSyscallError("recvmmsg", b.errno)
+	}
+	for i := range b.done {
+		in[i].n = int(b.rh[i].n)
+		in[i].addr = decodeSockaddr(&b.rname[i])
+	}
+	return b.done, nil
+}
+
+func (b *mmsgIO) write(out []message) (int, error) {
+	n := min(len(out), len(b.wh))
+	for i := range n {
+		b.wiov[i].Base = unsafe.SliceData(out[i].buf)
+		b.wiov[i].SetLen(out[i].n)
+		b.wh[i].hdr.Namelen = encodeSockaddr(&b.wname[i], out[i].addr, b.v6)
+	}
+	b.hs = b.wh[:n]
+	if err := b.rc.Write(b.sendF); err != nil {
+		return 0, err
+	}
+	if b.errno != 0 {
+		return b.done, os.NewSyscallError("sendmmsg", b.errno)
+	}
+	return b.done, nil
+}
+
+func (b *mmsgIO) recvmmsg(fd uintptr) bool { return b.mmsg(unix.SYS_RECVMMSG, fd) }
+func (b *mmsgIO) sendmmsg(fd uintptr) bool { return b.mmsg(unix.SYS_SENDMMSG, fd) }
+
+// mmsg makes one call of recvmmsg or sendmmsg on b.hs, and reports whether
+// it is done (false: the socket is not ready, wait for the poller).
+func (b *mmsgIO) mmsg(trap, fd uintptr) bool {
+	for {
+		n, _, errno := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&b.hs[0])), uintptr(len(b.hs)), 0, 0, 0)
+		switch errno {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		case 0:
+			b.done, b.errno = int(n), 0
+		default:
+			b.done, b.errno = 0, errno
+		}
+		return true
+	}
+}
+
+// decodeSockaddr returns the address and port of a struct sockaddr_in or
+// sockaddr_in6, with no allocation but for a zone (a scoped IPv6 address,
+// named by its interface index).
+func decodeSockaddr(sa *unix.RawSockaddrInet6) netip.AddrPort {
+	port := (*[2]byte)(unsafe.Pointer(&sa.Port))
+	p := uint16(port[0])<<8 | uint16(port[1])
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), p)
+	case unix.AF_INET6:
+		a := netip.AddrFrom16(sa.Addr)
+		if sa.Scope_id != 0 {
+			a = a.WithZone(strconv.FormatUint(uint64(sa.Scope_id), 10))
+		}
+		return netip.AddrPortFrom(a, p)
+	}
+	return netip.AddrPort{}
+}
+
+// encodeSockaddr writes to into sa for a socket of the given family and
+// returns its length. On an IPv4 socket an IPv6 destination cannot be
+// written: the kernel refuses the datagram (EAFNOSUPPORT), which is
+// counted as a failed write.
+func encodeSockaddr(sa *unix.RawSockaddrInet6, to netip.AddrPort, v6 bool) uint32 {
+	a := to.Addr()
+	*sa = unix.RawSockaddrInet6{}
+	port := (*[2]byte)(unsafe.Pointer(&sa.Port))
+	port[0], port[1] = byte(to.Port()>>8), byte(to.Port())
+	if !v6 && a.Unmap().Is4() {
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		sa4.Family = unix.AF_INET
+		sa4.Addr = a.Unmap().As4()
+		return unix.SizeofSockaddrInet4
+	}
+	sa.Family = unix.AF_INET6
+	sa.Addr = a.As16()
+	if z := a.Zone(); z != "" {
+		sa.Scope_id = zoneIndex(z)
+	}
+	return unix.SizeofSockaddrInet6
+}
+
+// zoneIndex returns the interface index a zone names (a number, as
+// decodeSockaddr writes them, or an interface name), 0 if none.
+func zoneIndex(zone string) uint32 {
+	if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		return uint32(n)
+	}
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		return uint32(ifi.Index)
+	}
+	return 0
+}

@@ -1,0 +1,69 @@
+// Package clientaddr says which client an address belongs to, for limits
+// kept per client (request rates, quotas, lockouts).
+//
+// An IPv4 address is one client. An IPv6 address is not: one subscriber
+// usually holds a /64 (and often a /56 or /48), whose host bits are theirs to
+// vary at will, so a limit per IPv6 address would be no limit at all. An IPv6
+// client is therefore its prefix of a configured length, /64 by default.
+package clientaddr
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// DefaultIPv6Prefix is the prefix length, in bits, that makes one IPv6
+// client when none is configured: the /64 one subscriber holds at the
+// least.
+const DefaultIPv6Prefix = 64
+
+// MinIPv6Prefix and MaxIPv6Prefix bound a configured prefix length: a /32 is
+// a whole provider's allocation, and /128 keys by the full address.
+const (
+	MinIPv6Prefix = 32
+	MaxIPv6Prefix = 128
+)
+
+// ValidateIPv6Prefix checks a configured IPv6 client prefix length; 0 means
+// DefaultIPv6Prefix. name is the option's name for the error message.
+func ValidateIPv6Prefix(name string, bits int) error {
+	if bits == 0 || bits >= MinIPv6Prefix && bits <= MaxIPv6Prefix {
+		return nil
+	}
+	return fmt.Errorf("%s %d: must be a prefix length in [%d, %d] (0: /%d)", name, bits, MinIPv6Prefix, MaxIPv6Prefix, DefaultIPv6Prefix)
+}
+
+// Key is the client a of which is one address: an IPv4 address (also when
+// written as IPv4-mapped IPv6) as a /32, or the /ipv6Bits prefix of an IPv6
+// address (0 means DefaultIPv6Prefix), without any zone. The invalid
+// address gives the zero Prefix.
+func Key(a netip.Addr, ipv6Bits int) netip.Prefix {
+	if !a.IsValid() {
+		return netip.Prefix{}
+	}
+	a = a.Unmap().WithZone("")
+	bits := 32
+	if a.Is6() {
+		bits = ipv6Bits
+		if bits == 0 {
+			bits = DefaultIPv6Prefix
+		}
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}
+
+// KeyString is Key for an address in text, as HTTP servers give it, written
+// as text: "192.0.2.1" for IPv4 and "2001:db8::/64" for IPv6. A text that is
+// not an IP address is its own key.
+func KeyString(ip string, ipv6Bits int) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	k := Key(a, ipv6Bits)
+	if k.Addr().Is4() {
+		return k.Addr().String()
+	}
+	return k.String()
+}

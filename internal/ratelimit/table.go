@@ -1,0 +1,91 @@
+package ratelimit
+
+import (
+	"sync"
+	"time"
+)
+
+// Table holds the limiter states of many keys (clients, targets), at most
+// Max of them, under one lock. A key is forgotten once its state is idle (it
+// could send a whole burst again, so forgetting it changes nothing). When
+// the table is full of keys that are not idle, new keys are refused until
+// some are: whoever controls many keys (addresses) can then keep newcomers
+// out for a while, but can never wipe or dilute the limits of the keys
+// already held, which evicting or clearing would do.
+//
+// A table outlives the limits applied to it: Allow takes the Limit, so a
+// table kept across configuration reloads keeps its keys' states under the
+// new limits. Times come from the table's Clock, which must therefore live
+// as long as the table.
+type Table[K comparable] struct {
+	clock Clock
+
+	mu        sync.Mutex
+	max       int
+	states    map[K]State
+	nextSweep int64
+}
+
+// NewTable returns an empty table of at most maxKeys keys (at least 1),
+// reading time from clock.
+func NewTable[K comparable](maxKeys int, clock Clock) *Table[K] {
+	return &Table[K]{clock: clock, max: max(maxKeys, 1), states: make(map[K]State)}
+}
+
+// SetMax changes how many keys the table holds (at least 1). Keys beyond a
+// lowered bound are kept until they are idle; meanwhile no new key is
+// admitted.
+func (t *Table[K]) SetMax(maxKeys int) {
+	t.mu.Lock()
+	t.max = max(maxKeys, 1)
+	t.mu.Unlock()
+}
+
+// sweepEvery bounds how often a full table is walked for idle keys.
+const sweepEvery = int64(time.Second)
+
+// Allow admits one event of key under l now, or reports how long until it
+// would be admitted. A key that is new while the table is full of keys
+// that are not idle is refused until the next sweep.
+func (t *Table[K]) Allow(l Limit, key K) (bool, time.Duration) {
+	if l.Unlimited() {
+		return true, 0
+	}
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, known := t.states[key]
+	if !known && len(t.states) >= t.max {
+		t.sweep(now, min(int64(l.interval), sweepEvery))
+		if len(t.states) >= t.max {
+			return false, time.Duration(max(t.nextSweep-now, 1))
+		}
+	}
+	if !l.Allow(&s, now) {
+		return false, l.Wait(s, now)
+	}
+	t.states[key] = s
+	return true, 0
+}
+
+// sweep forgets idle keys, at most once per every nanoseconds, so a full
+// table costs one walk per period, not one per request. The caller holds
+// mu.
+func (t *Table[K]) sweep(now, every int64) {
+	if now < t.nextSweep {
+		return
+	}
+	t.nextSweep = now + every
+	for k, s := range t.states {
+		if s.Idle(now) {
+			delete(t.states, k)
+		}
+	}
+}
+
+// Len returns how many keys are held.
+func (t *Table[K]) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.states)
+}
