@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -15,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/a2s"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
@@ -22,6 +25,7 @@ import (
 func init() {
 	caddy.RegisterModule(new(A2SShield))
 	caddy.RegisterModule(new(MatchA2S))
+	caddy.RegisterModule(new(A2SShieldProtocol))
 }
 
 // A2SShield answers Valve server queries (A2S_INFO, A2S_PLAYER, A2S_RULES)
@@ -290,13 +294,22 @@ func (m *MatchA2S) Match(cx *layer4.Connection) (bool, error) {
 	if _, ok := cx.Conn.(net.PacketConn); !ok {
 		return false, nil
 	}
-	var buf [64]byte
+	var buf [a2sMaxRequest + 1]byte
 	n, err := cx.Read(buf[:])
 	if err != nil {
 		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
 	}
+	return matchesA2S(buf[:n]), nil
+}
+
+// a2sMaxRequest bounds what is taken for an A2S request: the longest one
+// (A2S_INFO's payload and a challenge) is 29 bytes.
+const a2sMaxRequest = 63
+
+// matchesA2S reports whether a datagram is an A2S request.
+func matchesA2S(datagram []byte) bool {
 	var q wirea2s.Request
-	return n < len(buf) && q.Decode(buf[:n]) == nil, nil
+	return len(datagram) <= a2sMaxRequest && q.Decode(datagram) == nil
 }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
@@ -311,6 +324,125 @@ func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.Errf("a2s matcher: takes no options, got '%s'", d.Val())
 	}
 	return nil
+}
+
+// A2SShieldProtocol serves the A2S shield (layer4.handlers.a2s_shield) on
+// a gamegate UDP server: same options, parsed by the same code. Each
+// datagram is answered on the reader that read it: a challenge, or the
+// cached answer. Only a request from a source that passed its challenge
+// while nothing is cached yet waits for the game server, in a bounded
+// queue served by a few workers; a request that finds the queue full is
+// dropped (gamegate_a2s_shield_requests_dropped_busy_total) and the
+// client asks again. Nothing is kept per source: unlike the layer4 handler
+// on caddy-l4, a flood from many (spoofed) sources costs no goroutine and
+// no memory.
+type A2SShieldProtocol struct {
+	A2SShield
+
+	jobs chan a2sJob
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// a2sJob is a validated request waiting for the game server's answer.
+type a2sJob struct {
+	conn *dgram.Conn
+	src  netip.AddrPort
+	typ  wirea2s.Type
+}
+
+const (
+	a2sWorkers  = 2  // answers awaited at once (they share the upstream queries)
+	a2sQueueCap = 64 // validated requests waiting, from all sources
+)
+
+// CaddyModule returns the Caddy module information.
+func (*A2SShieldProtocol) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gamegate.udp.protocols.a2s_shield",
+		New: func() caddy.Module { return new(A2SShieldProtocol) },
+	}
+}
+
+// Provision builds the shield and starts the workers.
+func (p *A2SShieldProtocol) Provision(ctx caddy.Context) error {
+	if err := p.A2SShield.Provision(ctx); err != nil {
+		return err
+	}
+	p.jobs = make(chan a2sJob, a2sQueueCap)
+	p.stop = make(chan struct{})
+	p.wg.Add(a2sWorkers)
+	for range a2sWorkers {
+		go p.work()
+	}
+	return nil
+}
+
+// Cleanup stops the workers.
+func (p *A2SShieldProtocol) Cleanup() error {
+	if p.stop != nil {
+		close(p.stop)
+		p.wg.Wait()
+	}
+	return nil
+}
+
+// Match reports whether the datagram is an A2S request.
+func (p *A2SShieldProtocol) Match(datagram []byte) bool { return matchesA2S(datagram) }
+
+// ServeDatagram answers one request: a challenge, the cached answer, or,
+// when nothing is cached yet, a place in the workers' queue.
+func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	out, typ, serve, v := p.shield.Classify(src, datagram, w.Buffer(wirea2s.ChallengeLen))
+	if !serve {
+		a2sShieldMetrics.verdicts[v].Inc()
+		if len(out) > 0 {
+			w.WriteTo(out, src)
+		}
+		return
+	}
+	ds, pending := p.shield.ServeCached(typ)
+	switch {
+	case ds != nil:
+		a2sShieldMetrics.verdicts[a2s.Answered].Inc()
+		for _, d := range ds {
+			w.WriteTo(d, src)
+		}
+	case !pending:
+		a2sShieldMetrics.verdicts[a2s.DroppedNoAnswer].Inc()
+	default:
+		select {
+		case p.jobs <- a2sJob{conn: w.Conn(), src: src, typ: typ}:
+		default:
+			a2sShieldMetrics.busy.Inc()
+		}
+	}
+}
+
+func (p *A2SShieldProtocol) work() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case j := <-p.jobs:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ds := p.shield.Serve(ctx, j.typ)
+			cancel()
+			if ds == nil {
+				a2sShieldMetrics.verdicts[a2s.DroppedNoAnswer].Inc()
+				continue
+			}
+			a2sShieldMetrics.verdicts[a2s.Answered].Inc()
+			for _, d := range ds {
+				if err := j.conn.WriteTo(d, j.src); err != nil {
+					if ce := p.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
+						ce.Write(zap.Stringer("to", j.src), zap.Error(err))
+					}
+				}
+			}
+		}
+	}
 }
 
 var a2sShieldMetrics = newA2SShieldMetrics()
@@ -356,4 +488,9 @@ var (
 	_ layer4.NextHandler    = (*A2SShield)(nil)
 	_ caddyfile.Unmarshaler = (*MatchA2S)(nil)
 	_ layer4.ConnMatcher    = (*MatchA2S)(nil)
+	_ dgram.Protocol        = (*A2SShieldProtocol)(nil)
+	_ caddy.Provisioner     = (*A2SShieldProtocol)(nil)
+	_ caddy.Validator       = (*A2SShieldProtocol)(nil)
+	_ caddy.CleanerUpper    = (*A2SShieldProtocol)(nil)
+	_ caddyfile.Unmarshaler = (*A2SShieldProtocol)(nil)
 )

@@ -24,10 +24,11 @@ func init() {
 
 // App is gamegate's own UDP datagram server: each datagram that arrives on
 // one of its addresses goes to the first of the server's protocols (QoS,
-// relay, GQP) that recognises it, on the reader that read it. Unlike a
+// relay, GQP, the A2S shield) that recognises it, on the reader that read it. Unlike a
 // caddy-l4 UDP server it keeps no association, goroutine or buffer per
 // source, so floods from many (spoofed) sources cost only the protocols'
-// own bounded tables. Use it for internet-facing QoS, relay and GQP ports.
+// own bounded tables. Use it for internet-facing QoS, relay, GQP and A2S
+// ports.
 type App struct {
 	// The UDP servers.
 	UDP []*UDPServer `json:"udp,omitempty"`
@@ -219,6 +220,7 @@ func (a *App) Stop() error {
 //			qos   { <the qos handler's options> }
 //			relay { <the relay handler's options> }
 //			gqp   { <the gqp handler's options> }
+//			a2s_shield <upstream> { <the a2s_shield handler's options> }
 //		}
 //	}
 //

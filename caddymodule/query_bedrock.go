@@ -1,9 +1,6 @@
 package caddymodule
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
@@ -28,10 +25,9 @@ func init() {
 // without a port gets Bedrock's 19132. Command: raw (the advertisement as
 // sent).
 type QueryBedrock struct {
-	// Time one attempt waits for the pong. Default: 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Attempts after the first; -1 for none. Default: 1.
-	Retries int `json:"retries,omitempty"`
+	// timeout: the time one attempt waits for the answer (default 1s);
+	// retries: attempts after the first, -1 for none (default 1).
+	udpQueryOptions
 
 	// The protocol itself, built by Provision: Name, Status and Command.
 	*bedrock.QueryProtocol `json:"-"`
@@ -51,21 +47,13 @@ func (p *QueryBedrock) Provision(caddy.Context) error {
 		return err
 	}
 	p.QueryProtocol = &bedrock.QueryProtocol{
-		UDPExchange: query.UDPExchange{Timeout: time.Duration(p.Timeout), Retries: p.Retries},
+		UDPExchange: p.exchange(),
 	}
 	return nil
 }
 
 // Validate checks the configuration.
-func (p *QueryBedrock) Validate() error {
-	if p.Timeout < 0 {
-		return fmt.Errorf("bedrock: timeout must not be negative")
-	}
-	if p.Retries < -1 || p.Retries > 10 {
-		return fmt.Errorf("bedrock: retries must be from -1 to 10, not %d", p.Retries)
-	}
-	return nil
-}
+func (p *QueryBedrock) Validate() error { return p.validate("bedrock") }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
@@ -74,22 +62,7 @@ func (p *QueryBedrock) Validate() error {
 //		retries <count>
 //	}
 func (p *QueryBedrock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the protocol name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "bedrock", nil, func(opt string) error {
-		var err error
-		switch opt {
-		case "timeout":
-			p.Timeout, err = parseDuration(d)
-		case "retries":
-			p.Retries, err = parseIntRange(d, -1, 10)
-		default:
-			return unknownOption(d, "bedrock", opt)
-		}
-		return err
-	})
+	return p.unmarshalCaddyfile(d, "bedrock")
 }
 
 // Interface guards

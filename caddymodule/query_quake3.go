@@ -1,9 +1,6 @@
 package caddymodule
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
@@ -27,10 +24,9 @@ func init() {
 // ioquake3 answers at most 10 queries a second from one address; keep the
 // gateway's upstream_rate at or below that.
 type QueryQuake3 struct {
-	// Time one attempt waits for the answer. Default: 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Attempts after the first; -1 for none. Default: 1.
-	Retries int `json:"retries,omitempty"`
+	// timeout: the time one attempt waits for the answer (default 1s);
+	// retries: attempts after the first, -1 for none (default 1).
+	udpQueryOptions
 
 	// The protocol itself, built by Provision: Name, Status and Command.
 	*quake3.QueryProtocol `json:"-"`
@@ -50,21 +46,13 @@ func (p *QueryQuake3) Provision(caddy.Context) error {
 		return err
 	}
 	p.QueryProtocol = &quake3.QueryProtocol{
-		UDPExchange: query.UDPExchange{Timeout: time.Duration(p.Timeout), Retries: p.Retries},
+		UDPExchange: p.exchange(),
 	}
 	return nil
 }
 
 // Validate checks the configuration.
-func (p *QueryQuake3) Validate() error {
-	if p.Timeout < 0 {
-		return fmt.Errorf("quake3: timeout must not be negative")
-	}
-	if p.Retries < -1 || p.Retries > 10 {
-		return fmt.Errorf("quake3: retries must be from -1 to 10, not %d", p.Retries)
-	}
-	return nil
-}
+func (p *QueryQuake3) Validate() error { return p.validate("quake3") }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
@@ -73,22 +61,7 @@ func (p *QueryQuake3) Validate() error {
 //		retries <count>
 //	}
 func (p *QueryQuake3) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the protocol name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "quake3", nil, func(opt string) error {
-		var err error
-		switch opt {
-		case "timeout":
-			p.Timeout, err = parseDuration(d)
-		case "retries":
-			p.Retries, err = parseIntRange(d, -1, 10)
-		default:
-			return unknownOption(d, "quake3", opt)
-		}
-		return err
-	})
+	return p.unmarshalCaddyfile(d, "quake3")
 }
 
 // Interface guards

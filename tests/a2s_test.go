@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
+	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +25,9 @@ import (
 
 // a2sEnv is a real Caddy with two A2S shields in front of two canned game
 // servers (one splits its rules, the other compresses them) and a
-// game_query gateway that can ask the shields and the game servers.
+// game_query gateway that can ask the shields and the game servers. The
+// shields run as layer4 handlers on caddy-l4, or as protocols of the
+// gamegate app (inApp).
 type a2sEnv struct {
 	base              string
 	plain, compressed *a2sserver.Server // the game servers
@@ -43,8 +49,19 @@ var a2sPlayers = wirea2s.Players{Players: []wirea2s.Player{
 	{Index: 2, Name: []byte("carol"), Score: 0, Duration: 3.25},
 }}
 
-func startA2S(t *testing.T, shieldOptions string) *a2sEnv {
+// a2sHosts are the two ways a shield is served, for tests that run on both.
+var a2sHosts = []struct {
+	name  string
+	inApp bool
+}{{"layer4", false}, {"app", true}}
+
+// startA2S starts the game servers and Caddy; the shields' options are
+// shieldOptions, or a ttl of 1h if none are given.
+func startA2S(t *testing.T, shieldOptions string, inApp ...bool) *a2sEnv {
 	t.Helper()
+	if shieldOptions == "" {
+		shieldOptions = "ttl 1h"
+	}
 	msg, bz := a2sserver.BigRules(t)
 	env := &a2sEnv{rules: msg}
 	env.plain = a2sserver.Start(t, a2sserver.Config{Info: a2sInfo("Plain Server"), Players: a2sPlayers,
@@ -54,14 +71,11 @@ func startA2S(t *testing.T, shieldOptions string) *a2sEnv {
 	env.shield, env.shieldBZ2 = testutil.FreeUDPAddr(t), testutil.FreeUDPAddr(t)
 	httpAddr := testutil.FreeTCPAddr(t)
 	env.base = "http://" + httpAddr
-	env.caddy = testcaddy.Start(t, fmt.Sprintf(`{
-	admin off
-	layer4 {
+	shields := fmt.Sprintf(`layer4 {
 		udp/%s {
 			@a2s a2s
 			route @a2s {
 				a2s_shield %s {
-					ttl 1h
 					%s
 				}
 			}
@@ -69,12 +83,28 @@ func startA2S(t *testing.T, shieldOptions string) *a2sEnv {
 		udp/%s {
 			route {
 				a2s_shield %s {
-					ttl 1h
 					%s
 				}
 			}
 		}
+	}`, env.shield, env.plain.Addr, shieldOptions, env.shieldBZ2, env.compressed.Addr, shieldOptions)
+	if len(inApp) > 0 && inApp[0] {
+		shields = fmt.Sprintf(`gamegate {
+		udp %s {
+			a2s_shield %s {
+				%s
+			}
+		}
+		udp %s {
+			a2s_shield %s {
+				%s
+			}
+		}
+	}`, env.shield, env.plain.Addr, shieldOptions, env.shieldBZ2, env.compressed.Addr, shieldOptions)
 	}
+	env.caddy = testcaddy.Start(t, fmt.Sprintf(`{
+	admin off
+	%s
 }
 http://%s {
 	handle_path /query/* {
@@ -88,8 +118,7 @@ http://%s {
 		}
 	}
 }
-`, env.shield, env.plain.Addr, shieldOptions, env.shieldBZ2, env.compressed.Addr, shieldOptions,
-		httpAddr, env.plain.Addr, env.shield, env.shieldBZ2))
+`, shields, httpAddr, env.plain.Addr, env.shield, env.shieldBZ2))
 	return env
 }
 
@@ -97,7 +126,13 @@ http://%s {
 // behind them hold: status, players, and the rules answer split and
 // compressed.
 func TestA2SShieldThroughGateway(t *testing.T) {
-	env := startA2S(t, "")
+	for _, h := range a2sHosts {
+		t.Run(h.name, func(t *testing.T) { testA2SShieldThroughGateway(t, h.inApp) })
+	}
+}
+
+func testA2SShieldThroughGateway(t *testing.T, inApp bool) {
+	env := startA2S(t, "", inApp)
 	for _, server := range []string{"direct", "shielded", "shielded-bz2"} {
 		var st query.Status
 		r := getJSON(t, env.base+"/query/"+server, &st)
@@ -161,14 +196,21 @@ type quakestatA2S struct {
 	} `json:"players"`
 }
 
-// GameDig and qstat, independent A2S clients, query the shields and read
-// the game servers' name, map, players, and the 90 rules: split over three
-// datagrams from one shield, bzip2-compressed from the other.
+// GameDig and qstat, independent A2S clients, query the shields (layer4
+// handlers and gamegate app protocols) and read the game servers' name,
+// map, players, and the 90 rules: split over three datagrams from one
+// shield, bzip2-compressed from the other.
 func TestA2SShieldIndependentClients(t *testing.T) {
 	testutil.RequireDebianPeer(t, "/usr/bin/quakestat", "qstat")
 	gamedigVersion := testutil.NpmVersion(t, "gamedig")
 	t.Logf("independent clients: quakestat %s, gamedig %s", testutil.QuakestatVersion(t), gamedigVersion)
-	env := startA2S(t, "")
+	for _, h := range a2sHosts {
+		t.Run(h.name, func(t *testing.T) { testA2SShieldIndependentClients(t, gamedigVersion, h.inApp) })
+	}
+}
+
+func testA2SShieldIndependentClients(t *testing.T, gamedigVersion string, inApp bool) {
+	env := startA2S(t, "", inApp)
 	for _, c := range []struct{ name, addr, server string }{
 		{"split", env.shield, "Plain Server"},
 		{"bzip2", env.shieldBZ2, "Compressed Server"},
@@ -303,6 +345,143 @@ func TestA2SShieldSpoofedFlood(t *testing.T) {
 	}
 	t.Logf("%d spoofed sources, %d requests, %d challenge replies of %d bytes; game server datagrams during the flood: %d",
 		sources, 3*sources, replies, wirea2s.ChallengeLen, env.plain.Received()-base)
+}
+
+// The shield as a gamegate app protocol, under a flood of A2S requests from
+// 3000 spoofed sources (1000 loopback addresses, three ports each), without
+// a challenge or with a wrong one, while a real client keeps asking through
+// it at a 1 s ttl:
+//   - every spoofed source gets only 9-byte challenges, never more than it
+//     sent;
+//   - the game server sees no datagram of the flood: only the real client's
+//     refreshes, at most one query of each kind per ttl;
+//   - no goroutine is spent per source (caddy-l4 would spend two each);
+//   - the real client is answered throughout and after.
+func TestA2SAppShieldSpoofedFlood(t *testing.T) {
+	if os.Getenv(isolatedEnv) != t.Name() {
+		runIsolated(t)
+		return
+	}
+	env := startA2S(t, "ttl 1s\n\t\t\t\tstale_ttl 1s", true)
+	real := &a2s.Client{Timeout: 2 * time.Second}
+	if _, err := real.Query(context.Background(), env.shield, wirea2s.TypeInfoRequest); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	baseline := runtime.NumGoroutine()
+	upstreamBefore := env.plain.ReceivedOf(wirea2s.TypeInfoRequest)
+	shield := netip.MustParseAddrPort(env.shield)
+
+	const addrs, portsPerAddr, workers = 1000, 3, 8
+	plain, _ := (&wirea2s.Request{Type: wirea2s.TypeInfoRequest}).AppendTo(nil)
+	wrong, _ := (&wirea2s.Request{Type: wirea2s.TypeInfoRequest, Challenge: 0x12345678, HasChallenge: true}).AppendTo(nil)
+	players, _ := (&wirea2s.Request{Type: wirea2s.TypePlayerRequest, Challenge: 0x12345678, HasChallenge: true}).AppendTo(nil)
+	rules, _ := (&wirea2s.Request{Type: wirea2s.TypeRulesRequest, Challenge: wirea2s.NoChallenge, HasChallenge: true}).AppendTo(nil)
+	requests := [][]byte{plain, wrong, players, rules}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var peak atomic.Int64
+	var realAnswers, realFailures atomic.Int64
+	var watchers sync.WaitGroup
+	watchers.Add(2)
+	go func() { // the goroutine count, sampled throughout
+		defer watchers.Done()
+		for ctx.Err() == nil {
+			if n := int64(runtime.NumGoroutine()); n > peak.Load() {
+				peak.Store(n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	go func() { // the real client, asking through the flood
+		defer watchers.Done()
+		for ctx.Err() == nil {
+			if _, err := real.Query(ctx, env.shield, wirea2s.TypeInfoRequest); err == nil {
+				realAnswers.Add(1)
+			} else if ctx.Err() == nil {
+				realFailures.Add(1)
+			}
+		}
+	}()
+
+	var replies, bad atomic.Int64
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 2048)
+			for i := range work {
+				ip := netip.AddrFrom4([4]byte{127, byte(20 + i/250), byte(i % 250), byte(1 + i%7)})
+				for range portsPerAddr {
+					conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for _, req := range requests {
+						if _, err := conn.WriteToUDPAddrPort(req, shield); err != nil {
+							t.Error(err)
+							continue
+						}
+						_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+						n, err := conn.Read(buf)
+						switch {
+						case err != nil:
+							bad.Add(1)
+						case n > len(req) || n != wirea2s.ChallengeLen || buf[4] != byte(wirea2s.TypeChallenge):
+							bad.Add(1)
+							t.Errorf("source %v got %d bytes (%x) for a %d-byte request", conn.LocalAddr(), n, buf[:min(n, 16)], len(req))
+						default:
+							replies.Add(1)
+						}
+					}
+					conn.Close()
+				}
+			}
+		}()
+	}
+	for i := range addrs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	elapsed := time.Since(start)
+	cancel()
+	watchers.Wait()
+
+	if _, err := real.Query(context.Background(), env.shield, wirea2s.TypeInfoRequest); err != nil {
+		t.Fatalf("the real client after the flood: %v", err)
+	}
+	const sources = addrs * portsPerAddr
+	if replies.Load() != int64(len(requests)*sources) || bad.Load() != 0 {
+		t.Fatalf("%d challenge replies, %d missing or wrong, want %d and 0", replies.Load(), bad.Load(), len(requests)*sources)
+	}
+	// Each refresh is two datagrams (the game server challenges A2S_INFO
+	// too); at most one refresh starts per ttl, plus the one running when
+	// the flood began.
+	upstream := env.plain.ReceivedOf(wirea2s.TypeInfoRequest) - upstreamBefore
+	if bound := 2 * (int64(elapsed/time.Second) + 2); upstream > bound {
+		t.Fatalf("the game server saw %d A2S_INFO datagrams in %v at a 1 s ttl, want at most %d", upstream, elapsed, bound)
+	}
+	if other := env.plain.ReceivedOf(wirea2s.TypePlayerRequest) + env.plain.ReceivedOf(wirea2s.TypeRulesRequest); other != 0 {
+		t.Fatalf("the game server saw %d A2S_PLAYER and A2S_RULES datagrams, want 0 (only spoofed sources asked them)", other)
+	}
+	if realAnswers.Load() == 0 || realFailures.Load() != 0 {
+		t.Fatalf("the real client was answered %d times and failed %d times during the flood", realAnswers.Load(), realFailures.Load())
+	}
+	// The test's own goroutines: the workers, the two watchers and a few
+	// that come and go with Caddy; one per source would be thousands.
+	if bound := int64(baseline + workers + 2 + 10); peak.Load() > bound {
+		t.Fatalf("goroutines peaked at %d during the flood from %d sources, baseline %d, want at most %d", peak.Load(), sources, baseline, bound)
+	}
+	t.Logf("%d spoofed sources (%d addresses × %d ports), %d requests in %v: %d challenge replies of %d bytes, none larger than its request; "+
+		"game server: %d A2S_INFO datagrams (the real client's refreshes at a 1 s ttl; it was answered %d times), 0 of the flood; goroutines peaked at %d (baseline %d)",
+		sources, addrs, portsPerAddr, len(requests)*sources, elapsed.Round(time.Millisecond), replies.Load(), wirea2s.ChallengeLen,
+		upstream, realAnswers.Load(), peak.Load(), baseline)
 }
 
 // 200 concurrent HTTP requests for a server's status cause one upstream

@@ -130,23 +130,33 @@ func TestDraftGQPClientOnLoopback(t *testing.T) {
 	}
 }
 
-// Outside the trusted networks, an unpadded query still gets nothing larger
-// than itself, while a padded one is answered.
-func TestGQPResponderNoAmplificationBeyondTrusted(t *testing.T) {
+// startGQPResponder runs a GQP responder with options (Caddyfile lines) on
+// a free loopback port, trusting only 127.0.0.2, so that other loopback
+// addresses are held to the public rules; it returns the port's address.
+func startGQPResponder(t *testing.T, options string) string {
+	t.Helper()
 	addr := testutil.FreeUDPAddr(t)
 	testcaddy.Start(t, fmt.Sprintf(`{
 	layer4 {
 		udp/%s {
 			@gqp gqp
 			route @gqp {
-				gqp {
-					identify ut 432 400
+				gqp {%s
 					trusted_networks 127.0.0.2/32
 				}
 			}
 		}
 	}
-}`, addr))
+}
+`, addr, options))
+	return addr
+}
+
+// Outside the trusted networks, an unpadded query still gets nothing larger
+// than itself, while a padded one is answered.
+func TestGQPResponderNoAmplificationBeyondTrusted(t *testing.T) {
+	addr := startGQPResponder(t, `
+					identify ut 432 400`)
 	untrusted := testutil.DialUDP(t, "127.0.0.1:0", addr)
 	untrusted.Send(draftQuery([]string{"identify"}))
 	if b, ok := untrusted.Recv(300 * time.Millisecond); ok {
@@ -259,26 +269,13 @@ func TestGameQueryErrorsInWords(t *testing.T) {
 // echoing its cookie, authenticates; and failures that do echo a cookie
 // still lock their source out.
 func TestGQPChallengeNeedsCookie(t *testing.T) {
-	addr := testutil.FreeUDPAddr(t)
-	testcaddy.Start(t, fmt.Sprintf(`{
-	layer4 {
-		udp/%s {
-			@gqp gqp
-			route @gqp {
-				gqp {
+	addr := startGQPResponder(t, `
 					command secret {
 						record word swordfish
 						protected
 					}
 					login admin hunter2
-					max_challenge_failures 2
-					trusted_networks 127.0.0.2/32
-				}
-			}
-		}
-	}
-}
-`, addr))
+					max_challenge_failures 2`)
 	pad := []string{"pad", strings.Repeat(".", 200)}
 	ask := func(c *testutil.UDPClient, cmd ...string) draftReply {
 		t.Helper()

@@ -254,9 +254,11 @@ func TestRelayAPIRateTableFull(t *testing.T) {
 			wantRetryAfter(t, r)
 		}
 	}
-	// 15 places were free besides the limited client's.
-	if refused != 64-15 {
-		t.Errorf("64 new clients into a table of 16: %d refused, want %d", refused, 64-15)
+	// 15 places were free besides the limited client's (more only if the
+	// first newcomers went idle, 5 s after their request, on a stalled
+	// machine).
+	if refused == 0 || refused > 64-15 {
+		t.Errorf("64 new clients into a table of 16: %d refused, want 1 to %d", refused, 64-15)
 	}
 	if r := relayAPIFrom(t, base+"/v1/join", "198.51.100.50", relayAPIToken, `{"joinCode":"BBBBBB"}`); r.status != http.StatusTooManyRequests {
 		t.Fatalf("the limited client after 64 others: got %d %s, want 429 (its limit was forgotten)", r.status, r.body)

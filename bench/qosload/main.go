@@ -182,7 +182,8 @@ type loadResult struct {
 func (t *target) add(r loadResult) { t.results = append(t.results, r) }
 
 // runLoad keeps inflight requests outstanding on each of clients sockets for
-// d, and returns the responses counted and their round-trip times.
+// d, and returns the responses counted, their round-trip times, and the
+// requests never answered (sent minus answered, late answers included).
 func runLoad(t *target, clients, inflight int, d time.Duration) (loadResult, error) {
 	raddr, err := net.ResolveUDPAddr("udp", t.addr)
 	if err != nil {
@@ -191,7 +192,7 @@ func runLoad(t *target, clients, inflight int, d time.Duration) (loadResult, err
 	start := time.Now()
 	stopAt := start.Add(d)
 	var wg sync.WaitGroup
-	var total, lost atomic.Int64
+	var total, lost, elapsed atomic.Int64 // elapsed: when the last client stopped sending
 	rttsCh := make(chan []time.Duration, clients)
 	errCh := make(chan error, clients)
 	for c := 0; c < clients; c++ {
@@ -205,6 +206,7 @@ func runLoad(t *target, clients, inflight int, d time.Duration) (loadResult, err
 			}
 			defer conn.Close()
 			req := make([]byte, 0, 64)
+			sentN, received := 0, 0
 			send := func(seq uint8) error {
 				req = append(req[:0], 0x59, 0x00, byte(len(title)+1))
 				req = append(req, title...)
@@ -212,6 +214,9 @@ func runLoad(t *target, clients, inflight int, d time.Duration) (loadResult, err
 				req = binary.LittleEndian.AppendUint16(req, uint16(c))
 				req = binary.LittleEndian.AppendUint64(req, uint64(time.Since(start)))
 				_, err := conn.Write(req)
+				if err == nil {
+					sentN++
+				}
 				return err
 			}
 			for i := 0; i < inflight; i++ {
@@ -229,8 +234,8 @@ func runLoad(t *target, clients, inflight int, d time.Duration) (loadResult, err
 				if err != nil {
 					var ne net.Error
 					if errors.As(err, &ne) && ne.Timeout() {
-						// Refill the window: whatever was outstanding is lost.
-						lost.Add(int64(inflight))
+						// Refill the window: whatever was outstanding is lost
+						// or late.
 						for i := 0; i < inflight; i++ {
 							_ = send(uint8(i))
 						}
@@ -243,6 +248,7 @@ func runLoad(t *target, clients, inflight int, d time.Duration) (loadResult, err
 				if k < off+11 {
 					continue
 				}
+				received++
 				sent := time.Duration(binary.LittleEndian.Uint64(buf[off+3:]))
 				rtts = append(rtts, time.Since(start)-sent)
 				n++
@@ -251,6 +257,20 @@ func runLoad(t *target, clients, inflight int, d time.Duration) (loadResult, err
 					return
 				}
 			}
+			for el := int64(time.Since(start)); ; {
+				if cur := elapsed.Load(); el <= cur || elapsed.CompareAndSwap(cur, el) {
+					break
+				}
+			}
+			// Late answers count as received, not as answered in time.
+			for received < sentN {
+				_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+				if _, err := conn.Read(buf); err != nil {
+					break
+				}
+				received++
+			}
+			lost.Add(int64(sentN - received))
 			total.Add(int64(n))
 			rttsCh <- rtts
 		}(c)
@@ -262,7 +282,7 @@ func runLoad(t *target, clients, inflight int, d time.Duration) (loadResult, err
 		return loadResult{}, err
 	default:
 	}
-	res := loadResult{responses: int(total.Load()), lost: int(lost.Load()), elapsed: time.Since(start)}
+	res := loadResult{responses: int(total.Load()), lost: int(lost.Load()), elapsed: time.Duration(elapsed.Load())}
 	for r := range rttsCh {
 		res.rtts = append(res.rtts, r...)
 	}

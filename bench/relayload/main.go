@@ -60,7 +60,7 @@ func main() {
 	duration := flag.Duration("duration", time.Second, "measuring time per target per round")
 	rounds := flag.Int("rounds", 5, "rounds over all targets")
 	pause := flag.Duration("pause", 2*time.Second, "idle time between rounds (the machine is shared)")
-	only := flag.String("only", "", "measure only this target, beside bare and proxy (for profiling)")
+	only := flag.String("only", "", "measure only this target, beside direct, bare and proxy (for profiling)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.Parse()
 
@@ -138,7 +138,7 @@ func main() {
 	}
 	if *only != "" {
 		targets = slices.DeleteFunc(targets, func(t *target) bool {
-			return t.name != *only && t.name != "bare" && t.name != "proxy"
+			return t.name != *only && t.name != "direct" && t.name != "bare" && t.name != "proxy"
 		})
 	}
 	run := func(t *target, run uint32, d time.Duration) result {
@@ -183,13 +183,20 @@ func report(targets []*target, window, size, rounds int, d time.Duration, loads 
 		time.Now().UTC().Format(time.RFC3339), window, size, rounds, d)
 	fmt.Printf("load average (1 min) before the rounds and after each: %s (%d CPUs)\n", strings.Join(loads, ", "), runtime.NumCPU())
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tFORWARDED/S\tRTT P50\tRTT P99\tLOST/SENT\tVS BARE: MEDIAN (RANGE)\tVS CADDY-L4 PROXY: MEDIAN (RANGE)")
+	fmt.Fprintln(tw, "TARGET\tFORWARDED/S\tRTT P50\tRTT P99\tLOST/SENT\tVS BARE: MEDIAN (RANGE)\tVS CADDY-L4 PROXY: MEDIAN (RANGE)\tCPU/MESSAGE: MEDIAN (RANGE)")
 	for _, t := range targets {
 		s := summarize(t.res)
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0fµs\t%.0fµs\t%d/%d\t%s\t%s\n", t.name, s.forwarded, s.p50, s.p99, s.lost, s.sent,
-			ratios(t, byName["bare"]), ratios(t, byName["proxy"]))
+		cpu := "-"
+		if d := byName["direct"]; d != nil && t != d {
+			m, lo, hi := benchutil.Spread(forwarderCPU(t, d))
+			cpu = fmt.Sprintf("%.2fµs (%.2f–%.2f)", m, lo, hi)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0fµs\t%.0fµs\t%d/%d\t%s\t%s\t%s\n", t.name, s.forwarded, s.p50, s.p99, s.lost, s.sent,
+			ratios(t, byName["bare"]), ratios(t, byName["proxy"]), cpu)
 	}
 	tw.Flush()
+	fmt.Println("CPU/MESSAGE: the forwarder's CPU time (user and system) per message forwarded: the process's per round trip,")
+	fmt.Println("less the clients' own (direct's in the same round), halved; it hardly depends on the machine's load.")
 }
 
 // ratios formats the median and range of t's throughput over base's, round
@@ -271,6 +278,7 @@ func expect(c *net.UDPConn, to *net.UDPAddr, msg []byte, want wirerelay.Type) {
 
 type result struct {
 	roundTrips int
+	cpu        time.Duration // the process's CPU time while measuring
 	sent, lost int
 	elapsed    time.Duration
 	rtts       []time.Duration
@@ -278,6 +286,21 @@ type result struct {
 
 // rate is messages forwarded per second (two per round trip).
 func (r result) rate() float64 { return 2 * float64(r.roundTrips) / r.elapsed.Seconds() }
+
+// cpuPerRoundTrip is the process's CPU time per round trip: both clients'
+// and the forwarder's.
+func (r result) cpuPerRoundTrip() time.Duration { return r.cpu / time.Duration(max(1, r.roundTrips)) }
+
+// forwarderCPU returns t's CPU time per forwarded message, round by round:
+// the process's CPU time per round trip less the clients' own (the direct
+// target's of the same round), halved (two messages per round trip).
+func forwarderCPU(t, direct *target) []float64 {
+	var xs []float64
+	for i := range t.res {
+		xs = append(xs, float64(t.res[i].cpuPerRoundTrip()-direct.res[i].cpuPerRoundTrip())/2/1000)
+	}
+	return xs
+}
 
 type summary struct {
 	forwarded, p50, p99 float64
@@ -342,7 +365,7 @@ func measure(aConn, bConn *net.UDPConn, t *target, run uint32, window int, d tim
 			_, _ = bConn.WriteToUDP(out, to)
 		}
 	}()
-	start := time.Now()
+	start, cpu0 := time.Now(), benchutil.ProcessCPU()
 	var res result
 	out := append([]byte(nil), t.msg...)
 	binary.BigEndian.PutUint32(out[off:], run)
@@ -392,7 +415,7 @@ func measure(aConn, bConn *net.UDPConn, t *target, run uint32, window int, d tim
 		res.roundTrips++
 		send()
 	}
-	res.elapsed = time.Since(start)
+	res.elapsed, res.cpu = time.Since(start), benchutil.ProcessCPU()-cpu0
 	// Late answers count as received, not as forwarded in time.
 	for received < res.sent {
 		if _, ok := recv(200 * time.Millisecond); !ok {

@@ -201,6 +201,32 @@ func (s *Shield) Serve(ctx context.Context, typ wirea2s.Type) [][]byte {
 	return a.datagrams
 }
 
+// ServeCached returns at once the datagrams answering a request of type
+// typ from a source that passed its challenge, from the cache (fresh, or
+// stale while one refresh runs), without waiting for the upstream. When
+// nothing usable is cached it starts the one upstream query everyone
+// shares and returns pending true: Serve then waits for it. It returns
+// nil and pending false when the upstream failed recently (a cached
+// failure) or typ is not a request type.
+func (s *Shield) ServeCached(typ wirea2s.Type) (datagrams [][]byte, pending bool) {
+	a, err := s.get(noWait, typ)
+	if err != nil {
+		return nil, errors.Is(err, context.Canceled)
+	}
+	if a == nil {
+		return nil, false
+	}
+	return a.datagrams, false
+}
+
+// noWait is a context that has ended: a cache Get given it returns what is
+// cached at once and leaves a load it starts running for later callers.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
 func (s *Shield) get(ctx context.Context, typ wirea2s.Type) (*served, error) {
 	i := int(typ - wirea2s.TypeInfoRequest)
 	if i < 0 || i >= len(s.loads) {

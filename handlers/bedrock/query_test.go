@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,5 +147,45 @@ func TestCommands(t *testing.T) {
 	}
 	if _, err := p.Command(context.Background(), addr.String(), "raw", []string{"x"}); query.HTTPStatus(err) != http.StatusBadRequest {
 		t.Errorf("raw x: got %v, want 400", err)
+	}
+}
+
+// A burst of forged pongs (the wrong time) ahead of the real one costs the
+// client a header check each and changes nothing: the answer is the real
+// pong's. (50 of them: a loopback socket's default buffer holds that many
+// with room for the real one.)
+func TestStatusForgedBurst(t *testing.T) {
+	addr := testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		var ping wirebe.Ping
+		if ping.Decode(req) != nil {
+			return nil
+		}
+		var out [][]byte
+		for i := range 50 {
+			out = append(out, testutil.BedrockPong(t, ping.Time^int64(i+1), 1, "MCPE;Forged;1;v;0;1;"))
+		}
+		return append(out, testutil.BedrockPong(t, ping.Time, 1, bds))
+	})
+	st, err := protocol().Status(context.Background(), addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Name != "Gate Rock" {
+		t.Errorf("name: got %q, want Gate Rock", st.Name)
+	}
+}
+
+// The largest pong a UDP datagram holds (its length prefix could announce
+// a little more) is read whole, and bytes that are not UTF-8 are replaced.
+func TestStatusLargestPong(t *testing.T) {
+	tail := ";1;v;0;1;"
+	motd := "\xffBig " + strings.Repeat("x", query.MaxDatagram-wirebe.PongHeaderLen-len("MCPE;")-len("\xffBig ")-len(tail))
+	addr, _ := testutil.ServeBedrock(t, 1, "MCPE;"+motd+tail)
+	st, err := protocol().Status(context.Background(), addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\uFFFD" + motd[1:]; st.Name != want {
+		t.Errorf("name: got %d bytes starting %q, want %d bytes", len(st.Name), st.Name[:min(20, len(st.Name))], len(want))
 	}
 }
