@@ -115,7 +115,7 @@ func TestSnapshotsReplace(t *testing.T) {
 	if s.Get("b") != nil || string(s.Get("c").Body) != "3" {
 		t.Fatal("want b removed and c added")
 	}
-	if got := s.Get("a").ContentLengthHeader[0]; got != "3" {
+	if got := s.Get("a").ContentLength; got != "3" {
 		t.Fatalf("content length header: got %s, want 3", got)
 	}
 }

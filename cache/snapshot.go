@@ -8,18 +8,13 @@ import (
 )
 
 // Snapshot is an immutable, pre-serialised response: its body, content type
-// and ETag, and the header values built from them once, so serving it costs
-// no formatting or allocation per request.
+// and ETag, and its length formatted once, so serving it costs no
+// formatting per request (see HeaderValues).
 type Snapshot struct {
-	Body        []byte
-	ContentType string
-	ETag        string // with quotes, and the W/ prefix when weak
-
-	// Header values ready to be assigned to an http.Header (capacity equals
-	// length, so a handler further down that appends gets its own copy).
-	ETagHeader          []string
-	ContentTypeHeader   []string
-	ContentLengthHeader []string
+	Body          []byte
+	ContentType   string
+	ETag          string // with quotes, and the W/ prefix when weak
+	ContentLength string
 }
 
 // NewSnapshot builds a snapshot of body, tagged with an ETag derived from
@@ -28,12 +23,10 @@ type Snapshot struct {
 func NewSnapshot(body []byte, contentType string, weak bool) *Snapshot {
 	etag := ETag(body, weak)
 	return &Snapshot{
-		Body:                body,
-		ContentType:         contentType,
-		ETag:                etag,
-		ETagHeader:          []string{etag},
-		ContentTypeHeader:   []string{contentType},
-		ContentLengthHeader: []string{strconv.Itoa(len(body))},
+		Body:          body,
+		ContentType:   contentType,
+		ETag:          etag,
+		ContentLength: strconv.Itoa(len(body)),
 	}
 }
 

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -330,4 +331,24 @@ func FuzzParseFleets(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Handlers after the service may edit header values in place (Caddy's
+// header directive replacing text does): an edit to one response's headers
+// must not reach the next response for the same snapshot.
+func TestResponseHeaderValuesBelongToTheResponse(t *testing.T) {
+	s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}, MaxAge: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := get(s, "f")
+	want := fmt.Sprint(first.Header())
+	for _, v := range first.Header() {
+		for i := range v {
+			v[i] += "; edited"
+		}
+	}
+	if got := fmt.Sprint(get(s, "f").Header()); got != want {
+		t.Fatalf("after an edit to another response's headers got %s, want %s", got, want)
+	}
 }

@@ -52,7 +52,7 @@ type Config struct {
 // Service answers discovery requests from the current snapshots.
 type Service struct {
 	cfg          Config
-	cacheControl []string
+	cacheControl string
 	store        cache.Snapshots[string]
 
 	mu          sync.Mutex
@@ -90,7 +90,7 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg:          cfg,
-		cacheControl: []string{cc},
+		cacheControl: cc,
 		withheld:     make(map[string]map[Server]bool),
 		healthState:  make(map[string]*healthState),
 		stop:         make(chan struct{}),
@@ -265,15 +265,15 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, fleet string) in
 		WriteError(w, status, msg)
 		return status
 	}
-	h := w.Header()
-	h["Etag"] = snap.ETagHeader
-	h["Cache-Control"] = s.cacheControl
+	h, v := w.Header(), new(cache.HeaderValues)
+	v.Set(h, 0, "Etag", snap.ETag)
+	v.Set(h, 1, "Cache-Control", s.cacheControl)
 	if inm := r.Header["If-None-Match"]; len(inm) > 0 && ifNoneMatchAny(inm, snap.ETag) {
 		w.WriteHeader(http.StatusNotModified)
 		return http.StatusNotModified
 	}
-	h["Content-Type"] = snap.ContentTypeHeader
-	h["Content-Length"] = snap.ContentLengthHeader
+	v.Set(h, 2, "Content-Type", snap.ContentType)
+	v.Set(h, 3, "Content-Length", snap.ContentLength)
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(snap.Body)

@@ -137,46 +137,55 @@ type adHocBudget struct {
 type resultKey struct {
 	target  string // server name, or protocol/address for ad-hoc targets
 	command string // "status" for the normalised status
-	args    string // arguments joined by NUL
+	args    string // argsKey of the arguments
+}
+
+// argsKey encodes an argument list so that no two lists share it: each
+// argument is preceded by its length, so neither a separator inside an
+// argument nor a list of one empty argument can pass for another list.
+func argsKey(args []string) string {
+	n := 0
+	for _, a := range args {
+		n += len(a) + 6
+	}
+	b := make([]byte, 0, n)
+	for _, a := range args {
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, ':')
+		b = append(b, a...)
+	}
+	return string(b)
 }
 
 // answer is a pre-serialised result: what every request for it is sent,
-// with its header values built once (header maps take them as they are).
+// with its header values formatted once.
 type answer struct {
 	status int
 	body   []byte
 	etag   string
-
-	etagHeader, lengthHeader []string
+	length string // Content-Length
 }
 
 func newAnswer(status int, body []byte, etag string) *answer {
-	a := &answer{status: status, body: body, etag: etag, lengthHeader: []string{strconv.Itoa(len(body))}}
-	if etag != "" {
-		a.etagHeader = []string{etag}
-	}
-	return a
+	return &answer{status: status, body: body, etag: etag, length: strconv.Itoa(len(body))}
 }
 
-// Header values every answer shares. Each slice has no spare capacity, so
-// a handler appending to one (Header.Add) copies it rather than writing
-// into it.
+// The X-Gamegate-Cache values, and the Age values formatted once.
 var (
-	jsonContentType = []string{"application/json"}
-	cacheHeaders    = [...][]string{cacheHit: {"hit"}, cacheMiss: {"miss"}, cacheShared: {"shared"}, cacheStale: {"stale"}}
-	ageHeaders      = func() (h [600][]string) {
-		for i := range h {
-			h[i] = []string{strconv.Itoa(i)}
+	cacheHeaders = [...]string{cacheHit: "hit", cacheMiss: "miss", cacheShared: "shared", cacheStale: "stale"}
+	ageValues    = func() (v [600]string) {
+		for i := range v {
+			v[i] = strconv.Itoa(i)
 		}
-		return h
+		return v
 	}()
 )
 
-func ageHeader(seconds int64) []string {
-	if seconds >= 0 && seconds < int64(len(ageHeaders)) {
-		return ageHeaders[seconds]
+func ageValue(seconds int64) string {
+	if seconds >= 0 && seconds < int64(len(ageValues)) {
+		return ageValues[seconds]
 	}
-	return []string{strconv.FormatInt(seconds, 10)}
+	return strconv.FormatInt(seconds, 10)
 }
 
 // NewGateway returns a gateway with cfg's defaults filled in.
@@ -356,7 +365,8 @@ func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 	if g.cfg.AdHoc == nil {
 		return nil, Errorf(http.StatusForbidden, "only named game servers may be queried here, and none is named %q", name)
 	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p < 1 {
 		return nil, Errorf(http.StatusBadRequest, "bad port in %q", name)
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
@@ -368,9 +378,13 @@ func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 			return nil, Errorf(http.StatusForbidden, "%s is outside the networks this gateway may query", a.Unmap())
 		}
 	}
-	// Query the address that was checked, not the name again.
-	addr := net.JoinHostPort(addrs[0].Unmap().String(), port)
-	return &target{key: g.cfg.AdHoc.Name() + "/" + addr, name: name, address: addr, protocol: g.cfg.AdHoc,
+	// Query the address that was checked, not the name again, and key the
+	// target by the address and port as parsed: every spelling of one
+	// target ("7777", "07777") shares its cache entries and its budget.
+	addr := netip.AddrPortFrom(addrs[0].Unmap(), uint16(p)).String()
+	// Its answers are cached and shared under that key, so they name it by
+	// the address too, never by one client's spelling.
+	return &target{key: g.cfg.AdHoc.Name() + "/" + addr, name: addr, address: addr, protocol: g.cfg.AdHoc,
 		commands: ReadOnlyCommands(g.cfg.AdHoc)}, nil
 }
 
@@ -415,7 +429,7 @@ func (g *Gateway) result(ctx context.Context, t *target, command string, args []
 	key := resultKey{target: t.key, command: command}
 	results, load := g.other, t.loads[command]
 	if len(args) > 0 || load == nil {
-		key.args = strings.Join(args, "\x00")
+		key.args = argsKey(args)
 		load = g.loader(t, command, args)
 	}
 	if len(args) == 0 && t.named {
@@ -523,20 +537,20 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, path string)
 }
 
 func (g *Gateway) write(w http.ResponseWriter, r *http.Request, a *answer, res cache.Result[*answer]) int {
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["X-Gamegate-Cache"] = cacheHeaders[cacheStateOf(res)]
+	h, v := w.Header(), new(cache.HeaderValues)
+	v.Set(h, 0, "Content-Type", "application/json")
+	v.Set(h, 1, "X-Gamegate-Cache", cacheHeaders[cacheStateOf(res)])
 	if age := res.Age; age > 0 {
-		h["Age"] = ageHeader(int64(age / time.Second))
+		v.Set(h, 2, "Age", ageValue(int64(age/time.Second)))
 	}
 	if a.etag != "" {
-		h["Etag"] = a.etagHeader
+		v.Set(h, 3, "Etag", a.etag)
 		if inm := r.Header["If-None-Match"]; len(inm) > 0 && inm[0] != "" && cache.IfNoneMatch(inm[0], a.etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return http.StatusNotModified
 		}
 	}
-	h["Content-Length"] = a.lengthHeader
+	v.Set(h, 4, "Content-Length", a.length)
 	w.WriteHeader(a.status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(a.body)
@@ -564,15 +578,15 @@ func cacheStateOf(res cache.Result[*answer]) int {
 	return cacheHit
 }
 
-func cacheState(res cache.Result[*answer]) string { return cacheHeaders[cacheStateOf(res)][0] }
+func cacheState(res cache.Result[*answer]) string { return cacheHeaders[cacheStateOf(res)] }
 
 func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, server string, e *Error) int {
 	a := errorAnswer(server, e)
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfter(e.RetryAfter), 10))
 	}
-	w.Header()["Content-Type"] = jsonContentType
-	w.Header()["Content-Length"] = a.lengthHeader
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", a.length)
 	w.WriteHeader(a.status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(a.body)
