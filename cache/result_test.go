@@ -34,19 +34,6 @@ func newTestResults(maxEntries int) *testResults {
 	return tr
 }
 
-// waitFor polls cond until it holds. The wall-clock bound only turns a
-// hang into a failure; no test relies on time passing.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-	}
-}
-
 // countingLoad returns a load answering "v1", "v2", … by call number, and
 // its call counter. Calls numbered in block wait for release first; a
 // call for which fail reports true returns errDown.
@@ -131,7 +118,7 @@ func TestResultsSingleFlight(t *testing.T) {
 			})
 		}
 		// Every Get has joined the load before it may return.
-		waitFor(t, "all Gets to wait", func() bool { return r.Stats().Misses >= n })
+		testutil.WaitFor(t, "all Gets to wait", func() bool { return r.Stats().Misses >= n })
 		close(release)
 		wg.Wait()
 		return results
@@ -194,13 +181,13 @@ func TestResultsWaiterGivesUp(t *testing.T) {
 		_, err := r.Get(ctx, "srv", p, load)
 		first <- err
 	}()
-	waitFor(t, "the first Get to wait", func() bool { return r.Stats().Misses == 1 })
+	testutil.WaitFor(t, "the first Get to wait", func() bool { return r.Stats().Misses == 1 })
 	second := make(chan Result[string], 1)
 	go func() {
 		res, _ := r.Get(context.Background(), "srv", p, load)
 		second <- res
 	}()
-	waitFor(t, "the second Get to wait", func() bool { return r.Stats().SharedWaits == 1 })
+	testutil.WaitFor(t, "the second Get to wait", func() bool { return r.Stats().SharedWaits == 1 })
 
 	cancel()
 	// The load is still blocked: the first Get returns on its own.
@@ -273,7 +260,7 @@ func TestResultsStaleWhileRevalidate(t *testing.T) {
 	}
 	checkStats(t, r, n+1, ResultStats{StaleHits: n, Misses: 1, Loads: 2})
 	close(release)
-	waitFor(t, "the refresh", func() bool { return r.finished.Load() == 2 })
+	testutil.WaitFor(t, "the refresh", func() bool { return r.finished.Load() == 2 })
 	res, err := r.Get(ctx, "srv", p, load)
 	checkResult(t, "refreshed", res, err, Result[string]{Value: "v2", LoadedAt: t0.Add(15 * time.Second), State: Fresh}, nil)
 	if got := calls.Load(); got != 2 {
@@ -296,7 +283,7 @@ func TestResultsPastStaleWindowWaits(t *testing.T) {
 		res, _ := r.Get(context.Background(), "srv", p, load)
 		got <- res
 	}()
-	waitFor(t, "the Get to wait", func() bool { return r.Stats().Misses == 2 })
+	testutil.WaitFor(t, "the Get to wait", func() bool { return r.Stats().Misses == 2 })
 	select {
 	case res := <-got:
 		t.Fatalf("got %+v before the refresh ended, want a wait", res)
@@ -344,7 +331,7 @@ func TestResultsStaleIfError(t *testing.T) {
 	r.clock.Advance(time.Second)
 	res, err = get()
 	checkResult(t, "retry due", res, err, stale, nil)
-	waitFor(t, "the retry", func() bool { return r.finished.Load() == 3 })
+	testutil.WaitFor(t, "the retry", func() bool { return r.finished.Load() == 3 })
 	res, err = get()
 	checkResult(t, "retry failed", res, err, stale, nil)
 	checkStats(t, r, gets, ResultStats{StaleHits: 4, Misses: 2, Loads: 3, LoadErrors: 2})
@@ -354,7 +341,7 @@ func TestResultsStaleIfError(t *testing.T) {
 	r.clock.Advance(5 * time.Second)
 	res, err = get()
 	checkResult(t, "retry due again", res, err, stale, nil)
-	waitFor(t, "the second retry", func() bool { return r.finished.Load() == 4 })
+	testutil.WaitFor(t, "the second retry", func() bool { return r.finished.Load() == 4 })
 	res, err = get()
 	checkResult(t, "recovered", res, err, Result[string]{Value: "v4", LoadedAt: t0.Add(20 * time.Second), State: Fresh}, nil)
 
@@ -466,7 +453,7 @@ func TestResultsEvictedMidFlight(t *testing.T) {
 		res, _ := r.Get(context.Background(), "a", p, slow)
 		got <- res
 	}()
-	waitFor(t, "a's load", func() bool { return r.Stats().Misses == 1 })
+	testutil.WaitFor(t, "a's load", func() bool { return r.Stats().Misses == 1 })
 	if _, err := r.Get(t.Context(), "b", p, fast); err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +490,7 @@ func TestResultsInvalidate(t *testing.T) {
 		res, _ := r.Get(context.Background(), "srv", p, load)
 		got <- res
 	}()
-	waitFor(t, "the load", func() bool { return r.Stats().Misses == 2 })
+	testutil.WaitFor(t, "the load", func() bool { return r.Stats().Misses == 2 })
 	r.Invalidate("srv")
 	close(release)
 	if res := <-got; res.Value != "v2" {
@@ -550,7 +537,7 @@ func TestResultsLoadPanics(t *testing.T) {
 					errs <- err
 				}()
 			}
-			waitFor(t, "both Gets to wait", func() bool { return r.Stats().Misses == 2 })
+			testutil.WaitFor(t, "both Gets to wait", func() bool { return r.Stats().Misses == 2 })
 			close(release)
 			for range 2 {
 				var pe *LoadPanicError

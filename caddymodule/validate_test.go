@@ -7,21 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// buildGamegate builds cmd/gamegate into a temporary directory.
-func buildGamegate(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the gamegate binary")
-	}
-	bin := filepath.Join(t.TempDir(), "gamegate")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/gamegate").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building gamegate: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/gamegate/gamegate/internal/testutil"
+)
 
 // runValidate runs `gamegate validate` on a JSON configuration file and
 // returns its output, with the messages of its JSON log lines decoded.
@@ -49,7 +37,7 @@ func TestValidateRefusesInvalidJSON(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no invalid configurations (%v)", err)
 	}
-	bin := buildGamegate(t)
+	bin := testutil.BuildGamegate(t)
 	dir := t.TempDir()
 
 	if out, err := runValidate(bin, "testdata/valid.json"); err != nil {

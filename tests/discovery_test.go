@@ -347,18 +347,6 @@ func put(t *testing.T, env *discoveryEnv, path, body string, want int) string {
 	return string(b)
 }
 
-// waitFor polls cond every 20 ms for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestDiscoveryFleetsFile(t *testing.T) {
 	env := startDiscovery(t)
 	url := env.base + "/open/v1/fleets/file-fleet/servers"
@@ -379,7 +367,7 @@ func TestDiscoveryFleetsFile(t *testing.T) {
 	if err := os.WriteFile(env.file, []byte(`{"fleets": {"file-fleet": {"servers": [{"region_id": `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the broken file to be read", func() bool {
+	testutil.WaitFor(t, "the broken file to be read", func() bool {
 		n, _ := env.caddy.Metric(t, errorsSeries)
 		return n == errorsBefore+1
 	})
@@ -400,7 +388,7 @@ func TestDiscoveryFleetsFile(t *testing.T) {
 		t.Fatalf("%s after four polls of the same broken file: got %v, want %v", errorsSeries, n, errorsBefore+1)
 	}
 	writeFleetsFile(t, env.file, 9200)
-	waitFor(t, "the valid file to take effect", func() bool {
+	testutil.WaitFor(t, "the valid file to take effect", func() bool {
 		return strings.Contains(request(t, "GET", url).body, `"port":9200`)
 	})
 	if ok, _ := env.caddy.Metric(t, okSeries); ok != 1 {

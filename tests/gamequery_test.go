@@ -252,7 +252,7 @@ func TestGameQueryCoalesces(t *testing.T) {
 			t.Fatalf("after the TTL: got %d", r.status)
 		}
 	}
-	waitFor(t, "the refresh after the TTL", func() bool { return up.queries.Load() == 2 })
+	testutil.WaitFor(t, "the refresh after the TTL", func() bool { return up.queries.Load() == 2 })
 	if got := up.queries.Load(); got != 2 {
 		t.Fatalf("after the TTL: %d upstream datagrams, want 2", got)
 	}

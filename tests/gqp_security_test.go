@@ -10,6 +10,7 @@ import (
 
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
 // Draft GQP, written here from the draft (seed 003) and the project's
@@ -329,5 +330,116 @@ func TestGQPChallengeNeedsCookie(t *testing.T) {
 	}
 	if r := ask(guesser, "challenge", "admin", "hunter2", c); r.status != "32" || len(r.records) != 1 || !strings.Contains(r.records[0], "too many") {
 		t.Fatalf("right password after 2 failures: got %+v, want 32, locked out", r)
+	}
+}
+
+// gqpExchange sends one unpadded query of a single command from c (its
+// address and port stay the same across calls, as challenge/validate
+// need) and decodes the answer.
+func gqpExchange(t *testing.T, c *testutil.UDPClient, name string, args ...string) *wiregqp.Response {
+	t.Helper()
+	cmd := wiregqp.Command{Name: []byte(name)}
+	for _, a := range args {
+		cmd.Args = append(cmd.Args, []byte(a))
+	}
+	q, err := (&wiregqp.Query{Commands: []wiregqp.Command{cmd}}).AppendTo(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Send(q)
+	b, ok := c.Recv(replyTimeout)
+	if !ok {
+		t.Fatalf("%s from %s: no answer", name, c.Conn.LocalAddr())
+	}
+	r := new(wiregqp.Response)
+	if err := r.Decode(b); err != nil || len(r.Replies) != 1 {
+		t.Fatalf("%s from %s: answer %q does not decode to one reply (%v)", name, c.Conn.LocalAddr(), b, err)
+	}
+	return r
+}
+
+// The README bounds the responder's pending challenges by max_authorized.
+// Challenges from 300 loopback addresses (the right password, so each would
+// be kept) fill the table to the bound and no further: exactly the bound
+// are issued, the rest answered 31. A client that asked before the flood
+// still validates and runs a protected command. Both the layer4 handler and
+// the gamegate UDP server's GQP protocol.
+func TestGQPPendingChallengesBounded(t *testing.T) {
+	const bound = 16
+	const block = `gqp {
+				identify bound-test 1.0 1
+				command kick {
+					record kicked yes
+					protected
+				}
+				login admin {env.GAMEGATE_TEST_GQP_PASSWORD}
+				max_authorized 16
+			}`
+	t.Setenv("GAMEGATE_TEST_GQP_PASSWORD", "hunter2")
+	for _, tc := range []struct{ name, config string }{
+		{"layer4", `{
+	layer4 {
+		udp/%s {
+			@gqp gqp
+			route @gqp {
+				` + strings.ReplaceAll(block, "\n", "\n\t") + `
+			}
+		}
+	}
+}
+`},
+		{"gamegate app", `{
+	gamegate {
+		udp %s {
+			` + block + `
+		}
+	}
+}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := testutil.FreeUDPAddr(t)
+			testcaddy.Start(t, fmt.Sprintf(tc.config, addr))
+
+			legit := testutil.DialUDP(t, "127.0.0.7:0", addr)
+			ch := gqpExchange(t, legit, "challenge", "admin", "hunter2").Replies[0]
+			if ch.Status != wiregqp.StatusOK || len(ch.Records) != 1 {
+				t.Fatalf("challenge before the flood: got %v %q", ch.Status, ch.Text)
+			}
+			token := string(ch.Records[0].Value())
+
+			issued, refused := 0, 0
+			for i := range 300 {
+				c := testutil.DialUDP(t, fmt.Sprintf("127.2.%d.%d:0", i/250, 1+i%250), addr)
+				switch r := gqpExchange(t, c, "challenge", "admin", "hunter2").Replies[0]; r.Status {
+				case wiregqp.StatusOK:
+					issued++
+				case wiregqp.StatusUnavailable:
+					refused++
+				default:
+					t.Fatalf("challenge %d: got %v %q, want 10 or 31", i, r.Status, r.Text)
+				}
+				c.Conn.Close()
+			}
+			if issued != bound-1 || refused != 300-(bound-1) {
+				t.Fatalf("300 challenges after one, bound %d: %d issued, %d refused; want %d issued (the table at its bound), %d refused",
+					bound, issued, refused, bound-1, 300-(bound-1))
+			}
+			if r := gqpExchange(t, legit, "validate", token).Replies[0]; r.Status != wiregqp.StatusOK {
+				t.Fatalf("validating the challenge given before the flood: got %v %q", r.Status, r.Text)
+			}
+			if r := gqpExchange(t, legit, "kick").Replies[0]; r.Status != wiregqp.StatusOK {
+				t.Fatalf("protected command after validating: got %v %q", r.Status, r.Text)
+			}
+			// Validating took the client's challenge out of the table: one
+			// more fits, and only one.
+			other := testutil.DialUDP(t, "127.0.0.8:0", addr)
+			if r := gqpExchange(t, other, "challenge", "admin", "hunter2").Replies[0]; r.Status != wiregqp.StatusOK {
+				t.Fatalf("challenge after a validation freed a place: got %v %q", r.Status, r.Text)
+			}
+			if r := gqpExchange(t, other, "challenge", "admin", "hunter2").Replies[0]; r.Status != wiregqp.StatusUnavailable {
+				t.Fatalf("challenge with the table full again: got %v %q, want 31", r.Status, r.Text)
+			}
+		})
 	}
 }

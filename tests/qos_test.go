@@ -373,3 +373,89 @@ func TestQoSMatcherRoutesOtherTraffic(t *testing.T) {
 		t.Fatalf("QoS request on a shared port: got %x (%v), want a QoS response", resp, ok)
 	}
 }
+
+// A QoS ban stays in force across a configuration reload, in the layer4
+// handler and in the gamegate UDP server alike: the source table is pooled
+// under the handler's name (README: "survives config reloads"). The reload
+// changes the rate, so it is a new configuration, not the same one again.
+func TestQoSBanSurvivesReload(t *testing.T) {
+	layer4 := func(addr string, rate, burst int) string {
+		return fmt.Sprintf(`{
+	layer4 {
+		udp/%s {
+			idle_timeout 10s
+			route {
+				qos {
+					rate %d
+					burst %d
+					ban_duration 10m
+					name ban-reload-layer4
+				}
+			}
+		}
+	}
+}
+`, addr, rate, burst)
+	}
+	app := func(addr string, rate, burst int) string {
+		return fmt.Sprintf(`{
+	gamegate {
+		udp %s {
+			qos {
+				rate %d
+				burst %d
+				ban_duration 10m
+				name ban-reload-app
+			}
+		}
+	}
+}
+`, addr, rate, burst)
+	}
+	for _, tc := range []struct {
+		name   string
+		config func(addr string, rate, burst int) string
+	}{
+		{"layer4", layer4},
+		{"gamegate app", app},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := testutil.FreeUDPAddr(t)
+			caddy := testcaddy.Start(t, tc.config(addr, 1, 5))
+
+			banned := testutil.DialUDP(t, "127.0.0.5:0", addr)
+			for seq := range uint8(6) {
+				banned.Send(unityRequest(seq, 3, uint64(seq)))
+			}
+			for i := range 6 {
+				resp, ok := banned.Recv(replyTimeout)
+				if !ok {
+					t.Fatalf("got %d responses, want 6 (5 in the burst, then the ban)", i)
+				}
+				if ban := wireqos.FlowControl(resp[1] & 0xF).IsBan(); ban != (i == 5) {
+					t.Fatalf("response %d: flow %#x, want a ban only on the 6th", i, resp[1]&0xF)
+				}
+			}
+
+			caddy.Load(t, tc.config(addr, 2, 6))
+
+			// The new configuration serves: a fresh source is answered.
+			if !qosAnswered(testutil.DialUDP(t, "127.0.0.6:0", addr), 1, replyTimeout) {
+				t.Fatal("a fresh source got no answer after the reload")
+			}
+			// The banned source is still ignored: its request is dropped
+			// for the ban, and nothing comes back.
+			dropped := caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`)
+			banned.Send(unityRequest(100, 3, 100))
+			testutil.WaitFor(t, "the banned source's request to be dropped", func() bool {
+				if b, ok := banned.Recv(time.Millisecond); ok {
+					t.Fatalf("the banned source was answered after the reload: %x", b)
+				}
+				return caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`) > dropped
+			})
+			if b, ok := banned.Recv(200 * time.Millisecond); ok {
+				t.Fatalf("the banned source was answered after the reload: %x", b)
+			}
+		})
+	}
+}

@@ -439,7 +439,7 @@ func TestRelayAPIJoinCodeExpiry(t *testing.T) {
 		t.Fatalf("the join code is not in the storage: %v", err)
 	}
 	var last relayAPIAnswer
-	relayAPIWaitFor(t, "the join code to expire", func() bool {
+	testutil.WaitFor(t, "the join code to expire", func() bool {
 		last = relayAPIDo(t, "POST", base+"/v1/join", relayAPIToken, `{"joinCode":"`+code+`"}`)
 		if last.status != http.StatusOK && last.status != http.StatusNotFound {
 			t.Fatalf("join: got %d %s, want 200 until the code expires, then 404", last.status, last.body)
@@ -456,18 +456,6 @@ func TestRelayAPIJoinCodeExpiry(t *testing.T) {
 	unityErr(t, relayAPIDo(t, "POST", env.b+"/v1/join", "", `{"joinCode":"`+code+`"}`), http.StatusNotFound)
 	// The allocation is still valid, so it gets a fresh code.
 	joinCodeOK(t, base, relayAPIToken, host.AllocationID, http.StatusCreated)
-}
-
-// relayAPIWaitFor polls cond every 20 ms for up to 5 s.
-func relayAPIWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestRelayAPINextHandler(t *testing.T) {

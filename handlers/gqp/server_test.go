@@ -290,6 +290,60 @@ func TestTrustedSourcesNeedNoCookie(t *testing.T) {
 	}
 }
 
+// Challenges asked from many loopback sources (trusted, so without a
+// cookie; with the right password) fill the pending table only to its bound: past it, challenge
+// answers 31 and the table does not grow. A challenge given before the
+// flood still validates, and once the flood's challenges expire a new
+// client gets one again.
+func TestPendingChallengesBounded(t *testing.T) {
+	const bound = 16
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s, err := NewServer(ServerConfig{Logins: map[string]string{"admin": "hunter2"}, MaxAuthorized: bound, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.challenges)
+	}
+	const legit = "192.0.2.1:4000"
+	r := challengeFrom(t, s, legit, "hunter2")
+	if r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("challenge before the flood: got %+v", r)
+	}
+	token := string(r.Records[0].Value())
+
+	issued := 0
+	for i := range 1000 {
+		src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1, byte(i >> 8), byte(i)}), 9)
+		_, r := answer(t, s, src.String(), padded(t, "challenge admin,hunter2"))
+		switch {
+		case r == nil:
+			t.Fatalf("challenge from %s: no answer", src)
+		case r.Replies[0].Status == wiregqp.StatusOK:
+			issued++
+		case r.Replies[0].Status != wiregqp.StatusUnavailable:
+			t.Fatalf("challenge from %s with the table full: got %v, want 31", src, r.Replies[0].Status)
+		}
+	}
+	if issued != bound-1 || pending() != bound {
+		t.Fatalf("1000 challenges after one: %d issued, %d pending, want %d issued and the bound, %d, pending", issued, pending(), bound-1, bound)
+	}
+	if _, r := answer(t, s, legit, padded(t, "validate "+token)); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+		t.Fatalf("validating the challenge given before the flood: got %+v, want 10", r)
+	}
+	if !s.Authorized(netip.MustParseAddrPort(legit)) {
+		t.Fatal("the client is not authorised after validating")
+	}
+	// The flood's challenges expire (1 minute): a new client gets one.
+	clock.Advance(time.Minute)
+	validateFrom(t, s, "192.0.2.2:4000")
+	if n := pending(); n != 0 {
+		t.Fatalf("pending challenges after they expired: %d, want 0", n)
+	}
+}
+
 // Trusted networks (loopback by default) get full answers to unpadded
 // queries; everyone else still gets at most the query's size.
 func TestTrustedNetworksGetFullAnswers(t *testing.T) {

@@ -2,9 +2,11 @@ package gqp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +55,11 @@ func TestCommandHTTPStatusTable(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Fatalf("got HTTP %d (%v), want %d", got, err, tt.want)
+			}
+			// Each error comes with a body in words (the error's message).
+			var qe *query.Error
+			if err != nil && (!errors.As(err, &qe) || len(strings.Fields(qe.Message)) < 2) {
+				t.Fatalf("error %#v: want a *query.Error whose message says in words what happened", err)
 			}
 		})
 	}

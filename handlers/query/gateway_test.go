@@ -21,6 +21,8 @@ import (
 type countingProtocol struct {
 	calls atomic.Int32
 	fail  atomic.Bool
+	// hold, when set, keeps every Command waiting until it is closed.
+	hold chan struct{}
 }
 
 func (p *countingProtocol) Name() string { return "test" }
@@ -35,6 +37,9 @@ func (p *countingProtocol) Status(_ context.Context, address string) (*Status, e
 
 func (p *countingProtocol) Command(_ context.Context, address, command string, args []string) (any, error) {
 	p.calls.Add(1)
+	if p.hold != nil {
+		<-p.hold
+	}
 	switch {
 	case p.fail.Load():
 		return nil, Timeout(address)
@@ -148,6 +153,44 @@ func TestCachingStaleAndConditional(t *testing.T) {
 	// Without a stale answer, the failure is the answer: 504.
 	if w := r.do("GET", "/arena/other", ""); w.Code != 504 || !strings.Contains(w.Body.String(), "did not answer") {
 		t.Fatalf("no stale answer: got %d %s", w.Code, w.Body)
+	}
+}
+
+// Requests for the same server and command that arrive while its query
+// runs share that query: one upstream query, one answer, and every request
+// but the one that started it says X-Gamegate-Cache: shared.
+func TestConcurrentRequestsShareOneQuery(t *testing.T) {
+	r := newRig(t, nil)
+	r.proto.hold = make(chan struct{})
+	const n = 8
+	answers := make(chan *httptest.ResponseRecorder, n)
+	for range n {
+		go func() { answers <- r.do("GET", "/arena/echo?arg=x", "") }()
+	}
+	// Every request has found the query running (or started it) once it
+	// counts as a miss; only then may the query end.
+	testutil.WaitFor(t, "every request to wait for the query", func() bool { return r.gw.Stats().Misses == n })
+	close(r.proto.hold)
+	states := map[string]int{}
+	var body, etag string
+	for range n {
+		w := <-answers
+		if w.Code != 200 {
+			t.Fatalf("got %d %s, want 200", w.Code, w.Body)
+		}
+		if body == "" {
+			body, etag = w.Body.String(), w.Header().Get("ETag")
+		}
+		if w.Body.String() != body || w.Header().Get("ETag") != etag {
+			t.Fatalf("answers differ: %s (ETag %s) and %s (ETag %s)", body, etag, w.Body, w.Header().Get("ETag"))
+		}
+		states[w.Header().Get("X-Gamegate-Cache")]++
+	}
+	if states["miss"] != 1 || states["shared"] != n-1 {
+		t.Fatalf("X-Gamegate-Cache of %d concurrent requests: got %v, want 1 miss and %d shared", n, states, n-1)
+	}
+	if c := r.proto.calls.Load(); c != 1 {
+		t.Fatalf("%d concurrent requests made %d upstream queries, want 1", n, c)
 	}
 }
 

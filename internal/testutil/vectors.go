@@ -15,14 +15,27 @@ type Vector struct {
 	Bytes []byte
 }
 
-// VectorsByName reads a vector file (see ReadVectors) into a map by name.
+// VectorsByName reads a vector file (see ReadVectors) into a map by name;
+// a name may appear once.
 func VectorsByName(t testing.TB, path string) map[string]Vector {
 	t.Helper()
 	m := make(map[string]Vector)
 	for _, v := range ReadVectors(t, path) {
+		if _, dup := m[v.Name]; dup {
+			t.Fatalf("%s: vector %q appears twice", path, v.Name)
+		}
 		m[v.Name] = v
 	}
 	return m
+}
+
+// VectorFile is where a codec package's tests keep their vectors.
+const VectorFile = "testdata/vectors.txt"
+
+// Vectors reads the package's VectorFile by name.
+func Vectors(t testing.TB) map[string]Vector {
+	t.Helper()
+	return VectorsByName(t, VectorFile)
 }
 
 // ReadVectors reads a vector file: one vector per line as

@@ -6,69 +6,31 @@ import (
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
-func benchVector(b *testing.B, name string) []byte {
-	for _, v := range testutil.ReadVectors(b, "testdata/vectors.txt") {
-		if v.Name == name {
-			return v.Bytes
-		}
-	}
-	b.Fatalf("no vector %q", name)
-	return nil
-}
-
 func BenchmarkDecodeInfo(b *testing.B) {
-	msg := benchVector(b, "info-source-edf")
 	var m Info
-	b.ReportAllocs()
-	b.SetBytes(int64(len(msg)))
-	for b.Loop() {
-		if err := m.Decode(msg); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["info-source-edf"].Bytes, m.Decode)
 }
 
 func BenchmarkDecodePlayers(b *testing.B) {
-	msg := benchVector(b, "players")
 	var m Players
-	b.ReportAllocs()
-	b.SetBytes(int64(len(msg)))
-	for b.Loop() {
-		if err := m.Decode(msg); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["players"].Bytes, m.Decode)
 }
 
 func BenchmarkDecodeRules(b *testing.B) {
-	msg := benchVector(b, "rules-big")
 	var m Rules
-	b.ReportAllocs()
-	b.SetBytes(int64(len(msg)))
-	for b.Loop() {
-		if err := m.Decode(msg); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["rules-big"].Bytes, m.Decode)
 }
 
 func BenchmarkDecodeRequest(b *testing.B) {
-	msg := benchVector(b, "info-request-challenge")
 	var q Request
-	b.ReportAllocs()
-	b.SetBytes(int64(len(msg)))
-	for b.Loop() {
-		if err := q.Decode(msg); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["info-request-challenge"].Bytes, q.Decode)
 }
 
 // BenchmarkReassemble joins the three Source fragments of rules-big.
 func BenchmarkReassemble(b *testing.B) {
 	var frs [][]byte
 	for i := 0; i < 3; i++ {
-		frs = append(frs, benchVector(b, "rules-big-source."+string(rune('0'+i))))
+		frs = append(frs, testutil.Vectors(b)["rules-big-source."+string(rune('0'+i))].Bytes)
 	}
 	var r Reassembler
 	b.ReportAllocs()

@@ -10,20 +10,12 @@ import (
 	"github.com/gamegate/gamegate/wire"
 )
 
-func seed(f *testing.F) []testutil.Vector {
-	vs := testutil.ReadVectors(f, "testdata/vectors.txt")
-	for _, v := range vs {
-		f.Add(v.Bytes)
-	}
-	return vs
-}
-
 // FuzzDecode feeds one datagram to every message decoder. None may panic;
 // every error is a *wire.DecodeError; whatever decodes re-encodes to bytes
 // that decode to the same encoding (a fixed point: trailing bytes are
 // ignored, so the first encoding may be shorter than the input).
 func FuzzDecode(f *testing.F) {
-	seed(f)
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, kind := range []string{"request", "challenge", "info", "players", "rules"} {
 			out, err := codec(kind, b)
@@ -47,10 +39,10 @@ func FuzzDecode(f *testing.F) {
 // small limits. None may panic or exceed its limits; a completed message
 // never exceeds MaxMessage.
 func FuzzReassemble(f *testing.F) {
-	vs := seed(f)
-	// Whole split messages as seeds, fragments concatenated.
+	testutil.SeedVectors(f)
+	// Whole split messages as seeds, fragments concatenated in file order.
 	groups := map[string][]byte{}
-	for _, v := range vs {
+	for _, v := range testutil.ReadVectors(f, testutil.VectorFile) {
 		if base, _, ok := strings.Cut(v.Name, "."); ok {
 			groups[base] = append(groups[base], v.Bytes...)
 		}

@@ -10,10 +10,6 @@ import (
 	"github.com/gamegate/gamegate/wire"
 )
 
-func vectors(t testing.TB) map[string]testutil.Vector {
-	return testutil.VectorsByName(t, "testdata/vectors.txt")
-}
-
 // fields returns the pong's fields joined by "|", for comparisons.
 func fields(p *Pong) string {
 	var s []string
@@ -24,7 +20,7 @@ func fields(p *Pong) string {
 }
 
 func TestPing(t *testing.T) {
-	v := vectors(t)
+	v := testutil.Vectors(t)
 	p := Ping{Time: 0x1122334455667788}
 	if got := p.AppendTo(nil); !bytes.Equal(got, v["ping-gamedig"].Bytes) {
 		t.Errorf("AppendTo: got %x, want %x", got, v["ping-gamedig"].Bytes)
@@ -45,7 +41,7 @@ func TestPing(t *testing.T) {
 }
 
 func TestDecodePong(t *testing.T) {
-	v := vectors(t)
+	v := testutil.Vectors(t)
 	for _, c := range []struct {
 		name       string
 		time, guid int64
@@ -81,7 +77,7 @@ func TestDecodePong(t *testing.T) {
 
 func TestPongField(t *testing.T) {
 	var p Pong
-	if err := p.Decode(vectors(t)["pong-minimal"].Bytes); err != nil {
+	if err := p.Decode(testutil.Vectors(t)["pong-minimal"].Bytes); err != nil {
 		t.Fatal(err)
 	}
 	if f, ok := p.Field(FieldMax); !ok || string(f) != "8" {
@@ -120,7 +116,7 @@ func TestNumber(t *testing.T) {
 }
 
 func TestDecodeBad(t *testing.T) {
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		if !strings.HasPrefix(v.Kind, "bad-") {
 			continue
 		}
@@ -145,7 +141,7 @@ func TestDecodeBad(t *testing.T) {
 		"bad-pong-length-short": wire.ErrTooLong, "bad-pong-five-fields": wire.ErrTruncated,
 		"bad-pong-online-word": wire.ErrRange, "bad-pong-too-many-fields": wire.ErrTooLong,
 	} {
-		if err := p.Decode(vectors(t)[name].Bytes); !errors.Is(err, want) {
+		if err := p.Decode(testutil.Vectors(t)[name].Bytes); !errors.Is(err, want) {
 			t.Errorf("%s: got %v, want %v", name, err, want)
 		}
 	}
@@ -154,7 +150,7 @@ func TestDecodeBad(t *testing.T) {
 // Every prefix of a valid pong is rejected: the length prefix covers the
 // advertisement exactly.
 func TestDecodeTruncated(t *testing.T) {
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		switch v.Kind {
 		case "pong":
 			for n := 0; n < len(v.Bytes); n++ {
@@ -177,7 +173,7 @@ func TestDecodeTruncated(t *testing.T) {
 }
 
 func TestPongRoundTrip(t *testing.T) {
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		if v.Kind != "pong" {
 			continue
 		}
@@ -224,7 +220,7 @@ func TestPongAppendRefuses(t *testing.T) {
 }
 
 func TestAllocs(t *testing.T) {
-	v := vectors(t)
+	v := testutil.Vectors(t)
 	var p Pong
 	var q Ping
 	buf := make([]byte, 0, 512)
@@ -255,16 +251,10 @@ func TestAllocs(t *testing.T) {
 }
 
 func FuzzDecodePong(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p, p2 Pong
-		if err := p.Decode(b); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %v is not a *wire.DecodeError", err)
-			}
+		if !testutil.Decodes(t, b, p.Decode) {
 			return
 		}
 		if p.NumFields < MinFields || p.NumFields > MaxFields {
@@ -292,16 +282,10 @@ func FuzzDecodePong(f *testing.F) {
 }
 
 func FuzzDecodePing(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p, p2 Ping
-		if err := p.Decode(b); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %v is not a *wire.DecodeError", err)
-			}
+		if !testutil.Decodes(t, b, p.Decode) {
 			return
 		}
 		out := p.AppendTo(nil)
@@ -316,7 +300,7 @@ func FuzzDecodePing(f *testing.F) {
 
 func BenchmarkDecodePong(b *testing.B) {
 	for _, name := range []string{"pong-bedrock-protocol", "pong-bds", "pong-minimal"} {
-		v := vectors(b)[name].Bytes
+		v := testutil.Vectors(b)[name].Bytes
 		b.Run(name, func(b *testing.B) {
 			var p Pong
 			b.ReportAllocs()
@@ -346,7 +330,7 @@ func BenchmarkAppendPing(b *testing.B) {
 // every semicolon.
 func BenchmarkBaselineSplit(b *testing.B) {
 	for _, name := range []string{"pong-bedrock-protocol", "pong-bds", "pong-minimal"} {
-		v := vectors(b)[name].Bytes
+		v := testutil.Vectors(b)[name].Bytes
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(v)))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // drainAll returns every frame the splitter holds, failing b on an error.
@@ -146,7 +148,7 @@ func BenchmarkDeltaEncode(b *testing.B) {
 }
 
 func BenchmarkPlausibleJoinReq(b *testing.B) {
-	in := vectors(b)["join-req-probe"].Bytes
+	in := testutil.Vectors(b)["join-req-probe"].Bytes
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/wire"
 )
 
@@ -70,7 +71,7 @@ var richSpec = func() PacketSpec {
 
 func deltaBody(t testing.TB, name string) []byte {
 	t.Helper()
-	v := vectors(t)[name].Bytes
+	v := testutil.Vectors(t)[name].Bytes
 	if len(v) < 4 || int(v[0])<<8|int(v[1]) != len(v) || int(v[2])<<8|int(v[3]) != int(deltaSpec.Type) {
 		t.Fatalf("%s: not a 2-byte-type packet of type %#x", name, deltaSpec.Type)
 	}
@@ -109,7 +110,7 @@ func TestDeltaVectors(t *testing.T) {
 			t.Fatal(err)
 		}
 		p, err := AppendPacket(nil, 2, deltaSpec.Type, body)
-		if want := vectors(t)["delta-update"].Bytes; err != nil || !bytes.Equal(p, want) {
+		if want := testutil.Vectors(t)["delta-update"].Bytes; err != nil || !bytes.Equal(p, want) {
 			t.Fatalf("got %x (%v), want %x", p, err, want)
 		}
 	})

@@ -10,10 +10,6 @@ import (
 	"github.com/gamegate/gamegate/wire"
 )
 
-func vectors(t testing.TB) map[string]testutil.Vector {
-	return testutil.VectorsByName(t, "testdata/vectors.txt")
-}
-
 // packet builds an ordinary packet for a test, failing it on error.
 func packet(t testing.TB, width int, ptype uint16, body string) []byte {
 	t.Helper()
@@ -25,7 +21,7 @@ func packet(t testing.TB, width int, ptype uint16, body string) []byte {
 }
 
 func TestVectors(t *testing.T) {
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		t.Run(name, func(t *testing.T) {
 			switch v.Kind {
 			case "join-req":
@@ -78,7 +74,7 @@ func TestVectors(t *testing.T) {
 }
 
 func TestJoinReqProbe(t *testing.T) {
-	want := vectors(t)["join-req-probe"].Bytes
+	want := testutil.Vectors(t)["join-req-probe"].Bytes
 	m := JoinReq{Username: []byte("probe"), Capability: []byte("+Freeciv-3.0-network"), Major: 3, Patch: 6}
 	out, err := m.AppendTo(nil)
 	if err != nil || !bytes.Equal(out, want) {
@@ -103,7 +99,7 @@ func TestJoinReqProbe(t *testing.T) {
 }
 
 func TestJoinReplyFields(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	tests := []struct {
 		name    string
 		join    bool
@@ -132,7 +128,7 @@ func TestJoinReplyFields(t *testing.T) {
 // Every proper prefix of a join packet or LAN announcement fails cleanly;
 // the length field makes a prefix of a packet inconsistent.
 func TestTruncation(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	decoders := map[string]func([]byte) error{
 		"join-req-probe":    func(b []byte) error { var m JoinReq; return m.Decode(b) },
 		"join-reply-accept": func(b []byte) error { var m JoinReply; return m.Decode(b) },
@@ -155,7 +151,7 @@ func TestTruncation(t *testing.T) {
 }
 
 func TestJoinErrors(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	req := vs["join-req-probe"].Bytes
 	reply := vs["join-reply-accept"].Bytes
 	with := func(b []byte, i int, v byte) []byte {
@@ -247,7 +243,7 @@ func TestJoinEncoderRefusals(t *testing.T) {
 }
 
 func TestPlausibleJoinReq(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	req := vs["join-req-probe"].Bytes
 	tests := []struct {
 		name     string
@@ -403,7 +399,7 @@ func TestAppendPacket(t *testing.T) {
 			}
 		})
 	}
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	if got, want := packet(t, 1, 7, "hi"), vs["packet-width1"].Bytes; !bytes.Equal(got, want) {
 		t.Fatalf("packet-width1: got %x, want %x", got, want)
 	}
@@ -413,7 +409,7 @@ func TestAppendPacket(t *testing.T) {
 }
 
 func TestLANErrors(t *testing.T) {
-	valid := vectors(t)["lan-announcement"].Bytes
+	valid := testutil.Vectors(t)["lan-announcement"].Bytes
 	tests := []struct {
 		name   string
 		decode func([]byte) error
@@ -454,7 +450,7 @@ func TestLANErrors(t *testing.T) {
 func decodeLAN(b []byte) error { var a LANAnnouncement; return a.Decode(b) }
 
 func TestCodecZeroAllocs(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	req, reply, lan := vs["join-req-probe"].Bytes, vs["join-reply-accept"].Bytes, vs["lan-announcement"].Bytes
 	out := make([]byte, 0, MaxLenPacket)
 	var mr JoinReq

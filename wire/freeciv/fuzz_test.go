@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/wire"
 )
 
@@ -77,7 +78,7 @@ func runSplitter(t *testing.T, s *Splitter, stream []byte, cuts []int, switchAt 
 
 // The frames and the error a stream yields do not depend on how it is cut.
 func FuzzSplitter(f *testing.F) {
-	vs := vectors(f)
+	vs := testutil.Vectors(f)
 	stream, _ := joinStream(f)
 	f.Add(stream, uint64(1), uint8(0), true)
 	for _, v := range vs {
@@ -107,7 +108,7 @@ func FuzzSplitter(f *testing.F) {
 // Decompress and the splitter agree on every chunk, and whatever
 // decompresses re-compresses to the same packets.
 func FuzzDecompress(f *testing.F) {
-	vs := vectors(f)
+	vs := testutil.Vectors(f)
 	f.Add(vs["chunk-join"].Bytes[chunkHeaderLen:])
 	f.Add(vs["jumbo-small"].Bytes[jumboHeaderLen:])
 	f.Add(zlibBytes(f, nil))
@@ -232,9 +233,7 @@ func FuzzDelta(f *testing.F) {
 // The join packets have fixed layouts and strict lengths, so whatever
 // decodes re-encodes to the same bytes.
 func FuzzJoinReq(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		ok, more := PlausibleJoinReq(in)
 		if ok {
@@ -245,20 +244,13 @@ func FuzzJoinReq(f *testing.F) {
 			}
 		}
 		var m JoinReq
-		if err := m.Decode(in); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %v is not a *wire.DecodeError", err)
-			}
+		if !testutil.Decodes(t, in, m.Decode) {
 			return
 		}
 		if !ok || more {
 			t.Fatalf("PlausibleJoinReq of a valid JOIN_REQ: got %v, %v, want true, false", ok, more)
 		}
-		out, err := m.AppendTo(nil)
-		if err != nil || !bytes.Equal(out, in) {
-			t.Fatalf("decode → encode: got %x (%v), want %x", out, err, in)
-		}
+		testutil.Reencodes(t, in, m.AppendTo)
 		for n := range len(in) {
 			if ok, more := PlausibleJoinReq(in[:n]); ok || !more {
 				t.Fatalf("prefix of %d bytes: got %v, %v, want false, true", n, ok, more)
@@ -268,44 +260,26 @@ func FuzzJoinReq(f *testing.F) {
 }
 
 func FuzzJoinReply(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var m JoinReply
-		if err := m.Decode(in); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %v is not a *wire.DecodeError", err)
-			}
+		if !testutil.Decodes(t, in, m.Decode) {
 			return
 		}
-		out, err := m.AppendTo(nil)
-		if err != nil || !bytes.Equal(out, in) {
-			t.Fatalf("decode → encode: got %x (%v), want %x", out, err, in)
-		}
+		testutil.Reencodes(t, in, m.AppendTo)
 	})
 }
 
 func FuzzLANAnnouncement(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if err := DecodeLANRequest(in); err == nil && !bytes.Equal(in, []byte{LANVersion}) {
 			t.Fatalf("DecodeLANRequest accepted %x", in)
 		}
 		var a LANAnnouncement
-		if err := a.Decode(in); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %v is not a *wire.DecodeError", err)
-			}
+		if !testutil.Decodes(t, in, a.Decode) {
 			return
 		}
-		out, err := a.AppendTo(nil)
-		if err != nil || !bytes.Equal(out, in) {
-			t.Fatalf("decode → encode: got %x (%v), want %x", out, err, in)
-		}
+		testutil.Reencodes(t, in, a.AppendTo)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/wire"
 )
 
@@ -91,7 +92,7 @@ func equalFrames(a, b []frame) bool {
 // packets of both widths around it, then 2-byte-type packets, raw, in a
 // jumbo and in a chunk built here.
 func joinStream(t testing.TB) ([]byte, []frame) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	var stream []byte
 	stream = append(stream, vs["packet-width1"].Bytes...)
 	stream = append(stream, vs["chunk-join"].Bytes...)
@@ -195,7 +196,7 @@ func randomCuts(rng *rand.Rand, n, k int) []int {
 // The width switch applies to packets already buffered behind the reply,
 // in the raw stream as inside a chunk.
 func TestSplitterSwitchMidBuffer(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	accept, refuse := vs["join-reply-accept"].Bytes, vs["join-reply-refuse"].Bytes
 	p1, p2 := vs["packet-width1"].Bytes, vs["packet-width2"].Bytes
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
@@ -465,7 +466,7 @@ func frameChunk(compressed []byte, jumbo bool) []byte {
 }
 
 func TestSplitterChunkErrors(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	p1 := vs["packet-width1"].Bytes
 	inner := vs["chunk-join"].Bytes
 	good := zlibBytes(t, p1)
@@ -608,7 +609,7 @@ func TestDecompressionLimit(t *testing.T) {
 }
 
 func TestDecompressVectors(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	tests := []struct {
 		name string
 		hdr  int

@@ -11,21 +11,6 @@ import (
 	"github.com/gamegate/gamegate/wire"
 )
 
-func vectorList(t testing.TB) []testutil.Vector {
-	return testutil.ReadVectors(t, "testdata/vectors.txt")
-}
-
-func vectors(t testing.TB) map[string]testutil.Vector {
-	m := make(map[string]testutil.Vector)
-	for _, v := range vectorList(t) {
-		if _, dup := m[v.Name]; dup {
-			t.Fatalf("vector %q appears twice", v.Name)
-		}
-		m[v.Name] = v
-	}
-	return m
-}
-
 // reasons maps the REASON of a bad-query:REASON or bad-response:REASON
 // vector to the sentinel the decoder must return.
 var reasons = map[string]error{
@@ -79,7 +64,7 @@ func decodeResponse(t testing.TB, b []byte) *Response {
 }
 
 func TestVectors(t *testing.T) {
-	for _, v := range vectorList(t) {
+	for _, v := range testutil.ReadVectors(t, testutil.VectorFile) {
 		t.Run(v.Name, func(t *testing.T) {
 			kind, reason, bad := strings.Cut(v.Kind, ":")
 			var (
@@ -134,7 +119,7 @@ func TestVectors(t *testing.T) {
 // TestDraftExamples checks what the draft's examples mean, not just that
 // they round-trip.
 func TestDraftExamples(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	t.Run("identify query", func(t *testing.T) {
 		q := decodeQuery(t, vs["draft-identify-query"].Bytes)
 		if got, want := dumpQuery(q), `encoding="" | name="identify" args(0)=[]`; got != want {
@@ -189,7 +174,7 @@ func TestDraftExamples(t *testing.T) {
 
 // TestDecisions pins down each decision the package doc lists.
 func TestDecisions(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	queries := []struct {
 		name, vector, want string
 	}{
@@ -309,7 +294,7 @@ func TestDecodeErrors(t *testing.T) {
 // Every proper prefix of a valid message lacks its EOT, so it must fail, and
 // with ErrTruncated: everything before the cut was valid.
 func TestTruncation(t *testing.T) {
-	for _, v := range vectorList(t) {
+	for _, v := range testutil.ReadVectors(t, testutil.VectorFile) {
 		if v.Kind != "query" && v.Kind != "response" {
 			continue
 		}
@@ -508,7 +493,7 @@ func TestBounds(t *testing.T) {
 }
 
 func TestReassembler(t *testing.T) {
-	for _, v := range vectorList(t) {
+	for _, v := range testutil.ReadVectors(t, testutil.VectorFile) {
 		if v.Kind != "response" {
 			continue
 		}
@@ -587,7 +572,7 @@ func TestReassembler(t *testing.T) {
 
 // TestBuilders builds the draft's vectors with Add and the record helpers.
 func TestBuilders(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	var r Response
 	// A first use leaves records and items behind that the second must
 	// not show.
@@ -641,7 +626,7 @@ func TestBuilders(t *testing.T) {
 // TestReuse decodes every vector into structs that held every other one:
 // nothing of the earlier message may show through.
 func TestReuse(t *testing.T) {
-	vs := vectorList(t)
+	vs := testutil.ReadVectors(t, testutil.VectorFile)
 	var q Query
 	var r Response
 	for _, first := range vs {
@@ -746,7 +731,7 @@ func TestKinds(t *testing.T) {
 }
 
 func TestZeroAllocs(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	query := vs["multi-query"].Bytes
 	response := vs["multi-response"].Bytes
 	all := vs["record-all-kinds"].Bytes
@@ -793,86 +778,27 @@ func TestZeroAllocs(t *testing.T) {
 }
 
 func FuzzQuery(f *testing.F) {
-	vs := vectors(f)
-	for _, v := range vs {
-		f.Add(v.Bytes)
-	}
+	vs := testutil.SeedVectors(f)
 	var reused Query
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var q Query
-		if err := q.Decode(in); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) || de.Offset < 0 || de.Offset > len(in) {
-				t.Fatalf("error %v is not a *wire.DecodeError within the input", err)
-			}
-			if errors.Is(err, ErrUnsupportedEncoding) && (len(q.Encoding) == 0 || len(q.Commands) != 0) {
-				t.Fatalf("after ErrUnsupportedEncoding: got encoding %q and %d commands", q.Encoding, len(q.Commands))
-			}
-			return
-		}
-		out, err := q.AppendTo(nil)
-		if err != nil {
-			t.Fatalf("re-encoding a decoded query: %v", err)
-		}
-		if !bytes.Equal(out, in) || q.Len() != len(out) {
-			t.Fatalf("decode → encode: got %x (Len %d), want %x", out, q.Len(), in)
-		}
-		var back Query
-		if err := back.Decode(out); err != nil {
-			t.Fatalf("decoding the re-encoded query: %v", err)
-		}
-		if got, want := dumpQuery(&back), dumpQuery(&q); got != want {
-			t.Fatalf("decode → encode → decode: got %v, want %v", got, want)
-		}
-		_ = reused.Decode(vs["multi-query"].Bytes)
-		if err := reused.Decode(in); err != nil {
-			t.Fatalf("decoding into a reused query: %v", err)
-		}
-		if got, want := dumpQuery(&reused), dumpQuery(&q); got != want {
-			t.Fatalf("decoding into a reused query: got %v, want %v", got, want)
+		q, err := testutil.RoundTrip(t, in, &reused, vs["multi-query"].Bytes, dumpQuery)
+		if errors.Is(err, ErrUnsupportedEncoding) && (len(q.Encoding) == 0 || len(q.Commands) != 0) {
+			t.Fatalf("after ErrUnsupportedEncoding: got encoding %q and %d commands", q.Encoding, len(q.Commands))
 		}
 	})
 }
 
 func FuzzResponse(f *testing.F) {
-	vs := vectors(f)
-	for _, v := range vs {
-		f.Add(v.Bytes)
-	}
+	vs := testutil.SeedVectors(f)
 	var reused Response
 	var ra Reassembler
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var r Response
-		if err := r.Decode(in); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) || de.Offset < 0 || de.Offset > len(in) {
-				t.Fatalf("error %v is not a *wire.DecodeError within the input", err)
-			}
-			if errors.Is(err, ErrUnsupportedEncoding) && (len(r.Encoding) == 0 || len(r.Replies) != 0) {
-				t.Fatalf("after ErrUnsupportedEncoding: got encoding %q and %d replies", r.Encoding, len(r.Replies))
-			}
-			return
+		r, err := testutil.RoundTrip(t, in, &reused, vs["record-all-kinds"].Bytes, dumpResponse)
+		if errors.Is(err, ErrUnsupportedEncoding) && (len(r.Encoding) == 0 || len(r.Replies) != 0) {
+			t.Fatalf("after ErrUnsupportedEncoding: got encoding %q and %d replies", r.Encoding, len(r.Replies))
 		}
-		out, err := r.AppendTo(nil)
 		if err != nil {
-			t.Fatalf("re-encoding a decoded response: %v", err)
-		}
-		if !bytes.Equal(out, in) || r.Len() != len(out) {
-			t.Fatalf("decode → encode: got %x (Len %d), want %x", out, r.Len(), in)
-		}
-		var back Response
-		if err := back.Decode(out); err != nil {
-			t.Fatalf("decoding the re-encoded response: %v", err)
-		}
-		if got, want := dumpResponse(&back), dumpResponse(&r); got != want {
-			t.Fatalf("decode → encode → decode: got %v, want %v", got, want)
-		}
-		_ = reused.Decode(vs["record-all-kinds"].Bytes)
-		if err := reused.Decode(in); err != nil {
-			t.Fatalf("decoding into a reused response: %v", err)
-		}
-		if got, want := dumpResponse(&reused), dumpResponse(&r); got != want {
-			t.Fatalf("decoding into a reused response: got %v, want %v", got, want)
+			return
 		}
 		// A valid response cut in two datagrams completes at the second.
 		ra.Reset()
@@ -887,19 +813,12 @@ func FuzzResponse(f *testing.F) {
 }
 
 func BenchmarkQueryDecode(b *testing.B) {
-	in := vectors(b)["multi-query"].Bytes
 	var q Query
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	for b.Loop() {
-		if err := q.Decode(in); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["multi-query"].Bytes, q.Decode)
 }
 
 func BenchmarkQueryEncode(b *testing.B) {
-	in := vectors(b)["multi-query"].Bytes
+	in := testutil.Vectors(b)["multi-query"].Bytes
 	var q Query
 	if err := q.Decode(in); err != nil {
 		b.Fatal(err)
@@ -916,19 +835,12 @@ func BenchmarkQueryEncode(b *testing.B) {
 }
 
 func BenchmarkResponseDecode(b *testing.B) {
-	in := vectors(b)["draft-identify-response"].Bytes
 	var r Response
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	for b.Loop() {
-		if err := r.Decode(in); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["draft-identify-response"].Bytes, r.Decode)
 }
 
 func BenchmarkResponseEncode(b *testing.B) {
-	in := vectors(b)["draft-identify-response"].Bytes
+	in := testutil.Vectors(b)["draft-identify-response"].Bytes
 	var r Response
 	if err := r.Decode(in); err != nil {
 		b.Fatal(err)

@@ -10,12 +10,8 @@ import (
 	"github.com/gamegate/gamegate/wire"
 )
 
-func vectors(t testing.TB) map[string]testutil.Vector {
-	return testutil.VectorsByName(t, "testdata/vectors.txt")
-}
-
 func TestVarInt(t *testing.T) {
-	for _, v := range vectors(t) {
+	for _, v := range testutil.Vectors(t) {
 		if v.Kind != "varint" {
 			continue
 		}
@@ -39,7 +35,7 @@ func TestVarInt(t *testing.T) {
 }
 
 func TestRequests(t *testing.T) {
-	v := vectors(t)
+	v := testutil.Vectors(t)
 	hs, err := AppendHandshake(nil, 47, "localhost", 25565, NextStateStatus)
 	if err != nil || !bytes.Equal(hs, v["handshake-47"].Bytes) {
 		t.Errorf("handshake: got %x, want %x", hs, v["handshake-47"].Bytes)
@@ -60,7 +56,7 @@ func TestRequests(t *testing.T) {
 
 func TestStatusResponse(t *testing.T) {
 	for _, name := range []string{"status-component", "status-string"} {
-		b := vectors(t)[name].Bytes
+		b := testutil.Vectors(t)[name].Bytes
 		f, n, err := SplitFrame(b, 0)
 		if err != nil || n != len(b) || f.ID != IDStatus {
 			t.Fatalf("%s: got %+v, %d, %v", name, f, n, err)
@@ -80,14 +76,14 @@ func TestStatusResponse(t *testing.T) {
 			}
 		}
 	}
-	f, _, _ := SplitFrame(vectors(t)["ping"].Bytes, 0)
+	f, _, _ := SplitFrame(testutil.Vectors(t)["ping"].Bytes, 0)
 	if v, err := DecodePong(f.Data); err != nil || v != 0x0102030405060708 {
 		t.Errorf("pong: got %x, %v", v, err)
 	}
 }
 
 func TestBad(t *testing.T) {
-	v := vectors(t)
+	v := testutil.Vectors(t)
 	for _, name := range []string{"bad-varint", "bad-zero-length"} {
 		var de *wire.DecodeError
 		if _, _, err := SplitFrame(v[name].Bytes, 0); !errors.As(err, &de) {
@@ -123,7 +119,7 @@ func TestBad(t *testing.T) {
 }
 
 func TestLegacy(t *testing.T) {
-	v := vectors(t)
+	v := testutil.Vectors(t)
 	var s LegacyStatus
 	if err := s.Decode(v["legacy-answer"].Bytes); err != nil {
 		t.Fatal(err)
@@ -152,7 +148,7 @@ func TestLegacy(t *testing.T) {
 }
 
 func TestDecodeAllocs(t *testing.T) {
-	v := vectors(t)
+	v := testutil.Vectors(t)
 	status := v["status-component"].Bytes
 	legacy := v["legacy-answer"].Bytes
 	var s LegacyStatus
@@ -175,9 +171,7 @@ func TestDecodeAllocs(t *testing.T) {
 }
 
 func FuzzSplitFrame(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, n, err := SplitFrame(b, 0)
 		if err != nil {
@@ -211,9 +205,7 @@ func FuzzSplitFrame(f *testing.F) {
 }
 
 func FuzzLegacy(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var s LegacyStatus
 		if err := s.Decode(b); err != nil {
@@ -238,7 +230,7 @@ func FuzzLegacy(f *testing.F) {
 }
 
 func BenchmarkSplitStatus(b *testing.B) {
-	v := vectors(b)["status-component"].Bytes
+	v := testutil.Vectors(b)["status-component"].Bytes
 	b.ReportAllocs()
 	b.SetBytes(int64(len(v)))
 	for b.Loop() {
@@ -253,13 +245,6 @@ func BenchmarkSplitStatus(b *testing.B) {
 }
 
 func BenchmarkLegacyDecode(b *testing.B) {
-	v := vectors(b)["legacy-answer"].Bytes
 	var s LegacyStatus
-	b.ReportAllocs()
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		if err := s.Decode(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["legacy-answer"].Bytes, s.Decode)
 }

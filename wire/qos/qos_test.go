@@ -11,12 +11,8 @@ import (
 	"github.com/gamegate/gamegate/wire"
 )
 
-func vectors(t testing.TB) map[string]testutil.Vector {
-	return testutil.VectorsByName(t, "testdata/vectors.txt")
-}
-
 func TestVectors(t *testing.T) {
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		t.Run(name, func(t *testing.T) {
 			switch v.Kind {
 			case "request":
@@ -59,7 +55,7 @@ func TestVectors(t *testing.T) {
 }
 
 func TestTitleWao(t *testing.T) {
-	v := vectors(t)["title-wao"]
+	v := testutil.Vectors(t)["title-wao"]
 	var r Request
 	if err := r.Decode(v.Bytes); err != nil {
 		t.Fatal(err)
@@ -75,7 +71,7 @@ func TestTitleWao(t *testing.T) {
 // The shipped Unity client's layout: the response's bytes after the version
 // byte are exactly the request's bytes after the title.
 func TestUnityLayoutEcho(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	var req Request
 	if err := req.Decode(vs["unity-request"].Bytes); err != nil {
 		t.Fatal(err)
@@ -99,7 +95,7 @@ func TestUnityLayoutEcho(t *testing.T) {
 }
 
 func TestRequestErrors(t *testing.T) {
-	valid := vectors(t)["unity-request"].Bytes
+	valid := testutil.Vectors(t)["unity-request"].Bytes
 	tests := []struct {
 		name  string
 		in    []byte
@@ -137,7 +133,7 @@ func TestRequestErrors(t *testing.T) {
 // Every proper prefix of a valid request either fails cleanly or is itself a
 // shorter valid request (the custom data has no length of its own).
 func TestRequestTruncation(t *testing.T) {
-	valid := vectors(t)["unity-request"].Bytes
+	valid := testutil.Vectors(t)["unity-request"].Bytes
 	titleEnd := 3 + len("QoS request")
 	for n := 0; n < len(valid); n++ {
 		var r Request
@@ -229,7 +225,7 @@ func TestEncoderRefusals(t *testing.T) {
 }
 
 func TestZeroAllocs(t *testing.T) {
-	in := vectors(t)["unity-request"].Bytes
+	in := testutil.Vectors(t)["unity-request"].Bytes
 	bad := []byte{0x59, 0x01, 0x01}
 	out := make([]byte, 0, MaxPacket)
 	var req Request
@@ -252,16 +248,10 @@ func TestZeroAllocs(t *testing.T) {
 }
 
 func FuzzRequest(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var r Request
-		if err := r.Decode(in); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %v is not a *wire.DecodeError", err)
-			}
+		if !testutil.Decodes(t, in, r.Decode) {
 			return
 		}
 		out, err := r.AppendTo(nil)
@@ -283,39 +273,23 @@ func FuzzRequest(f *testing.F) {
 }
 
 func FuzzResponse(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var r Response
-		if err := r.Decode(in); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %v is not a *wire.DecodeError", err)
-			}
+		if !testutil.Decodes(t, in, r.Decode) {
 			return
 		}
-		out, err := r.AppendTo(nil)
-		if err != nil || !bytes.Equal(out, in) {
-			t.Fatalf("decode → encode: got %x (%v), want %x", out, err, in)
-		}
+		testutil.Reencodes(t, in, r.AppendTo)
 	})
 }
 
 func BenchmarkRequestDecode(b *testing.B) {
-	in := vectors(b)["unity-request"].Bytes
 	var r Request
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	for b.Loop() {
-		if err := r.Decode(in); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["unity-request"].Bytes, r.Decode)
 }
 
 func BenchmarkResponseEncode(b *testing.B) {
-	in := vectors(b)["unity-request"].Bytes
+	in := testutil.Vectors(b)["unity-request"].Bytes
 	var r Request
 	if err := r.Decode(in); err != nil {
 		b.Fatal(err)
@@ -329,13 +303,6 @@ func BenchmarkResponseEncode(b *testing.B) {
 }
 
 func BenchmarkResponseDecode(b *testing.B) {
-	in := vectors(b)["unity-response"].Bytes
 	var r Response
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	for b.Loop() {
-		if err := r.Decode(in); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["unity-response"].Bytes, r.Decode)
 }

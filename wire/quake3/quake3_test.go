@@ -10,12 +10,8 @@ import (
 	"github.com/gamegate/gamegate/wire"
 )
 
-func vectors(t testing.TB) map[string]testutil.Vector {
-	return testutil.VectorsByName(t, "testdata/vectors.txt")
-}
-
 func TestAppendRequest(t *testing.T) {
-	v := vectors(t)["getstatus-request"]
+	v := testutil.Vectors(t)["getstatus-request"]
 	got, err := AppendRequest(nil, "getstatus", []byte("abc123"))
 	if err != nil || !bytes.Equal(got, v.Bytes) {
 		t.Fatalf("got %q, %v; want %q", got, err, v.Bytes)
@@ -35,7 +31,7 @@ func TestAppendRequest(t *testing.T) {
 
 func TestDecodeOpenArena(t *testing.T) {
 	var r Response
-	if err := r.Decode(vectors(t)["status-openarena"].Bytes); err != nil {
+	if err := r.Decode(testutil.Vectors(t)["status-openarena"].Bytes); err != nil {
 		t.Fatal(err)
 	}
 	if r.Kind != KindStatus || len(r.Vars) != 44 || len(r.Players) != 1 {
@@ -55,7 +51,7 @@ func TestDecodeOpenArena(t *testing.T) {
 		t.Error("hostname: present, want absent")
 	}
 
-	if err := r.Decode(vectors(t)["info-openarena"].Bytes); err != nil {
+	if err := r.Decode(testutil.Vectors(t)["info-openarena"].Bytes); err != nil {
 		t.Fatal(err)
 	}
 	if r.Kind != KindInfo || len(r.Vars) != 12 || len(r.Players) != 0 {
@@ -68,7 +64,7 @@ func TestDecodeOpenArena(t *testing.T) {
 
 func TestDecodeDarkPlaces(t *testing.T) {
 	var r Response
-	if err := r.Decode(vectors(t)["status-darkplaces"].Bytes); err != nil {
+	if err := r.Decode(testutil.Vectors(t)["status-darkplaces"].Bytes); err != nil {
 		t.Fatal(err)
 	}
 	want := []Player{
@@ -85,7 +81,7 @@ func TestDecodeDarkPlaces(t *testing.T) {
 }
 
 func TestDecodeBad(t *testing.T) {
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		if v.Kind != "bad" {
 			continue
 		}
@@ -128,7 +124,7 @@ func TestDecodeBounds(t *testing.T) {
 // prefix ending at a pair or line boundary is a valid shorter answer; a
 // prefix that cuts a player line before its closing quote is rejected.
 func TestDecodeTruncated(t *testing.T) {
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		if v.Kind != "status" && v.Kind != "info" {
 			continue
 		}
@@ -152,7 +148,7 @@ func TestDecodeTruncated(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		if v.Kind != "status" && v.Kind != "info" {
 			continue
 		}
@@ -191,7 +187,7 @@ func TestAppendPlainName(t *testing.T) {
 }
 
 func TestDecodeAllocs(t *testing.T) {
-	v := vectors(t)
+	v := testutil.Vectors(t)
 	var r Response
 	buf := make([]byte, 0, 64)
 	for _, name := range []string{"status-openarena", "status-darkplaces", "info-openarena"} {
@@ -212,16 +208,10 @@ func TestDecodeAllocs(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r, r2 Response
-		if err := r.Decode(b); err != nil {
-			var de *wire.DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %v is not a *wire.DecodeError", err)
-			}
+		if !testutil.Decodes(t, b, r.Decode) {
 			return
 		}
 		if len(r.Vars) > MaxVars || len(r.Players) > MaxPlayers {
@@ -246,25 +236,11 @@ func FuzzDecode(f *testing.F) {
 }
 
 func BenchmarkDecodeStatus(b *testing.B) {
-	v := vectors(b)["status-openarena"].Bytes
 	var r Response
-	b.ReportAllocs()
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		if err := r.Decode(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["status-openarena"].Bytes, r.Decode)
 }
 
 func BenchmarkDecodeStatusDarkPlaces(b *testing.B) {
-	v := vectors(b)["status-darkplaces"].Bytes
 	var r Response
-	b.ReportAllocs()
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		if err := r.Decode(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchDecode(b, testutil.Vectors(b)["status-darkplaces"].Bytes, r.Decode)
 }

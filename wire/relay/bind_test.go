@@ -5,12 +5,13 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/wire"
 )
 
 func hmacVectors(t testing.TB) map[string][]byte {
 	m := make(map[string][]byte)
-	for name, v := range readVectors(t, "testdata/hmac.txt") {
+	for name, v := range testutil.VectorsByName(t, "testdata/hmac.txt") {
 		m[name] = v.Bytes
 	}
 	return m
@@ -80,7 +81,7 @@ func TestHMACVectors(t *testing.T) {
 func TestVerify(t *testing.T) {
 	hv := hmacVectors(t)
 	key := hv["key-00-3f"]
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	flip := func(b []byte, i int) []byte {
 		b = bytes.Clone(b)
 		b[i] ^= 0x01
@@ -122,7 +123,7 @@ func TestVerify(t *testing.T) {
 // re-encodes to itself in both layouts (it is the exact layout with L = 255).
 func TestBindShippedVector(t *testing.T) {
 	hv := hmacVectors(t)
-	in := vectors(t)["bind-shipped"].Bytes
+	in := testutil.Vectors(t)["bind-shipped"].Bytes
 	var m Bind
 	if err := m.Decode(in); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/wire"
 )
 
@@ -18,9 +19,7 @@ import (
 // padding stays in the connection data. The padded encoders are canonical
 // only for L = 255; for other inputs the test checks they reach a fixed point.
 func FuzzDecode(f *testing.F) {
-	for _, v := range vectors(f) {
-		f.Add(v.Bytes)
-	}
+	testutil.SeedVectors(f)
 	key := bytes.Repeat([]byte{0x42}, KeySize)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		typ, peekErr := PeekHeader(in)
@@ -173,7 +172,7 @@ func BenchmarkRelayEncode(b *testing.B) {
 }
 
 func BenchmarkPingDecode(b *testing.B) {
-	in := vectors(b)["ping-1"].Bytes
+	in := testutil.Vectors(b)["ping-1"].Bytes
 	var p Ping
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
@@ -188,7 +187,7 @@ func BenchmarkPingDecode(b *testing.B) {
 }
 
 func BenchmarkBindVerify(b *testing.B) {
-	in := vectors(b)["bind-shipped"].Bytes
+	in := testutil.Vectors(b)["bind-shipped"].Bytes
 	key := hmacVectors(b)["key-00-3f"]
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))

@@ -17,21 +17,6 @@ var (
 	idB = AllocationID{0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x33, 0x33, 0x44, 0x44, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55}
 )
 
-func readVectors(t testing.TB, path string) map[string]testutil.Vector {
-	m := make(map[string]testutil.Vector)
-	for _, v := range testutil.ReadVectors(t, path) {
-		if _, dup := m[v.Name]; dup {
-			t.Fatalf("%s: duplicate vector %q", path, v.Name)
-		}
-		m[v.Name] = v
-	}
-	return m
-}
-
-func vectors(t testing.TB) map[string]testutil.Vector {
-	return readVectors(t, "testdata/vectors.txt")
-}
-
 // newMessage returns an empty message of type t, or nil for an unknown type.
 func newMessage(t Type) Message {
 	switch t {
@@ -87,7 +72,7 @@ var badKinds = map[string]error{
 // goodVectors returns the vectors that must decode, by name.
 func goodVectors(t *testing.T) map[string]testutil.Vector {
 	m := make(map[string]testutil.Vector)
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		if !strings.HasPrefix(v.Kind, "bad-") {
 			m[name] = v
 		}
@@ -96,7 +81,7 @@ func goodVectors(t *testing.T) map[string]testutil.Vector {
 }
 
 func TestVectors(t *testing.T) {
-	for name, v := range vectors(t) {
+	for name, v := range testutil.Vectors(t) {
 		t.Run(name, func(t *testing.T) {
 			if want, bad := badKinds[v.Kind]; bad {
 				checkBad(t, v.Bytes, want)
@@ -154,7 +139,7 @@ func checkBad(t *testing.T, in []byte, want error) {
 }
 
 func TestDecodedFields(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	decode := func(t *testing.T, name string, m Message) []byte {
 		t.Helper()
 		in := vs[name].Bytes
@@ -334,7 +319,7 @@ func TestPeekHeader(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	bind := vs["bind-exact"].Bytes
 	relay := vs["relay-hi"].Bytes
 	with := func(b []byte, more ...byte) []byte { return append(bytes.Clone(b), more...) }
@@ -383,7 +368,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestRelayLengthErrorsSayWhy(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	tests := []struct {
 		name string
 		in   []byte
@@ -516,7 +501,7 @@ func TestEncoderRefusals(t *testing.T) {
 }
 
 func TestZeroAllocs(t *testing.T) {
-	vs := vectors(t)
+	vs := testutil.Vectors(t)
 	relayIn := vs["relay-hi"].Bytes
 	pingIn := vs["ping-1"].Bytes
 	badRelays := [][]byte{vs["bad-relay-length-long"].Bytes, vs["bad-relay-length-short"].Bytes, relayIn[:20], vs["bad-signature"].Bytes}
