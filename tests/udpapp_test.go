@@ -467,7 +467,7 @@ func TestUDPAppReloads(t *testing.T) {
 
 // TestLayer4UDPFloodDeadlock shows the fault gamegate's UDP server avoids:
 // the same flood at a caddy-l4 UDP route leaves the port answering nothing,
-// for good. The flood comes in rounds of 2 s (at most 10) until a fresh
+// for good. The flood comes in rounds of 2 s (at most 15) until a fresh
 // client goes unanswered; the test fails if that never happens, or if the
 // port answers again 3 s later. It leaves caddy-l4's goroutines blocked, so
 // it runs only when asked, alone in a child process that a timeout bounds:
@@ -486,15 +486,18 @@ func TestLayer4UDPFloodDeadlock(t *testing.T) {
 	if !qosAnswered(qc, 1, replyTimeout) {
 		t.Fatal("QoS not answered before the flood")
 	}
-	const sources = 8 // few, so that a source sends again before the dispatcher removes its ended association
+	// Few sources, so that a source sends again before the dispatcher has
+	// removed its ended association; the fault is a race, so the rounds try
+	// several counts.
+	sourceCounts := []int{8, 4, 2}
 	var sent int64
 	rounds, dead := 0, false
 	start := time.Now()
-	for rounds < 10 && !dead {
-		rounds++
+	for rounds < 15 && !dead {
 		fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		sent += flood(fctx, t, addr, sources)
+		sent += flood(fctx, t, addr, sourceCounts[rounds%len(sourceCounts)])
 		cancel()
+		rounds++
 		dead = !qosAnswered(testutil.DialUDP(t, "127.0.0.1:0", addr), uint16(rounds), time.Second)
 	}
 	flooded := time.Since(start)
@@ -514,8 +517,8 @@ func TestLayer4UDPFloodDeadlock(t *testing.T) {
 	if dispatcher != 1 {
 		t.Fatalf("caddy-l4 dispatchers blocked sending to an association: got %d, want 1", dispatcher)
 	}
-	t.Logf("caddy-l4 UDP route, %d sources flooding (%d datagrams in %v, %d rounds): no answer, and still none 3 s later; dispatcher blocked on an association's queue, %d associations blocked on their close notice",
-		sources, sent, flooded.Round(100*time.Millisecond), rounds, closers)
+	t.Logf("caddy-l4 UDP route flooded by %d sources in the last of %d rounds (%d datagrams in %v): no answer, and still none 3 s later; dispatcher blocked on an association's queue, %d associations blocked on their close notice",
+		sourceCounts[(rounds-1)%len(sourceCounts)], rounds, sent, flooded.Round(100*time.Millisecond), closers)
 }
 
 // goroutinesBlocked counts goroutines waiting in state (as a goroutine dump
