@@ -278,6 +278,46 @@ func (r *Results[K, V]) Get(ctx context.Context, key K, p Policy, load func(cont
 	return res, nil
 }
 
+// Peek returns what Get would answer at once for key under p without
+// loading: a fresh value, or a cached error within NegativeTTL. ok is false
+// otherwise (nothing cached, a value past TTL), when Get would load, wait or
+// refresh; Peek then does neither and adds no entry, so that a caller may
+// decide whether a load is worth starting. loading reports that a load for
+// key is running (a Get would wait for it rather than start one). A Peek
+// that answers counts as a hit.
+func (r *Results[K, V]) Peek(key K, p Policy) (res Result[V], ok, loading bool) {
+	p = p.clamped()
+	now := r.clock()
+	r.mu.Lock()
+	e := r.entries[key]
+	if e == nil {
+		r.mu.Unlock()
+		return res, false, false
+	}
+	loading = e.flight != nil
+	age := now.Sub(e.loadedAt)
+	switch {
+	case !e.loaded:
+		r.mu.Unlock()
+		return res, false, loading
+	case e.err != nil && age < p.NegativeTTL:
+		res = Result[V]{Err: e.err, LoadedAt: e.loadedAt, State: Negative}
+	case e.err == nil && age < p.TTL:
+		res = Result[V]{Value: e.value, LoadedAt: e.loadedAt, State: Fresh}
+	default:
+		r.mu.Unlock()
+		return res, false, loading
+	}
+	r.touch(e)
+	r.mu.Unlock()
+	if res.State == Negative {
+		r.negativeHits.Add(1)
+	} else {
+		r.hits.Add(1)
+	}
+	return res, true, loading
+}
+
 // Invalidate drops key's cached outcome: the next Get loads anew. A load
 // already running still answers its waiters, but its outcome is not cached.
 func (r *Results[K, V]) Invalidate(key K) {

@@ -674,3 +674,49 @@ func TestResultsNegativePolicyIsZero(t *testing.T) {
 		t.Fatalf("got %+v (%v), want the stale value", res, err)
 	}
 }
+
+// Peek answers only what Get would answer at once without loading (a fresh
+// value, a cached error), and otherwise neither loads nor adds an entry.
+func TestResultsPeek(t *testing.T) {
+	r := newTestResults(10)
+	p := Policy{TTL: time.Second, NegativeTTL: 2 * time.Second, StaleIfError: time.Minute}
+	var fail atomic.Bool
+	load, calls := countingLoad(nil, nil, &fail)
+
+	if res, ok, loading := r.Peek("a", p); ok || loading {
+		t.Fatalf("empty cache: got %+v, %v, want no answer, no load", res, loading)
+	}
+	if r.Len() != 0 {
+		t.Fatalf("Len after a missed Peek: got %d, want 0", r.Len())
+	}
+	release := make(chan struct{})
+	go r.Get(t.Context(), "a", p, func(ctx context.Context) (string, error) { <-release; return load(ctx) })
+	waitFor(t, "the load to start", func() bool { _, _, loading := r.Peek("a", p); return loading })
+	close(release)
+	waitFor(t, "the load to end", func() bool { _, ok, _ := r.Peek("a", p); return ok })
+	res, ok, loading := r.Peek("a", p)
+	if !ok || loading || res.Value != "v1" || res.State != Fresh {
+		t.Fatalf("fresh: got %+v, %v, %v, want v1, fresh, no load", res, ok, loading)
+	}
+	r.clock.Advance(time.Second)
+	if res, ok, _ := r.Peek("a", p); ok {
+		t.Fatalf("past TTL: got %+v, want no answer (Get would refresh)", res)
+	}
+	fail.Store(true)
+	if _, err := r.Get(t.Context(), "b", p, load); !errors.Is(err, errDown) {
+		t.Fatalf("failing load: got %v", err)
+	}
+	if res, ok, _ := r.Peek("b", p); !ok || res.State != Negative || !errors.Is(res.Err, errDown) {
+		t.Fatalf("cached error: got %+v, %v, want the error", res, ok)
+	}
+	r.clock.Advance(2 * time.Second)
+	if res, ok, _ := r.Peek("b", p); ok {
+		t.Fatalf("past NegativeTTL: got %+v, want no answer", res)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("loads: got %d, want 2 (Peek never loads)", n)
+	}
+	if s := r.Stats(); s.Hits < 1 || s.NegativeHits != 1 || s.Misses != 2 || s.Loads != 2 {
+		t.Fatalf("stats: got %+v, want Peek's answers counted as hits, its misses not at all", s)
+	}
+}

@@ -176,7 +176,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 			log := h.logger.With(zap.String("command", name))
 			hc := &gqp.HTTPCommand{URL: c.URL, TTL: time.Duration(c.TTL), Timeout: timeout, Rate: c.UpstreamRate, Burst: c.UpstreamBurst, Client: client,
 				Log: func(err error) { log.Warn("GQP command upstream failed", zap.Error(err)) }}
-			cmd.Run = hc.Run
+			cmd.Run, cmd.Cached = hc.Run, hc.Cached
 		} else {
 			pairs := make([]gqp.Pair, len(c.Records))
 			for i, r := range c.Records {
@@ -287,9 +287,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 			gqpMetrics.verdicts[v].Inc()
 			for _, d := range out {
 				if _, err := pc.WriteTo(d, remote); err != nil {
-					if ce := h.logger.Check(zap.DebugLevel, "writing GQP answer"); ce != nil {
-						ce.Write(zap.Stringer("to", remote), zap.Error(err))
-					}
+					gqpMetrics.writeFailed(h.logger, remote, err)
 				}
 			}
 		}
@@ -298,13 +296,13 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 	drop := func() { gqpMetrics.verdicts[gqp.DroppedMalformed].Inc() }
 	return readDatagrams(cx, drop, func(datagram []byte) {
 		if len(datagram) > wiregqp.MaxQuery {
-			drop()
+			gqpMetrics.dropped[gqpDropTooLarge].Inc()
 			return
 		}
 		select {
 		case queue <- append([]byte(nil), datagram...):
 		default:
-			gqpMetrics.busy.Inc()
+			gqpMetrics.dropped[gqpDropQueueFull].Inc()
 		}
 	})
 }
@@ -436,10 +434,30 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 
 var gqpMetrics = newGQPMetrics()
 
+// Why the GQP responder dropped a query before the server answered it, or
+// failed to send an answer.
+const (
+	// The answer needs the upstream and the queue of queries waiting for
+	// it is full.
+	gqpDropQueueFull = iota
+	// The answer needs the upstream and the source is neither trusted nor
+	// validated: only such sources may wait for it (the request starts, so
+	// a retry finds the answer cached).
+	gqpDropUnvalidated
+	// The query is longer than a GQP query may be.
+	gqpDropTooLarge
+	// The kernel refused to send an answer datagram.
+	gqpDropWriteFailed
+	numGQPDrops
+)
+
+var gqpDropNames = [numGQPDrops]string{"queue_full", "unvalidated", "too_large", "write_failed"}
+
 type gqpMetricSet struct {
 	queries  *prometheus.CounterVec
-	busy     prometheus.Counter
 	verdicts [gqp.NumVerdicts]prometheus.Counter
+	drops    *prometheus.CounterVec
+	dropped  [numGQPDrops]prometheus.Counter
 }
 
 func newGQPMetrics() *gqpMetricSet {
@@ -449,19 +467,30 @@ func newGQPMetrics() *gqpMetricSet {
 			Namespace: ns, Subsystem: sub, Name: "queries_total",
 			Help: "GQP queries handled by the responder, by outcome.",
 		}, []string{"outcome"}),
-		busy: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "queries_dropped_busy_total",
-			Help: "GQP queries dropped because the client already had queries waiting for an upstream.",
-		}),
+		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "dropped_total",
+			Help: "GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed).",
+		}, []string{"reason"}),
 	}
 	for v := gqp.Verdict(0); v < gqp.NumVerdicts; v++ {
 		m.verdicts[v] = m.queries.WithLabelValues(v.String())
+	}
+	for r := range numGQPDrops {
+		m.dropped[r] = m.drops.WithLabelValues(gqpDropNames[r])
 	}
 	return m
 }
 
 func (m *gqpMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.queries, m.busy}
+	return []prometheus.Collector{m.queries, m.drops}
+}
+
+// writeFailed counts an answer datagram the kernel refused to send to to.
+func (m *gqpMetricSet) writeFailed(log *zap.Logger, to fmt.Stringer, err error) {
+	m.dropped[gqpDropWriteFailed].Inc()
+	if ce := log.Check(zap.DebugLevel, "writing GQP answer"); ce != nil {
+		ce.Write(zap.Stringer("to", to), zap.Error(err))
+	}
 }
 
 // Interface guards

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/netip"
 	"sync"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -90,10 +89,14 @@ func (p *RelayProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datag
 }
 
 // GQPProtocol serves the GQP responder (layer4.handlers.gqp) on a gamegate
-// UDP server. Its options are the responder's. Answers may wait for an HTTP
-// upstream, so they are computed by a few workers behind a bounded queue:
-// a query that finds the queue full is dropped and counted
-// (gamegate_gqp_queries_dropped_busy_total); the readers never wait.
+// UDP server. Its options are the responder's. The reader answers what
+// needs no upstream (built-in and static commands, cached answers) at
+// once. A query that needs a command's HTTP upstream waits for a few
+// workers behind a bounded queue, and only if its source is trusted or has
+// validated: spoofed sources cannot fill the queue, and other sources'
+// queries are dropped while the upstream request they started runs (their
+// retry finds the answer cached). Drops are counted by reason in
+// gamegate_gqp_dropped_total; the readers never wait.
 type GQPProtocol struct {
 	GQPResponder
 
@@ -154,14 +157,29 @@ func (p *GQPProtocol) Cleanup() error {
 // Match reports whether the datagram is a GQP query.
 func (p *GQPProtocol) Match(datagram []byte) bool { return matchesGQP(datagram) }
 
-// ServeDatagram queues the query for a worker, or drops it if the queue is
-// full.
+// ServeDatagram answers the query, or queues it for a worker when it needs
+// an upstream (see GQPProtocol).
 func (p *GQPProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	if len(datagram) > wiregqp.MaxQuery {
+		gqpMetrics.dropped[gqpDropTooLarge].Inc()
+		return
+	}
+	if out, v, done := p.server.AnswerNow(src, datagram); done {
+		gqpMetrics.verdicts[v].Inc()
+		for _, d := range out {
+			w.WriteTo(d, src)
+		}
+		return
+	}
+	if !p.server.Trusted(src.Addr()) && !p.server.Authorized(src) {
+		gqpMetrics.dropped[gqpDropUnvalidated].Inc()
+		return
+	}
 	var j *gqpJob
 	select {
 	case j = <-p.free:
 	default:
-		gqpMetrics.busy.Inc()
+		gqpMetrics.dropped[gqpDropQueueFull].Inc()
 		return
 	}
 	j.conn, j.src, j.n = w.Conn(), src, copy(j.query[:], datagram)
@@ -175,15 +193,13 @@ func (p *GQPProtocol) work() {
 		case <-p.stop:
 			return
 		case j := <-p.jobs:
-			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.UpstreamTimeout)+time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), p.answerTimeout())
 			out, v := p.server.Answer(ctx, j.src, j.query[:j.n])
 			cancel()
 			gqpMetrics.verdicts[v].Inc()
 			for _, d := range out {
 				if err := j.conn.WriteTo(d, j.src); err != nil {
-					if ce := p.logger.Check(zap.DebugLevel, "writing GQP answer"); ce != nil {
-						ce.Write(zap.Stringer("to", j.src), zap.Error(err))
-					}
+					gqpMetrics.writeFailed(p.logger, j.src, err)
 				}
 			}
 			j.conn = nil

@@ -65,7 +65,9 @@ type Server struct {
 	conns    map[net.PacketConn]struct{}
 	closing  atomic.Bool
 	readers  sync.WaitGroup
-	warnOnce sync.Once
+	// warned says which buffer shortfall (receive, send) has been logged:
+	// once each per server, not once for both.
+	warned [2]atomic.Bool
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -148,7 +150,7 @@ func udpConnOf(pc net.PacketConn) (*net.UDPConn, error) {
 }
 
 func (s *Server) sizeBuffers(conn *net.UDPConn) {
-	for _, b := range []struct {
+	for i, b := range []struct {
 		want   int
 		read   bool
 		sysctl string
@@ -161,11 +163,9 @@ func (s *Server) sizeBuffers(conn *net.UDPConn) {
 			s.Logger.Warn("setting the UDP socket buffer", zap.Bool("receive", b.read), zap.Error(err))
 			continue
 		}
-		if got < b.want {
-			s.warnOnce.Do(func() {
-				s.Logger.Warn("the kernel granted a smaller UDP socket buffer than configured: raise "+b.sysctl+" (sysctl -w "+b.sysctl+"=...) or run with CAP_NET_ADMIN",
-					zap.Bool("receive", b.read), zap.Int("wanted", b.want), zap.Int("granted", got))
-			})
+		if got < b.want && !s.warned[i].Swap(true) {
+			s.Logger.Warn("the kernel granted a smaller UDP socket buffer than configured: raise "+b.sysctl+" (sysctl -w "+b.sysctl+"=...) or run with CAP_NET_ADMIN",
+				zap.Bool("receive", b.read), zap.Int("wanted", b.want), zap.Int("granted", got))
 		}
 	}
 }
@@ -232,13 +232,7 @@ func (r *reader) dispatch(m *message) {
 		r.counts[countDropTooLarge]++
 		return
 	}
-	d := m.buf[:m.n]
-	src := netip.AddrPortFrom(m.addr.Addr().Unmap(), m.addr.Port())
-	for _, p := range r.s.Protocols {
-		if p.Match(d) {
-			p.ServeDatagram(&r.w, src, d)
-			return
-		}
+	if !offer(r.s.Protocols, &r.w, m.addr, m.buf[:m.n]) {
+		r.counts[countDropNoProtocol]++
 	}
-	r.counts[countDropNoProtocol]++
 }

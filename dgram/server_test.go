@@ -222,6 +222,23 @@ type discardIO struct{}
 func (discardIO) read([]message) (int, error)      { return 0, net.ErrClosed }
 func (discardIO) write(out []message) (int, error) { return len(out), nil }
 
+// Dispatch runs one datagram through the protocols as a reader does: the
+// first that matches answers, with the source unmapped.
+func TestDispatch(t *testing.T) {
+	a, b := &echo{prefix: 'a'}, &echo{prefix: 'a'}
+	src := netip.MustParseAddrPort("[::ffff:192.0.2.1]:5000")
+	sent, matched := Dispatch([]Protocol{a, b}, src, []byte("abc"))
+	if !matched || len(sent) != 1 || string(sent[0].Data) != "abc" || sent[0].To != netip.MustParseAddrPort("192.0.2.1:5000") {
+		t.Fatalf("got %v, %+v; want abc echoed to 192.0.2.1:5000", matched, sent)
+	}
+	if a.served.Load() != 1 || b.served.Load() != 0 {
+		t.Fatalf("served: first %d, second %d; want only the first", a.served.Load(), b.served.Load())
+	}
+	if sent, matched := Dispatch([]Protocol{a}, src, []byte("xyz")); matched || len(sent) != 0 {
+		t.Fatalf("no protocol matches: got %v, %+v", matched, sent)
+	}
+}
+
 // TestReadWriteAllocatesNothing: a reader's whole loop over a real socket
 // (read, dispatch, write the reply), one datagram per system call and in
 // batches, allocates nothing per datagram. recvmmsg through x/net would

@@ -89,8 +89,12 @@ func (w *Writer) Conn() *Conn { return w.conn }
 // Conn is a socket a protocol may write to from any goroutine.
 type Conn struct{ conn *net.UDPConn }
 
-// WriteTo sends b to to at once.
+// WriteTo sends b to to at once. The Conn of Dispatch has no socket: its
+// writes fail with net.ErrClosed.
 func (c *Conn) WriteTo(b []byte, to netip.AddrPort) error {
+	if c.conn == nil {
+		return net.ErrClosed
+	}
 	_, err := c.conn.WriteToUDPAddrPort(b, to)
 	return err
 }

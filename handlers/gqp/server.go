@@ -68,9 +68,15 @@ type Command struct {
 	// Disabled commands answer status 30.
 	Disabled bool
 	// Run fills reply (records, text, or nothing for an empty reply) and
-	// returns its status. It may block (for example on an upstream): the
-	// caller runs Answer off the socket's read loop.
+	// returns its status. It may block (for example on an upstream) only
+	// if Cached is set: Answer, which calls it, then runs off the socket's
+	// readers.
 	Run func(ctx context.Context, args [][]byte, reply *wiregqp.Reply) wiregqp.Status
+	// Cached, set for a Run that may block, answers without blocking when
+	// it can (from a cache): answer fills a reply as Run would. done is
+	// false when only Run can answer; Cached may then start the work Run
+	// will wait for (HTTPCommand.Cached starts its upstream request).
+	Cached func(args [][]byte) (answer func(*wiregqp.Reply) wiregqp.Status, done bool)
 }
 
 // PadCommand is the extension command whose argument is ignored and whose
@@ -260,21 +266,73 @@ func (s *Server) Trusted(addr netip.Addr) bool {
 }
 
 // Answer decodes a query from src and returns the datagrams to send back
-// (none when the query is dropped).
+// (none when the query is dropped). It may block on a command's upstream.
 func (s *Server) Answer(ctx context.Context, src netip.AddrPort, query []byte) ([][]byte, Verdict) {
 	var q wiregqp.Query
+	err := q.Decode(query)
+	return s.respond(src, query, &q, err, func(_ int, c wiregqp.Command, r *wiregqp.Reply) {
+		s.run(ctx, src, c, r, nil, false)
+	})
+}
+
+// AnswerNow answers as Answer does when it can without blocking, on the
+// socket's reader: built-in commands, static ones, and commands whose
+// answer is cached (Command.Cached). When a command of the query needs
+// its upstream, AnswerNow runs none of the query's commands (no challenge
+// or validate takes effect), lets each such command start its upstream
+// work, and returns done false: the caller may then call Answer off its
+// reader, or drop the query.
+func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Verdict, done bool) {
+	var q wiregqp.Query
+	err := q.Decode(query)
+	var ready []func(*wiregqp.Reply) wiregqp.Status
+	done = true
+	for i, c := range q.Commands {
+		if err != nil {
+			break
+		}
+		cmd, _, _ := s.custom(src, c)
+		if cmd == nil || cmd.Cached == nil {
+			continue
+		}
+		answer, ok := cmd.Cached(c.Args)
+		if !ok {
+			done = false // but go on, so that every miss starts its work
+			continue
+		}
+		if ready == nil {
+			ready = make([]func(*wiregqp.Reply) wiregqp.Status, len(q.Commands))
+		}
+		ready[i] = answer
+	}
+	if !done {
+		return nil, 0, false
+	}
+	out, v = s.respond(src, query, &q, err, func(i int, c wiregqp.Command, r *wiregqp.Reply) {
+		var answer func(*wiregqp.Reply) wiregqp.Status
+		if ready != nil {
+			answer = ready[i]
+		}
+		s.run(context.Background(), src, c, r, answer, true)
+	})
+	return out, v, true
+}
+
+// respond answers q, decoded from query with decodeErr, running each of
+// its commands with run, and applies the amplification limits of src.
+func (s *Server) respond(src netip.AddrPort, query []byte, q *wiregqp.Query, decodeErr error, run func(int, wiregqp.Command, *wiregqp.Reply)) ([][]byte, Verdict) {
 	var resp wiregqp.Response
 	verdict := Answered
-	if err := q.Decode(query); err != nil {
+	if decodeErr != nil {
 		status := wiregqp.StatusDecodeError
-		if errors.Is(err, wiregqp.ErrUnsupportedEncoding) {
+		if errors.Is(decodeErr, wiregqp.ErrUnsupportedEncoding) {
 			status = wiregqp.StatusUnsupportedEncoding
 		}
 		resp.Add(status, nil)
 		verdict = AnsweredError
 	} else {
-		for _, c := range q.Commands {
-			s.run(ctx, src, c, resp.Add(wiregqp.StatusOK, c.Name))
+		for i, c := range q.Commands {
+			run(i, c, resp.Add(wiregqp.StatusOK, c.Name))
 		}
 	}
 	out, err := resp.AppendTo(nil)
@@ -338,7 +396,9 @@ func split(b []byte, size int) [][]byte {
 	return append(out, b)
 }
 
-func (s *Server) run(ctx context.Context, src netip.AddrPort, c wiregqp.Command, r *wiregqp.Reply) {
+// run answers command c of src into r. answer, if set, is the command's
+// answer prepared by AnswerNow; now says run may not block (AnswerNow).
+func (s *Server) run(ctx context.Context, src netip.AddrPort, c wiregqp.Command, r *wiregqp.Reply, answer func(*wiregqp.Reply) wiregqp.Status, now bool) {
 	switch string(c.Name) {
 	case "identify":
 		id := s.cfg.Identity
@@ -365,24 +425,40 @@ func (s *Server) run(ctx context.Context, src netip.AddrPort, c wiregqp.Command,
 		r.AddList(s.exts...)
 	case PadCommand:
 	default:
-		cmd, ok := s.commands[string(c.Name)]
+		cmd, status, why := s.custom(src, c)
 		switch {
-		case !ok:
-			r.Status = wiregqp.StatusUnknownCommand
-			r.SetText([]byte("unknown command"))
-		case cmd.Disabled:
-			r.Status = wiregqp.StatusDisabled
-			r.SetText([]byte("command disabled"))
-		case cmd.Protected && !s.Authorized(src):
-			r.Status = wiregqp.StatusUnauthorised
-			r.SetText([]byte("not authorised: use challenge and validate first"))
-		case len(c.Args) < cmd.MinArgs:
-			r.Status = wiregqp.StatusWrongArgCount
-			r.SetText([]byte("too few arguments"))
+		case cmd == nil:
+			r.Status = status
+			r.SetText([]byte(why))
+		case answer != nil:
+			r.Status = answer(r)
+		case now && cmd.Cached != nil:
+			// A protected command that a validate earlier in this query
+			// authorised: AnswerNow did not prepare it, and its Run may
+			// block. The client asks again, authorised.
+			r.Status = wiregqp.StatusUnavailable
+			r.SetText([]byte("try again shortly"))
 		default:
 			r.Status = cmd.Run(ctx, c.Args, r)
 		}
 	}
+}
+
+// custom returns the custom command c names if src may run it now, or
+// the status and text of the refusal.
+func (s *Server) custom(src netip.AddrPort, c wiregqp.Command) (*Command, wiregqp.Status, string) {
+	cmd, ok := s.commands[string(c.Name)]
+	switch {
+	case !ok:
+		return nil, wiregqp.StatusUnknownCommand, "unknown command"
+	case cmd.Disabled:
+		return nil, wiregqp.StatusDisabled, "command disabled"
+	case cmd.Protected && !s.Authorized(src):
+		return nil, wiregqp.StatusUnauthorised, "not authorised: use challenge and validate first"
+	case len(c.Args) < cmd.MinArgs:
+		return nil, wiregqp.StatusWrongArgCount, "too few arguments"
+	}
+	return cmd, 0, ""
 }
 
 // cookie is the cookie of src in epoch (see the package doc), in hex.

@@ -426,3 +426,79 @@ func TestHTTPCommandErrorsInWords(t *testing.T) {
 		t.Fatalf("logged %v, want the error with the URL", logged)
 	}
 }
+
+// AnswerNow answers built-in, static and cached commands without blocking;
+// a query that needs its upstream runs none of its commands (a failed
+// challenge in it counts nothing) and starts the upstream request once,
+// so that asking again finds the answer cached.
+func TestAnswerNow(t *testing.T) {
+	release := make(chan struct{})
+	var requests atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		<-release
+		w.Write([]byte(`{"map": "dm1"}`))
+	}))
+	defer up.Close()
+	defer close(release)
+	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 1000, Burst: 1, Client: up.Client()}
+	s, err := NewServer(ServerConfig{
+		Logins:               map[string]string{"admin": "hunter2"},
+		MaxChallengeFailures: 1,
+		Commands: []Command{
+			{Name: "status", Run: hc.Run, Cached: hc.Cached},
+			{Name: "motd", Run: StaticReply([]Pair{{"message", "hi"}})},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A trusted source: its failed challenges count without a cookie.
+	src := netip.MustParseAddrPort("127.0.0.1:4000")
+	now := func(names ...string) ([][]byte, bool) {
+		out, _, done := s.AnswerNow(src, padded(t, names...))
+		return out, done
+	}
+	if out, done := now("identify", "motd", "echo a,b"); !done || len(out) != 1 {
+		t.Fatalf("built-in and static commands: done %v, %d datagrams, want answered at once", done, len(out))
+	}
+	// A miss, with a wrong password beside it: nothing runs, the request
+	// starts (once, however often the query comes).
+	for range 3 {
+		if out, done := now("challenge admin,wrong", "status"); done || out != nil {
+			t.Fatalf("an uncached upstream command: done %v, want not done", done)
+		}
+	}
+	if _, r := answer(t, s, src.String(), padded(t, "challenge admin,hunter2")); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+		t.Fatalf("a good challenge after the deferred bad ones: got %+v, want OK (the bad ones counted nothing)", r)
+	}
+	release <- struct{}{}
+	var out [][]byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		var done bool
+		if out, done = now("status"); done || time.Now().After(deadline) {
+			break
+		}
+	}
+	var r wiregqp.Response
+	if len(out) != 1 || r.Decode(out[0]) != nil || r.Replies[0].Status != wiregqp.StatusOK || string(r.Replies[0].Records[0].Value()) != "dm1" {
+		t.Fatalf("the cached answer: got %q", out)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Fatalf("upstream requests: got %d, want 1", n)
+	}
+	// Queries with arguments have their own budget (a burst of 1): the
+	// first miss starts a request, the next finds the budget spent and
+	// is answered 31 at once, without one.
+	if _, done := now("status x"); done {
+		t.Fatal("a miss with arguments: answered at once, want its request started")
+	}
+	if out, done := now("status y"); !done || r.Decode(out[0]) != nil || r.Replies[0].Status != wiregqp.StatusUnavailable {
+		t.Fatalf("with the budget spent: done %v %q, want 31 at once", done, out)
+	}
+	for deadline := time.Now().Add(10 * time.Second); requests.Load() != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("upstream requests: got %d, want 2", requests.Load())
+		}
+	}
+}

@@ -107,25 +107,84 @@ type Record struct {
 // Run implements Command.Run.
 func (c *HTTPCommand) Run(ctx context.Context, args [][]byte, reply *wiregqp.Reply) wiregqp.Status {
 	c.once.Do(c.init)
-	results, budget := c.plain, &c.plainBudget
-	if len(args) > 0 {
-		results, budget = c.args, &c.argumentsBudget
+	results, budget := c.budget(args)
+	res, err := results.Get(ctx, cacheKey(args), c.policy(), func(ctx context.Context) ([]Record, error) {
+		if !c.limit.AllowAtomic(budget, c.clock.Now()) {
+			return nil, errUpstreamBusy
+		}
+		return c.fetchLogged(ctx, args)
+	})
+	return c.reply(res.Value, err, reply)
+}
+
+// Cached implements Command.Cached: a fresh or failed answer in the cache
+// answers at once, as does a spent upstream budget (status 31). Otherwise
+// the upstream request starts in the background, within the budget, and
+// Cached reports false: a Run called later for the same arguments waits
+// for that request rather than starting another.
+func (c *HTTPCommand) Cached(args [][]byte) (func(*wiregqp.Reply) wiregqp.Status, bool) {
+	c.once.Do(c.init)
+	results, budget := c.budget(args)
+	key, p := cacheKey(args), c.policy()
+	res, ok, loading := results.Peek(key, p)
+	switch {
+	case ok:
+		return func(r *wiregqp.Reply) wiregqp.Status { return c.reply(res.Value, res.Err, r) }, true
+	case loading:
+		return nil, false // Run will wait for the request that runs
 	}
-	key := string(bytes.Join(args, []byte{0}))
-	res, err := results.Get(ctx, key, cache.Policy{TTL: c.TTL, StaleIfError: 10 * c.TTL, NegativeTTL: c.TTL, LoadTimeout: c.Timeout},
-		func(ctx context.Context) ([]Record, error) {
-			if !c.limit.AllowAtomic(budget, c.clock.Now()) {
-				return nil, errUpstreamBusy
-			}
-			recs, err := c.fetch(ctx, args)
-			if err != nil && c.Log != nil {
-				c.Log(err)
-			}
-			return recs, err
-		})
+	// The budget is spent before a request starts, so however many
+	// queries miss, requests (and their goroutines) start at most at
+	// the budget's rate.
+	if !c.limit.AllowAtomic(budget, c.clock.Now()) {
+		return func(r *wiregqp.Reply) wiregqp.Status { return c.reply(nil, errUpstreamBusy, r) }, true
+	}
+	owned := make([][]byte, len(args)) // args alias the caller's datagram
+	for i, a := range args {
+		owned[i] = bytes.Clone(a)
+	}
+	res, err := results.Get(ended, key, p, func(ctx context.Context) ([]Record, error) { return c.fetchLogged(ctx, owned) })
+	if res.State == 0 {
+		return nil, false // the request runs; nothing waits for it here
+	}
+	return func(r *wiregqp.Reply) wiregqp.Status { return c.reply(res.Value, err, r) }, true
+}
+
+// ended is a context that has ended: a Get with it never waits.
+var ended = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// budget returns the cache and upstream budget of queries with args.
+func (c *HTTPCommand) budget(args [][]byte) (*cache.Results[string, []Record], *ratelimit.AtomicState) {
+	if len(args) > 0 {
+		return c.args, &c.argumentsBudget
+	}
+	return c.plain, &c.plainBudget
+}
+
+func cacheKey(args [][]byte) string { return string(bytes.Join(args, []byte{0})) }
+
+func (c *HTTPCommand) policy() cache.Policy {
+	return cache.Policy{TTL: c.TTL, StaleIfError: 10 * c.TTL, NegativeTTL: c.TTL, LoadTimeout: c.Timeout}
+}
+
+func (c *HTTPCommand) fetchLogged(ctx context.Context, args [][]byte) ([]Record, error) {
+	recs, err := c.fetch(ctx, args)
+	if err != nil && c.Log != nil {
+		c.Log(err)
+	}
+	return recs, err
+}
+
+// reply fills reply with recs, or with err in words, and returns its
+// status.
+func (c *HTTPCommand) reply(recs []Record, err error, reply *wiregqp.Reply) wiregqp.Status {
 	if err != nil {
 		// Words only: the error may hold the upstream's URL and socket
-		// errors, which are logged above.
+		// errors, which are logged by fetchLogged.
 		msg := "upstream unavailable"
 		if errors.Is(err, errUpstreamBusy) {
 			msg = "upstream busy: try again shortly"
@@ -133,7 +192,7 @@ func (c *HTTPCommand) Run(ctx context.Context, args [][]byte, reply *wiregqp.Rep
 		reply.SetText([]byte(msg))
 		return wiregqp.StatusUnavailable
 	}
-	for _, r := range res.Value {
+	for _, r := range recs {
 		items := make([][]byte, len(r.Items))
 		for i, it := range r.Items {
 			items[i] = []byte(it)
