@@ -691,9 +691,9 @@ func TestResultsPeek(t *testing.T) {
 	}
 	release := make(chan struct{})
 	go r.Get(t.Context(), "a", p, func(ctx context.Context) (string, error) { <-release; return load(ctx) })
-	waitFor(t, "the load to start", func() bool { _, _, loading := r.Peek("a", p); return loading })
+	testutil.WaitFor(t, "the load to start", func() bool { _, _, loading := r.Peek("a", p); return loading })
 	close(release)
-	waitFor(t, "the load to end", func() bool { _, ok, _ := r.Peek("a", p); return ok })
+	testutil.WaitFor(t, "the load to end", func() bool { _, ok, _ := r.Peek("a", p); return ok })
 	res, ok, loading := r.Peek("a", p)
 	if !ok || loading || res.Value != "v1" || res.State != Fresh {
 		t.Fatalf("fresh: got %+v, %v, %v, want v1, fresh, no load", res, ok, loading)
