@@ -97,6 +97,7 @@ wait_http "$hit"
 wait_http "$a2s"
 
 declare -A sum
+per_round=""
 for r in $(seq "$rounds"); do
 	for target in discovery game_query a2s; do
 		case $target in
@@ -106,6 +107,7 @@ for r in $(seq "$rounds"); do
 		esac
 		echo "round $r $target: $v requests/s" >&2
 		sum[$target]=$(python3 -c "print(${sum[$target]:-0} + $v)")
+		per_round="$per_round $target=$v"
 	done
 done
 
@@ -119,8 +121,8 @@ up1=$(metric "127.0.0.1:$aport" gamegate_game_query_upstream_queries_total)
 gq1=$(metric "127.0.0.1:$aport" 'gamegate_gqp_queries_total{outcome="answered"}')
 req1=$(metric "127.0.0.1:$aport" 'gamegate_game_query_requests_total{code="200"}')
 
-python3 - "$rounds" "${sum[discovery]}" "${sum[game_query]}" "${sum[a2s]}" "$up0" "$up1" "$gq0" "$gq1" "$req0" "$req1" "$duration" <<'PY'
-import sys
+python3 - "$rounds" "${sum[discovery]}" "${sum[game_query]}" "${sum[a2s]}" "$up0" "$up1" "$gq0" "$gq1" "$req0" "$req1" "$duration" "$per_round" <<'PY'
+import statistics, sys
 rounds = int(sys.argv[1])
 disc, gq, a2s = (float(x) / rounds for x in sys.argv[2:5])
 up0, up1, gq0, gq1, req0, req1 = (float(x) for x in sys.argv[5:11])
@@ -129,6 +131,14 @@ print(f"{'path':28}{'requests/s':>12}")
 print(f"{'qos_discovery 200':28}{disc:12.0f}")
 print(f"{'game_query cached hit':28}{gq:12.0f}   ratio {gq/disc:.2f}x")
 print(f"{'a2s status cached hit':28}{a2s:12.0f}   ratio {a2s/disc:.2f}x")
+# Each round measures the three paths one after the other: on a shared
+# machine the ratio within a round is steadier than the means.
+runs = [kv.split("=") for kv in sys.argv[12].split()]
+for path in ("game_query", "a2s"):
+    ratios = [float(v) / float(runs[i - 1 if path == "game_query" else i - 2][1])
+              for i, (k, v) in enumerate(runs) if k == path]
+    print(f"{path} / discovery per round: median {statistics.median(ratios):.2f}x, "
+          f"range {min(ratios):.2f}-{max(ratios):.2f}x over {len(ratios)} rounds")
 reqs = req1 - req0
 print(f"1 s TTL, {sys.argv[11]} of wrk on one server and command: {reqs:.0f} HTTP requests, "
       f"{up1-up0:.0f} upstream queries sent, {gq1-gq0:.0f} answered by the GQP server: "

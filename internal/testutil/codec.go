@@ -58,6 +58,23 @@ func BenchDecode(b *testing.B, in []byte, decode func([]byte) error) {
 	}
 }
 
+// BenchDecodeBeside measures decode on in as the sub-benchmark "wire" and
+// baseline, a plain decoder of the same message (the one most code reaches
+// for first), as "baseline", in the same run, so that a decoder's figures
+// are read as a ratio to its baseline's. It first checks that both accept
+// in.
+func BenchDecodeBeside(b *testing.B, in []byte, decode, baseline func([]byte) error) {
+	b.Helper()
+	if err := decode(in); err != nil {
+		b.Fatal(err)
+	}
+	if err := baseline(in); err != nil {
+		b.Fatalf("the baseline refuses what the decoder accepts: %v", err)
+	}
+	b.Run("wire", func(b *testing.B) { BenchDecode(b, in, decode) })
+	b.Run("baseline", func(b *testing.B) { BenchDecode(b, in, baseline) })
+}
+
 // Codec is a message type that decodes and encodes canonically: whatever
 // it accepts, it re-encodes to the same bytes.
 type Codec interface {

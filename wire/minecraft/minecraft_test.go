@@ -228,23 +228,3 @@ func FuzzLegacy(f *testing.F) {
 		}
 	})
 }
-
-func BenchmarkSplitStatus(b *testing.B) {
-	v := testutil.Vectors(b)["status-component"].Bytes
-	b.ReportAllocs()
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		f, _, err := SplitFrame(v, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := DecodeStatusResponse(f.Data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkLegacyDecode(b *testing.B) {
-	var s LegacyStatus
-	testutil.BenchDecode(b, testutil.Vectors(b)["legacy-answer"].Bytes, s.Decode)
-}

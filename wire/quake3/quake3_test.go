@@ -234,13 +234,3 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
-
-func BenchmarkDecodeStatus(b *testing.B) {
-	var r Response
-	testutil.BenchDecode(b, testutil.Vectors(b)["status-openarena"].Bytes, r.Decode)
-}
-
-func BenchmarkDecodeStatusDarkPlaces(b *testing.B) {
-	var r Response
-	testutil.BenchDecode(b, testutil.Vectors(b)["status-darkplaces"].Bytes, r.Decode)
-}
