@@ -163,16 +163,10 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		p, _ := parsePrefix(a)
 		access.Allow = append(access.Allow, p)
 	}
-	repl := caddy.NewReplacer()
-	keys := make([][]byte, 0, len(h.APIKeys))
-	for _, k := range h.APIKeys {
-		key := repl.ReplaceKnown(k, "")
-		if key == "" {
-			return fmt.Errorf("qos_discovery: api_keys: %q is empty after replacing placeholders", k)
-		}
-		keys = append(keys, []byte(key))
+	keys, err := replacedEach("qos_discovery", "api_keys", h.APIKeys)
+	if err != nil {
+		return err
 	}
-	var err error
 	if access.Keys, err = httpauth.New(keys...); err != nil {
 		return fmt.Errorf("qos_discovery: api_keys: %w", err)
 	}

@@ -81,6 +81,32 @@ func beyondLoopback(addrs []string) (string, bool) {
 	return "", false
 }
 
+// replaced returns v with its placeholders ({env.X}, {file.Y}, ...)
+// replaced. A value that comes out empty is refused: an unset environment
+// variable must not become an empty key, token, secret or password that
+// anyone can present. module and option name the value in the error.
+func replaced(repl *caddy.Replacer, module, option, v string) (string, error) {
+	r := repl.ReplaceKnown(v, "")
+	if r == "" {
+		return "", fmt.Errorf("%s: %s: %q is empty after replacing placeholders", module, option, v)
+	}
+	return r, nil
+}
+
+// replacedEach is replaced for each of values.
+func replacedEach(module, option string, values []string) ([][]byte, error) {
+	repl := caddy.NewReplacer()
+	out := make([][]byte, 0, len(values))
+	for _, v := range values {
+		r, err := replaced(repl, module, option, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, []byte(r))
+	}
+	return out, nil
+}
+
 var envPlaceholder = regexp.MustCompile(`\{env\.([^}]+)\}`)
 
 // refuseWeakSecrets refuses development defaults, and with minLen > 0 values

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -262,7 +262,7 @@ func (h *GameQuery) Validate() error {
 			return fmt.Errorf("game_query: server %q: needs an address", name)
 		}
 		if _, err := netip.ParseAddrPort(s.Address); err != nil {
-			if _, _, err := splitHostPortStrict(s.Address); err != nil && !takesBareHost(s.Address, s.ProtocolRaw) {
+			if _, _, err := netaddr.SplitHostPort(s.Address); err != nil && !takesBareHost(s.Address, s.ProtocolRaw) {
 				return fmt.Errorf("game_query: server %q: address %q is not host:port", name, s.Address)
 			}
 		}
@@ -353,18 +353,6 @@ func takesBareHost(addr string, protocolRaw json.RawMessage) bool {
 		}
 	}
 	return true
-}
-
-func splitHostPortStrict(s string) (string, int, error) {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return "", 0, err
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 || host == "" {
-		return "", 0, errors.New("bad host:port")
-	}
-	return host, p, nil
 }
 
 // ServeHTTP answers game queries.
@@ -523,7 +511,7 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 		return d.Errf("game_query: server takes <name> <host:port> [<protocol>]")
 	}
 	name, addr := args[0], args[1]
-	_, _, addrErr := splitHostPortStrict(addr)
+	_, _, addrErr := netaddr.SplitHostPort(addr)
 	if _, dup := h.Servers[name]; dup {
 		return d.Errf("game_query: duplicate server '%s'", name)
 	}

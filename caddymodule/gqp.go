@@ -158,10 +158,9 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	}
 	repl := caddy.NewReplacer()
 	for login, pw := range h.Logins {
-		pw = repl.ReplaceKnown(pw, "")
-		if pw == "" {
-			// An unset variable must not become a password anyone can send.
-			return fmt.Errorf("gqp: login %q: the password is empty after replacing placeholders", login)
+		pw, err := replaced(repl, "gqp", fmt.Sprintf("login %q", login), pw)
+		if err != nil {
+			return err
 		}
 		cfg.Logins[login] = pw
 	}

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -65,17 +62,21 @@ func cmdQoSCheck(fl caddycmd.Flags) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	targets, err := parseQoSTargets(servers)
+	targets, err := qos.ParseTargets(context.Background(), servers)
 	if err != nil {
-		return 1, err
+		return 1, fmt.Errorf("qos-check: --server %w", err)
 	}
 	if base := fl.String("discovery"); base != "" {
 		if len(fleets) == 0 {
 			return 1, fmt.Errorf("qos-check: --discovery needs at least one --fleet")
 		}
-		found, err := discoverTargets(base, fleets, fl.String("api-key"), fl.Bool("ipv6"))
+		client := &discovery.Client{HTTP: &http.Client{Timeout: 10 * time.Second}}
+		if key := fl.String("api-key"); key != "" {
+			client.Header = http.Header{"X-Api-Key": {key}}
+		}
+		found, err := client.QoSTargets(context.Background(), base, fleets, fl.Bool("ipv6"))
 		if err != nil {
-			return 1, err
+			return 1, fmt.Errorf("qos-check: %w", err)
 		}
 		targets = append(targets, found...)
 	} else if len(fleets) > 0 {
@@ -115,60 +116,6 @@ func cmdQoSCheck(fl caddycmd.Flags) (int, error) {
 		}
 	}
 	return 0, nil
-}
-
-// discoverTargets asks the discovery service for each fleet's servers, once
-// per fleet.
-func discoverTargets(base string, fleets []string, apiKey string, ipv6 bool) ([]qos.Target, error) {
-	client := &discovery.Client{HTTP: &http.Client{Timeout: 10 * time.Second}}
-	if apiKey != "" {
-		client.Header = http.Header{"X-Api-Key": {apiKey}}
-	}
-	var targets []qos.Target
-	for _, fleet := range fleets {
-		res, err := client.Fetch(context.Background(), base, fleet)
-		if err != nil {
-			return nil, fmt.Errorf("qos-check: %w", err)
-		}
-		for _, s := range res.Servers {
-			ip := s.IPv4
-			if (ipv6 && s.IPv6 != "") || ip == "" {
-				ip = s.IPv6
-			}
-			addr, err := netip.ParseAddr(ip)
-			if err != nil {
-				continue
-			}
-			targets = append(targets, qos.Target{Region: s.RegionID, LocationID: int(s.LocationID), Addr: netip.AddrPortFrom(addr, uint16(s.Port))})
-		}
-	}
-	return targets, nil
-}
-
-// parseQoSTargets reads [region=]host:port values; a value without a region
-// names its region after the address.
-func parseQoSTargets(values []string) ([]qos.Target, error) {
-	var targets []qos.Target
-	for _, v := range values {
-		region, hostport, ok := strings.Cut(v, "=")
-		if !ok {
-			region, hostport = v, v
-		}
-		host, port, err := net.SplitHostPort(hostport)
-		if err != nil {
-			return nil, fmt.Errorf("qos-check: --server %q: %v", v, err)
-		}
-		addrs, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
-		if err != nil || len(addrs) == 0 {
-			return nil, fmt.Errorf("qos-check: --server %q: resolving %s: %v", v, host, err)
-		}
-		ap, err := netip.ParseAddrPort(net.JoinHostPort(addrs[0].Unmap().String(), port))
-		if err != nil || ap.Port() == 0 {
-			return nil, fmt.Errorf("qos-check: --server %q: bad port %q", v, port)
-		}
-		targets = append(targets, qos.Target{Region: region, Addr: ap})
-	}
-	return targets, nil
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

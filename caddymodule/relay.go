@@ -78,20 +78,6 @@ func (p pooledRelayTable) Destruct() error {
 	return p.Table.Destruct()
 }
 
-// replacedSecrets returns the secrets with placeholders replaced.
-func replacedSecrets(secrets []string) ([][]byte, error) {
-	repl := caddy.NewReplacer()
-	out := make([][]byte, 0, len(secrets))
-	for i, s := range secrets {
-		v := repl.ReplaceKnown(s, "")
-		if len(v) < 16 {
-			return nil, fmt.Errorf("secrets[%d] is shorter than 16 bytes after replacing placeholders", i)
-		}
-		out = append(out, []byte(v))
-	}
-	return out, nil
-}
-
 // Provision sets up the relay and adopts (or creates) its binding table.
 func (h *Relay) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
@@ -116,15 +102,15 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if err := h.Validate(); err != nil {
 		return err
 	}
-	secrets, err := replacedSecrets(h.Secrets)
+	secrets, err := replacedEach("relay", "secrets", h.Secrets)
 	if err != nil {
-		return fmt.Errorf("relay: %w", err)
-	}
-	if err := refuseWeakSecrets(ctx, "relay", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
 		return err
 	}
 	sealer, err := relay.NewSealer(secrets...)
 	if err != nil {
+		return fmt.Errorf("relay: secrets: %w", err)
+	}
+	if err := refuseWeakSecrets(ctx, "relay", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
 		return err
 	}
 	// Everything the table holds is in its key: handlers that share a name

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/relay"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -243,21 +244,15 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	if err := h.Validate(); err != nil {
 		return err
 	}
-	repl := caddy.NewReplacer()
-	secrets, err := relayAPIReplaceEach(repl, "secrets", h.Secrets)
+	secrets, err := replacedEach("relay_allocations", "secrets", h.Secrets)
 	if err != nil {
 		return err
-	}
-	for i, s := range secrets {
-		if len(s) < 16 {
-			return fmt.Errorf("relay_allocations: secrets: secret %d is %d bytes, want at least 16", i+1, len(s))
-		}
 	}
 	sealer, err := relay.NewSealer(secrets...)
 	if err != nil {
 		return fmt.Errorf("relay_allocations: secrets: %w", err)
 	}
-	tokens, err := relayAPIReplaceEach(repl, "tokens", h.Tokens)
+	tokens, err := replacedEach("relay_allocations", "tokens", h.Tokens)
 	if err != nil {
 		return err
 	}
@@ -267,8 +262,8 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	if err := refuseWeakSecrets(ctx, "relay_allocations", "tokens", h.Tokens, tokens, 0); err != nil {
 		return err
 	}
-	addr := repl.ReplaceKnown(h.PublicAddress, "")
-	host, port, err := splitRelayPublicAddress(addr)
+	addr := caddy.NewReplacer().ReplaceKnown(h.PublicAddress, "")
+	host, port, err := netaddr.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("relay_allocations: public_address: %q: %w", addr, err)
 	}
@@ -276,7 +271,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	for i, r := range h.Regions {
 		regions[i] = relay.APIRegion{ID: r.ID, Description: r.Description}
 	}
-	h.limitID = net.JoinHostPort(host, strconv.Itoa(port))
+	h.limitID = net.JoinHostPort(host, strconv.Itoa(int(port)))
 	val, _, err := relayAPILimiters.LoadOrNew(h.limitID, func() (caddy.Destructor, error) {
 		return pooledLimiter{relay.NewAllocationLimiter(), relay.NewClientRates(nil)}, nil
 	})
@@ -289,7 +284,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		Tokens:                  tokens,
 		Regions:                 regions,
 		PublicHost:              host,
-		PublicPort:              port,
+		PublicPort:              int(port),
 		MaxConnections:          h.MaxConnections,
 		AllocationTTL:           time.Duration(h.AllocationTTL),
 		JoinCodeTTL:             time.Duration(h.JoinCodeTTL),
@@ -319,37 +314,6 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	}
 	h.api.Start()
 	return registerCollectors(ctx.GetMetricsRegistry(), relayAPIMetrics.collectors()...)
-}
-
-// relayAPIReplaceEach replaces the placeholders of each value, which must
-// not come out empty (an unset environment variable must not turn into an
-// empty token or secret).
-func relayAPIReplaceEach(repl *caddy.Replacer, field string, values []string) ([][]byte, error) {
-	out := make([][]byte, 0, len(values))
-	for _, v := range values {
-		r := repl.ReplaceKnown(v, "")
-		if r == "" {
-			return nil, fmt.Errorf("relay_allocations: %s: %q is empty after replacing placeholders", field, v)
-		}
-		out = append(out, []byte(r))
-	}
-	return out, nil
-}
-
-// splitRelayPublicAddress splits host:port, with a port in [1, 65535].
-func splitRelayPublicAddress(addr string) (string, int, error) {
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, errors.New("want host:port")
-	}
-	if host == "" {
-		return "", 0, errors.New("the host is missing")
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 1 || port > 65535 {
-		return "", 0, fmt.Errorf("port %q is not in [1, 65535]", portStr)
-	}
-	return host, port, nil
 }
 
 // Validate checks the configuration.
@@ -403,7 +367,7 @@ func (h *RelayAllocations) Validate() error {
 		return c.err
 	}
 	if !strings.Contains(h.PublicAddress, "{") {
-		if _, _, err := splitRelayPublicAddress(h.PublicAddress); err != nil {
+		if _, _, err := netaddr.SplitHostPort(h.PublicAddress); err != nil {
 			return fmt.Errorf("relay_allocations: public_address: %q: %w", h.PublicAddress, err)
 		}
 	}
@@ -492,7 +456,7 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			if !strings.Contains(h.PublicAddress, "{") {
-				if _, _, perr := splitRelayPublicAddress(h.PublicAddress); perr != nil {
+				if _, _, perr := netaddr.SplitHostPort(h.PublicAddress); perr != nil {
 					return d.Errf("relay_allocations: option 'public_address': '%s': %v", h.PublicAddress, perr)
 				}
 			}

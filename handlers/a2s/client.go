@@ -10,9 +10,9 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"time"
 
+	"github.com/gamegate/gamegate/handlers/query"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
@@ -77,30 +77,19 @@ type Answer struct {
 // Source and the GoldSrc answer. Each attempt uses a fresh connected
 // socket, so a late answer to an earlier attempt cannot mix in.
 func (c *Client) Query(ctx context.Context, server string, typ wirea2s.Type) (*Answer, error) {
-	timeout, retries := c.Timeout, c.Retries
-	if timeout <= 0 {
-		timeout = time.Second
-	}
-	if retries == 0 {
-		retries = 1
-	} else if retries < 0 {
-		retries = 0
-	}
 	raddr, err := net.ResolveUDPAddr("udp", server)
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; attempt <= retries; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		a, err := c.attempt(ctx, raddr, typ, timeout)
-		if errors.Is(err, ErrTimeout) {
-			continue
-		}
-		return a, err
+	x := query.UDPExchange{Timeout: c.Timeout, Retries: c.Retries, OnSend: c.OnSend}
+	var answer *Answer
+	err = x.Run(ctx, raddr, func(at *query.Attempt) (func([]byte) (bool, error), error) {
+		return c.attempt(at, typ, &answer)
+	})
+	if errors.Is(err, query.ErrNoAnswer) {
+		return nil, ErrTimeout
 	}
-	return nil, ErrTimeout
+	return answer, err
 }
 
 func wants(req, got wirea2s.Type) bool {
@@ -115,31 +104,18 @@ func wants(req, got wirea2s.Type) bool {
 	return false
 }
 
-func (c *Client) attempt(ctx context.Context, raddr *net.UDPAddr, typ wirea2s.Type, timeout time.Duration) (*Answer, error) {
-	conn, err := net.DialUDP("udp", nil, raddr) // connected: the kernel drops other sources
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	deadline := time.Now().Add(timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	_ = conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-
+// attempt sends the request of one attempt and returns what takes the
+// datagrams that come back: it follows challenges (sending the request
+// again) and reassembles the answer into *answer.
+func (c *Client) attempt(at *query.Attempt, typ wirea2s.Type, answer **Answer) (func([]byte) (bool, error), error) {
 	req := wirea2s.Request{Type: typ, Challenge: wirea2s.NoChallenge, HasChallenge: typ != wirea2s.TypeInfoRequest}
 	send := func() (time.Time, error) {
 		b, err := req.AppendTo(make([]byte, 0, wirea2s.InfoRequestLen+4))
 		if err != nil {
 			return time.Time{}, err
 		}
-		if _, err := conn.Write(b); err != nil {
+		if err := at.Send(b); err != nil {
 			return time.Time{}, err
-		}
-		if c.OnSend != nil {
-			c.OnSend()
 		}
 		return time.Now(), nil
 	}
@@ -148,59 +124,43 @@ func (c *Client) attempt(ctx context.Context, raddr *net.UDPAddr, typ wirea2s.Ty
 		return nil, err
 	}
 	re := wirea2s.Reassembler{Layout: c.Layout, MaxPackets: c.MaxPackets, MaxMessage: c.MaxMessage}
-	buf := make([]byte, wirea2s.MaxDatagram+1)
 	rounds := 0
-	for {
-		n, err := conn.Read(buf)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			var ne net.Error
-			if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
-				// An ICMP port-unreachable surfaces as a read error on a
-				// connected socket: nobody is listening, as good as silence.
-				return nil, ErrTimeout
-			}
-			return nil, err
-		}
-		d := buf[:n]
+	return func(d []byte) (bool, error) {
 		if h, t, err := wirea2s.Peek(d); err != nil {
-			return nil, &ProtocolError{Err: err}
+			return false, &ProtocolError{Err: err}
 		} else if h == wirea2s.HeaderSingle && t == wirea2s.TypeChallenge {
 			ch, err := wirea2s.DecodeChallenge(d)
 			if err != nil {
-				return nil, &ProtocolError{Err: err}
+				return false, &ProtocolError{Err: err}
 			}
 			if rounds++; rounds > maxChallengeRounds {
-				return nil, &ProtocolError{Err: ErrChallengeLoop}
+				return false, &ProtocolError{Err: ErrChallengeLoop}
 			}
 			req.Challenge, req.HasChallenge = ch, true
 			re.Reset()
-			if sent, err = send(); err != nil {
-				return nil, err
-			}
-			continue
+			sent, err = send()
+			return false, err
 		}
 		complete, err := re.Add(d)
 		if err != nil {
-			return nil, &ProtocolError{Err: err}
+			return false, &ProtocolError{Err: err}
 		}
 		if !complete {
-			continue
+			return false, nil
 		}
 		msg := re.Message()
 		_, t, err := wirea2s.Peek(msg)
 		if err != nil {
-			return nil, &ProtocolError{Err: err}
+			return false, &ProtocolError{Err: err}
 		}
 		if !wants(typ, t) {
-			return nil, &ProtocolError{Err: errors.New("the answer is of type " + string(rune(t)) + ", not the one asked for")}
+			return false, &ProtocolError{Err: errors.New("the answer is of type " + string(rune(t)) + ", not the one asked for")}
 		}
 		a := &Answer{Message: bytes.Clone(msg), Layout: re.SplitLayout(), RTT: time.Since(sent)}
 		if data, size, crc, ok := re.Compressed(); ok {
 			a.Compressed, a.Size, a.CRC = bytes.Clone(data), size, crc
 		}
-		return a, nil
-	}
+		*answer = a
+		return true, nil
+	}, nil
 }

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/gamegate/gamegate/handlers/qos"
 )
 
 // Client fetches fleets from a discovery service the way game clients
@@ -118,4 +120,20 @@ func parseAnswer(body []byte) ([]Server, error) {
 		}
 	}
 	return Dedupe(out), nil
+}
+
+// QoSTargets fetches each fleet's servers, once per fleet, as the targets
+// of a QoS check (Server.QoSTarget).
+func (c *Client) QoSTargets(ctx context.Context, base string, fleets []string, ipv6 bool) ([]qos.Target, error) {
+	var targets []qos.Target
+	for _, fleet := range fleets {
+		res, err := c.Fetch(ctx, base, fleet)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range res.Servers {
+			targets = append(targets, s.QoSTarget(ipv6))
+		}
+	}
+	return targets, nil
 }

@@ -15,6 +15,8 @@ import (
 	"io"
 	"net/netip"
 	"strconv"
+
+	"github.com/gamegate/gamegate/handlers/qos"
 )
 
 // Server is one QoS server of a fleet, serving one region.
@@ -27,12 +29,23 @@ type Server struct {
 }
 
 // Addr returns the address a QoS probe should use: IPv4 when present.
-func (s Server) Addr() netip.AddrPort {
-	if a, err := netip.ParseAddr(s.IPv4); err == nil {
-		return netip.AddrPortFrom(a, uint16(s.Port))
+func (s Server) Addr() netip.AddrPort { return s.AddrPreferring(false) }
+
+// AddrPreferring returns the server's IPv6 address if ipv6 is set and it
+// has one, else its IPv4 address if it has one, else its IPv6 address.
+func (s Server) AddrPreferring(ipv6 bool) netip.AddrPort {
+	ip := s.IPv4
+	if (ipv6 && s.IPv6 != "") || ip == "" {
+		ip = s.IPv6
 	}
-	a, _ := netip.ParseAddr(s.IPv6)
+	a, _ := netip.ParseAddr(ip)
 	return netip.AddrPortFrom(a, uint16(s.Port))
+}
+
+// QoSTarget returns the server as the target of a QoS check, at the
+// address AddrPreferring(ipv6) picks.
+func (s Server) QoSTarget(ipv6 bool) qos.Target {
+	return qos.Target{Region: s.RegionID, LocationID: int(s.LocationID), Addr: s.AddrPreferring(ipv6)}
 }
 
 // Limits on fleet sources, so a file or an admin request cannot make the

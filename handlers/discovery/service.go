@@ -16,6 +16,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/periodic"
 )
 
 // Config is the behaviour of a Service.
@@ -106,16 +107,16 @@ func NewService(cfg Config) (*Service, error) {
 func (s *Service) Start() {
 	s.cfg.Overrides.attach(s)
 	if s.cfg.File != "" {
-		s.done.Add(1)
-		go s.every(s.cfg.FilePoll, func() {
-			if s.loadFile() {
-				s.rebuild()
-			}
+		s.done.Go(func() {
+			periodic.Run(s.stop, s.cfg.FilePoll, func() {
+				if s.loadFile() {
+					s.rebuild()
+				}
+			})
 		})
 	}
 	if h := s.cfg.Health; h != nil {
-		s.done.Add(1)
-		go s.every(h.Interval, s.healthRound)
+		s.done.Go(func() { periodic.Run(s.stop, h.Interval, s.healthRound) })
 	}
 }
 
@@ -124,20 +125,6 @@ func (s *Service) Stop() {
 	s.cfg.Overrides.detach(s)
 	close(s.stop)
 	s.done.Wait()
-}
-
-func (s *Service) every(d time.Duration, f func()) {
-	defer s.done.Done()
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			f()
-		}
-	}
 }
 
 // loadFile reads the fleets file if its content changed, and reports
@@ -370,7 +357,7 @@ func (s *Service) healthRound() {
 			continue
 		}
 		for _, srv := range list {
-			targets = append(targets, qos.Target{Region: srv.RegionID, Addr: srv.Addr()})
+			targets = append(targets, srv.QoSTarget(false))
 		}
 	}
 	if len(targets) == 0 {

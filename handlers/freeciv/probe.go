@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/wire/freeciv"
 )
 
@@ -225,18 +224,9 @@ func (q *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 }
 
 func (q *QueryProtocol) lan(ctx context.Context, address string) (*LANResult, error) {
-	ap, err := netip.ParseAddrPort(address)
+	ap, err := netaddr.Resolve(ctx, address)
 	if err != nil {
-		host, port, err := net.SplitHostPort(address)
-		if err != nil {
-			return nil, err
-		}
-		p, _ := strconv.Atoi(port)
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		if err != nil || len(addrs) == 0 {
-			return nil, fmt.Errorf("resolving %s: %v", host, err)
-		}
-		ap = netip.AddrPortFrom(addrs[0], uint16(p))
+		return nil, err
 	}
 	return q.LAN.Query(ctx, ap.Addr(), int(ap.Port()))
 }

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
+	"github.com/gamegate/gamegate/handlers/query"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -54,15 +54,7 @@ type Client struct {
 // reply to the padding command removed. Each attempt uses a fresh socket,
 // so a late answer to an earlier attempt cannot mix into a later one.
 func (c *Client) Query(ctx context.Context, server string, q *wiregqp.Query) (*wiregqp.Response, error) {
-	timeout, retries, padTo := c.Timeout, c.Retries, c.PadTo
-	if timeout == 0 {
-		timeout = time.Second
-	}
-	if retries == 0 {
-		retries = 1
-	} else if retries < 0 {
-		retries = 0
-	}
+	padTo := c.PadTo
 	if padTo == 0 {
 		padTo = 1200
 	}
@@ -74,31 +66,46 @@ func (c *Client) Query(ctx context.Context, server string, q *wiregqp.Query) (*w
 	if err != nil {
 		return nil, err
 	}
-	var laddr *net.UDPAddr
+	x := query.UDPExchange{Timeout: c.Timeout, Retries: c.Retries, OnSend: c.OnSend}
 	if c.Local != "" {
-		if laddr, err = net.ResolveUDPAddr("udp", c.Local); err != nil {
+		if x.Local, err = net.ResolveUDPAddr("udp", c.Local); err != nil {
 			return nil, err
 		}
 	}
-	var last error = ErrTimeout
-	for attempt := 0; attempt <= retries; attempt++ {
-		if err := ctx.Err(); err != nil {
+	var (
+		re  wiregqp.Reassembler // the last attempt's
+		raw []byte
+	)
+	err = x.Run(ctx, raddr, func(a *query.Attempt) (func([]byte) (bool, error), error) {
+		re = wiregqp.Reassembler{Limit: c.MaxResponse}
+		if err := a.Send(datagram); err != nil {
 			return nil, err
 		}
-		raw, err := c.attempt(ctx, laddr, raddr, datagram, timeout)
-		if errors.Is(err, ErrTimeout) || errors.Is(err, ErrIncomplete) {
-			last = err
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return decodeResponse(raw, q, padded)
+		return func(d []byte) (bool, error) {
+			if len(re.Bytes()) == 0 && len(d) > 0 && d[0] != wiregqp.SOH && (d[0] < '0' || d[0] > '9') {
+				// A response starts with an encoding header or a status
+				// digit: this cannot become one, so do not wait for its end.
+				return false, &ProtocolError{Err: errors.New("the answer does not start like a GQP response")}
+			}
+			complete, err := re.Add(d)
+			if err != nil {
+				return false, &ProtocolError{Err: err}
+			}
+			if complete {
+				raw = bytes.Clone(re.Bytes())
+			}
+			return complete, nil
+		}, nil
+	})
+	switch {
+	case errors.Is(err, query.ErrNoAnswer) && len(re.Bytes()) > 0:
+		return nil, &ProtocolError{Err: ErrIncomplete}
+	case errors.Is(err, query.ErrNoAnswer):
+		return nil, ErrTimeout
+	case err != nil:
+		return nil, err
 	}
-	if errors.Is(last, ErrIncomplete) {
-		return nil, &ProtocolError{Err: last}
-	}
-	return nil, ErrTimeout
+	return decodeResponse(raw, q, padded)
 }
 
 func buildQuery(q *wiregqp.Query, padTo int) ([]byte, bool, error) {
@@ -118,63 +125,6 @@ func buildQuery(q *wiregqp.Query, padTo int) ([]byte, bool, error) {
 		return datagram, false, nil
 	}
 	return padded, true, nil
-}
-
-func (c *Client) attempt(ctx context.Context, laddr, raddr *net.UDPAddr, datagram []byte, timeout time.Duration) ([]byte, error) {
-	conn, err := net.DialUDP("udp", laddr, raddr) // connected: the kernel drops other sources
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	deadline := time.Now().Add(timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	_ = conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	if _, err := conn.Write(datagram); err != nil {
-		return nil, err
-	}
-	if c.OnSend != nil {
-		c.OnSend()
-	}
-	re := wiregqp.Reassembler{Limit: c.MaxResponse}
-	buf := make([]byte, 65536)
-	for {
-		n, err := conn.Read(buf)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				if len(re.Bytes()) > 0 {
-					return nil, ErrIncomplete
-				}
-				return nil, ErrTimeout
-			}
-			var ne net.Error
-			if errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
-				// An ICMP port-unreachable surfaces as a read error on a
-				// connected socket: nobody is listening, the same as no
-				// answer.
-				return nil, ErrTimeout
-			}
-			return nil, err
-		}
-		if len(re.Bytes()) == 0 && n > 0 && buf[0] != wiregqp.SOH && (buf[0] < '0' || buf[0] > '9') {
-			// A response starts with an encoding header or a status digit:
-			// this cannot become one, so do not wait for its end.
-			return nil, &ProtocolError{Err: errors.New("the answer does not start like a GQP response")}
-		}
-		complete, err := re.Add(buf[:n])
-		if err != nil {
-			return nil, &ProtocolError{Err: err}
-		}
-		if complete {
-			return bytes.Clone(re.Bytes()), nil
-		}
-	}
 }
 
 func decodeResponse(raw []byte, q *wiregqp.Query, padded bool) (*wiregqp.Response, error) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/periodic"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -140,7 +141,7 @@ func NewSourceTable(limit int, clock func() time.Time, sweep time.Duration) *Sou
 		}
 	}
 	if sweep > 0 {
-		go t.sweepEvery(sweep)
+		go periodic.Run(t.stop, sweep, func() { t.Sweep() })
 	}
 	return t
 }
@@ -158,19 +159,6 @@ func (t *SourceTable) now() int64 { return t.clock.Now() }
 func (t *SourceTable) Destruct() error {
 	t.once.Do(func() { close(t.stop) })
 	return nil
-}
-
-func (t *SourceTable) sweepEvery(d time.Duration) {
-	tick := time.NewTicker(d)
-	defer tick.Stop()
-	for {
-		select {
-		case <-t.stop:
-			return
-		case <-tick.C:
-			t.Sweep()
-		}
-	}
 }
 
 // Sweep forgets sources that are idle (bucket full, not banned), oldest

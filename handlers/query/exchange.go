@@ -2,37 +2,69 @@ package query
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
+	"os"
 	"time"
 )
 
 // MaxDatagram is the largest UDP payload a query answer can be.
 const MaxDatagram = 65507
 
+// ErrNoAnswer is what UDPExchange.Run returns when no attempt got a
+// complete answer in time.
+var ErrNoAnswer = errors.New("no answer")
+
 // UDPExchange sends a query datagram and waits for the answer it expects,
-// the shape of every connectionless game query (Quake 3, RakNet's
-// unconnected ping, A2S…).
+// the shape of every connectionless game query (GQP, A2S, Quake 3, RakNet's
+// unconnected ping…).
 type UDPExchange struct {
 	// Timeout is how long one attempt waits for its answer. Default: 1s.
 	Timeout time.Duration
 	// Retries is the number of attempts after the first; -1 for none.
 	// Default: 1.
 	Retries int
+	// Local is the address to send from. Default: any.
+	Local *net.UDPAddr
+	// OnSend, if set, is called for every datagram sent (for metrics).
+	OnSend func()
 }
 
-// Exchange sends request to address (host:port) and hands every datagram
-// that arrives from it to accept, until accept returns true (the answer is
-// complete) or an error (the answer is unusable), the attempt times out or
-// ctx ends. Datagrams accept returns false for (another query's answer, a
-// wrong challenge) are dropped and waiting goes on. accept's argument is
-// only valid during the call. Each attempt uses a fresh socket, connected
-// so the kernel drops datagrams from other sources, so a late answer to one
-// attempt cannot be taken for the next one's.
+// Attempt is the socket of one attempt, connected to the server.
+type Attempt struct {
+	conn   *net.UDPConn
+	onSend func()
+}
+
+// Send sends a datagram to the server.
+func (a *Attempt) Send(datagram []byte) error {
+	if _, err := a.conn.Write(datagram); err != nil {
+		return err
+	}
+	if a.onSend != nil {
+		a.onSend()
+	}
+	return nil
+}
+
+// Run makes up to 1+Retries attempts to get an answer from raddr. Each
+// attempt uses a fresh socket, connected so the kernel drops datagrams from
+// other sources, so a late answer to one attempt cannot be taken for the
+// next one's. start begins an attempt: it sends the request (Attempt.Send)
+// and returns the function that takes each datagram that arrives, with
+// per-attempt state of its own, or nil to end the attempt unanswered (a
+// request that could not be sent). accept returns true when the answer is
+// complete, an error when it is unusable, false to go on waiting (for
+// another fragment, or because the datagram answers something else);
+// its argument is only valid during the call, and it may send again.
 //
-// No answer is a *Error from Timeout, an error from accept becomes one from
-// Upstream.
-func (x *UDPExchange) Exchange(ctx context.Context, address string, request []byte, accept func(datagram []byte) (bool, error)) error {
+// An attempt that gets no complete answer within Timeout, or whose socket
+// reports the server unreachable (an ICMP port-unreachable surfaces as a
+// read error on a connected socket), is followed by the next; after the
+// last, Run returns ErrNoAnswer. It returns ctx.Err() once ctx ends, and
+// the errors of start and accept, and of opening a socket, as they are.
+func (x *UDPExchange) Run(ctx context.Context, raddr *net.UDPAddr, start func(*Attempt) (accept func(datagram []byte) (bool, error), err error)) error {
 	timeout, retries := x.Timeout, x.Retries
 	if timeout <= 0 {
 		timeout = time.Second
@@ -42,30 +74,26 @@ func (x *UDPExchange) Exchange(ctx context.Context, address string, request []by
 	} else if retries < 0 {
 		retries = 0
 	}
-	raddr, err := net.ResolveUDPAddr("udp", address)
-	if err != nil {
-		return Errorf(http.StatusBadGateway, "cannot resolve the game server's address %s: %v", address, err)
-	}
-	buf := make([]byte, MaxDatagram+1)
+	var buf []byte
 	for attempt := 0; attempt <= retries; attempt++ {
-		if ctx.Err() != nil {
-			break
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		done, err := x.attempt(ctx, raddr, request, timeout, buf, accept)
-		if err != nil {
-			return Upstream(address, err)
+		if buf == nil {
+			buf = make([]byte, MaxDatagram+1)
 		}
-		if done {
-			return nil
+		done, err := x.attempt(ctx, raddr, timeout, buf, start)
+		if err != nil || done {
+			return err
 		}
 	}
-	return Timeout(address)
+	return ErrNoAnswer
 }
 
-func (x *UDPExchange) attempt(ctx context.Context, raddr *net.UDPAddr, request []byte, timeout time.Duration, buf []byte, accept func([]byte) (bool, error)) (bool, error) {
-	conn, err := net.DialUDP("udp", nil, raddr)
+func (x *UDPExchange) attempt(ctx context.Context, raddr *net.UDPAddr, timeout time.Duration, buf []byte, start func(*Attempt) (func([]byte) (bool, error), error)) (bool, error) {
+	conn, err := net.DialUDP("udp", x.Local, raddr)
 	if err != nil {
-		return false, nil // no route now: the same as no answer
+		return false, err
 	}
 	defer conn.Close()
 	deadline := time.Now().Add(timeout)
@@ -75,22 +103,60 @@ func (x *UDPExchange) attempt(ctx context.Context, raddr *net.UDPAddr, request [
 	_ = conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if _, err := conn.Write(request); err != nil {
-		return false, nil
+	accept, err := start(&Attempt{conn: conn, onSend: x.OnSend})
+	if err != nil || accept == nil {
+		return false, err
 	}
 	for {
 		n, err := conn.Read(buf)
 		if err != nil {
-			// The deadline, ctx's end, or an ICMP port-unreachable
-			// surfacing on the connected socket: no answer.
-			return false, nil
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			var ne net.Error
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
+				return false, nil // no answer in time, or nobody listening
+			}
+			return false, err
 		}
 		if n > MaxDatagram {
 			continue
 		}
-		done, err := accept(buf[:n])
-		if err != nil || done {
+		if done, err := accept(buf[:n]); err != nil || done {
 			return done, err
 		}
 	}
+}
+
+// Exchange sends request to address (host:port) and hands every datagram
+// that arrives from it to accept, until accept returns true (the answer is
+// complete) or an error (the answer is unusable), every attempt has timed
+// out or ctx ends (see Run). Datagrams accept returns false for (another
+// query's answer, a wrong challenge) are dropped and waiting goes on.
+//
+// No answer is a *Error from Timeout, an error from accept becomes one from
+// Upstream.
+func (x *UDPExchange) Exchange(ctx context.Context, address string, request []byte, accept func(datagram []byte) (bool, error)) error {
+	raddr, err := net.ResolveUDPAddr("udp", address)
+	if err != nil {
+		return Errorf(http.StatusBadGateway, "cannot resolve the game server's address %s: %v", address, err)
+	}
+	var unusable error
+	err = x.Run(ctx, raddr, func(a *Attempt) (func([]byte) (bool, error), error) {
+		if a.Send(request) != nil {
+			return nil, nil // cannot be sent now (no route): as good as unanswered
+		}
+		return func(d []byte) (bool, error) {
+			done, err := accept(d)
+			unusable = err
+			return done, err
+		}, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case unusable != nil:
+		return Upstream(address, unusable)
+	}
+	return Timeout(address)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -358,30 +359,29 @@ func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 	if t, ok := g.named[name]; ok {
 		return t, nil
 	}
-	host, port, err := net.SplitHostPort(name)
-	if err != nil {
+	host, port, err := netaddr.SplitHostPort(name)
+	if errors.Is(err, netaddr.ErrNotHostPort) {
 		return nil, Errorf(http.StatusNotFound, "no game server is named %q", name)
 	}
 	if g.cfg.AdHoc == nil {
 		return nil, Errorf(http.StatusForbidden, "only named game servers may be queried here, and none is named %q", name)
 	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || p < 1 {
-		return nil, Errorf(http.StatusBadRequest, "bad port in %q", name)
+	if err != nil {
+		return nil, Errorf(http.StatusBadRequest, "bad address %q: %v", name, err)
 	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(addrs) == 0 {
+	addrs, err := netaddr.LookupHost(ctx, host)
+	if err != nil {
 		return nil, Errorf(http.StatusBadGateway, "cannot resolve %q", host)
 	}
 	for _, a := range addrs {
-		if !g.allowed(a.Unmap()) {
-			return nil, Errorf(http.StatusForbidden, "%s is outside the networks this gateway may query", a.Unmap())
+		if !g.allowed(a) {
+			return nil, Errorf(http.StatusForbidden, "%s is outside the networks this gateway may query", a)
 		}
 	}
 	// Query the address that was checked, not the name again, and key the
 	// target by the address and port as parsed: every spelling of one
 	// target ("7777", "07777") shares its cache entries and its budget.
-	addr := netip.AddrPortFrom(addrs[0].Unmap(), uint16(p)).String()
+	addr := netip.AddrPortFrom(addrs[0], port).String()
 	// Its answers are cached and shared under that key, so they name it by
 	// the address too, never by one client's spelling.
 	return &target{key: g.cfg.AdHoc.Name() + "/" + addr, name: addr, address: addr, protocol: g.cfg.AdHoc,

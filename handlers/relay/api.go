@@ -20,6 +20,7 @@ import (
 
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
+	"github.com/gamegate/gamegate/internal/periodic"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
@@ -273,24 +274,15 @@ func setDefaultRate(rate *float64, burst *int, defRate float64, defBurst int) {
 // Start runs the sweeper that deletes expired records from the store;
 // Stop ends it.
 func (a *API) Start() {
-	a.done.Add(1)
-	go func() {
-		defer a.done.Done()
-		t := time.NewTicker(a.cfg.SweepInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-a.stop:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), a.cfg.SweepInterval)
-				if _, err := a.Sweep(ctx); err != nil {
-					a.cfg.Logger.Warn("sweeping expired relay allocations and join codes", zap.Error(err))
-				}
-				cancel()
+	a.done.Go(func() {
+		periodic.Run(a.stop, a.cfg.SweepInterval, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), a.cfg.SweepInterval)
+			defer cancel()
+			if _, err := a.Sweep(ctx); err != nil {
+				a.cfg.Logger.Warn("sweeping expired relay allocations and join codes", zap.Error(err))
 			}
-		}
-	}()
+		})
+	})
 }
 
 // Stop ends the sweeper and waits for it.

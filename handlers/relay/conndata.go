@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,16 +67,21 @@ type Sealer struct {
 	legacy []cipher.AEAD // version 1, one per secret, for opening only
 }
 
+// MinSecretLen is the fewest bytes of a secret NewSealer accepts. Secrets
+// should carry at least 256 bits of entropy.
+const MinSecretLen = 16
+
 // NewSealer derives an AES-256-GCM key from each secret with HKDF-SHA256.
-// Secrets should carry at least 256 bits of entropy.
+// Each secret must be at least MinSecretLen bytes; an error names the
+// first that is not, counting from 1.
 func NewSealer(secrets ...[]byte) (*Sealer, error) {
 	if len(secrets) == 0 {
-		return nil, errors.New("relay: at least one secret is required")
+		return nil, errors.New("at least one secret is required")
 	}
 	s := &Sealer{}
-	for _, secret := range secrets {
-		if len(secret) < 16 {
-			return nil, errors.New("relay: a secret must be at least 16 bytes")
+	for i, secret := range secrets {
+		if len(secret) < MinSecretLen {
+			return nil, fmt.Errorf("secret %d is %d bytes, want at least %d", i+1, len(secret), MinSecretLen)
 		}
 		k, err := hkdf.Key(sha256.New, secret, nil, sealKeyInfo, 32)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/periodic"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
@@ -122,18 +123,7 @@ func NewTable(cfg TableConfig) (*Table, error) {
 		t.shards[i].gone = make(map[wirerelay.AllocationID]goneRecord)
 	}
 	if cfg.Sweep > 0 {
-		go func() {
-			tick := time.NewTicker(cfg.Sweep)
-			defer tick.Stop()
-			for {
-				select {
-				case <-t.stop:
-					return
-				case <-tick.C:
-					t.Sweep()
-				}
-			}
-		}()
+		go periodic.Run(t.stop, cfg.Sweep, func() { t.Sweep() })
 	}
 	return t, nil
 }

@@ -1,0 +1,67 @@
+// Package netaddr holds the host:port handling that every gamegate
+// component shares: strict parsing, and resolving to addresses. Which
+// client an address belongs to is package clientaddr's business.
+package netaddr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+)
+
+// ErrNotHostPort is returned for text that is not of the form host:port.
+var ErrNotHostPort = errors.New("want host:port")
+
+// ErrNoHost is returned for host:port text with an empty host.
+var ErrNoHost = errors.New("the host is missing")
+
+// SplitHostPort splits "host:port" (an IPv6 host in brackets) into a host,
+// which must not be empty, and a decimal port in [1, 65535]. Errors are
+// ErrNotHostPort, ErrNoHost, or one naming the port.
+func SplitHostPort(s string) (host string, port uint16, err error) {
+	host, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, ErrNotHostPort
+	}
+	if host == "" {
+		return "", 0, ErrNoHost
+	}
+	n, err := strconv.ParseUint(p, 10, 16) // digits only: no sign
+	if err != nil || n < 1 {
+		return "", 0, fmt.Errorf("port %q is not in [1, 65535]", p)
+	}
+	return host, uint16(n), nil
+}
+
+// LookupHost returns the addresses of host (an IP address is its own),
+// unmapped, or an error if there are none.
+func LookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err == nil && len(addrs) == 0 {
+		err = fmt.Errorf("no address for %s", host)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range addrs {
+		addrs[i] = a.Unmap()
+	}
+	return addrs, nil
+}
+
+// Resolve parses hostport as SplitHostPort does and returns the first
+// address of its host with its port.
+func Resolve(ctx context.Context, hostport string) (netip.AddrPort, error) {
+	host, port, err := SplitHostPort(hostport)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	addrs, err := LookupHost(ctx, host)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("resolving %s: %w", host, err)
+	}
+	return netip.AddrPortFrom(addrs[0], port), nil
+}
