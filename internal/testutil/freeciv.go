@@ -97,31 +97,7 @@ func startFreeciv(t testing.TB, group string) string {
 	cmd.Dir = dir
 	cmd.Env = env
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if os.Geteuid() == 0 {
-		const nobody = 65534
-		for _, d := range []string{dir, saves, home} {
-			if err := os.Chown(d, nobody, nobody); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody, NoSetGroups: true}
-	}
-	if err = cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", FreecivServerPath, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
+	exited := startPeer(t, cmd, &out, dir, saves, home)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)

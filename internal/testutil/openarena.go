@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -51,29 +50,7 @@ func StartOpenArena(t testing.TB, hostname string, maxClients int, bots ...strin
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if os.Geteuid() == 0 {
-		const nobody = 65534
-		if err := os.Chown(dir, nobody, nobody); err != nil {
-			t.Fatal(err)
-		}
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody, NoSetGroups: true}
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", OpenArenaServerPath, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
+	exited := startPeer(t, cmd, &out, dir)
 
 	// Poll from another loopback address than the tests' clients: ioquake3
 	// keeps a leaky bucket per source address (10 queries, one more a

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -127,4 +128,38 @@ func StartNodeServer(t testing.TB, script string, args ...string) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("node %s did not print ready within 60 s:\n%s", script, errb.String())
 	}
+}
+
+// startPeer starts cmd, a real game server, in its own process group with
+// its output in out; when the tests run as root it runs as nobody, who is
+// given dirs. The server is stopped (SIGTERM, then SIGKILL after 5 s) when
+// the test ends. The channel returned closes when the process exits.
+func startPeer(t testing.TB, cmd *exec.Cmd, out *bytes.Buffer, dirs ...string) <-chan struct{} {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() == 0 {
+		const nobody = 65534
+		for _, d := range dirs {
+			if err := os.Chown(d, nobody, nobody); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody, NoSetGroups: true}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", cmd.Path, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	return exited
 }
