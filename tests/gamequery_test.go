@@ -211,10 +211,13 @@ func TestGameQueryThroughGQP(t *testing.T) {
 	}
 }
 
+// 200 concurrent requests for one uncached answer cause one upstream query.
+// The answer is cached for an hour, so however slowly a loaded machine runs
+// the 200 requests, none can find it expired and rightly ask again (expiry
+// and refreshes are tested with a controlled clock in handlers/query).
 func TestGameQueryCoalesces(t *testing.T) {
 	up := startCountingGQP(t, engineAnswer(t))
-	env := startGameQuery(t, fmt.Sprintf("server counted %s gqp", up.addr), "ttl identify 1s")
-	_ = env
+	env := startGameQuery(t, fmt.Sprintf("server counted %s gqp", up.addr), "ttl identify 1h")
 	url := env.base + "/query/counted/identify"
 	upstreamBefore := env.caddy.MustMetric(t, "gamegate_game_query_upstream_queries_total")
 	const n = 200
@@ -241,23 +244,13 @@ func TestGameQueryCoalesces(t *testing.T) {
 	if ok.Load() != n {
 		t.Fatalf("%d of %d requests succeeded", ok.Load(), n)
 	}
-	if got := up.queries.Load(); got != 1 {
-		t.Fatalf("%d concurrent requests caused %d upstream datagrams, want 1", n, got)
+	if got := env.caddy.MustMetric(t, "gamegate_game_query_upstream_queries_total") - upstreamBefore; got != 1 {
+		t.Fatalf("%d concurrent requests: gamegate_game_query_upstream_queries_total rose by %v, want 1", n, got)
 	}
-	// After the TTL, one more (the next request may be served stale while
-	// one refresh runs).
-	time.Sleep(1100 * time.Millisecond)
-	for range 20 {
-		if r := request(t, "GET", url); r.status != 200 {
-			t.Fatalf("after the TTL: got %d", r.status)
-		}
-	}
-	testutil.WaitFor(t, "the refresh after the TTL", func() bool { return up.queries.Load() == 2 })
-	if got := up.queries.Load(); got != 2 {
-		t.Fatalf("after the TTL: %d upstream datagrams, want 2", got)
-	}
-	if got := env.caddy.MustMetric(t, "gamegate_game_query_upstream_queries_total") - upstreamBefore; got != 2 {
-		t.Fatalf("gamegate_game_query_upstream_queries_total rose by %v, want 2", got)
+	// One query is one datagram, or two if the client's one retry (after a
+	// second without an answer) fired on a loaded machine.
+	if got := up.queries.Load(); got < 1 || got > 2 {
+		t.Fatalf("%d concurrent requests caused %d upstream datagrams, want 1 (2 with a retry)", n, got)
 	}
 }
 
