@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,6 +312,7 @@ func TestRelayReloadKeepsSessions(t *testing.T) {
 	sentAt := []time.Duration{}
 	stop := make(chan struct{})
 	streamed := make(chan error, 1)
+	var sent atomic.Int64
 	go func() {
 		for seq := uint32(0); ; seq++ {
 			select {
@@ -325,13 +327,18 @@ func TestRelayReloadKeepsSessions(t *testing.T) {
 				streamed <- err
 				return
 			}
+			sent.Add(1)
 			time.Sleep(200 * time.Microsecond)
 		}
 	}()
-	time.Sleep(300 * time.Millisecond) // traffic before the reload
-	env.caddy.Load(t, env.cfg)         // a configuration reload
+	// Traffic before the reload, a configuration reload, and traffic after
+	// it: counted in messages, not time, so a loaded machine that sends
+	// slowly still sends enough on each side.
+	testutil.WaitFor(t, "200 messages before the reload", func() bool { return sent.Load() >= 200 })
+	env.caddy.Load(t, env.cfg)
 	reloaded := time.Since(start)
-	time.Sleep(500 * time.Millisecond) // traffic after it
+	atReload := sent.Load()
+	testutil.WaitFor(t, "300 messages after the reload", func() bool { return sent.Load() >= atReload+300 })
 	close(stop)
 	if err := <-streamed; err != nil {
 		t.Fatal(err)
