@@ -105,7 +105,15 @@ type response struct {
 
 func request(t *testing.T, method, url string, header ...string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
+	status, h, body := send(t, method, url, nil, header...)
+	return response{status, h, string(body)}
+}
+
+// send sends a request with header's name, value pairs and returns the
+// answer's status, header and whole body.
+func send(t *testing.T, method, url string, body io.Reader, header ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +125,11 @@ func request(t *testing.T, method, url string, header ...string) response {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return response{resp.StatusCode, resp.Header, string(body)}
+	return resp.StatusCode, resp.Header, b
 }
 
 func TestDiscoveryEndToEnd(t *testing.T) {

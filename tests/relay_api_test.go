@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -99,29 +98,14 @@ type relayAPIAnswer struct {
 // token sends no Authorization.
 func relayAPIDo(t *testing.T, method, url, token, body string, header ...string) relayAPIAnswer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
 	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+		header = append([]string{"Content-Type", "application/json"}, header...)
 	}
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		header = append([]string{"Authorization", "Bearer " + token}, header...)
 	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return relayAPIAnswer{resp.StatusCode, resp.Header, b}
+	status, h, b := send(t, method, url, strings.NewReader(body), header...)
+	return relayAPIAnswer{status, h, b}
 }
 
 // The shapes of Unity's Relay Allocations service, as its SDK reads them.
