@@ -194,7 +194,7 @@ func (a *App) Start() error {
 
 func (a *App) serve(s *dgram.Server, pc net.PacketConn) {
 	if err := s.Serve(pc); err != nil && !errors.Is(err, dgram.ErrServerClosed) {
-		a.logger.Error("UDP reader stopped", zap.Stringer("address", pc.LocalAddr()), zap.Error(err))
+		a.logger.Error("UDP reader stopped on a socket error; the socket is closed and the port's other readers serve on", zap.Stringer("address", pc.LocalAddr()), zap.Error(err))
 	}
 }
 

@@ -115,8 +115,16 @@ func (s *Server) Serve(pc net.PacketConn) error {
 	defer s.readers.Done()
 
 	s.sizeBuffers(conn)
-	r := newReader(s, conn)
-	return r.run()
+	err = newReader(s, conn).run()
+	if !errors.Is(err, ErrServerClosed) {
+		// The socket failed: close it rather than leave it bound with no
+		// reader, which would keep receiving its share of the port.
+		s.mu.Lock()
+		delete(s.conns, pc)
+		s.mu.Unlock()
+		pc.Close()
+	}
+	return err
 }
 
 // Close stops every reader, closes every socket given to Serve, and
