@@ -61,11 +61,11 @@ http://%s {
 	handle_path /query/* {
 		game_query {
 			server be %s bedrock {
-				timeout 2s
+				timeout 5s
 			}
 			ad_hoc bedrock
 			allow_targets 127.0.0.1/32
-			query_timeout 10s
+			query_timeout 20s
 			upstream_rate 5
 		}
 	}

@@ -43,9 +43,9 @@ http://%s {
 	handle_path /query/* {
 		game_query {
 			server mc %s minecraft {
-				timeout 5s
+				timeout 15s
 			}
-			query_timeout 10s
+			query_timeout 25s
 		}
 	}
 }

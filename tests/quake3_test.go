@@ -43,7 +43,7 @@ http://%s {
 	handle_path /query/* {
 		game_query {
 			server arena %s quake3 {
-				timeout 1s
+				timeout 5s
 			}
 			rate_limit 5
 		}
