@@ -181,10 +181,10 @@ func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 			ds := h.shield.Serve(ctx, typ)
 			cancel()
 			if ds == nil {
-				a2sShieldMetrics.verdicts[a2s.DroppedNoAnswer].Inc()
+				a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
 				continue
 			}
-			a2sShieldMetrics.verdicts[a2s.Answered].Inc()
+			a2sShieldMetrics.requests.count(a2s.Answered)
 			for _, d := range ds {
 				if _, err := pc.WriteTo(d, remote); err != nil {
 					if ce := h.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
@@ -196,11 +196,11 @@ func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 	}()
 	defer func() { close(queue); <-done }()
 	reply := make([]byte, 0, wirea2s.ChallengeLen)
-	drop := func() { a2sShieldMetrics.verdicts[a2s.DroppedMalformed].Inc() }
+	drop := func() { a2sShieldMetrics.requests.count(a2s.DroppedMalformed) }
 	return readDatagrams(cx, drop, func(datagram []byte) {
 		out, typ, serve, v := h.shield.Classify(src, datagram, reply[:0])
 		if !serve {
-			a2sShieldMetrics.verdicts[v].Inc()
+			a2sShieldMetrics.requests.count(v)
 			if len(out) > 0 {
 				_, _ = pc.WriteTo(out, remote)
 			}
@@ -395,7 +395,7 @@ func (p *A2SShieldProtocol) Match(datagram []byte) bool { return matchesA2S(data
 func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
 	out, typ, serve, v := p.shield.Classify(src, datagram, w.Buffer(wirea2s.ChallengeLen))
 	if !serve {
-		a2sShieldMetrics.verdicts[v].Inc()
+		a2sShieldMetrics.requests.count(v)
 		if len(out) > 0 {
 			w.WriteTo(out, src)
 		}
@@ -404,12 +404,12 @@ func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, d
 	ds, pending := p.shield.ServeCached(typ)
 	switch {
 	case ds != nil:
-		a2sShieldMetrics.verdicts[a2s.Answered].Inc()
+		a2sShieldMetrics.requests.count(a2s.Answered)
 		for _, d := range ds {
 			w.WriteTo(d, src)
 		}
 	case !pending:
-		a2sShieldMetrics.verdicts[a2s.DroppedNoAnswer].Inc()
+		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
 	default:
 		select {
 		case p.jobs <- a2sJob{conn: w.Conn(), src: src, typ: typ}:
@@ -430,10 +430,10 @@ func (p *A2SShieldProtocol) work() {
 			ds := p.shield.Serve(ctx, j.typ)
 			cancel()
 			if ds == nil {
-				a2sShieldMetrics.verdicts[a2s.DroppedNoAnswer].Inc()
+				a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
 				continue
 			}
-			a2sShieldMetrics.verdicts[a2s.Answered].Inc()
+			a2sShieldMetrics.requests.count(a2s.Answered)
 			for _, d := range ds {
 				if err := j.conn.WriteTo(d, j.src); err != nil {
 					if ce := p.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
@@ -448,19 +448,17 @@ func (p *A2SShieldProtocol) work() {
 var a2sShieldMetrics = newA2SShieldMetrics()
 
 type a2sShieldMetricSet struct {
-	requests *prometheus.CounterVec
+	requests enumCounters[a2s.Verdict]
 	busy     prometheus.Counter
 	upstream prometheus.Counter
-	verdicts [a2s.NumVerdicts]prometheus.Counter
 }
 
 func newA2SShieldMetrics() *a2sShieldMetricSet {
 	const ns, sub = "gamegate", "a2s_shield"
-	m := &a2sShieldMetricSet{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "requests_total",
-			Help: "A2S requests handled by the shield, by outcome.",
-		}, []string{"outcome"}),
+	return &a2sShieldMetricSet{
+		requests: newEnumCounters(sub, "requests_total",
+			"A2S requests handled by the shield, by outcome.",
+			"outcome", a2s.NumVerdicts),
 		busy: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_dropped_busy_total",
 			Help: "A2S requests dropped because the client already had requests waiting for the game server.",
@@ -470,14 +468,10 @@ func newA2SShieldMetrics() *a2sShieldMetricSet {
 			Help: "Queries the shield sent to game servers.",
 		}),
 	}
-	for v := a2s.Verdict(0); v < a2s.NumVerdicts; v++ {
-		m.verdicts[v] = m.requests.WithLabelValues(v.String())
-	}
-	return m
 }
 
 func (m *a2sShieldMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.busy, m.upstream}
+	return []prometheus.Collector{m.requests.vec, m.busy, m.upstream}
 }
 
 // Interface guards

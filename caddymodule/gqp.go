@@ -283,7 +283,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 			ctx, cancel := context.WithTimeout(context.Background(), h.answerTimeout())
 			out, v := h.server.Answer(ctx, src, q)
 			cancel()
-			gqpMetrics.verdicts[v].Inc()
+			gqpMetrics.queries.count(v)
 			for _, d := range out {
 				if _, err := pc.WriteTo(d, remote); err != nil {
 					gqpMetrics.writeFailed(h.logger, remote, err)
@@ -292,16 +292,16 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 		}
 	}()
 	defer func() { close(queue); <-done }()
-	drop := func() { gqpMetrics.verdicts[gqp.DroppedMalformed].Inc() }
+	drop := func() { gqpMetrics.queries.count(gqp.DroppedMalformed) }
 	return readDatagrams(cx, drop, func(datagram []byte) {
 		if len(datagram) > wiregqp.MaxQuery {
-			gqpMetrics.dropped[gqpDropTooLarge].Inc()
+			gqpMetrics.drops.count(gqpDropTooLarge)
 			return
 		}
 		select {
 		case queue <- append([]byte(nil), datagram...):
 		default:
-			gqpMetrics.dropped[gqpDropQueueFull].Inc()
+			gqpMetrics.drops.count(gqpDropQueueFull)
 		}
 	})
 }
@@ -433,12 +433,14 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 
 var gqpMetrics = newGQPMetrics()
 
-// Why the GQP responder dropped a query before the server answered it, or
-// failed to send an answer.
+// gqpDrop is why the GQP responder dropped a query before the server
+// answered it, or failed to send an answer.
+type gqpDrop uint8
+
 const (
 	// The answer needs the upstream and the queue of queries waiting for
 	// it is full.
-	gqpDropQueueFull = iota
+	gqpDropQueueFull gqpDrop = iota
 	// The answer needs the upstream and the source is neither trusted nor
 	// validated: only such sources may wait for it (the request starts, so
 	// a retry finds the answer cached).
@@ -452,41 +454,32 @@ const (
 
 var gqpDropNames = [numGQPDrops]string{"queue_full", "unvalidated", "too_large", "write_failed"}
 
+func (d gqpDrop) String() string { return gqpDropNames[d] }
+
 type gqpMetricSet struct {
-	queries  *prometheus.CounterVec
-	verdicts [gqp.NumVerdicts]prometheus.Counter
-	drops    *prometheus.CounterVec
-	dropped  [numGQPDrops]prometheus.Counter
+	queries enumCounters[gqp.Verdict]
+	drops   enumCounters[gqpDrop]
 }
 
 func newGQPMetrics() *gqpMetricSet {
-	const ns, sub = "gamegate", "gqp"
-	m := &gqpMetricSet{
-		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "queries_total",
-			Help: "GQP queries handled by the responder, by outcome.",
-		}, []string{"outcome"}),
-		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "dropped_total",
-			Help: "GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed).",
-		}, []string{"reason"}),
+	const sub = "gqp"
+	return &gqpMetricSet{
+		queries: newEnumCounters(sub, "queries_total",
+			"GQP queries handled by the responder, by outcome.",
+			"outcome", gqp.NumVerdicts),
+		drops: newEnumCounters(sub, "dropped_total",
+			"GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed).",
+			"reason", numGQPDrops),
 	}
-	for v := gqp.Verdict(0); v < gqp.NumVerdicts; v++ {
-		m.verdicts[v] = m.queries.WithLabelValues(v.String())
-	}
-	for r := range numGQPDrops {
-		m.dropped[r] = m.drops.WithLabelValues(gqpDropNames[r])
-	}
-	return m
 }
 
 func (m *gqpMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.queries, m.drops}
+	return []prometheus.Collector{m.queries.vec, m.drops.vec}
 }
 
 // writeFailed counts an answer datagram the kernel refused to send to to.
 func (m *gqpMetricSet) writeFailed(log *zap.Logger, to fmt.Stringer, err error) {
-	m.dropped[gqpDropWriteFailed].Inc()
+	m.drops.count(gqpDropWriteFailed)
 	if ce := log.Check(zap.DebugLevel, "writing GQP answer"); ce != nil {
 		ce.Write(zap.Stringer("to", to), zap.Error(err))
 	}

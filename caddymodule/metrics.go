@@ -84,3 +84,31 @@ func (c codeCounters) count(code int) {
 	}
 	c.vec.WithLabelValues(strconv.Itoa(code)).Inc()
 }
+
+// enumLabel is an enumeration counted by label value: its values run from 0
+// up to a count, each with its label value as String.
+type enumLabel interface {
+	~uint8
+	String() string
+}
+
+// enumCounters is a counter vector with one label, whose counter for each
+// value of an enumeration is looked up once, so counting one on the hot path
+// is one atomic add and allocates nothing.
+type enumCounters[E enumLabel] struct {
+	vec *prometheus.CounterVec
+	by  []prometheus.Counter
+}
+
+// newEnumCounters makes the vector gamegate_<subsystem>_<name> and its
+// counters for the values below n, labelled label=v.String().
+func newEnumCounters[E enumLabel](subsystem, name, help, label string, n E) enumCounters[E] {
+	opts := prometheus.CounterOpts{Namespace: "gamegate", Subsystem: subsystem, Name: name, Help: help}
+	c := enumCounters[E]{vec: prometheus.NewCounterVec(opts, []string{label}), by: make([]prometheus.Counter, n)}
+	for v := E(0); v < n; v++ {
+		c.by[v] = c.vec.WithLabelValues(v.String())
+	}
+	return c
+}
+
+func (c enumCounters[E]) count(v E) { c.by[v].Inc() }

@@ -183,9 +183,9 @@ func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 	}
 	src := relay.PeerOf(cx.RemoteAddr())
 	out := relay.NewOutbox()
-	return readDatagrams(cx, func() { relayMetrics.verdicts[relay.DroppedMalformed].Inc() }, func(datagram []byte) {
+	return readDatagrams(cx, func() { relayMetrics.datagrams.count(relay.DroppedMalformed) }, func(datagram []byte) {
 		v := h.engine.Handle(src, datagram, out)
-		relayMetrics.verdicts[v].Inc()
+		relayMetrics.datagrams.count(v)
 		for _, s := range out.Sends {
 			var err error
 			if s.To == src.AddrPort {
@@ -248,18 +248,16 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var relayMetrics = newRelayMetrics()
 
 type relayMetricSet struct {
-	datagrams *prometheus.CounterVec
+	datagrams enumCounters[relay.Verdict]
 	bindings  prometheus.GaugeFunc
-	verdicts  [relay.NumVerdicts]prometheus.Counter
 }
 
 func newRelayMetrics() *relayMetricSet {
 	const ns, sub = "gamegate", "relay"
 	m := &relayMetricSet{
-		datagrams: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "datagrams_total",
-			Help: "Relay datagrams handled, by outcome (relayed, bound, pinged, error_sent, dropped reasons, …).",
-		}, []string{"outcome"}),
+		datagrams: newEnumCounters(sub, "datagrams_total",
+			"Relay datagrams handled, by outcome (relayed, bound, pinged, error_sent, dropped reasons, …).",
+			"outcome", relay.NumVerdicts),
 	}
 	m.bindings = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: ns, Subsystem: sub, Name: "bindings",
@@ -269,14 +267,11 @@ func newRelayMetrics() *relayMetricSet {
 		liveRelayTables.each(func(t *relay.Table) { n += t.Len() })
 		return float64(n)
 	})
-	for v := relay.Verdict(0); v < relay.NumVerdicts; v++ {
-		m.verdicts[v] = m.datagrams.WithLabelValues(v.String())
-	}
 	return m
 }
 
 func (m *relayMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.datagrams, m.bindings}
+	return []prometheus.Collector{m.datagrams.vec, m.bindings}
 }
 
 // Interface guards

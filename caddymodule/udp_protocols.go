@@ -81,7 +81,7 @@ func (p *RelayProtocol) Match(datagram []byte) bool { return matchesRelay(datagr
 func (p *RelayProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
 	out := outboxes.Get().(*relay.Outbox)
 	v := p.engine.Handle(relay.Peer{AddrPort: src}, datagram, out)
-	relayMetrics.verdicts[v].Inc()
+	relayMetrics.datagrams.count(v)
 	for _, s := range out.Sends {
 		w.WriteTo(s.Data, s.To)
 	}
@@ -161,25 +161,25 @@ func (p *GQPProtocol) Match(datagram []byte) bool { return matchesGQP(datagram) 
 // an upstream (see GQPProtocol).
 func (p *GQPProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
 	if len(datagram) > wiregqp.MaxQuery {
-		gqpMetrics.dropped[gqpDropTooLarge].Inc()
+		gqpMetrics.drops.count(gqpDropTooLarge)
 		return
 	}
 	if out, v, done := p.server.AnswerNow(src, datagram); done {
-		gqpMetrics.verdicts[v].Inc()
+		gqpMetrics.queries.count(v)
 		for _, d := range out {
 			w.WriteTo(d, src)
 		}
 		return
 	}
 	if !p.server.Trusted(src.Addr()) && !p.server.Authorized(src) {
-		gqpMetrics.dropped[gqpDropUnvalidated].Inc()
+		gqpMetrics.drops.count(gqpDropUnvalidated)
 		return
 	}
 	var j *gqpJob
 	select {
 	case j = <-p.free:
 	default:
-		gqpMetrics.dropped[gqpDropQueueFull].Inc()
+		gqpMetrics.drops.count(gqpDropQueueFull)
 		return
 	}
 	j.conn, j.src, j.n = w.Conn(), src, copy(j.query[:], datagram)
@@ -196,7 +196,7 @@ func (p *GQPProtocol) work() {
 			ctx, cancel := context.WithTimeout(context.Background(), p.answerTimeout())
 			out, v := p.server.Answer(ctx, j.src, j.query[:j.n])
 			cancel()
-			gqpMetrics.verdicts[v].Inc()
+			gqpMetrics.queries.count(v)
 			for _, d := range out {
 				if err := j.conn.WriteTo(d, j.src); err != nil {
 					gqpMetrics.writeFailed(p.logger, j.src, err)
