@@ -441,7 +441,9 @@ func TestAnswerNow(t *testing.T) {
 	}))
 	defer up.Close()
 	defer close(release)
-	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 1000, Burst: 1, Client: up.Client()}
+	// One upstream request per budget for the whole test (a budget that
+	// refilled within it would make "spent" depend on the machine's speed).
+	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 0.001, Burst: 1, Client: up.Client()}
 	s, err := NewServer(ServerConfig{
 		Logins:               map[string]string{"admin": "hunter2"},
 		MaxChallengeFailures: 1,
