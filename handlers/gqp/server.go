@@ -76,7 +76,16 @@ type Command struct {
 	// it can (from a cache): answer fills a reply as Run would. done is
 	// false when only Run can answer; Cached may then start the work Run
 	// will wait for (HTTPCommand.Cached starts its upstream request).
-	Cached func(args [][]byte) (answer func(*wiregqp.Reply) wiregqp.Status, done bool)
+	Cached func(args [][]byte) (answer CachedAnswer, done bool)
+}
+
+// CachedAnswer is a command's answer that is ready without blocking.
+type CachedAnswer struct {
+	// Fill fills a reply as Run would and returns its status.
+	Fill func(*wiregqp.Reply) wiregqp.Status
+	// Size is at most the bytes Fill adds to the encoded reply, so that an
+	// answer a source may not receive is refused before it is built.
+	Size int
 }
 
 // PadCommand is the extension command whose argument is ignored and whose
@@ -287,10 +296,12 @@ func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Ve
 	err := q.Decode(query)
 	var ready []func(*wiregqp.Reply) wiregqp.Status
 	done = true
+	size, validates := 0, false
 	for i, c := range q.Commands {
 		if err != nil {
 			break
 		}
+		validates = validates || string(c.Name) == "validate"
 		cmd, _, _ := s.custom(src, c)
 		if cmd == nil || cmd.Cached == nil {
 			continue
@@ -303,10 +314,17 @@ func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Ve
 		if ready == nil {
 			ready = make([]func(*wiregqp.Reply) wiregqp.Status, len(q.Commands))
 		}
-		ready[i] = answer
+		ready[i] = answer.Fill
+		size += answer.Size
 	}
 	if !done {
 		return nil, 0, false
+	}
+	if size > len(query) && !validates && !s.Trusted(src.Addr()) && !s.Authorized(src) {
+		// An unvalidated source gets no more bytes than it sent, so this
+		// answer could only be dropped: it is not built (a cached answer
+		// can be tens of kilobytes, and these sources can be forged).
+		return nil, DroppedAmplification, true
 	}
 	out, v = s.respond(src, query, &q, err, func(i int, c wiregqp.Command, r *wiregqp.Reply) {
 		var answer func(*wiregqp.Reply) wiregqp.Status

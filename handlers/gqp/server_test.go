@@ -2,6 +2,7 @@ package gqp
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -502,5 +503,42 @@ func TestAnswerNow(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("upstream requests: got %d, want 2", requests.Load())
 		}
+	}
+}
+
+// A cached answer larger than the query is not even built for a source
+// that is neither trusted nor validated: it could only be dropped, and
+// building a large one for every forged datagram would tie up the reader.
+func TestAnswerNowRefusesLargeCachedAnswersUnbuilt(t *testing.T) {
+	var big strings.Builder
+	big.WriteString("{")
+	for i := range 200 {
+		fmt.Fprintf(&big, `"key%03d": "%s",`, i, strings.Repeat("v", 100))
+	}
+	big.WriteString(`"last": 1}`)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(big.String()))
+	}))
+	defer up.Close()
+	hc := &HTTPCommand{URL: up.URL, TTL: time.Hour, Rate: 0.001, Burst: 1, Client: up.Client()}
+	s, err := NewServer(ServerConfig{Commands: []Command{{Name: "rules", Run: hc.Run, Cached: hc.Cached}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := netip.MustParseAddrPort("127.0.0.1:4000")
+	if out, v := s.Answer(context.Background(), trusted, padded(t, "rules")); len(out) < 2 || v != Answered {
+		t.Fatalf("the trusted source: %d datagrams (%v), want the whole answer in several", len(out), v)
+	}
+	forged := netip.MustParseAddrPort("192.0.2.9:4000")
+	q := padded(t, "rules")
+	allocs := testing.AllocsPerRun(50, func() {
+		if out, v, done := s.AnswerNow(forged, q); !done || out != nil || v != DroppedAmplification {
+			t.Fatalf("an unvalidated source: done %v, %d datagrams, %v; want dropped for amplification", done, len(out), v)
+		}
+	})
+	// Building the answer takes hundreds of allocations (one per record
+	// and more); refusing it, a few.
+	if allocs > 10 {
+		t.Errorf("refusing the answer took %.0f allocations, want it refused before it is built", allocs)
 	}
 }

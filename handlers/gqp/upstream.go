@@ -122,22 +122,22 @@ func (c *HTTPCommand) Run(ctx context.Context, args [][]byte, reply *wiregqp.Rep
 // the upstream request starts in the background, within the budget, and
 // Cached reports false: a Run called later for the same arguments waits
 // for that request rather than starting another.
-func (c *HTTPCommand) Cached(args [][]byte) (func(*wiregqp.Reply) wiregqp.Status, bool) {
+func (c *HTTPCommand) Cached(args [][]byte) (CachedAnswer, bool) {
 	c.once.Do(c.init)
 	results, budget := c.budget(args)
 	key, p := cacheKey(args), c.policy()
 	res, ok, loading := results.Peek(key, p)
 	switch {
 	case ok:
-		return func(r *wiregqp.Reply) wiregqp.Status { return c.reply(res.Value, res.Err, r) }, true
+		return c.cachedAnswer(res.Value, res.Err), true
 	case loading:
-		return nil, false // Run will wait for the request that runs
+		return CachedAnswer{}, false // Run will wait for the request that runs
 	}
 	// The budget is spent before a request starts, so however many
 	// queries miss, requests (and their goroutines) start at most at
 	// the budget's rate.
 	if !c.limit.AllowAtomic(budget, c.clock.Now()) {
-		return func(r *wiregqp.Reply) wiregqp.Status { return c.reply(nil, errUpstreamBusy, r) }, true
+		return c.cachedAnswer(nil, errUpstreamBusy), true
 	}
 	owned := make([][]byte, len(args)) // args alias the caller's datagram
 	for i, a := range args {
@@ -145,9 +145,23 @@ func (c *HTTPCommand) Cached(args [][]byte) (func(*wiregqp.Reply) wiregqp.Status
 	}
 	res, err := results.Get(ended, key, p, func(ctx context.Context) ([]Record, error) { return c.fetchLogged(ctx, owned) })
 	if res.State == 0 {
-		return nil, false // the request runs; nothing waits for it here
+		return CachedAnswer{}, false // the request runs; nothing waits for it here
 	}
-	return func(r *wiregqp.Reply) wiregqp.Status { return c.reply(res.Value, err, r) }, true
+	return c.cachedAnswer(res.Value, err), true
+}
+
+// cachedAnswer is the answer recs or err make, with its size.
+func (c *HTTPCommand) cachedAnswer(recs []Record, err error) CachedAnswer {
+	a := CachedAnswer{Fill: func(r *wiregqp.Reply) wiregqp.Status { return c.reply(recs, err, r) }}
+	if err == nil {
+		for _, rec := range recs {
+			a.Size += len(rec.Label)
+			for _, it := range rec.Items {
+				a.Size += len(it)
+			}
+		}
+	}
+	return a
 }
 
 // ended is a context that has ended: a Get with it never waits.
