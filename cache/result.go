@@ -279,12 +279,13 @@ func (r *Results[K, V]) Get(ctx context.Context, key K, p Policy, load func(cont
 }
 
 // Peek returns what Get would answer at once for key under p without
-// loading: a fresh value, or a cached error within NegativeTTL. ok is false
-// otherwise (nothing cached, a value past TTL), when Get would load, wait or
-// refresh; Peek then does neither and adds no entry, so that a caller may
-// decide whether a load is worth starting. loading reports that a load for
-// key is running (a Get would wait for it rather than start one). A Peek
-// that answers counts as a hit.
+// starting a load: a fresh value, a cached error within NegativeTTL, or a
+// stale value Get would serve while a refresh runs or after one failed
+// within NegativeTTL. ok is false otherwise (nothing cached, a value past
+// TTL that Get would load or refresh); Peek then does neither and adds no
+// entry, so that a caller may decide whether a load is worth starting.
+// loading reports that a load for key is running (a Get would wait for it
+// rather than start one). A Peek that answers counts as a hit.
 func (r *Results[K, V]) Peek(key K, p Policy) (res Result[V], ok, loading bool) {
 	p = p.clamped()
 	now := r.clock()
@@ -304,15 +305,23 @@ func (r *Results[K, V]) Peek(key K, p Policy) (res Result[V], ok, loading bool) 
 		res = Result[V]{Err: e.err, LoadedAt: e.loadedAt, State: Negative}
 	case e.err == nil && age < p.TTL:
 		res = Result[V]{Value: e.value, LoadedAt: e.loadedAt, State: Fresh}
+	case e.err == nil && (age-p.TTL < p.StaleWhileRevalidate || !e.failedAt.IsZero() && age-p.TTL < p.StaleIfError) &&
+		(loading || !e.failedAt.IsZero() && now.Sub(e.failedAt) < p.NegativeTTL):
+		// Get would serve it as it is and start nothing.
+		res = Result[V]{Value: e.value, LoadedAt: e.loadedAt, State: Stale}
 	default:
 		r.mu.Unlock()
 		return res, false, loading
 	}
+	res.Age = age
 	r.touch(e)
 	r.mu.Unlock()
-	if res.State == Negative {
+	switch res.State {
+	case Negative:
 		r.negativeHits.Add(1)
-	} else {
+	case Stale:
+		r.staleHits.Add(1)
+	default:
 		r.hits.Add(1)
 	}
 	return res, true, loading

@@ -720,3 +720,37 @@ func TestResultsPeek(t *testing.T) {
 		t.Fatalf("stats: got %+v, want Peek's answers counted as hits, its misses not at all", s)
 	}
 }
+
+// Past its TTL, a value whose refresh failed within NegativeTTL is what Get
+// serves without loading (stale-if-error): Peek answers it too, so a caller
+// that only peeks keeps serving it while the origin is down.
+func TestResultsPeekStaleIfError(t *testing.T) {
+	r := newTestResults(10)
+	p := Policy{TTL: time.Second, NegativeTTL: 2 * time.Second, StaleIfError: time.Minute}
+	var fail atomic.Bool
+	load, calls := countingLoad(nil, nil, &fail)
+	if _, err := r.Get(t.Context(), "a", p, load); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(2 * time.Second)
+	fail.Store(true)
+	// Get serves the stale value and refreshes in the background; the
+	// refresh fails.
+	if res, _ := r.Get(t.Context(), "a", p, load); res.State != Stale || res.Value != "v1" {
+		t.Fatalf("Get past TTL: got %+v, want v1 stale", res)
+	}
+	testutil.WaitFor(t, "the failed refresh", func() bool { _, _, loading := r.Peek("a", p); return !loading && calls.Load() == 2 })
+	res, ok, loading := r.Peek("a", p)
+	if !ok || loading || res.State != Stale || res.Value != "v1" || res.Age != 2*time.Second {
+		t.Fatalf("after the failed refresh: got %+v, %v, %v, want v1 stale, aged 2s", res, ok, loading)
+	}
+	// Past NegativeTTL since the failure, Get would try again: Peek leaves
+	// that to the caller.
+	r.clock.Advance(2 * time.Second)
+	if res, ok, _ := r.Peek("a", p); ok {
+		t.Fatalf("past NegativeTTL since the failure: got %+v, want no answer", res)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("loads: got %d, want 2 (Peek never loads)", n)
+	}
+}
