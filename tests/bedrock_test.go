@@ -14,7 +14,6 @@ import (
 	"github.com/gamegate/gamegate/handlers/minecraft"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
-	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 // gamedigBedrock is GameDig's answer for a Bedrock server (types mbe and
@@ -53,25 +52,14 @@ type mcsuBedrock struct {
 // ad-hoc Bedrock targets allowed on 127.0.0.1 only.
 func bedrockGate(t *testing.T, server string) string {
 	t.Helper()
-	httpAddr := testutil.FreeTCPAddr(t)
-	testcaddy.Start(t, fmt.Sprintf(`{
-	admin off
-}
-http://%s {
-	handle_path /query/* {
-		game_query {
+	return startQueryGate(t, fmt.Sprintf(`
 			server be %s bedrock {
 				timeout 5s
 			}
 			ad_hoc bedrock
 			allow_targets 127.0.0.1/32
 			query_timeout 20s
-			upstream_rate 5
-		}
-	}
-}
-`, httpAddr, server))
-	return "http://" + httpAddr
+			upstream_rate 5`, server))
 }
 
 // compareBedrock asks GameDig (as mbe, which strips § codes from the name

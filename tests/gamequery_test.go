@@ -334,3 +334,21 @@ func TestGQPResponderAnswersFromJSONUpstream(t *testing.T) {
 		t.Fatalf("status from the JSON upstream: got %+v", st)
 	}
 }
+
+// startQueryGate starts a Caddy with one site, serving game_query with the
+// options in gameQuery under /query/, and returns the site's base URL.
+func startQueryGate(t *testing.T, gameQuery string) string {
+	t.Helper()
+	httpAddr := testutil.FreeTCPAddr(t)
+	testcaddy.Start(t, fmt.Sprintf(`{
+	admin off
+}
+http://%s {
+	handle_path /query/* {
+		game_query {%s
+		}
+	}
+}
+`, httpAddr, gameQuery))
+	return "http://" + httpAddr
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
-	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 // mcsuStatus is minecraft-server-util's answer, as its script prints it.
@@ -35,22 +34,11 @@ func startMinecraftGate(t *testing.T, mode string) (gate, server string) {
 	server = testutil.FreeTCPAddr(t)
 	_, port, _ := net.SplitHostPort(server)
 	testutil.StartNodeServer(t, "minecraft-server.js", port, mode)
-	httpAddr := testutil.FreeTCPAddr(t)
-	testcaddy.Start(t, fmt.Sprintf(`{
-	admin off
-}
-http://%s {
-	handle_path /query/* {
-		game_query {
+	return startQueryGate(t, fmt.Sprintf(`
 			server mc %s minecraft {
 				timeout 15s
 			}
-			query_timeout 25s
-		}
-	}
-}
-`, httpAddr, server))
-	return "http://" + httpAddr, server
+			query_timeout 25s`, server)), server
 }
 
 // A real Minecraft server (npm minecraft-protocol) asked through the

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
-	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 // flexInt reads a JSON number or a string holding one (GameDig sends
@@ -35,24 +34,14 @@ func TestQuake3AgainstOpenArena(t *testing.T) {
 	botNames := []string{"Grism", "Major", "Sarge"}
 	bots := len(botNames)
 	oa := testutil.StartOpenArena(t, "^1Gate ^7Arena", 8, botNames...)
-	httpAddr := testutil.FreeTCPAddr(t)
-	testcaddy.Start(t, fmt.Sprintf(`{
-	admin off
-}
-http://%s {
-	handle_path /query/* {
-		game_query {
+	gate := startQueryGate(t, fmt.Sprintf(`
 			server arena %s quake3 {
 				timeout 5s
 			}
-			rate_limit 5
-		}
-	}
-}
-`, httpAddr, oa.Addr))
+			rate_limit 5`, oa.Addr))
 
 	var st query.Status
-	r := getJSON(t, "http://"+httpAddr+"/query/arena", &st)
+	r := getJSON(t, gate+"/query/arena", &st)
 	if r.status != 200 {
 		t.Fatalf("GET /query/arena: %d %s", r.status, r.body)
 	}
@@ -133,7 +122,7 @@ http://%s {
 
 	// getinfo through the gateway: the short answer, the same server.
 	var info map[string]any
-	if r := getJSON(t, "http://"+httpAddr+"/query/arena/info", &info); r.status != 200 || info["mapname"] != oa.Map ||
+	if r := getJSON(t, gate+"/query/arena/info", &info); r.status != 200 || info["mapname"] != oa.Map ||
 		info["hostname"] != oa.Hostname || info["clients"] != strconv.Itoa(bots) {
 		t.Errorf("GET /query/arena/info: %d %s", r.status, r.body)
 	}
