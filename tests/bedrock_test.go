@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gamegate/gamegate/handlers/minecraft"
 	"github.com/gamegate/gamegate/handlers/query"
@@ -71,13 +69,8 @@ func compareBedrock(t *testing.T, st *query.Status, server string) {
 	var mbe, proto gamedigBedrock
 	t.Logf("gamedig --type mbe: %s", testutil.Gamedig(t, "mbe", server, &mbe))
 	t.Logf("gamedig --type protocol-minecraftbedrock: %s", testutil.Gamedig(t, "protocol-minecraftbedrock", server, &proto))
-	host, port, _ := net.SplitHostPort(server)
-	out := testutil.RunNode(t, 30*time.Second, "minecraft-server-util-status.js", "bedrock", host, port)
-	t.Logf("minecraft-server-util statusBedrock: %s", out)
 	var mu mcsuBedrock
-	if err := json.Unmarshal(out, &mu); err != nil {
-		t.Fatal(err)
-	}
+	minecraftServerUtil(t, "bedrock", server, &mu)
 	// minecraft-server-util joins the MOTD's two lines, cleaned.
 	muName, muMap, _ := strings.Cut(mu.Result.MOTD.Clean, "\n")
 	muGUID, err := strconv.ParseInt(mu.Result.ServerGUID, 10, 64) // read as signed

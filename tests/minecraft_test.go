@@ -64,13 +64,8 @@ func TestMinecraftAgainstRealServer(t *testing.T) {
 	}
 	t.Logf("gamedig: %s", testutil.Gamedig(t, "minecraft", server, &gd))
 
-	host, port, _ := net.SplitHostPort(server)
-	out := testutil.RunNode(t, 30*time.Second, "minecraft-server-util-status.js", "java", host, port)
-	t.Logf("minecraft-server-util: %s", out)
 	var mu mcsuStatus
-	if err := json.Unmarshal(out, &mu); err != nil {
-		t.Fatal(err)
-	}
+	minecraftServerUtil(t, "java", server, &mu)
 
 	names := func(ps []query.Player) string {
 		var n []string
@@ -130,16 +125,24 @@ func TestMinecraftLegacyAgainstRealServer(t *testing.T) {
 		t.Fatalf("GET /query/mc: %d %s", r.status, r.body)
 	}
 	t.Logf("gamegate: %s", r.body)
-	host, port, _ := net.SplitHostPort(server)
-	out := testutil.RunNode(t, 30*time.Second, "minecraft-server-util-status.js", "legacy", host, port)
-	t.Logf("minecraft-server-util statusLegacy: %s", out)
 	var mu mcsuStatus
-	if err := json.Unmarshal(out, &mu); err != nil {
-		t.Fatal(err)
-	}
+	out := minecraftServerUtil(t, "legacy", server, &mu)
 	if st.Raw["legacy"] != true || st.Name != mu.Result.MOTD.Clean || st.Name != "Gate Craft" || st.Version != mu.Result.Version.Name ||
 		st.MaxPlayers != mu.Result.Players.Max || st.NumPlayers != mu.Result.Players.Online ||
 		st.Raw["protocol"] != float64(mu.Result.Version.Protocol) {
 		t.Errorf("gamegate %s, minecraft-server-util %s", r.body, out)
 	}
+}
+
+// minecraftServerUtil asks server with minecraft-server-util in mode (java,
+// legacy or bedrock), prints and decodes its JSON into into, and returns it.
+func minecraftServerUtil(t *testing.T, mode, server string, into any) []byte {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(server)
+	out := testutil.RunNode(t, 30*time.Second, "minecraft-server-util-status.js", mode, host, port)
+	t.Logf("minecraft-server-util %s: %s", mode, out)
+	if err := json.Unmarshal(out, into); err != nil {
+		t.Fatalf("minecraft-server-util %s: %v in %s", mode, err, out)
+	}
+	return out
 }
