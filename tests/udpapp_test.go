@@ -143,14 +143,7 @@ func TestUDPAppServesQoSRelayGQPOnOnePort(t *testing.T) {
 	if !qosAnswered(qc, 1, replyTimeout) {
 		t.Fatal("QoS request not answered")
 	}
-	host, hostAlloc, hostData := env.dial(t, 2)
-	joiner, _, _ := env.dial(t, 2)
-	if _, err := connectTo(t, joiner, hostData); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	echoHost(ctx, t, host)
+	_, joiner, hostAlloc := env.echoingPair(t)
 	if err := exchange(joiner, hostAlloc.ID, 1, 0, 500, 64); err != nil {
 		t.Fatal(err)
 	}
@@ -238,14 +231,8 @@ func TestUDPAppFlood(t *testing.T) {
 	}
 	// The clients ask far more often than a player would: let them.
 	env := startUDPApp(t, "rate 10000\nburst 10000\nmax_sources 20000")
-	host, hostAlloc, hostData := env.dial(t, 2)
-	joiner, _, _ := env.dial(t, 2)
-	if _, err := connectTo(t, joiner, hostData); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	echoHost(ctx, t, host)
+	_, joiner, hostAlloc := env.echoingPair(t)
+	ctx := t.Context()
 	qc := testutil.DialUDP(t, "127.0.0.1:0", env.addr)
 	if !qosAnswered(qc, 1, replyTimeout) || !relayEchoed(joiner, hostAlloc.ID, 0, replyTimeout) || !gqpMotd(env.addr, replyTimeout) {
 		t.Fatal("a client was not answered before the flood")
@@ -397,14 +384,8 @@ func TestUDPAppReloads(t *testing.T) {
 		return
 	}
 	env := startUDPApp(t, "")
-	host, hostAlloc, hostData := env.dial(t, 2)
-	joiner, _, _ := env.dial(t, 2)
-	if _, err := connectTo(t, joiner, hostData); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	echoHost(ctx, t, host)
+	host, joiner, hostAlloc := env.echoingPair(t)
+	ctx := t.Context()
 
 	// A QoS source that goes over its burst (100) is banned.
 	// (QoS sources are addresses by default: it has one of its own.)
@@ -564,4 +545,17 @@ func goroutinesBlocked(state string, frames ...string) int {
 		}
 	}
 	return n
+}
+
+// echoingPair binds a host and a joiner connected to it; the host echoes
+// every message back until the test ends.
+func (env *relayEnv) echoingPair(t *testing.T) (host, joiner *relay.Client, hostAlloc *relay.Allocation) {
+	t.Helper()
+	host, hostAlloc, hostData := env.dial(t, 2)
+	joiner, _, _ = env.dial(t, 2)
+	if _, err := connectTo(t, joiner, hostData); err != nil {
+		t.Fatal(err)
+	}
+	echoHost(t.Context(), t, host)
+	return host, joiner, hostAlloc
 }
