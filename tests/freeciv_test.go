@@ -32,26 +32,7 @@ func startFreecivGate(t *testing.T) *freecivEnv {
 	env := &freecivEnv{server: testutil.StartFreeciv(t), gate: testutil.FreeTCPAddr(t), bare: testutil.FreeTCPAddr(t)}
 	env.http = "http://" + testutil.FreeTCPAddr(t)
 	env.caddy = testcaddy.Start(t, fmt.Sprintf(`{
-	layer4 {
-		%s {
-			@freeciv freeciv
-			route @freeciv {
-				freeciv_guard {
-					max_decompressed 65536
-				}
-				proxy %s
-			}
-		}
-		%s {
-			route {
-				freeciv_guard {
-					max_decompressed 65536
-				}
-				proxy %s
-			}
-		}
-	}
-}
+%s}
 %s {
 	handle_path /query/* {
 		game_query {
@@ -62,7 +43,7 @@ func startFreecivGate(t *testing.T) *freecivEnv {
 		}
 	}
 }
-`, env.gate, env.server, env.bare, env.server, env.http, env.server))
+`, freecivGuardRoutes(env.gate, env.bare, env.server), env.http, env.server))
 	return env
 }
 
@@ -374,28 +355,7 @@ func recordingServer(t *testing.T) (addr string, got <-chan []byte) {
 func TestFreecivGuardPassesNothingMalformed(t *testing.T) {
 	upstream, received := recordingServer(t)
 	gate, bare := testutil.FreeTCPAddr(t), testutil.FreeTCPAddr(t)
-	testcaddy.Start(t, fmt.Sprintf(`{
-	layer4 {
-		%s {
-			@freeciv freeciv
-			route @freeciv {
-				freeciv_guard {
-					max_decompressed 65536
-				}
-				proxy %s
-			}
-		}
-		%s {
-			route {
-				freeciv_guard {
-					max_decompressed 65536
-				}
-				proxy %s
-			}
-		}
-	}
-}
-`, gate, upstream, bare, upstream))
+	testcaddy.Start(t, fmt.Sprintf("{\n%s}\n", freecivGuardRoutes(gate, bare, upstream)))
 	valid, cases := hostileStreams(t)
 	// A well-formed stream passes unchanged, as a control.
 	good := append(bytes.Clone(valid), 0x00, 0x04, 0x09, 0x01)
@@ -428,4 +388,30 @@ func TestFreecivGuardPassesNothingMalformed(t *testing.T) {
 			}
 		}
 	}
+}
+
+// freecivGuardRoutes is a layer4 block with the Freeciv guard in front of
+// upstream twice: on gate behind the freeciv matcher, and on bare without
+// it.
+func freecivGuardRoutes(gate, bare, upstream string) string {
+	return fmt.Sprintf(`	layer4 {
+		%s {
+			@freeciv freeciv
+			route @freeciv {
+				freeciv_guard {
+					max_decompressed 65536
+				}
+				proxy %s
+			}
+		}
+		%s {
+			route {
+				freeciv_guard {
+					max_decompressed 65536
+				}
+				proxy %s
+			}
+		}
+	}
+`, gate, upstream, bare, upstream)
 }
