@@ -25,29 +25,9 @@ func TestVectors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			switch v.Kind {
 			case "join-req":
-				var m JoinReq
-				if err := m.Decode(v.Bytes); err != nil {
-					t.Fatalf("Decode: got %v, want nil", err)
-				}
-				out, err := m.AppendTo(nil)
-				if err != nil || !bytes.Equal(out, v.Bytes) {
-					t.Fatalf("AppendTo: got %x (%v), want %x", out, err, v.Bytes)
-				}
-				if got, want := m.Len(), len(v.Bytes); got != want {
-					t.Fatalf("Len: got %v, want %v", got, want)
-				}
+				reencodes(t, v.Bytes, new(JoinReq))
 			case "join-reply":
-				var m JoinReply
-				if err := m.Decode(v.Bytes); err != nil {
-					t.Fatalf("Decode: got %v, want nil", err)
-				}
-				out, err := m.AppendTo(nil)
-				if err != nil || !bytes.Equal(out, v.Bytes) {
-					t.Fatalf("AppendTo: got %x (%v), want %x", out, err, v.Bytes)
-				}
-				if got, want := m.Len(), len(v.Bytes); got != want {
-					t.Fatalf("Len: got %v, want %v", got, want)
-				}
+				reencodes(t, v.Bytes, new(JoinReply))
 			case "packet1", "packet2", "chunk", "jumbo", "delta":
 				// Checked by the tests that know their contents.
 			case "lan-request":
@@ -58,18 +38,24 @@ func TestVectors(t *testing.T) {
 					t.Fatalf("AppendLANRequest: got %x, want %x", got, v.Bytes)
 				}
 			case "lan":
-				var a LANAnnouncement
-				if err := a.Decode(v.Bytes); err != nil {
-					t.Fatalf("Decode: got %v, want nil", err)
-				}
-				out, err := a.AppendTo(nil)
-				if err != nil || !bytes.Equal(out, v.Bytes) {
-					t.Fatalf("AppendTo: got %x (%v), want %x", out, err, v.Bytes)
-				}
+				reencodes(t, v.Bytes, new(LANAnnouncement))
 			default:
 				t.Fatalf("unknown vector kind %q", v.Kind)
 			}
 		})
+	}
+}
+
+// reencodes checks a valid vector: m decodes it, re-encodes it exactly,
+// and its Len says so.
+func reencodes(t *testing.T, in []byte, m testutil.Codec) {
+	t.Helper()
+	if err := m.Decode(in); err != nil {
+		t.Fatalf("Decode: got %v, want nil", err)
+	}
+	testutil.Reencodes(t, in, m.AppendTo)
+	if got, want := m.Len(), len(in); got != want {
+		t.Fatalf("Len: got %v, want %v", got, want)
 	}
 }
 
