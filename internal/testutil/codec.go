@@ -45,6 +45,24 @@ func Reencodes(t testing.TB, want []byte, appendTo func([]byte) ([]byte, error))
 	}
 }
 
+// BenchEncode measures m's encoder into a reused buffer, reporting
+// allocations and bytes per operation.
+func BenchEncode(b *testing.B, m interface {
+	AppendTo([]byte) ([]byte, error)
+	Len() int
+}) {
+	b.Helper()
+	out := make([]byte, 0, m.Len())
+	b.ReportAllocs()
+	b.SetBytes(int64(m.Len()))
+	for b.Loop() {
+		var err error
+		if out, err = m.AppendTo(out[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchDecode measures decode on in, reporting allocations and bytes per
 // operation.
 func BenchDecode(b *testing.B, in []byte, decode func([]byte) error) {

@@ -818,20 +818,11 @@ func BenchmarkQueryDecode(b *testing.B) {
 }
 
 func BenchmarkQueryEncode(b *testing.B) {
-	in := testutil.Vectors(b)["multi-query"].Bytes
 	var q Query
-	if err := q.Decode(in); err != nil {
+	if err := q.Decode(testutil.Vectors(b)["multi-query"].Bytes); err != nil {
 		b.Fatal(err)
 	}
-	out := make([]byte, 0, MaxQuery)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	for b.Loop() {
-		var err error
-		if out, err = q.AppendTo(out[:0]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchEncode(b, &q)
 }
 
 func BenchmarkResponseDecode(b *testing.B) {
@@ -840,18 +831,9 @@ func BenchmarkResponseDecode(b *testing.B) {
 }
 
 func BenchmarkResponseEncode(b *testing.B) {
-	in := testutil.Vectors(b)["draft-identify-response"].Bytes
 	var r Response
-	if err := r.Decode(in); err != nil {
+	if err := r.Decode(testutil.Vectors(b)["draft-identify-response"].Bytes); err != nil {
 		b.Fatal(err)
 	}
-	out := make([]byte, 0, MaxQuery)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	for b.Loop() {
-		var err error
-		if out, err = r.AppendTo(out[:0]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchEncode(b, &r)
 }

@@ -160,15 +160,7 @@ func BenchmarkRelayDecode(b *testing.B) {
 
 func BenchmarkRelayEncode(b *testing.B) {
 	m := benchRelay()
-	out := make([]byte, 0, m.Len())
-	b.ReportAllocs()
-	b.SetBytes(int64(m.Len()))
-	for b.Loop() {
-		var err error
-		if out, err = m.AppendTo(out[:0]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testutil.BenchEncode(b, &m)
 }
 
 func BenchmarkPingDecode(b *testing.B) {
