@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -339,9 +338,7 @@ func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 type A2SShieldProtocol struct {
 	A2SShield
 
-	jobs chan a2sJob
-	stop chan struct{}
-	wg   sync.WaitGroup
+	workers workers[a2sJob]
 }
 
 // a2sJob is a validated request waiting for the game server's answer.
@@ -369,21 +366,13 @@ func (p *A2SShieldProtocol) Provision(ctx caddy.Context) error {
 	if err := p.A2SShield.Provision(ctx); err != nil {
 		return err
 	}
-	p.jobs = make(chan a2sJob, a2sQueueCap)
-	p.stop = make(chan struct{})
-	p.wg.Add(a2sWorkers)
-	for range a2sWorkers {
-		go p.work()
-	}
+	p.workers.start(a2sWorkers, a2sQueueCap, p.serve)
 	return nil
 }
 
 // Cleanup stops the workers.
 func (p *A2SShieldProtocol) Cleanup() error {
-	if p.stop != nil {
-		close(p.stop)
-		p.wg.Wait()
-	}
+	p.workers.close()
 	return nil
 }
 
@@ -411,35 +400,25 @@ func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, d
 	case !pending:
 		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
 	default:
-		select {
-		case p.jobs <- a2sJob{conn: w.Conn(), src: src, typ: typ}:
-		default:
+		if !p.workers.offer(a2sJob{conn: w.Conn(), src: src, typ: typ}) {
 			a2sShieldMetrics.busy.Inc()
 		}
 	}
 }
 
-func (p *A2SShieldProtocol) work() {
-	defer p.wg.Done()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case j := <-p.jobs:
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			ds := p.shield.Serve(ctx, j.typ)
-			cancel()
-			if ds == nil {
-				a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
-				continue
-			}
-			a2sShieldMetrics.requests.count(a2s.Answered)
-			for _, d := range ds {
-				if err := j.conn.WriteTo(d, j.src); err != nil {
-					if ce := p.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
-						ce.Write(zap.Stringer("to", j.src), zap.Error(err))
-					}
-				}
+func (p *A2SShieldProtocol) serve(j a2sJob) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ds := p.shield.Serve(ctx, j.typ)
+	cancel()
+	if ds == nil {
+		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
+		return
+	}
+	a2sShieldMetrics.requests.count(a2s.Answered)
+	for _, d := range ds {
+		if err := j.conn.WriteTo(d, j.src); err != nil {
+			if ce := p.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
+				ce.Write(zap.Stringer("to", j.src), zap.Error(err))
 			}
 		}
 	}

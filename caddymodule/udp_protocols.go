@@ -100,10 +100,8 @@ func (p *RelayProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datag
 type GQPProtocol struct {
 	GQPResponder
 
-	free chan *gqpJob // jobs not in use: the queue's bound
-	jobs chan *gqpJob
-	stop chan struct{}
-	wg   sync.WaitGroup
+	free    chan *gqpJob // jobs not in use: the queue's bound
+	workers workers[*gqpJob]
 }
 
 // gqpJob is one query waiting for a worker, in a buffer allocated once.
@@ -133,24 +131,16 @@ func (p *GQPProtocol) Provision(ctx caddy.Context) error {
 		return err
 	}
 	p.free = make(chan *gqpJob, gqpQueueCap)
-	p.jobs = make(chan *gqpJob, gqpQueueCap)
-	p.stop = make(chan struct{})
 	for range gqpQueueCap {
 		p.free <- new(gqpJob)
 	}
-	p.wg.Add(gqpWorkers)
-	for range gqpWorkers {
-		go p.work()
-	}
+	p.workers.start(gqpWorkers, gqpQueueCap, p.answer)
 	return nil
 }
 
 // Cleanup stops the workers.
 func (p *GQPProtocol) Cleanup() error {
-	if p.stop != nil {
-		close(p.stop)
-		p.wg.Wait()
-	}
+	p.workers.close()
 	return nil
 }
 
@@ -183,29 +173,21 @@ func (p *GQPProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagra
 		return
 	}
 	j.conn, j.src, j.n = w.Conn(), src, copy(j.query[:], datagram)
-	p.jobs <- j // never blocks: there are as many slots as jobs
+	p.workers.offer(j) // always taken: the queue has a slot for every job
 }
 
-func (p *GQPProtocol) work() {
-	defer p.wg.Done()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case j := <-p.jobs:
-			ctx, cancel := context.WithTimeout(context.Background(), p.answerTimeout())
-			out, v := p.server.Answer(ctx, j.src, j.query[:j.n])
-			cancel()
-			gqpMetrics.queries.count(v)
-			for _, d := range out {
-				if err := j.conn.WriteTo(d, j.src); err != nil {
-					gqpMetrics.writeFailed(p.logger, j.src, err)
-				}
-			}
-			j.conn = nil
-			p.free <- j
+func (p *GQPProtocol) answer(j *gqpJob) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.answerTimeout())
+	out, v := p.server.Answer(ctx, j.src, j.query[:j.n])
+	cancel()
+	gqpMetrics.queries.count(v)
+	for _, d := range out {
+		if err := j.conn.WriteTo(d, j.src); err != nil {
+			gqpMetrics.writeFailed(p.logger, j.src, err)
 		}
 	}
+	j.conn = nil
+	p.free <- j
 }
 
 // Interface guards
