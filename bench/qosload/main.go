@@ -35,7 +35,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,24 +78,13 @@ func main() {
 			fatal(fmt.Errorf("%s: %w", t.name, err))
 		}
 	}
-	loads := []string{benchutil.LoadAverage()}
-	for r := range *rounds {
-		if r > 0 {
-			time.Sleep(*pause)
+	loads := benchutil.Rounds(*rounds, *pause, targets, func(_, _ int, t *target) {
+		res, err := runLoad(t, *clients, *inflight, *duration)
+		if err != nil {
+			fatal(fmt.Errorf("%s: %w", t.name, err))
 		}
-		order := slices.Clone(targets)
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, t := range order {
-			res, err := runLoad(t, *clients, *inflight, *duration)
-			if err != nil {
-				fatal(fmt.Errorf("%s: %w", t.name, err))
-			}
-			t.add(res)
-		}
-		loads = append(loads, benchutil.LoadAverage())
-	}
+		t.add(res)
+	})
 	report(targets, *jsonOut, *clients, *inflight, *duration, *rounds, loads)
 }
 

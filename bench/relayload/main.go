@@ -157,20 +157,9 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	loads := []string{benchutil.LoadAverage()}
-	for r := range *rounds {
-		if r > 0 {
-			time.Sleep(*pause)
-		}
-		order := slices.Clone(targets)
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
-		for i, t := range order {
-			t.res = append(t.res, run(t, uint32(len(targets)*(r+1)+i), *duration))
-		}
-		loads = append(loads, benchutil.LoadAverage())
-	}
+	loads := benchutil.Rounds(*rounds, *pause, targets, func(r, i int, t *target) {
+		t.res = append(t.res, run(t, uint32(len(targets)*(r+1)+i), *duration))
+	})
 	report(targets, *window, len(targets[0].msg), *rounds, *duration, loads)
 }
 

@@ -128,3 +128,25 @@ func ProcessCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// Rounds runs each target once per round, rounds times, with pause between
+// rounds, alternating the order (reversed in odd rounds) so that no target
+// always runs first or last while the machine's load drifts. It returns the
+// load average before the first round and after each.
+func Rounds[T any](rounds int, pause time.Duration, targets []T, run func(round, i int, t T)) []string {
+	loads := []string{LoadAverage()}
+	for r := range rounds {
+		if r > 0 {
+			time.Sleep(pause)
+		}
+		order := slices.Clone(targets)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for i, t := range order {
+			run(r, i, t)
+		}
+		loads = append(loads, LoadAverage())
+	}
+	return loads
+}
