@@ -173,7 +173,11 @@ func (p *GQPProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagra
 		return
 	}
 	j.conn, j.src, j.n = w.Conn(), src, copy(j.query[:], datagram)
-	p.workers.offer(j) // always taken: the queue has a slot for every job
+	if !p.workers.offer(j) { // the queue has a slot for every job, so this is not expected
+		j.conn = nil
+		p.free <- j
+		gqpMetrics.drops.count(gqpDropQueueFull)
+	}
 }
 
 func (p *GQPProtocol) answer(j *gqpJob) {
