@@ -106,7 +106,7 @@ func (h *FreecivGuard) Provision(ctx caddy.Context) error {
 	if err := h.Validate(); err != nil {
 		return err
 	}
-	return registerCollectors(ctx.GetMetricsRegistry(), freecivMetrics.collectors()...)
+	return freecivMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // Ranges of the Freeciv guard's options.
@@ -280,26 +280,17 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var freecivMetrics = newFreecivMetrics()
 
 type freecivMetricSet struct {
+	metricSet
 	connections prometheus.Counter
 	violations  *prometheus.CounterVec
 }
 
 func newFreecivMetrics() *freecivMetricSet {
-	const ns, sub = "gamegate", "freeciv_guard"
-	return &freecivMetricSet{
-		connections: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "connections_total",
-			Help: "Freeciv connections checked by the guard.",
-		}),
-		violations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "violations_total",
-			Help: "Freeciv connections closed by the guard, by reason (framing, first_packet, rate).",
-		}, []string{"reason"}),
-	}
-}
-
-func (m *freecivMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.connections, m.violations}
+	m := &freecivMetricSet{metricSet: metricSet{subsystem: "freeciv_guard"}}
+	m.connections = m.counter("connections_total", "Freeciv connections checked by the guard.")
+	m.violations = m.counterVec("violations_total",
+		"Freeciv connections closed by the guard, by reason (framing, first_packet, rate).", "reason")
+	return m
 }
 
 // Interface guards

@@ -249,7 +249,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("game_query: %w", err)
 	}
 	h.gateway = gw
-	return registerCollectors(ctx.GetMetricsRegistry(), gameQueryMetrics.collectors()...)
+	return gameQueryMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // Validate checks the configuration.
@@ -558,26 +558,17 @@ func parseGameQueryDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 var gameQueryMetrics = newGameQueryMetrics()
 
 type gameQueryMetricSet struct {
+	metricSet
 	requests codeCounters
 	upstream prometheus.Counter
 }
 
 func newGameQueryMetrics() *gameQueryMetricSet {
-	const ns, sub = "gamegate", "game_query"
-	return &gameQueryMetricSet{
-		requests: newCodeCounters(prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "requests_total",
-			Help: "Game query HTTP requests answered, by status code.",
-		}, []string{"code"}), 200, 304, 400, 403, 404, 429, 502, 503, 504),
-		upstream: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "upstream_queries_total",
-			Help: "Queries sent to game servers (after caching and coalescing).",
-		}),
-	}
-}
-
-func (m *gameQueryMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests.vec, m.upstream}
+	m := &gameQueryMetricSet{metricSet: metricSet{subsystem: "game_query"}}
+	m.requests = m.codeCounters("requests_total", "Game query HTTP requests answered, by status code.",
+		200, 304, 400, 403, 404, 429, 502, 503, 504)
+	m.upstream = m.counter("upstream_queries_total", "Queries sent to game servers (after caching and coalescing).")
+	return m
 }
 
 // Interface guards

@@ -11,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/mholt/caddy-l4/layer4"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/gqp"
@@ -189,7 +188,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	if h.server, err = gqp.NewServer(cfg); err != nil {
 		return fmt.Errorf("gqp: %w", err)
 	}
-	return registerCollectors(ctx.GetMetricsRegistry(), gqpMetrics.collectors()...)
+	return gqpMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // Ranges of the GQP responder's options.
@@ -457,24 +456,20 @@ var gqpDropNames = [numGQPDrops]string{"queue_full", "unvalidated", "too_large",
 func (d gqpDrop) String() string { return gqpDropNames[d] }
 
 type gqpMetricSet struct {
+	metricSet
 	queries enumCounters[gqp.Verdict]
 	drops   enumCounters[gqpDrop]
 }
 
 func newGQPMetrics() *gqpMetricSet {
-	const sub = "gqp"
-	return &gqpMetricSet{
-		queries: newEnumCounters(sub, "queries_total",
-			"GQP queries handled by the responder, by outcome.",
-			"outcome", gqp.NumVerdicts),
-		drops: newEnumCounters(sub, "dropped_total",
-			"GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed).",
-			"reason", numGQPDrops),
-	}
-}
-
-func (m *gqpMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.queries.vec, m.drops.vec}
+	m := &gqpMetricSet{metricSet: metricSet{subsystem: "gqp"}}
+	m.queries = newEnumCounters(&m.metricSet, "queries_total",
+		"GQP queries handled by the responder, by outcome.",
+		"outcome", gqp.NumVerdicts)
+	m.drops = newEnumCounters(&m.metricSet, "dropped_total",
+		"GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed).",
+		"reason", numGQPDrops)
+	return m
 }
 
 // writeFailed counts an answer datagram the kernel refused to send to to.

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ const (
 func (o testOutcome) String() string { return [...]string{"a", "b"}[o] }
 
 func TestEnumCountersCountUnderEachValuesLabel(t *testing.T) {
-	c := newEnumCounters("test", "things_total", "Things, by outcome.", "outcome", numTestOutcomes)
+	c := newEnumCounters(&metricSet{subsystem: "test"}, "things_total", "Things, by outcome.", "outcome", numTestOutcomes)
 	c.count(testOutcomeB)
 	c.count(testOutcomeB)
 	c.count(testOutcomeA)
@@ -48,6 +49,92 @@ func TestEnumCountersCountUnderEachValuesLabel(t *testing.T) {
 	// (AllocsPerRun runs the function once more than asked).
 	if len(got) != 2 || got["a"] != 102 || got["b"] != 2 {
 		t.Errorf("counts %v, want a=102 b=2", got)
+	}
+}
+
+// gather returns the registry's samples as series → value, the series
+// written as testcaddy's Metric takes them.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gathering: %v", err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			series := mf.GetName()
+			if len(m.GetLabel()) > 0 {
+				var ls []string
+				for _, l := range m.GetLabel() {
+					ls = append(ls, l.GetName()+`="`+l.GetValue()+`"`)
+				}
+				series += "{" + strings.Join(ls, ",") + "}"
+			}
+			if c := m.GetCounter(); c != nil {
+				got[series] = c.GetValue()
+			} else {
+				got[series] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return got
+}
+
+// A metric set is process-wide and every configuration registers it in its
+// own registry (Caddy makes one per configuration): registering it again in
+// the same registry (two handlers) is not an error, a reload's new registry
+// shows the counts so far, and nothing is counted twice.
+func TestMetricSetRegistersInEveryConfiguration(t *testing.T) {
+	s := &metricSet{subsystem: "test"}
+	things := s.counter("things_total", "Things.")
+	kinds := s.counterVec("kinds_total", "Things, by kind.", "kind")
+	codes := s.codeCounters("answers_total", "Answers, by status code.", 200)
+	outcomes := newEnumCounters(s, "outcomes_total", "Things, by outcome.", "outcome", numTestOutcomes)
+	s.gaugeFunc("live", "Live things.", func() float64 { return 7 })
+	scraped := s.desc("scraped_total", "Things counted elsewhere, by kind.", "kind")
+	s.scraped(func(ch chan<- prometheus.Metric) {
+		ch <- prometheus.MustNewConstMetric(scraped, prometheus.CounterValue, 5, "x")
+	}, scraped)
+
+	first := prometheus.NewPedanticRegistry()
+	for range 2 {
+		if err := s.register(first); err != nil {
+			t.Fatalf("registering in the first configuration: %v", err)
+		}
+	}
+	things.Inc()
+	kinds.WithLabelValues("k").Inc()
+	codes.count(200)
+	codes.count(404)
+	outcomes.count(testOutcomeB)
+
+	reloaded := prometheus.NewPedanticRegistry()
+	if err := s.register(reloaded); err != nil {
+		t.Fatalf("registering in the reloaded configuration: %v", err)
+	}
+	things.Inc()
+	want := map[string]float64{
+		"gamegate_test_things_total":                2,
+		`gamegate_test_kinds_total{kind="k"}`:       1,
+		`gamegate_test_answers_total{code="200"}`:   1,
+		`gamegate_test_answers_total{code="404"}`:   1,
+		`gamegate_test_outcomes_total{outcome="a"}`: 0,
+		`gamegate_test_outcomes_total{outcome="b"}`: 1,
+		"gamegate_test_live":                        7,
+		`gamegate_test_scraped_total{kind="x"}`:     5,
+	}
+	for name, reg := range map[string]*prometheus.Registry{"first": first, "reloaded": reloaded} {
+		if got := gather(t, reg); !maps.Equal(got, want) {
+			t.Errorf("%s configuration: gathered %v, want %v", name, got, want)
+		}
+	}
+
+	// Another metric under a registered name is a conflict, not skipped.
+	other := &metricSet{subsystem: "test"}
+	other.counter("things_total", "Other things.")
+	if err := other.register(reloaded); err == nil {
+		t.Error("registering a different metric under a registered name: no error, want one")
 	}
 }
 
@@ -125,12 +212,12 @@ gamegate_udp_dropped_total{reason} "Datagrams gamegate's UDP servers dropped the
 // gamegateCollectors returns the collectors of every gamegate metric set.
 func gamegateCollectors() []prometheus.Collector {
 	var cs []prometheus.Collector
-	for _, s := range [][]prometheus.Collector{
-		qosMetrics.collectors(), relayMetrics.collectors(), relayAPIMetrics.collectors(), gqpMetrics.collectors(),
-		a2sShieldMetrics.collectors(), freecivMetrics.collectors(), discoveryMetrics.collectors(),
-		gameQueryMetrics.collectors(), {udpCollector{}},
+	for _, s := range []*metricSet{
+		&qosMetrics.metricSet, &relayMetrics.metricSet, &relayAPIMetrics.metricSet, &gqpMetrics.metricSet,
+		&a2sShieldMetrics.metricSet, &freecivMetrics.metricSet, &discoveryMetrics.metricSet,
+		&gameQueryMetrics.metricSet, udpMetrics,
 	} {
-		cs = append(cs, s...)
+		cs = append(cs, s.collectors...)
 	}
 	return cs
 }

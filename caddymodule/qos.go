@@ -155,7 +155,7 @@ func (h *QoSEcho) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.engine = engine
-	return registerCollectors(ctx.GetMetricsRegistry(), qosMetrics.collectors()...)
+	return qosMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // destructTable releases a source table when no configuration uses it.
@@ -298,6 +298,7 @@ var liveSourceTables liveSet[*qos.SourceTable]
 // for its verdict. Every metric is derived from those counts when scraped,
 // so the hot path pays for one counter, not one per metric.
 type qosMetricSet struct {
+	metricSet
 	verdicts [qos.NumVerdicts]struct {
 		n atomic.Uint64
 		_ [56]byte // one cache line each: verdicts are counted from every core
@@ -306,29 +307,19 @@ type qosMetricSet struct {
 }
 
 func newQoSMetrics() *qosMetricSet {
-	name := func(n string) string { return prometheus.BuildFQName("gamegate", "qos", n) }
-	return &qosMetricSet{
-		requests:  prometheus.NewDesc(name("requests_total"), "Datagrams received by QoS echo handlers.", nil, nil),
-		responses: prometheus.NewDesc(name("responses_total"), "QoS responses sent, by flow control (none, backoff, ban).", []string{"flow"}, nil),
-		drops:     prometheus.NewDesc(name("dropped_total"), "QoS datagrams dropped without a response, by reason.", []string{"reason"}, nil),
-		bans:      prometheus.NewDesc(name("bans_total"), "QoS sources banned, by cause (rate, capacity).", []string{"cause"}, nil),
-		tracked:   prometheus.NewDesc(name("tracked_sources"), "Sources whose QoS rate and ban state is remembered.", nil, nil),
-	}
+	m := &qosMetricSet{metricSet: metricSet{subsystem: "qos"}}
+	m.requests = m.desc("requests_total", "Datagrams received by QoS echo handlers.")
+	m.responses = m.desc("responses_total", "QoS responses sent, by flow control (none, backoff, ban).", "flow")
+	m.drops = m.desc("dropped_total", "QoS datagrams dropped without a response, by reason.", "reason")
+	m.bans = m.desc("bans_total", "QoS sources banned, by cause (rate, capacity).", "cause")
+	m.tracked = m.desc("tracked_sources", "Sources whose QoS rate and ban state is remembered.")
+	m.scraped(m.collect, m.requests, m.responses, m.drops, m.bans, m.tracked)
+	return m
 }
 
 func (m *qosMetricSet) count(v qos.Verdict) { m.verdicts[v].n.Add(1) }
 
-func (m *qosMetricSet) collectors() []prometheus.Collector { return []prometheus.Collector{m} }
-
-// Describe implements prometheus.Collector.
-func (m *qosMetricSet) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.requests, m.responses, m.drops, m.bans, m.tracked} {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (m *qosMetricSet) Collect(ch chan<- prometheus.Metric) {
+func (m *qosMetricSet) collect(ch chan<- prometheus.Metric) {
 	var n [qos.NumVerdicts]float64
 	total := 0.0
 	for v := range n {
@@ -354,7 +345,6 @@ func (m *qosMetricSet) Collect(ch chan<- prometheus.Metric) {
 
 // Interface guards
 var (
-	_ prometheus.Collector  = (*qosMetricSet)(nil)
 	_ caddy.Provisioner     = (*QoSEcho)(nil)
 	_ caddy.Validator       = (*QoSEcho)(nil)
 	_ caddy.CleanerUpper    = (*QoSEcho)(nil)
