@@ -70,8 +70,8 @@ type GameQuery struct {
 	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
 	// Most upstream queries per second per server. Default: 10.
 	UpstreamRate float64 `json:"upstream_rate,omitempty"`
-	// Upstream queries per server allowed at once. Default:
-	// upstream_rate.
+	// Upstream queries per server allowed at once. Default: one second of
+	// upstream_rate, rounded up.
 	UpstreamBurst int `json:"upstream_burst,omitempty"`
 	// Deprecated: the former name of upstream_rate, still read (with a
 	// warning at provision).

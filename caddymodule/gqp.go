@@ -107,8 +107,8 @@ type GQPCommand struct {
 	// separately for queries with and without arguments; past it the
 	// command answers 31 unless a cached answer can serve. Default: 10.
 	UpstreamRate float64 `json:"upstream_rate,omitempty"`
-	// Upstream requests for this command allowed at once. Default:
-	// upstream_rate (at least 1).
+	// Upstream requests for this command allowed at once. Default: one
+	// second of upstream_rate, rounded up.
 	UpstreamBurst int `json:"upstream_burst,omitempty"`
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
 
@@ -52,7 +53,7 @@ type QoSEcho struct {
 	// global budget).
 	Capacity float64 `json:"capacity,omitempty"`
 	// Requests beyond the steady capacity that may be answered at once.
-	// Default: one second of capacity.
+	// Default: one second of capacity, rounded up.
 	CapacityBurst int `json:"capacity_burst,omitempty"`
 	// The most sources whose rate and ban state is remembered; past it the
 	// source seen least recently is forgotten. Bounds memory under a flood
@@ -107,7 +108,7 @@ func (h *QoSEcho) setDefaults() {
 		h.BanDuration = caddy.Duration(time.Duration(h.BanUnits) * wireqos.Unit)
 	}
 	if h.Capacity > 0 && h.CapacityBurst == 0 {
-		h.CapacityBurst = max(1, int(h.Capacity))
+		h.CapacityBurst = ratelimit.DefaultBurst(h.Capacity)
 	}
 	if h.MaxSources == 0 {
 		h.MaxSources = qosDefaultMaxSources

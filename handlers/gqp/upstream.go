@@ -52,7 +52,7 @@ type HTTPCommand struct {
 	// Default: DefaultUpstreamRate.
 	Rate float64
 	// Burst is how many requests of each budget may go at once. Default:
-	// Rate, at least 1.
+	// one second of Rate, rounded up (ratelimit.DefaultBurst).
 	Burst int
 	// Client makes the requests. Default: one with Timeout.
 	Client *http.Client
@@ -79,7 +79,7 @@ func (c *HTTPCommand) init() {
 		c.Rate = DefaultUpstreamRate
 	}
 	if c.Burst == 0 {
-		c.Burst = max(1, int(c.Rate))
+		c.Burst = ratelimit.DefaultBurst(c.Rate)
 	}
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: c.Timeout}

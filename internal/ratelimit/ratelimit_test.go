@@ -253,6 +253,40 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
+func TestDefaultBurst(t *testing.T) {
+	tests := []struct {
+		rate float64
+		want int
+	}{
+		{10, 10}, {2.5, 3}, {1.0001, 2}, {1, 1}, {0.2, 1}, {1e-9, 1},
+		{0, 1}, {-5, 1}, {math.NaN(), 1},
+		{MaxBurst - 0.5, MaxBurst}, {MaxBurst, MaxBurst}, {1e12, MaxBurst}, {math.Inf(1), MaxBurst},
+	}
+	for _, tt := range tests {
+		got := DefaultBurst(tt.rate)
+		if got != tt.want {
+			t.Errorf("DefaultBurst(%v): got %d, want %d", tt.rate, got, tt.want)
+		}
+		// Every valid rate is valid with its default burst.
+		if Validate(tt.rate, 1) == nil {
+			if err := Validate(tt.rate, got); err != nil {
+				t.Errorf("rate %v with its default burst %d: %v", tt.rate, got, err)
+			}
+		}
+	}
+	// The default burst is one second of events: a fresh limiter admits
+	// exactly that many at once.
+	l := mustLimit(t, 2.5, DefaultBurst(2.5))
+	var s State
+	n := 0
+	for l.Allow(&s, 0) {
+		n++
+	}
+	if n != 3 {
+		t.Errorf("a fresh limiter of 2.5/s with the default burst admitted %d at once, want 3", n)
+	}
+}
+
 func TestAllowDoesNotAllocate(t *testing.T) {
 	l := mustLimit(t, 1000, 10)
 	var s State
