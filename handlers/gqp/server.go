@@ -80,6 +80,9 @@ type Command struct {
 }
 
 // CachedAnswer is a command's answer that is ready without blocking.
+// Command.Cached runs on a socket's reader for every query, forged ones
+// included, so it should return an answer made once, when it was cached,
+// as HTTPCommand does: then neither Size nor Fill costs anything per query.
 type CachedAnswer struct {
 	// Fill fills a reply as Run would and returns its status.
 	Fill func(*wiregqp.Reply) wiregqp.Status
@@ -291,10 +294,14 @@ func (s *Server) Answer(ctx context.Context, src netip.AddrPort, query []byte) (
 // or validate takes effect), lets each such command start its upstream
 // work, and returns done false: the caller may then call Answer off its
 // reader, or drop the query.
+//
+// Refusing a cached answer to a source that may not receive it allocates
+// nothing (with a Command.Cached that does not).
 func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Verdict, done bool) {
-	var q wiregqp.Query
+	q := queries.Get().(*wiregqp.Query)
+	defer queries.Put(q)
 	err := q.Decode(query)
-	var ready []func(*wiregqp.Reply) wiregqp.Status
+	var ready [wiregqp.MaxCommands]func(*wiregqp.Reply) wiregqp.Status
 	done = true
 	size, validates := 0, false
 	for i, c := range q.Commands {
@@ -311,9 +318,6 @@ func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Ve
 			done = false // but go on, so that every miss starts its work
 			continue
 		}
-		if ready == nil {
-			ready = make([]func(*wiregqp.Reply) wiregqp.Status, len(q.Commands))
-		}
 		ready[i] = answer.Fill
 		size += answer.Size
 	}
@@ -326,15 +330,15 @@ func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Ve
 		// can be tens of kilobytes, and these sources can be forged).
 		return nil, DroppedAmplification, true
 	}
-	out, v = s.respond(src, query, &q, err, func(i int, c wiregqp.Command, r *wiregqp.Reply) {
-		var answer func(*wiregqp.Reply) wiregqp.Status
-		if ready != nil {
-			answer = ready[i]
-		}
-		s.run(context.Background(), src, c, r, answer, true)
+	out, v = s.respond(src, query, q, err, func(i int, c wiregqp.Command, r *wiregqp.Reply) {
+		s.run(context.Background(), src, c, r, ready[i], true)
 	})
 	return out, v, true
 }
+
+// queries are the decoded queries AnswerNow reuses: decoding into one
+// allocates nothing once its slices have grown.
+var queries = sync.Pool{New: func() any { return new(wiregqp.Query) }}
 
 // respond answers q, decoded from query with decodeErr, running each of
 // its commands with run, and applies the amplification limits of src.

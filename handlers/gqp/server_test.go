@@ -506,29 +506,45 @@ func TestAnswerNow(t *testing.T) {
 	}
 }
 
-// A cached answer larger than the query is not even built for a source
-// that is neither trusted nor validated: it could only be dropped, and
-// building a large one for every forged datagram would tie up the reader.
-func TestAnswerNowRefusesLargeCachedAnswersUnbuilt(t *testing.T) {
+// rulesServer serves a command "rules" whose upstream answers records
+// pairs of 100-byte values, cached for an hour: the trusted source asks
+// once, so that it is cached.
+func rulesServer(tb testing.TB, records int) (*Server, *HTTPCommand) {
+	tb.Helper()
 	var big strings.Builder
 	big.WriteString("{")
-	for i := range 200 {
-		fmt.Fprintf(&big, `"key%03d": "%s",`, i, strings.Repeat("v", 100))
+	for i := range records - 1 {
+		fmt.Fprintf(&big, `"key%04d": "%s",`, i, strings.Repeat("v", 100))
 	}
 	big.WriteString(`"last": 1}`)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(big.String()))
 	}))
-	defer up.Close()
+	tb.Cleanup(up.Close)
 	hc := &HTTPCommand{URL: up.URL, TTL: time.Hour, Rate: 0.001, Burst: 1, Client: up.Client()}
 	s, err := NewServer(ServerConfig{Commands: []Command{{Name: "rules", Run: hc.Run, Cached: hc.Cached}}})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	trusted := netip.MustParseAddrPort("127.0.0.1:4000")
-	if out, v := s.Answer(context.Background(), trusted, padded(t, "rules")); len(out) < 2 || v != Answered {
-		t.Fatalf("the trusted source: %d datagrams (%v), want the whole answer in several", len(out), v)
+	out, v := s.Answer(context.Background(), trusted, []byte("rules\x04"))
+	n := 0
+	for _, d := range out {
+		n += len(d)
 	}
+	if n < 100*records || v != Answered {
+		tb.Fatalf("the trusted source: %d bytes (%v), want the whole answer", n, v)
+	}
+	return s, hc
+}
+
+// A cached answer larger than the query is not even built for a source
+// that is neither trusted nor validated: it could only be dropped, and
+// building a large one for every forged datagram would tie up the reader.
+// Refusing it allocates nothing: the answer's size was counted when it was
+// cached.
+func TestAnswerNowRefusesLargeCachedAnswersUnbuilt(t *testing.T) {
+	s, _ := rulesServer(t, 200)
 	forged := netip.MustParseAddrPort("192.0.2.9:4000")
 	q := padded(t, "rules")
 	allocs := testing.AllocsPerRun(50, func() {
@@ -536,9 +552,52 @@ func TestAnswerNowRefusesLargeCachedAnswersUnbuilt(t *testing.T) {
 			t.Fatalf("an unvalidated source: done %v, %d datagrams, %v; want dropped for amplification", done, len(out), v)
 		}
 	})
-	// Building the answer takes hundreds of allocations (one per record
-	// and more); refusing it, a few.
-	if allocs > 10 {
-		t.Errorf("refusing the answer took %.0f allocations, want it refused before it is built", allocs)
+	if allocs != 0 {
+		t.Errorf("refusing the answer took %.0f allocations, want 0 (refused before it is built, its size known)", allocs)
+	}
+}
+
+// A hit returns the answer made when the upstream's records were cached,
+// with its size counted then: no allocation, whatever the answer's size.
+func TestHTTPCommandCachedHitAllocatesNothing(t *testing.T) {
+	_, hc := rulesServer(t, 200)
+	want := len("last") + len("1")
+	for i := range 199 {
+		want += len(fmt.Sprintf("key%04d", i)) + 100
+	}
+	var a CachedAnswer
+	allocs := testing.AllocsPerRun(50, func() {
+		var ok bool
+		if a, ok = hc.Cached(nil); !ok {
+			t.Fatal("the cached answer: not a hit")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a hit took %.0f allocations, want 0", allocs)
+	}
+	if a.Size != want {
+		t.Errorf("the answer's size: got %d, want %d (its names and values)", a.Size, want)
+	}
+	var resp wiregqp.Response
+	if st := a.Fill(resp.Add(wiregqp.StatusOK, []byte("rules"))); st != wiregqp.StatusOK || len(resp.Replies[0].Records) != 200 {
+		t.Errorf("the cached answer fills status %v with %d records, want 10 with 200", st, len(resp.Replies[0].Records))
+	}
+}
+
+// BenchmarkAnswerNowRefusal refuses a cached answer of 10 and of 500
+// records to an unvalidated source: the cost does not grow with the answer.
+func BenchmarkAnswerNowRefusal(b *testing.B) {
+	for _, n := range []int{10, 500} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			s, _ := rulesServer(b, n)
+			forged := netip.MustParseAddrPort("192.0.2.9:4000")
+			q := []byte("rules\x04")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, v, _ := s.AnswerNow(forged, q); v != DroppedAmplification {
+					b.Fatalf("got %v, want dropped for amplification", v)
+				}
+			}
+		})
 	}
 }
