@@ -315,14 +315,7 @@ func matchesA2S(datagram []byte) bool {
 //
 //	a2s
 func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the matcher name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	if d.NextBlock(d.Nesting()) {
-		return d.Errf("a2s matcher: takes no options, got '%s'", d.Val())
-	}
-	return nil
+	return parseNoOptions(d, "a2s matcher")
 }
 
 // A2SShieldProtocol serves the A2S shield (layer4.handlers.a2s_shield) on

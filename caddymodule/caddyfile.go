@@ -151,6 +151,19 @@ func noBlock(d *caddyfile.Dispenser, module, name string) error {
 	return nil
 }
 
+// parseNoOptions consumes the name of a module that takes neither
+// arguments nor options (the protocol matchers), refusing any.
+func parseNoOptions(d *caddyfile.Dispenser, module string) error {
+	d.Next() // consume the module name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(d.Nesting()) {
+		return d.Errf("%s: takes no options, got '%s'", module, d.Val())
+	}
+	return nil
+}
+
 // unknownOption is the error for an option a module does not have.
 func unknownOption(d *caddyfile.Dispenser, module, name string) error {
 	return d.Errf("%s: unrecognized option '%s'", module, name)

@@ -54,14 +54,7 @@ func (m *MatchFreeciv) Match(cx *layer4.Connection) (bool, error) {
 //
 //	freeciv
 func (m *MatchFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the matcher name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	if d.NextBlock(d.Nesting()) {
-		return d.Errf("freeciv matcher: takes no options, got '%s'", d.Val())
-	}
-	return nil
+	return parseNoOptions(d, "freeciv matcher")
 }
 
 // FreecivGuard sits before proxy in a layer4 route and passes a Freeciv
