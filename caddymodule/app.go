@@ -236,11 +236,7 @@ func parseApp(d *caddyfile.Dispenser, existing any) (any, error) {
 			return nil, err
 		}
 	}
-	d.Next() // consume the option name
-	if d.NextArg() {
-		return nil, d.ArgErr()
-	}
-	err := parseBlock(d, "gamegate", []string{"udp"}, func(opt string) error {
+	err := parseModuleBlock(d, "gamegate", []string{"udp"}, func(opt string) error {
 		if opt != "udp" {
 			return unknownOption(d, "gamegate", opt)
 		}

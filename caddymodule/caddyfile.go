@@ -141,6 +141,16 @@ func parseBlock(d *caddyfile.Dispenser, module string, repeatable []string, opti
 	return nil
 }
 
+// parseModuleBlock consumes a module's name, refuses arguments after it,
+// and parses the block that follows with parseBlock.
+func parseModuleBlock(d *caddyfile.Dispenser, module string, repeatable []string, option func(name string) error) error {
+	d.Next() // consume the module name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return parseBlock(d, module, repeatable, option)
+}
+
 // noBlock refuses a block after an option that takes none (options that
 // take one have consumed it by now).
 func noBlock(d *caddyfile.Dispenser, module, name string) error {

@@ -333,11 +333,7 @@ func clientIP(r *http.Request) string {
 // A server line gives the region, the location ID, and one or two addresses
 // (at most one IPv4 and one IPv6) sharing one port.
 func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "qos_discovery", []string{"fleet"}, func(opt string) error {
+	return parseModuleBlock(d, "qos_discovery", []string{"fleet"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "fleet":

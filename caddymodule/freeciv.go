@@ -230,11 +230,7 @@ func (c *guardedConn) CloseWrite() error {
 //		packet_burst     <packets>
 //	}
 func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the handler name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "freeciv_guard", nil, func(opt string) error {
+	return parseModuleBlock(d, "freeciv_guard", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "max_packet":

@@ -393,11 +393,7 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 // A server's protocol defaults to gqp; server, ttl and commands may repeat
 // (commands once per server, after its server line).
 func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "game_query", []string{"server", "ttl", "commands"}, func(opt string) error {
+	return parseModuleBlock(d, "game_query", []string{"server", "ttl", "commands"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "server":

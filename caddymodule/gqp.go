@@ -331,11 +331,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //
 // command, record and login may repeat.
 func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the handler name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "gqp", []string{"command", "login"}, func(opt string) error {
+	return parseModuleBlock(d, "gqp", []string{"command", "login"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "identify":

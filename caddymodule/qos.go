@@ -250,11 +250,7 @@ func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		name           <name>
 //	}
 func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the handler name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "qos", nil, func(opt string) error {
+	return parseModuleBlock(d, "qos", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "rate":

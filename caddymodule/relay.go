@@ -213,11 +213,7 @@ func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		name             <name>
 //	}
 func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the handler name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "relay", nil, func(opt string) error {
+	return parseModuleBlock(d, "relay", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":

@@ -435,11 +435,7 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 // regions "eu-west=Europe (Frankfurt)" us-east. max_body takes a number of
 // bytes, optionally with a unit: B, KB, KiB, MB or MiB.
 func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "relay_allocations", nil, func(opt string) error {
+	return parseModuleBlock(d, "relay_allocations", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
