@@ -49,17 +49,24 @@ type GQPResponder struct {
 	// An answer to a validated source is at most this many times its
 	// query's size. Default: 10.
 	AuthAmplification int `json:"auth_amplification,omitempty"`
-	// Failed challenges a source (an IPv4 address or IPv6 /64) may make
-	// before it is locked out. Only failures of challenges that echo the
-	// source's cookie count (trusted networks need none), so a spoofed
-	// source cannot lock out the real one. Default: 5.
+	// Failed challenges a source (an IPv4 address, or an IPv6 prefix of
+	// client_ipv6_prefix bits) may make before it is locked out. Only
+	// failures of challenges that echo the source's cookie count (trusted
+	// networks need none), so a spoofed source cannot lock out the real
+	// one. Default: 5.
 	MaxChallengeFailures int `json:"max_challenge_failures,omitempty"`
 	// How long a source that failed too many challenges is refused them,
 	// and how long a failure is remembered. Default: 10m.
 	ChallengeLockout caddy.Duration `json:"challenge_lockout,omitempty"`
 	// Most entries in each of the tables of validated sources, pending
-	// challenges and failing sources. Default: 10000.
+	// challenges and failing sources. One network (an IPv4 /24, an IPv6
+	// /48) has at most 16 failing sources (at most half the table); its
+	// other sources are refused challenges until some of its failures
+	// expire. Default: 10000.
 	MaxAuthorized int `json:"max_authorized,omitempty"`
+	// The length, in bits, of the IPv6 prefix that is one source for
+	// challenge failures and lockouts (32 to 128). Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
 	// Networks (CIDRs or IPs) whose sources get full answers without
 	// padding and challenge without a cookie; protected commands still
 	// need challenge/validate. List only networks whose source addresses
@@ -140,6 +147,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 		MaxChallengeFailures: h.MaxChallengeFailures,
 		ChallengeLockout:     time.Duration(h.ChallengeLockout),
 		MaxAuthorized:        h.MaxAuthorized,
+		ClientIPv6Prefix:     h.ClientIPv6Prefix,
 		MaxDatagram:          h.MaxDatagram,
 		Logins:               map[string]string{},
 	}
@@ -243,9 +251,8 @@ func (h *GQPResponder) Validate() error {
 	c.optIn("auth_amplification", int64(h.AuthAmplification), intRange{1, 100})
 	c.optIn("max_challenge_failures", int64(h.MaxChallengeFailures), intRange{1, 1000})
 	c.optIn("max_authorized", int64(h.MaxAuthorized), intRange{1, 1 << 20})
+	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
 	c.duration("challenge_lockout", h.ChallengeLockout)
-	{
-	}
 	c.duration("auth_ttl", h.AuthTTL)
 	c.duration("upstream_timeout", h.UpstreamTimeout)
 	c.optIn("max_datagram", int64(h.MaxDatagram), gqpMaxDatagramRange)
@@ -324,6 +331,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		max_challenge_failures <count>
 //		challenge_lockout      <duration>
 //		max_authorized         <count>
+//		client_ipv6_prefix     <bits>
 //		trusted_networks       <cidr|ip|none> ...
 //		upstream_timeout <duration>
 //		max_datagram     <bytes>
@@ -364,6 +372,8 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.ChallengeLockout, err = parseDuration(d)
 		case "max_authorized":
 			h.MaxAuthorized, err = parseIntRange(d, 1, 1<<20)
+		case "client_ipv6_prefix":
+			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "trusted_networks":
 			h.TrustedNetworks = d.RemainingArgs()
 			if len(h.TrustedNetworks) == 0 {
