@@ -6,25 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gamegate/gamegate/internal/testutil"
 )
-
-// manualClock is a time source that moves only when told to.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func mustLimit(t testing.TB, rate float64, burst int) Limit {
 	t.Helper()
@@ -154,7 +138,7 @@ func TestZeroLimitAdmitsEverything(t *testing.T) {
 }
 
 func TestLimiterWithManualClock(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	lim, err := NewLimiter(2, 2, clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +200,7 @@ func TestAtomicStateConcurrent(t *testing.T) {
 }
 
 func TestClock(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c := NewClock(clock.Now)
 	if got := c.Now(); got != 0 {
 		t.Fatalf("got %d at creation, want 0", got)
