@@ -91,7 +91,7 @@ func (h *A2SShield) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.shield = shield
-	return registerCollectors(ctx.GetMetricsRegistry(), a2sShieldMetrics.collectors()...)
+	return a2sShieldMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // newA2SShield builds the Caddy-free shield from a validated configuration.
@@ -320,14 +320,7 @@ func matchesA2S(datagram []byte) bool {
 //
 //	a2s
 func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the matcher name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	if d.NextBlock(d.Nesting()) {
-		return d.Errf("a2s matcher: takes no options, got '%s'", d.Val())
-	}
-	return nil
+	return parseNoOptions(d, "a2s matcher")
 }
 
 // A2SShieldProtocol serves the A2S shield (layer4.handlers.a2s_shield) on
@@ -435,30 +428,21 @@ func (p *A2SShieldProtocol) serve(ctx context.Context, j a2sJob) {
 var a2sShieldMetrics = newA2SShieldMetrics()
 
 type a2sShieldMetricSet struct {
+	metricSet
 	requests enumCounters[a2s.Verdict]
 	busy     prometheus.Counter
 	upstream prometheus.Counter
 }
 
 func newA2SShieldMetrics() *a2sShieldMetricSet {
-	const ns, sub = "gamegate", "a2s_shield"
-	return &a2sShieldMetricSet{
-		requests: newEnumCounters(sub, "requests_total",
-			"A2S requests handled by the shield, by outcome.",
-			"outcome", a2s.NumVerdicts),
-		busy: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "requests_dropped_busy_total",
-			Help: "A2S requests dropped because the client already had requests waiting for the game server.",
-		}),
-		upstream: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "upstream_queries_total",
-			Help: "Queries the shield sent to game servers.",
-		}),
-	}
-}
-
-func (m *a2sShieldMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests.vec, m.busy, m.upstream}
+	m := &a2sShieldMetricSet{metricSet: metricSet{subsystem: "a2s_shield"}}
+	m.requests = newEnumCounters(&m.metricSet, "requests_total",
+		"A2S requests handled by the shield, by outcome.",
+		"outcome", a2s.NumVerdicts)
+	m.busy = m.counter("requests_dropped_busy_total",
+		"A2S requests dropped because the client already had requests waiting for the game server.")
+	m.upstream = m.counter("upstream_queries_total", "Queries the shield sent to game servers.")
+	return m
 }
 
 // Interface guards

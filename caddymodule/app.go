@@ -124,7 +124,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			Logger:      a.logger.With(zap.Strings("listen", s.Listen)),
 		}
 	}
-	return registerCollectors(ctx.GetMetricsRegistry(), udpCollector{})
+	return udpMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // ListenAddresses reports every address the app listens on, so that the
@@ -236,11 +236,7 @@ func parseApp(d *caddyfile.Dispenser, existing any) (any, error) {
 			return nil, err
 		}
 	}
-	d.Next() // consume the option name
-	if d.NextArg() {
-		return nil, d.ArgErr()
-	}
-	err := parseBlock(d, "gamegate", []string{"udp"}, func(opt string) error {
+	err := parseModuleBlock(d, "gamegate", []string{"udp"}, func(opt string) error {
 		if opt != "udp" {
 			return unknownOption(d, "gamegate", opt)
 		}
@@ -294,35 +290,27 @@ func parseUDPServer(d *caddyfile.Dispenser) (*UDPServer, error) {
 	return s, err
 }
 
-// udpCollector exports udpStats.
-type udpCollector struct{}
+// udpMetrics export udpStats, the counts of every gamegate UDP server.
+var udpMetrics = newUDPMetrics()
 
-var (
-	udpReceivedDesc = prometheus.NewDesc("gamegate_udp_datagrams_total",
-		"Datagrams read by gamegate's UDP servers.", nil, nil)
-	udpDroppedDesc = prometheus.NewDesc("gamegate_udp_dropped_total",
-		"Datagrams gamegate's UDP servers dropped themselves, by reason (no_protocol, too_large, write_failed); protocols count their own drops.", []string{"reason"}, nil)
-)
-
-// Describe implements prometheus.Collector.
-func (udpCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- udpReceivedDesc
-	ch <- udpDroppedDesc
-}
-
-// Collect implements prometheus.Collector.
-func (udpCollector) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(udpReceivedDesc, prometheus.CounterValue, float64(udpStats.Received()))
-	for r := dgram.DropReason(0); r < dgram.NumDropReasons; r++ {
-		ch <- prometheus.MustNewConstMetric(udpDroppedDesc, prometheus.CounterValue, float64(udpStats.Dropped(r)), r.String())
-	}
+func newUDPMetrics() *metricSet {
+	m := &metricSet{subsystem: "udp"}
+	received := m.desc("datagrams_total", "Datagrams read by gamegate's UDP servers.")
+	dropped := m.desc("dropped_total",
+		"Datagrams gamegate's UDP servers dropped themselves, by reason (no_protocol, too_large, write_failed); protocols count their own drops.", "reason")
+	m.scraped(func(ch chan<- prometheus.Metric) {
+		ch <- prometheus.MustNewConstMetric(received, prometheus.CounterValue, float64(udpStats.Received()))
+		for r := dgram.DropReason(0); r < dgram.NumDropReasons; r++ {
+			ch <- prometheus.MustNewConstMetric(dropped, prometheus.CounterValue, float64(udpStats.Dropped(r)), r.String())
+		}
+	}, received, dropped)
+	return m
 }
 
 // Interface guards
 var (
-	_ caddy.App            = (*App)(nil)
-	_ caddy.Provisioner    = (*App)(nil)
-	_ caddy.Validator      = (*App)(nil)
-	_ ListenAddresser      = (*App)(nil)
-	_ prometheus.Collector = udpCollector{}
+	_ caddy.App         = (*App)(nil)
+	_ caddy.Provisioner = (*App)(nil)
+	_ caddy.Validator   = (*App)(nil)
+	_ ListenAddresser   = (*App)(nil)
 )

@@ -141,12 +141,35 @@ func parseBlock(d *caddyfile.Dispenser, module string, repeatable []string, opti
 	return nil
 }
 
+// parseModuleBlock consumes a module's name, refuses arguments after it,
+// and parses the block that follows with parseBlock.
+func parseModuleBlock(d *caddyfile.Dispenser, module string, repeatable []string, option func(name string) error) error {
+	d.Next() // consume the module name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return parseBlock(d, module, repeatable, option)
+}
+
 // noBlock refuses a block after an option that takes none (options that
 // take one have consumed it by now).
 func noBlock(d *caddyfile.Dispenser, module, name string) error {
 	line, val := d.Line(), d.Val()
 	if d.NextBlock(d.Nesting()) || d.Val() != val || d.Line() != line {
 		return d.Errf("%s: option '%s' takes no block", module, name)
+	}
+	return nil
+}
+
+// parseNoOptions consumes the name of a module that takes neither
+// arguments nor options (the protocol matchers), refusing any.
+func parseNoOptions(d *caddyfile.Dispenser, module string) error {
+	d.Next() // consume the module name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(d.Nesting()) {
+		return d.Errf("%s: takes no options, got '%s'", module, d.Val())
 	}
 	return nil
 }

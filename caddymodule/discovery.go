@@ -218,7 +218,7 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	h.handler = discovery.Handler{Service: h.service, Access: access}
 	h.service.Start()
 	liveDiscoveryServices.add(h.service)
-	return registerCollectors(ctx.GetMetricsRegistry(), discoveryMetrics.collectors()...)
+	return discoveryMetrics.register(ctx.GetMetricsRegistry())
 }
 
 func parsePrefix(s string) (netip.Prefix, error) {
@@ -333,11 +333,7 @@ func clientIP(r *http.Request) string {
 // A server line gives the region, the location ID, and one or two addresses
 // (at most one IPv4 and one IPv6) sharing one port.
 func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "qos_discovery", []string{"fleet"}, func(opt string) error {
+	return parseModuleBlock(d, "qos_discovery", []string{"fleet"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "fleet":
@@ -480,46 +476,31 @@ var liveDiscoveryServices liveSet[*discovery.Service]
 var discoveryMetrics = newDiscoveryMetrics()
 
 type discoveryMetricSet struct {
+	metricSet
 	requests   codeCounters
 	fileLoads  *prometheus.CounterVec
 	fileErrors *prometheus.CounterVec
 	fileOK     *prometheus.GaugeVec
-	withheld   prometheus.GaugeFunc
 }
 
 func newDiscoveryMetrics() *discoveryMetricSet {
-	const ns, sub = "gamegate", "discovery"
-	m := &discoveryMetricSet{
-		requests: newCodeCounters(prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "requests_total",
-			Help: "Discovery requests answered, by status code.",
-		}, []string{"code"}), 200, 304, 401, 403, 404, 405, 500),
-		fileLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "fleets_file_loads_total",
-			Help: "Fleets files loaded successfully after a change, by handler name.",
-		}, []string{"name"}),
-		fileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "fleets_file_errors_total",
-			Help: "Changes to a fleets file that could not be loaded (the last good list stays in service), by handler name.",
-		}, []string{"name"}),
-		fileOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: sub, Name: "fleets_file_ok",
-			Help: "1 if the fleets file was last loaded successfully, 0 if not, by handler name.",
-		}, []string{"name"}),
-	}
-	m.withheld = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: ns, Subsystem: sub, Name: "withheld_servers",
-		Help: "QoS servers failing their health checks, once per fleet listing them (a fleet whose servers all fail is still served whole).",
-	}, func() float64 {
-		n := 0
-		liveDiscoveryServices.each(func(s *discovery.Service) { n += s.Withheld() })
-		return float64(n)
-	})
+	m := &discoveryMetricSet{metricSet: metricSet{subsystem: "discovery"}}
+	m.requests = m.codeCounters("requests_total", "Discovery requests answered, by status code.",
+		200, 304, 401, 403, 404, 405, 500)
+	m.fileLoads = m.counterVec("fleets_file_loads_total",
+		"Fleets files loaded successfully after a change, by handler name.", "name")
+	m.fileErrors = m.counterVec("fleets_file_errors_total",
+		"Changes to a fleets file that could not be loaded (the last good list stays in service), by handler name.", "name")
+	m.fileOK = m.gaugeVec("fleets_file_ok",
+		"1 if the fleets file was last loaded successfully, 0 if not, by handler name.", "name")
+	m.gaugeFunc("withheld_servers",
+		"QoS servers failing their health checks, once per fleet listing them (a fleet whose servers all fail is still served whole).",
+		func() float64 {
+			n := 0
+			liveDiscoveryServices.each(func(s *discovery.Service) { n += s.Withheld() })
+			return float64(n)
+		})
 	return m
-}
-
-func (m *discoveryMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests.vec, m.fileLoads, m.fileErrors, m.fileOK, m.withheld}
 }
 
 // Interface guards

@@ -54,14 +54,7 @@ func (m *MatchFreeciv) Match(cx *layer4.Connection) (bool, error) {
 //
 //	freeciv
 func (m *MatchFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the matcher name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	if d.NextBlock(d.Nesting()) {
-		return d.Errf("freeciv matcher: takes no options, got '%s'", d.Val())
-	}
-	return nil
+	return parseNoOptions(d, "freeciv matcher")
 }
 
 // FreecivGuard sits before proxy in a layer4 route and passes a Freeciv
@@ -106,7 +99,7 @@ func (h *FreecivGuard) Provision(ctx caddy.Context) error {
 	if err := h.Validate(); err != nil {
 		return err
 	}
-	return registerCollectors(ctx.GetMetricsRegistry(), freecivMetrics.collectors()...)
+	return freecivMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // Ranges of the Freeciv guard's options.
@@ -237,11 +230,7 @@ func (c *guardedConn) CloseWrite() error {
 //		packet_burst     <packets>
 //	}
 func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the handler name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "freeciv_guard", nil, func(opt string) error {
+	return parseModuleBlock(d, "freeciv_guard", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "max_packet":
@@ -280,26 +269,17 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var freecivMetrics = newFreecivMetrics()
 
 type freecivMetricSet struct {
+	metricSet
 	connections prometheus.Counter
 	violations  *prometheus.CounterVec
 }
 
 func newFreecivMetrics() *freecivMetricSet {
-	const ns, sub = "gamegate", "freeciv_guard"
-	return &freecivMetricSet{
-		connections: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "connections_total",
-			Help: "Freeciv connections checked by the guard.",
-		}),
-		violations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "violations_total",
-			Help: "Freeciv connections closed by the guard, by reason (framing, first_packet, rate).",
-		}, []string{"reason"}),
-	}
-}
-
-func (m *freecivMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.connections, m.violations}
+	m := &freecivMetricSet{metricSet: metricSet{subsystem: "freeciv_guard"}}
+	m.connections = m.counter("connections_total", "Freeciv connections checked by the guard.")
+	m.violations = m.counterVec("violations_total",
+		"Freeciv connections closed by the guard, by reason (framing, first_packet, rate).", "reason")
+	return m
 }
 
 // Interface guards

@@ -70,8 +70,8 @@ type GameQuery struct {
 	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
 	// Most upstream queries per second per server. Default: 10.
 	UpstreamRate float64 `json:"upstream_rate,omitempty"`
-	// Upstream queries per server allowed at once. Default:
-	// upstream_rate.
+	// Upstream queries per server allowed at once. Default: one second of
+	// upstream_rate, rounded up.
 	UpstreamBurst int `json:"upstream_burst,omitempty"`
 	// Deprecated: the former name of upstream_rate, still read (with a
 	// warning at provision).
@@ -249,7 +249,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("game_query: %w", err)
 	}
 	h.gateway = gw
-	return registerCollectors(ctx.GetMetricsRegistry(), gameQueryMetrics.collectors()...)
+	return gameQueryMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // Validate checks the configuration.
@@ -393,11 +393,7 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 // A server's protocol defaults to gqp; server, ttl and commands may repeat
 // (commands once per server, after its server line).
 func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "game_query", []string{"server", "ttl", "commands"}, func(opt string) error {
+	return parseModuleBlock(d, "game_query", []string{"server", "ttl", "commands"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "server":
@@ -558,26 +554,17 @@ func parseGameQueryDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 var gameQueryMetrics = newGameQueryMetrics()
 
 type gameQueryMetricSet struct {
+	metricSet
 	requests codeCounters
 	upstream prometheus.Counter
 }
 
 func newGameQueryMetrics() *gameQueryMetricSet {
-	const ns, sub = "gamegate", "game_query"
-	return &gameQueryMetricSet{
-		requests: newCodeCounters(prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "requests_total",
-			Help: "Game query HTTP requests answered, by status code.",
-		}, []string{"code"}), 200, 304, 400, 403, 404, 429, 502, 503, 504),
-		upstream: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "upstream_queries_total",
-			Help: "Queries sent to game servers (after caching and coalescing).",
-		}),
-	}
-}
-
-func (m *gameQueryMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests.vec, m.upstream}
+	m := &gameQueryMetricSet{metricSet: metricSet{subsystem: "game_query"}}
+	m.requests = m.codeCounters("requests_total", "Game query HTTP requests answered, by status code.",
+		200, 304, 400, 403, 404, 429, 502, 503, 504)
+	m.upstream = m.counter("upstream_queries_total", "Queries sent to game servers (after caching and coalescing).")
+	return m
 }
 
 // Interface guards

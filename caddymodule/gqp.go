@@ -11,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/mholt/caddy-l4/layer4"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/gqp"
@@ -50,17 +49,24 @@ type GQPResponder struct {
 	// An answer to a validated source is at most this many times its
 	// query's size. Default: 10.
 	AuthAmplification int `json:"auth_amplification,omitempty"`
-	// Failed challenges a source (an IPv4 address or IPv6 /64) may make
-	// before it is locked out. Only failures of challenges that echo the
-	// source's cookie count (trusted networks need none), so a spoofed
-	// source cannot lock out the real one. Default: 5.
+	// Failed challenges a source (an IPv4 address, or an IPv6 prefix of
+	// client_ipv6_prefix bits) may make before it is locked out. Only
+	// failures of challenges that echo the source's cookie count (trusted
+	// networks need none), so a spoofed source cannot lock out the real
+	// one. Default: 5.
 	MaxChallengeFailures int `json:"max_challenge_failures,omitempty"`
 	// How long a source that failed too many challenges is refused them,
 	// and how long a failure is remembered. Default: 10m.
 	ChallengeLockout caddy.Duration `json:"challenge_lockout,omitempty"`
 	// Most entries in each of the tables of validated sources, pending
-	// challenges and failing sources. Default: 10000.
+	// challenges and failing sources. One network (an IPv4 /24, an IPv6
+	// /48) has at most 16 failing sources (at most half the table); its
+	// other sources are refused challenges until some of its failures
+	// expire. Default: 10000.
 	MaxAuthorized int `json:"max_authorized,omitempty"`
+	// The length, in bits, of the IPv6 prefix that is one source for
+	// challenge failures and lockouts (32 to 128). Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
 	// Networks (CIDRs or IPs) whose sources get full answers without
 	// padding and challenge without a cookie; protected commands still
 	// need challenge/validate. List only networks whose source addresses
@@ -108,8 +114,8 @@ type GQPCommand struct {
 	// separately for queries with and without arguments; past it the
 	// command answers 31 unless a cached answer can serve. Default: 10.
 	UpstreamRate float64 `json:"upstream_rate,omitempty"`
-	// Upstream requests for this command allowed at once. Default:
-	// upstream_rate (at least 1).
+	// Upstream requests for this command allowed at once. Default: one
+	// second of upstream_rate, rounded up.
 	UpstreamBurst int `json:"upstream_burst,omitempty"`
 }
 
@@ -141,6 +147,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 		MaxChallengeFailures: h.MaxChallengeFailures,
 		ChallengeLockout:     time.Duration(h.ChallengeLockout),
 		MaxAuthorized:        h.MaxAuthorized,
+		ClientIPv6Prefix:     h.ClientIPv6Prefix,
 		MaxDatagram:          h.MaxDatagram,
 		Logins:               map[string]string{},
 	}
@@ -189,7 +196,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	if h.server, err = gqp.NewServer(cfg); err != nil {
 		return fmt.Errorf("gqp: %w", err)
 	}
-	return registerCollectors(ctx.GetMetricsRegistry(), gqpMetrics.collectors()...)
+	return gqpMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // Ranges of the GQP responder's options.
@@ -244,9 +251,8 @@ func (h *GQPResponder) Validate() error {
 	c.optIn("auth_amplification", int64(h.AuthAmplification), intRange{1, 100})
 	c.optIn("max_challenge_failures", int64(h.MaxChallengeFailures), intRange{1, 1000})
 	c.optIn("max_authorized", int64(h.MaxAuthorized), intRange{1, 1 << 20})
+	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
 	c.duration("challenge_lockout", h.ChallengeLockout)
-	{
-	}
 	c.duration("auth_ttl", h.AuthTTL)
 	c.duration("upstream_timeout", h.UpstreamTimeout)
 	c.optIn("max_datagram", int64(h.MaxDatagram), gqpMaxDatagramRange)
@@ -325,6 +331,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		max_challenge_failures <count>
 //		challenge_lockout      <duration>
 //		max_authorized         <count>
+//		client_ipv6_prefix     <bits>
 //		trusted_networks       <cidr|ip|none> ...
 //		upstream_timeout <duration>
 //		max_datagram     <bytes>
@@ -332,11 +339,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //
 // command, record and login may repeat.
 func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the handler name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "gqp", []string{"command", "login"}, func(opt string) error {
+	return parseModuleBlock(d, "gqp", []string{"command", "login"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "identify":
@@ -369,6 +372,8 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.ChallengeLockout, err = parseDuration(d)
 		case "max_authorized":
 			h.MaxAuthorized, err = parseIntRange(d, 1, 1<<20)
+		case "client_ipv6_prefix":
+			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "trusted_networks":
 			h.TrustedNetworks = d.RemainingArgs()
 			if len(h.TrustedNetworks) == 0 {
@@ -460,24 +465,20 @@ var gqpDropNames = [numGQPDrops]string{"queue_full", "unvalidated", "too_large",
 func (d gqpDrop) String() string { return gqpDropNames[d] }
 
 type gqpMetricSet struct {
+	metricSet
 	queries enumCounters[gqp.Verdict]
 	drops   enumCounters[gqpDrop]
 }
 
 func newGQPMetrics() *gqpMetricSet {
-	const sub = "gqp"
-	return &gqpMetricSet{
-		queries: newEnumCounters(sub, "queries_total",
-			"GQP queries handled by the responder, by outcome.",
-			"outcome", gqp.NumVerdicts),
-		drops: newEnumCounters(sub, "dropped_total",
-			"GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed, stopped).",
-			"reason", numGQPDrops),
-	}
-}
-
-func (m *gqpMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.queries.vec, m.drops.vec}
+	m := &gqpMetricSet{metricSet: metricSet{subsystem: "gqp"}}
+	m.queries = newEnumCounters(&m.metricSet, "queries_total",
+		"GQP queries handled by the responder, by outcome.",
+		"outcome", gqp.NumVerdicts)
+	m.drops = newEnumCounters(&m.metricSet, "dropped_total",
+		"GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed, stopped).",
+		"reason", numGQPDrops)
+	return m
 }
 
 // writeFailed counts an answer datagram the kernel refused to send to to.

@@ -63,14 +63,7 @@ func matchesGQP(datagram []byte) bool {
 //
 //	gqp
 func (m *MatchGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the matcher name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	if d.NextBlock(d.Nesting()) {
-		return d.Errf("gqp matcher: takes no options, got '%s'", d.Val())
-	}
-	return nil
+	return parseNoOptions(d, "gqp matcher")
 }
 
 func gqpSource(a net.Addr) netip.AddrPort {

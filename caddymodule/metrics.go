@@ -8,15 +8,61 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// registerCollectors adds gamegate's collectors to a configuration's metrics
-// registry. The collectors are process-wide, so counters keep counting across
-// configuration reloads; registering one twice (several handlers, or a reload
-// that reuses the registry) is not an error.
-func registerCollectors(reg *prometheus.Registry, cs ...prometheus.Collector) error {
+// metricSet is one module's Prometheus metrics, each named
+// gamegate_<subsystem>_<name>. The metrics are process-wide, so counters
+// keep counting across configuration reloads, and every configuration that
+// uses the module registers the same collectors in its own registry.
+type metricSet struct {
+	subsystem  string
+	collectors []prometheus.Collector
+}
+
+func (s *metricSet) opts(name, help string) prometheus.Opts {
+	return prometheus.Opts{Namespace: "gamegate", Subsystem: s.subsystem, Name: name, Help: help}
+}
+
+func (s *metricSet) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts(s.opts(name, help)))
+	s.collectors = append(s.collectors, c)
+	return c
+}
+
+func (s *metricSet) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts(s.opts(name, help)), labels)
+	s.collectors = append(s.collectors, c)
+	return c
+}
+
+func (s *metricSet) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts(s.opts(name, help)), labels)
+	s.collectors = append(s.collectors, g)
+	return g
+}
+
+// gaugeFunc adds a gauge whose value is read when scraped.
+func (s *metricSet) gaugeFunc(name, help string, value func() float64) {
+	s.collectors = append(s.collectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts(s.opts(name, help)), value))
+}
+
+// desc describes a metric of the set for scraped.
+func (s *metricSet) desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName("gamegate", s.subsystem, name), help, labels, nil)
+}
+
+// scraped adds metrics whose values are computed when scraped, from counts
+// kept elsewhere: collect sends one value or more for each of descs.
+func (s *metricSet) scraped(collect func(ch chan<- prometheus.Metric), descs ...*prometheus.Desc) {
+	s.collectors = append(s.collectors, &scrapedCollector{descs: descs, collect: collect})
+}
+
+// register adds the set's collectors to a configuration's metrics registry.
+// Registering them again (several handlers, or a reload that reuses the
+// registry) is not an error and counts nothing twice.
+func (s *metricSet) register(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range cs {
+	for _, c := range s.collectors {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -27,6 +73,21 @@ func registerCollectors(reg *prometheus.Registry, cs ...prometheus.Collector) er
 	}
 	return nil
 }
+
+type scrapedCollector struct {
+	descs   []*prometheus.Desc
+	collect func(ch chan<- prometheus.Metric)
+}
+
+// Describe implements prometheus.Collector.
+func (c *scrapedCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *scrapedCollector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 
 // liveSet tracks values alive in the current configuration(s), for gauges
 // computed at scrape time.
@@ -69,10 +130,12 @@ type codeCounters struct {
 	byCode map[int]prometheus.Counter
 }
 
-func newCodeCounters(vec *prometheus.CounterVec, usual ...int) codeCounters {
-	c := codeCounters{vec: vec, byCode: make(map[int]prometheus.Counter, len(usual))}
+// codeCounters adds a counter vector labelled "code", whose counters for
+// the usual codes are looked up once.
+func (s *metricSet) codeCounters(name, help string, usual ...int) codeCounters {
+	c := codeCounters{vec: s.counterVec(name, help, "code"), byCode: make(map[int]prometheus.Counter, len(usual))}
 	for _, code := range usual {
-		c.byCode[code] = vec.WithLabelValues(strconv.Itoa(code))
+		c.byCode[code] = c.vec.WithLabelValues(strconv.Itoa(code))
 	}
 	return c
 }
@@ -100,11 +163,10 @@ type enumCounters[E enumLabel] struct {
 	by  []prometheus.Counter
 }
 
-// newEnumCounters makes the vector gamegate_<subsystem>_<name> and its
-// counters for the values below n, labelled label=v.String().
-func newEnumCounters[E enumLabel](subsystem, name, help, label string, n E) enumCounters[E] {
-	opts := prometheus.CounterOpts{Namespace: "gamegate", Subsystem: subsystem, Name: name, Help: help}
-	c := enumCounters[E]{vec: prometheus.NewCounterVec(opts, []string{label}), by: make([]prometheus.Counter, n)}
+// newEnumCounters adds to s the vector gamegate_<subsystem>_<name> and
+// its counters for the values below n, labelled label=v.String().
+func newEnumCounters[E enumLabel](s *metricSet, name, help, label string, n E) enumCounters[E] {
+	c := enumCounters[E]{vec: s.counterVec(name, help, label), by: make([]prometheus.Counter, n)}
 	for v := E(0); v < n; v++ {
 		c.by[v] = c.vec.WithLabelValues(v.String())
 	}
@@ -112,3 +174,6 @@ func newEnumCounters[E enumLabel](subsystem, name, help, label string, n E) enum
 }
 
 func (c enumCounters[E]) count(v E) { c.by[v].Inc() }
+
+// Interface guards
+var _ prometheus.Collector = (*scrapedCollector)(nil)

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
 
@@ -52,7 +53,7 @@ type QoSEcho struct {
 	// global budget).
 	Capacity float64 `json:"capacity,omitempty"`
 	// Requests beyond the steady capacity that may be answered at once.
-	// Default: one second of capacity.
+	// Default: one second of capacity, rounded up.
 	CapacityBurst int `json:"capacity_burst,omitempty"`
 	// The most sources whose rate and ban state is remembered; past it the
 	// source seen least recently is forgotten. Bounds memory under a flood
@@ -107,7 +108,7 @@ func (h *QoSEcho) setDefaults() {
 		h.BanDuration = caddy.Duration(time.Duration(h.BanUnits) * wireqos.Unit)
 	}
 	if h.Capacity > 0 && h.CapacityBurst == 0 {
-		h.CapacityBurst = max(1, int(h.Capacity))
+		h.CapacityBurst = ratelimit.DefaultBurst(h.Capacity)
 	}
 	if h.MaxSources == 0 {
 		h.MaxSources = qosDefaultMaxSources
@@ -155,7 +156,7 @@ func (h *QoSEcho) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.engine = engine
-	return registerCollectors(ctx.GetMetricsRegistry(), qosMetrics.collectors()...)
+	return qosMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // destructTable releases a source table when no configuration uses it.
@@ -249,11 +250,7 @@ func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		name           <name>
 //	}
 func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the handler name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "qos", nil, func(opt string) error {
+	return parseModuleBlock(d, "qos", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "rate":
@@ -298,6 +295,7 @@ var liveSourceTables liveSet[*qos.SourceTable]
 // for its verdict. Every metric is derived from those counts when scraped,
 // so the hot path pays for one counter, not one per metric.
 type qosMetricSet struct {
+	metricSet
 	verdicts [qos.NumVerdicts]struct {
 		n atomic.Uint64
 		_ [56]byte // one cache line each: verdicts are counted from every core
@@ -306,29 +304,19 @@ type qosMetricSet struct {
 }
 
 func newQoSMetrics() *qosMetricSet {
-	name := func(n string) string { return prometheus.BuildFQName("gamegate", "qos", n) }
-	return &qosMetricSet{
-		requests:  prometheus.NewDesc(name("requests_total"), "Datagrams received by QoS echo handlers.", nil, nil),
-		responses: prometheus.NewDesc(name("responses_total"), "QoS responses sent, by flow control (none, backoff, ban).", []string{"flow"}, nil),
-		drops:     prometheus.NewDesc(name("dropped_total"), "QoS datagrams dropped without a response, by reason.", []string{"reason"}, nil),
-		bans:      prometheus.NewDesc(name("bans_total"), "QoS sources banned, by cause (rate, capacity).", []string{"cause"}, nil),
-		tracked:   prometheus.NewDesc(name("tracked_sources"), "Sources whose QoS rate and ban state is remembered.", nil, nil),
-	}
+	m := &qosMetricSet{metricSet: metricSet{subsystem: "qos"}}
+	m.requests = m.desc("requests_total", "Datagrams received by QoS echo handlers.")
+	m.responses = m.desc("responses_total", "QoS responses sent, by flow control (none, backoff, ban).", "flow")
+	m.drops = m.desc("dropped_total", "QoS datagrams dropped without a response, by reason.", "reason")
+	m.bans = m.desc("bans_total", "QoS sources banned, by cause (rate, capacity).", "cause")
+	m.tracked = m.desc("tracked_sources", "Sources whose QoS rate and ban state is remembered.")
+	m.scraped(m.collect, m.requests, m.responses, m.drops, m.bans, m.tracked)
+	return m
 }
 
 func (m *qosMetricSet) count(v qos.Verdict) { m.verdicts[v].n.Add(1) }
 
-func (m *qosMetricSet) collectors() []prometheus.Collector { return []prometheus.Collector{m} }
-
-// Describe implements prometheus.Collector.
-func (m *qosMetricSet) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.requests, m.responses, m.drops, m.bans, m.tracked} {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (m *qosMetricSet) Collect(ch chan<- prometheus.Metric) {
+func (m *qosMetricSet) collect(ch chan<- prometheus.Metric) {
 	var n [qos.NumVerdicts]float64
 	total := 0.0
 	for v := range n {
@@ -354,7 +342,6 @@ func (m *qosMetricSet) Collect(ch chan<- prometheus.Metric) {
 
 // Interface guards
 var (
-	_ prometheus.Collector  = (*qosMetricSet)(nil)
 	_ caddy.Provisioner     = (*QoSEcho)(nil)
 	_ caddy.Validator       = (*QoSEcho)(nil)
 	_ caddy.CleanerUpper    = (*QoSEcho)(nil)

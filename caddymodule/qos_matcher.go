@@ -60,14 +60,7 @@ func matchesQoS(datagram []byte) bool {
 //
 //	qos
 func (m *MatchQoS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the matcher name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	if d.NextBlock(d.Nesting()) {
-		return d.Errf("qos matcher: takes no options, got '%s'", d.Val())
-	}
-	return nil
+	return parseNoOptions(d, "qos matcher")
 }
 
 // Interface guards

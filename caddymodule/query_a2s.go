@@ -114,11 +114,7 @@ func (p *QueryA2S) Validate() error {
 //		max_response <bytes>
 //	}
 func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the protocol name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "a2s", nil, func(opt string) error {
+	return parseModuleBlock(d, "a2s", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "timeout":

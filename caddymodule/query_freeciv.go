@@ -120,11 +120,7 @@ func (p *QueryFreeciv) Provision(caddy.Context) error {
 //		lan_wait         <duration>
 //	}
 func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the protocol name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "freeciv", nil, func(opt string) error {
+	return parseModuleBlock(d, "freeciv", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "username":

@@ -91,11 +91,7 @@ func (p *QueryGQP) Provision(caddy.Context) error {
 //		max_response   <bytes>
 //	}
 func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the protocol name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "gqp", nil, func(opt string) error {
+	return parseModuleBlock(d, "gqp", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "timeout":

@@ -84,11 +84,7 @@ func (p *QueryMinecraft) Validate() error {
 //		include_favicon  on|off
 //	}
 func (p *QueryMinecraft) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the protocol name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "minecraft", nil, func(opt string) error {
+	return parseModuleBlock(d, "minecraft", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "timeout":

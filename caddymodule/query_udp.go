@@ -39,11 +39,7 @@ func (o *udpQueryOptions) exchange() query.UDPExchange {
 // unmarshalCaddyfile reads module's Caddyfile tokens: its name, no
 // arguments, and a block of timeout and retries.
 func (o *udpQueryOptions) unmarshalCaddyfile(d *caddyfile.Dispenser, module string) error {
-	d.Next() // consume the protocol name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, module, nil, func(opt string) error {
+	return parseModuleBlock(d, module, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "timeout":

@@ -8,7 +8,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/mholt/caddy-l4/layer4"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/relay"
@@ -142,7 +141,7 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	return registerCollectors(ctx.GetMetricsRegistry(), relayMetrics.collectors()...)
+	return relayMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // Ranges of the relay handler's options.
@@ -214,11 +213,7 @@ func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		name             <name>
 //	}
 func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the handler name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "relay", nil, func(opt string) error {
+	return parseModuleBlock(d, "relay", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -248,30 +243,21 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var relayMetrics = newRelayMetrics()
 
 type relayMetricSet struct {
+	metricSet
 	datagrams enumCounters[relay.Verdict]
-	bindings  prometheus.GaugeFunc
 }
 
 func newRelayMetrics() *relayMetricSet {
-	const ns, sub = "gamegate", "relay"
-	m := &relayMetricSet{
-		datagrams: newEnumCounters(sub, "datagrams_total",
-			"Relay datagrams handled, by outcome (relayed, bound, pinged, error_sent, dropped reasons, …).",
-			"outcome", relay.NumVerdicts),
-	}
-	m.bindings = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: ns, Subsystem: sub, Name: "bindings",
-		Help: "Live relay bindings (allocations bound to a client address).",
-	}, func() float64 {
+	m := &relayMetricSet{metricSet: metricSet{subsystem: "relay"}}
+	m.datagrams = newEnumCounters(&m.metricSet, "datagrams_total",
+		"Relay datagrams handled, by outcome (relayed, bound, pinged, error_sent, dropped reasons, …).",
+		"outcome", relay.NumVerdicts)
+	m.gaugeFunc("bindings", "Live relay bindings (allocations bound to a client address).", func() float64 {
 		n := 0
 		liveRelayTables.each(func(t *relay.Table) { n += t.Len() })
 		return float64(n)
 	})
 	return m
-}
-
-func (m *relayMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.datagrams.vec, m.bindings}
 }
 
 // Interface guards

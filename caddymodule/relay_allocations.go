@@ -313,7 +313,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("relay_allocations: %w", err)
 	}
 	h.api.Start()
-	return registerCollectors(ctx.GetMetricsRegistry(), relayAPIMetrics.collectors()...)
+	return relayAPIMetrics.register(ctx.GetMetricsRegistry())
 }
 
 // Validate checks the configuration.
@@ -435,11 +435,7 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 // regions "eu-west=Europe (Frankfurt)" us-east. max_body takes a number of
 // bytes, optionally with a unit: B, KB, KiB, MB or MiB.
 func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return parseBlock(d, "relay_allocations", nil, func(opt string) error {
+	return parseModuleBlock(d, "relay_allocations", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -542,35 +538,24 @@ func parseRelayAllocationsDirective(h httpcaddyfile.Helper) (caddyhttp.Middlewar
 var relayAPIMetrics = newRelayAPIMetrics()
 
 type relayAPIMetricSet struct {
+	metricSet
 	requests    *prometheus.CounterVec
 	allocations prometheus.Counter
 	joinCodes   prometheus.Counter
 }
 
 func newRelayAPIMetrics() *relayAPIMetricSet {
-	const ns, sub = "gamegate", "relay"
-	return &relayAPIMetricSet{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "api_requests_total",
-			Help: "Relay allocations API requests answered, by endpoint and status code.",
-		}, []string{"endpoint", "code"}),
-		allocations: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "allocations_total",
-			Help: "Relay allocations handed out by the allocations API (/v1/allocate and /v1/join).",
-		}),
-		joinCodes: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "join_codes_total",
-			Help: "Join codes created by the allocations API.",
-		}),
-	}
+	m := &relayAPIMetricSet{metricSet: metricSet{subsystem: "relay"}}
+	m.requests = m.counterVec("api_requests_total",
+		"Relay allocations API requests answered, by endpoint and status code.", "endpoint", "code")
+	m.allocations = m.counter("allocations_total",
+		"Relay allocations handed out by the allocations API (/v1/allocate and /v1/join).")
+	m.joinCodes = m.counter("join_codes_total", "Join codes created by the allocations API.")
+	return m
 }
 
 func (m *relayAPIMetricSet) count(ep relay.APIEndpoint, code int) {
 	m.requests.WithLabelValues(ep.String(), strconv.Itoa(code)).Inc()
-}
-
-func (m *relayAPIMetricSet) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.allocations, m.joinCodes}
 }
 
 // Interface guards

@@ -54,14 +54,7 @@ func matchesRelay(datagram []byte) bool {
 //
 //	relay
 func (m *MatchRelay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume the matcher name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	if d.NextBlock(d.Nesting()) {
-		return d.Errf("relay matcher: takes no options, got '%s'", d.Val())
-	}
-	return nil
+	return parseNoOptions(d, "relay matcher")
 }
 
 // Interface guards

@@ -99,7 +99,7 @@ func (c *checker) rate(rateField, burstField string, rate float64, burst int64) 
 }
 
 // burstRange bounds every burst option.
-var burstRange = intRange{1, 1 << 30}
+var burstRange = intRange{1, ratelimit.MaxBurst}
 
 func fmtDuration(d caddy.Duration) string { return time.Duration(d).String() }
 

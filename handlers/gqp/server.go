@@ -15,10 +15,19 @@
 // default.
 //
 // Authorisation: validate authorises the source address and port that asked
-// for the challenge, for AuthTTL. A source (an IPv4 address or an IPv6 /64)
-// whose challenges fail MaxChallengeFailures times is refused challenges for
-// ChallengeLockout. Every table (challenges, authorisations, failures) is
-// bounded by MaxAuthorized.
+// for the challenge, for AuthTTL. A source (an IPv4 address, or an IPv6
+// prefix of ClientIPv6Prefix bits, /64 by default) whose challenges fail
+// MaxChallengeFailures times is refused challenges for ChallengeLockout.
+// Every table (challenges, authorisations, failures) is bounded by
+// MaxAuthorized. When the failure table is full of live failures, a source
+// it does not hold is refused challenges (31) rather than allowed guesses it
+// cannot count, unless it is trusted. So that one network cannot fill it,
+// the table holds at most FailingPerNetwork failing sources of one network
+// (an IPv4 /24 or an IPv6 /48) at once: the network's other sources are
+// refused challenges (31) until some of its failures expire. Filling the
+// table thus takes MaxAuthorized/FailingPerNetwork networks, and one
+// network guesses as FailingPerNetwork sources would (not as the 65,536
+// /64s of a /48).
 //
 // Cookies: a failure counts against a source only once the source has shown
 // that it receives what is sent to its address and port, or a spoofer could
@@ -80,6 +89,9 @@ type Command struct {
 }
 
 // CachedAnswer is a command's answer that is ready without blocking.
+// Command.Cached runs on a socket's reader for every query, forged ones
+// included, so it should return an answer made once, when it was cached,
+// as HTTPCommand does: then neither Size nor Fill costs anything per query.
 type CachedAnswer struct {
 	// Fill fills a reply as Run would and returns its status.
 	Fill func(*wiregqp.Reply) wiregqp.Status
@@ -119,6 +131,10 @@ type ServerConfig struct {
 	// refused challenges, and how long a failure is remembered. Default:
 	// 10 minutes.
 	ChallengeLockout time.Duration
+	// ClientIPv6Prefix is the length, in bits, of the IPv6 prefix that is
+	// one source for challenge failures (32 to 128). Default:
+	// clientaddr.DefaultIPv6Prefix (64).
+	ClientIPv6Prefix int
 	// Trusted are the networks whose sources get full answers without
 	// padding (still needing challenge/validate for protected commands).
 	// Nil: loopback (127.0.0.0/8 and ::1); empty: none.
@@ -156,11 +172,6 @@ type challenge struct {
 	expires time.Time
 }
 
-type failures struct {
-	count   int
-	expires time.Time // when the count is forgotten
-}
-
 // Cookie parameters: see the package doc.
 const (
 	cookieEpoch = time.Minute
@@ -177,7 +188,7 @@ type Server struct {
 	mu         sync.Mutex
 	authorized map[netip.AddrPort]time.Time
 	challenges map[string]challenge
-	failed     map[netip.Prefix]failures
+	failed     failureTable
 	nextPrune  time.Time
 }
 
@@ -221,6 +232,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg.AuthTTL < 0, cfg.ChallengeTTL < 0, cfg.ChallengeLockout < 0:
 		return nil, errors.New("gqp: limits must be positive")
 	}
+	if err := clientaddr.ValidateIPv6Prefix("gqp: client IPv6 prefix", cfg.ClientIPv6Prefix); err != nil {
+		return nil, err
+	}
 	for login, pw := range cfg.Logins {
 		if pw == "" {
 			return nil, errors.New("gqp: login " + login + " has an empty password")
@@ -232,7 +246,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		exts:       [][]byte{[]byte(PadCommand)},
 		authorized: make(map[netip.AddrPort]time.Time),
 		challenges: make(map[string]challenge),
-		failed:     make(map[netip.Prefix]failures),
+		failed:     newFailureTable(&cfg),
 	}
 	_, _ = rand.Read(s.cookieKey[:])
 	for i := range cfg.Commands {
@@ -291,10 +305,14 @@ func (s *Server) Answer(ctx context.Context, src netip.AddrPort, query []byte) (
 // or validate takes effect), lets each such command start its upstream
 // work, and returns done false: the caller may then call Answer off its
 // reader, or drop the query.
+//
+// Refusing a cached answer to a source that may not receive it allocates
+// nothing (with a Command.Cached that does not).
 func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Verdict, done bool) {
-	var q wiregqp.Query
+	q := queries.Get().(*wiregqp.Query)
+	defer queries.Put(q)
 	err := q.Decode(query)
-	var ready []func(*wiregqp.Reply) wiregqp.Status
+	var ready [wiregqp.MaxCommands]func(*wiregqp.Reply) wiregqp.Status
 	done = true
 	size, validates := 0, false
 	for i, c := range q.Commands {
@@ -311,9 +329,6 @@ func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Ve
 			done = false // but go on, so that every miss starts its work
 			continue
 		}
-		if ready == nil {
-			ready = make([]func(*wiregqp.Reply) wiregqp.Status, len(q.Commands))
-		}
 		ready[i] = answer.Fill
 		size += answer.Size
 	}
@@ -326,15 +341,15 @@ func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Ve
 		// can be tens of kilobytes, and these sources can be forged).
 		return nil, DroppedAmplification, true
 	}
-	out, v = s.respond(src, query, &q, err, func(i int, c wiregqp.Command, r *wiregqp.Reply) {
-		var answer func(*wiregqp.Reply) wiregqp.Status
-		if ready != nil {
-			answer = ready[i]
-		}
-		s.run(context.Background(), src, c, r, answer, true)
+	out, v = s.respond(src, query, q, err, func(i int, c wiregqp.Command, r *wiregqp.Reply) {
+		s.run(context.Background(), src, c, r, ready[i], true)
 	})
 	return out, v, true
 }
+
+// queries are the decoded queries AnswerNow reuses: decoding into one
+// allocates nothing once its slices have grown.
+var queries = sync.Pool{New: func() any { return new(wiregqp.Query) }}
 
 // respond answers q, decoded from query with decodeErr, running each of
 // its commands with run, and applies the amplification limits of src.
@@ -508,31 +523,31 @@ func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) 
 		return
 	}
 	now := s.cfg.Now()
+	trusted := s.Trusted(src.Addr())
 	// Until the source proves it receives at its address and port, nothing
 	// is checked or counted: it gets its cookie.
-	if !s.Trusted(src.Addr()) && (len(args) < 3 || !s.cookieValid(src, args[2], now)) {
+	if !trusted && (len(args) < 3 || !s.cookieValid(src, args[2], now)) {
 		r.Status = wiregqp.StatusUnauthorised
 		r.AddPair([]byte("cookie"), s.cookie(src, now.UnixNano()/int64(cookieEpoch)))
 		return
 	}
-	key := clientaddr.Key(src.Addr(), clientaddr.DefaultIPv6Prefix)
+	key := clientaddr.Key(src.Addr(), s.cfg.ClientIPv6Prefix)
 	s.mu.Lock()
 	s.pruneEvery(now)
-	f, known := s.failed[key]
-	locked := f.count >= s.cfg.MaxChallengeFailures && now.Before(f.expires)
-	// With the failure table full, a source it cannot count is refused
-	// (refusing is safer than allowing uncounted guesses), except from a
-	// trusted network.
-	full := !known && len(s.failed) >= s.cfg.MaxAuthorized && !s.Trusted(src.Addr())
+	refused := s.failed.check(key, trusted, now)
 	s.mu.Unlock()
-	if full {
+	switch refused {
+	case lockedOut:
+		r.Status = wiregqp.StatusUnauthorised
+		r.SetText([]byte("too many failed attempts; try again later"))
+		return
+	case tableFull:
 		r.Status = wiregqp.StatusUnavailable
 		r.SetText([]byte("too many failing sources; try again later"))
 		return
-	}
-	if locked {
-		r.Status = wiregqp.StatusUnauthorised
-		r.SetText([]byte("too many failed attempts; try again later"))
+	case networkFull:
+		r.Status = wiregqp.StatusUnavailable
+		r.SetText([]byte("too many failing sources in this network; try again later"))
 		return
 	}
 	want, ok := s.cfg.Logins[string(args[0])]
@@ -541,7 +556,9 @@ func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) 
 	wantSum, gotSum := sha256.Sum256([]byte(want)), sha256.Sum256(args[1])
 	match := subtle.ConstantTimeCompare(wantSum[:], gotSum[:]) == 1
 	if !ok || !match {
-		s.fail(key, now)
+		s.mu.Lock()
+		s.failed.fail(key, trusted, now)
+		s.mu.Unlock()
 		r.Status = wiregqp.StatusUnauthorised
 		r.SetText([]byte("invalid credentials"))
 		return
@@ -559,26 +576,6 @@ func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) 
 	s.challenges[token] = challenge{src: src, expires: now.Add(s.cfg.ChallengeTTL)}
 	s.mu.Unlock()
 	r.AddString([]byte(token))
-}
-
-// fail counts a failed challenge of key (not counted when the table is
-// full: see challenge).
-func (s *Server) fail(key netip.Prefix, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := s.failed[key]
-	if !ok && len(s.failed) >= s.cfg.MaxAuthorized {
-		s.prune(now)
-		if len(s.failed) >= s.cfg.MaxAuthorized {
-			return
-		}
-	}
-	if !now.Before(f.expires) {
-		f.count = 0
-	}
-	f.count++
-	f.expires = now.Add(s.cfg.ChallengeLockout)
-	s.failed[key] = f
 }
 
 func (s *Server) validate(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) {
@@ -631,9 +628,5 @@ func (s *Server) prune(now time.Time) {
 			delete(s.authorized, k)
 		}
 	}
-	for k, f := range s.failed {
-		if !now.Before(f.expires) {
-			delete(s.failed, k)
-		}
-	}
+	s.failed.prune(now)
 }

@@ -199,7 +199,7 @@ func TestChallengeFailureTableBounded(t *testing.T) {
 		challengeFrom(t, s, src.String(), "guess")
 	}
 	s.mu.Lock()
-	n := len(s.failed)
+	n := len(s.failed.sources)
 	s.mu.Unlock()
 	if n > 16 {
 		t.Fatalf("failure table holds %d sources, want at most 16", n)
@@ -213,6 +213,102 @@ func TestChallengeFailureTableBounded(t *testing.T) {
 	clock.Advance(10 * time.Minute)
 	if r := challengeFrom(t, s, "192.0.2.50:1", "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
 		t.Fatalf("after the failures expire: got %+v, want 10", r)
+	}
+}
+
+// One holder of an ordinary IPv6 /48 (65,536 /64s) fails challenges from
+// real addresses (each receives its cookie) in more /64s than the failure
+// table holds. It gets no more than its network's share of the table:
+// further /64s of the /48 are refused (31), while an admin in any other
+// network still authenticates. The same holds for an IPv4 /24.
+func TestOneNetworkCannotTakeTheFailureTable(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s := bigServer(t, clock) // the default bound: 10000 failing sources
+	attacker := netip.MustParseAddr("2001:db8:aa::").As16()
+	from := func(i int) string {
+		a := attacker
+		a[6], a[7], a[15] = byte(i>>8), byte(i), 1 // the /64 i of the /48
+		return netip.AddrPortFrom(netip.AddrFrom16(a), 27000).String()
+	}
+	refused := 0
+	const tries = 10_001 // one more /64 than the table holds
+	for i := range tries {
+		r := challengeFrom(t, s, from(i), "guess")
+		switch {
+		case r == nil:
+			t.Fatalf("challenge from %s: no answer", from(i))
+		case r.Status == wiregqp.StatusUnavailable:
+			refused++
+		case r.Status != wiregqp.StatusUnauthorised:
+			t.Fatalf("a wrong password from %s: got %v, want 32 or 31", from(i), r.Status)
+		}
+	}
+	for _, admin := range []string{"[2001:db8:bb::7]:27000", "198.51.100.7:27000"} {
+		if r := challengeFrom(t, s, admin, "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
+			t.Fatalf("an admin in another network (%s) after the /48's failures: got %+v, want 10", admin, r)
+		}
+	}
+	s.mu.Lock()
+	held, networks := len(s.failed.sources), len(s.failed.networks)
+	s.mu.Unlock()
+	if held != FailingPerNetwork || networks != 1 || refused != tries-FailingPerNetwork {
+		t.Fatalf("failures from %d /64s of one /48: the table holds %d sources of %d networks and %d were refused, want %d of 1 and %d",
+			tries, held, networks, refused, FailingPerNetwork, tries-FailingPerNetwork)
+	}
+	// The /48's own /64s that failed are counted as before, and its share
+	// comes back as its failures expire.
+	for range 4 {
+		challengeFrom(t, s, from(0), "guess")
+	}
+	if r := challengeFrom(t, s, from(0), "hunter2"); r == nil || r.Status != wiregqp.StatusUnauthorised {
+		t.Fatalf("a /64 of the /48 after 5 failures: got %+v, want 32 (locked out)", r)
+	}
+	clock.Advance(10 * time.Minute)
+	if r := challengeFrom(t, s, from(tries), "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("a new /64 of the /48 once its failures expired: got %+v, want 10", r)
+	}
+
+	// An IPv4 /24 against a small table: its share is half the table at
+	// most, and another /24 still authenticates.
+	s, err := NewServer(ServerConfig{Logins: map[string]string{"admin": "hunter2"}, MaxAuthorized: 8, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 256 {
+		challengeFrom(t, s, netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 1).String(), "guess")
+	}
+	s.mu.Lock()
+	held = len(s.failed.sources)
+	s.mu.Unlock()
+	if held != 4 {
+		t.Fatalf("failures from a whole /24 in a table of 8: it holds %d, want 4 (half)", held)
+	}
+	if r := challengeFrom(t, s, "203.0.114.1:1", "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("an admin in the next /24: got %+v, want 10", r)
+	}
+}
+
+// ClientIPv6Prefix sets which IPv6 addresses are one source: with /56,
+// failures from different /64s of one /56 add up.
+func TestChallengeLockoutClientIPv6Prefix(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s, err := NewServer(ServerConfig{Logins: map[string]string{"admin": "hunter2"}, ClientIPv6Prefix: 56, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		challengeFrom(t, s, fmt.Sprintf("[2001:db8:1:%x::1]:1", i), "guess")
+	}
+	if r := challengeFrom(t, s, "[2001:db8:1:ff::1]:1", "hunter2"); r == nil || r.Status != wiregqp.StatusUnauthorised {
+		t.Fatalf("another /64 of the /56 after 5 failures in it: got %+v, want 32 (locked out)", r)
+	}
+	if r := challengeFrom(t, s, "[2001:db8:1:100::1]:1", "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("the next /56: got %+v, want 10", r)
+	}
+	for _, bits := range []int{31, 129, -1} {
+		if _, err := NewServer(ServerConfig{ClientIPv6Prefix: bits}); err == nil {
+			t.Errorf("ClientIPv6Prefix %d: accepted, want an error", bits)
+		}
 	}
 }
 
@@ -244,7 +340,7 @@ func TestForgedChallengeFailuresCannotLockOut(t *testing.T) {
 		}
 	}
 	s.mu.Lock()
-	n := len(s.failed)
+	n := len(s.failed.sources)
 	s.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d sources have failures counted after forged challenges only, want 0", n)
@@ -506,29 +602,45 @@ func TestAnswerNow(t *testing.T) {
 	}
 }
 
-// A cached answer larger than the query is not even built for a source
-// that is neither trusted nor validated: it could only be dropped, and
-// building a large one for every forged datagram would tie up the reader.
-func TestAnswerNowRefusesLargeCachedAnswersUnbuilt(t *testing.T) {
+// rulesServer serves a command "rules" whose upstream answers records
+// pairs of 100-byte values, cached for an hour: the trusted source asks
+// once, so that it is cached.
+func rulesServer(tb testing.TB, records int) (*Server, *HTTPCommand) {
+	tb.Helper()
 	var big strings.Builder
 	big.WriteString("{")
-	for i := range 200 {
-		fmt.Fprintf(&big, `"key%03d": "%s",`, i, strings.Repeat("v", 100))
+	for i := range records - 1 {
+		fmt.Fprintf(&big, `"key%04d": "%s",`, i, strings.Repeat("v", 100))
 	}
 	big.WriteString(`"last": 1}`)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(big.String()))
 	}))
-	defer up.Close()
+	tb.Cleanup(up.Close)
 	hc := &HTTPCommand{URL: up.URL, TTL: time.Hour, Rate: 0.001, Burst: 1, Client: up.Client()}
 	s, err := NewServer(ServerConfig{Commands: []Command{{Name: "rules", Run: hc.Run, Cached: hc.Cached}}})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	trusted := netip.MustParseAddrPort("127.0.0.1:4000")
-	if out, v := s.Answer(context.Background(), trusted, padded(t, "rules")); len(out) < 2 || v != Answered {
-		t.Fatalf("the trusted source: %d datagrams (%v), want the whole answer in several", len(out), v)
+	out, v := s.Answer(context.Background(), trusted, []byte("rules\x04"))
+	n := 0
+	for _, d := range out {
+		n += len(d)
 	}
+	if n < 100*records || v != Answered {
+		tb.Fatalf("the trusted source: %d bytes (%v), want the whole answer", n, v)
+	}
+	return s, hc
+}
+
+// A cached answer larger than the query is not even built for a source
+// that is neither trusted nor validated: it could only be dropped, and
+// building a large one for every forged datagram would tie up the reader.
+// Refusing it allocates nothing: the answer's size was counted when it was
+// cached.
+func TestAnswerNowRefusesLargeCachedAnswersUnbuilt(t *testing.T) {
+	s, _ := rulesServer(t, 200)
 	forged := netip.MustParseAddrPort("192.0.2.9:4000")
 	q := padded(t, "rules")
 	allocs := testing.AllocsPerRun(50, func() {
@@ -536,9 +648,52 @@ func TestAnswerNowRefusesLargeCachedAnswersUnbuilt(t *testing.T) {
 			t.Fatalf("an unvalidated source: done %v, %d datagrams, %v; want dropped for amplification", done, len(out), v)
 		}
 	})
-	// Building the answer takes hundreds of allocations (one per record
-	// and more); refusing it, a few.
-	if allocs > 10 {
-		t.Errorf("refusing the answer took %.0f allocations, want it refused before it is built", allocs)
+	if allocs != 0 {
+		t.Errorf("refusing the answer took %.0f allocations, want 0 (refused before it is built, its size known)", allocs)
+	}
+}
+
+// A hit returns the answer made when the upstream's records were cached,
+// with its size counted then: no allocation, whatever the answer's size.
+func TestHTTPCommandCachedHitAllocatesNothing(t *testing.T) {
+	_, hc := rulesServer(t, 200)
+	want := len("last") + len("1")
+	for i := range 199 {
+		want += len(fmt.Sprintf("key%04d", i)) + 100
+	}
+	var a CachedAnswer
+	allocs := testing.AllocsPerRun(50, func() {
+		var ok bool
+		if a, ok = hc.Cached(nil); !ok {
+			t.Fatal("the cached answer: not a hit")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a hit took %.0f allocations, want 0", allocs)
+	}
+	if a.Size != want {
+		t.Errorf("the answer's size: got %d, want %d (its names and values)", a.Size, want)
+	}
+	var resp wiregqp.Response
+	if st := a.Fill(resp.Add(wiregqp.StatusOK, []byte("rules"))); st != wiregqp.StatusOK || len(resp.Replies[0].Records) != 200 {
+		t.Errorf("the cached answer fills status %v with %d records, want 10 with 200", st, len(resp.Replies[0].Records))
+	}
+}
+
+// BenchmarkAnswerNowRefusal refuses a cached answer of 10 and of 500
+// records to an unvalidated source: the cost does not grow with the answer.
+func BenchmarkAnswerNowRefusal(b *testing.B) {
+	for _, n := range []int{10, 500} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			s, _ := rulesServer(b, n)
+			forged := netip.MustParseAddrPort("192.0.2.9:4000")
+			q := []byte("rules\x04")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, v, _ := s.AnswerNow(forged, q); v != DroppedAmplification {
+					b.Fatalf("got %v, want dropped for amplification", v)
+				}
+			}
+		})
 	}
 }

@@ -52,7 +52,7 @@ type HTTPCommand struct {
 	// Default: DefaultUpstreamRate.
 	Rate float64
 	// Burst is how many requests of each budget may go at once. Default:
-	// Rate, at least 1.
+	// one second of Rate, rounded up (ratelimit.DefaultBurst).
 	Burst int
 	// Client makes the requests. Default: one with Timeout.
 	Client *http.Client
@@ -61,7 +61,7 @@ type HTTPCommand struct {
 	Log func(error)
 
 	once            sync.Once
-	plain, args     *cache.Results[string, []Record]
+	plain, args     *cache.Results[string, CachedAnswer]
 	limit           ratelimit.Limit
 	clock           ratelimit.Clock
 	plainBudget     ratelimit.AtomicState
@@ -79,7 +79,7 @@ func (c *HTTPCommand) init() {
 		c.Rate = DefaultUpstreamRate
 	}
 	if c.Burst == 0 {
-		c.Burst = max(1, int(c.Rate))
+		c.Burst = ratelimit.DefaultBurst(c.Rate)
 	}
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: c.Timeout}
@@ -91,8 +91,8 @@ func (c *HTTPCommand) init() {
 	}
 	c.clock = ratelimit.NewClock(nil)
 	// Constant sizes: these cannot fail.
-	c.plain, _ = cache.NewResults[string, []Record](1, nil)
-	c.args, _ = cache.NewResults[string, []Record](upstreamArgEntries, nil)
+	c.plain, _ = cache.NewResults[string, CachedAnswer](1, nil)
+	c.args, _ = cache.NewResults[string, CachedAnswer](upstreamArgEntries, nil)
 }
 
 var errUpstreamBusy = errors.New("upstream request rate limit reached")
@@ -108,13 +108,13 @@ type Record struct {
 func (c *HTTPCommand) Run(ctx context.Context, args [][]byte, reply *wiregqp.Reply) wiregqp.Status {
 	c.once.Do(c.init)
 	results, budget := c.budget(args)
-	res, err := results.Get(ctx, cacheKey(args), c.policy(), func(ctx context.Context) ([]Record, error) {
+	res, err := results.Get(ctx, cacheKey(args), c.policy(), func(ctx context.Context) (CachedAnswer, error) {
 		if !c.limit.AllowAtomic(budget, c.clock.Now()) {
-			return nil, errUpstreamBusy
+			return CachedAnswer{}, errUpstreamBusy
 		}
-		return c.fetchLogged(ctx, args)
+		return c.load(ctx, args)
 	})
-	return c.reply(res.Value, err, reply)
+	return answerOf(res.Value, err).Fill(reply)
 }
 
 // Cached implements Command.Cached: a fresh or failed answer in the cache
@@ -129,7 +129,7 @@ func (c *HTTPCommand) Cached(args [][]byte) (CachedAnswer, bool) {
 	res, ok, loading := results.Peek(key, p)
 	switch {
 	case ok:
-		return c.cachedAnswer(res.Value, res.Err), true
+		return answerOf(res.Value, res.Err), true
 	case loading:
 		return CachedAnswer{}, false // Run will wait for the request that runs
 	}
@@ -137,29 +137,71 @@ func (c *HTTPCommand) Cached(args [][]byte) (CachedAnswer, bool) {
 	// queries miss, requests (and their goroutines) start at most at
 	// the budget's rate.
 	if !c.limit.AllowAtomic(budget, c.clock.Now()) {
-		return c.cachedAnswer(nil, errUpstreamBusy), true
+		return busyAnswer, true
 	}
 	owned := make([][]byte, len(args)) // args alias the caller's datagram
 	for i, a := range args {
 		owned[i] = bytes.Clone(a)
 	}
-	res, err := results.Get(ended, key, p, func(ctx context.Context) ([]Record, error) { return c.fetchLogged(ctx, owned) })
+	res, err := results.Get(ended, key, p, func(ctx context.Context) (CachedAnswer, error) { return c.load(ctx, owned) })
 	if res.State == 0 {
 		return CachedAnswer{}, false // the request runs; nothing waits for it here
 	}
-	return c.cachedAnswer(res.Value, err), true
+	return answerOf(res.Value, err), true
 }
 
-// cachedAnswer is the answer recs or err make, with its size.
-func (c *HTTPCommand) cachedAnswer(recs []Record, err error) CachedAnswer {
-	a := CachedAnswer{Fill: func(r *wiregqp.Reply) wiregqp.Status { return c.reply(recs, err, r) }}
-	if err == nil {
-		for _, rec := range recs {
-			a.Size += len(rec.Label)
-			for _, it := range rec.Items {
-				a.Size += len(it)
-			}
+// load asks the upstream and makes its records the answer the cache keeps.
+func (c *HTTPCommand) load(ctx context.Context, args [][]byte) (CachedAnswer, error) {
+	recs, err := c.fetch(ctx, args)
+	if err != nil {
+		if c.Log != nil {
+			c.Log(err)
 		}
+		return CachedAnswer{}, err
+	}
+	return recordsAnswer(recs), nil
+}
+
+// recordsAnswer is the answer recs make. It is made once, when they are
+// loaded, and cached whole: a hit then costs neither a walk of the records
+// (for Size) nor an allocation (for Fill).
+func recordsAnswer(recs []Record) CachedAnswer {
+	a := CachedAnswer{Fill: func(r *wiregqp.Reply) wiregqp.Status { return fillRecords(recs, r) }}
+	for _, rec := range recs {
+		a.Size += len(rec.Label)
+		for _, it := range rec.Items {
+			a.Size += len(it)
+		}
+	}
+	return a
+}
+
+// The answers to a failed upstream request: words only, since the error
+// may hold the upstream's URL and socket errors (load logs them).
+var (
+	unavailableAnswer = textAnswer(wiregqp.StatusUnavailable, "upstream unavailable")
+	busyAnswer        = textAnswer(wiregqp.StatusUnavailable, "upstream busy: try again shortly")
+)
+
+// textAnswer is the answer status with text, whose bytes every reply shares.
+func textAnswer(status wiregqp.Status, text string) CachedAnswer {
+	b := []byte(text)
+	return CachedAnswer{
+		Fill: func(r *wiregqp.Reply) wiregqp.Status {
+			r.SetText(b)
+			return status
+		},
+		Size: len(b),
+	}
+}
+
+// answerOf is the answer of a cached value or error.
+func answerOf(a CachedAnswer, err error) CachedAnswer {
+	switch {
+	case errors.Is(err, errUpstreamBusy):
+		return busyAnswer
+	case err != nil || a.Fill == nil:
+		return unavailableAnswer
 	}
 	return a
 }
@@ -172,7 +214,7 @@ var ended = func() context.Context {
 }()
 
 // budget returns the cache and upstream budget of queries with args.
-func (c *HTTPCommand) budget(args [][]byte) (*cache.Results[string, []Record], *ratelimit.AtomicState) {
+func (c *HTTPCommand) budget(args [][]byte) (*cache.Results[string, CachedAnswer], *ratelimit.AtomicState) {
 	if len(args) > 0 {
 		return c.args, &c.argumentsBudget
 	}
@@ -185,27 +227,8 @@ func (c *HTTPCommand) policy() cache.Policy {
 	return cache.Policy{TTL: c.TTL, StaleIfError: 10 * c.TTL, NegativeTTL: c.TTL, LoadTimeout: c.Timeout}
 }
 
-func (c *HTTPCommand) fetchLogged(ctx context.Context, args [][]byte) ([]Record, error) {
-	recs, err := c.fetch(ctx, args)
-	if err != nil && c.Log != nil {
-		c.Log(err)
-	}
-	return recs, err
-}
-
-// reply fills reply with recs, or with err in words, and returns its
-// status.
-func (c *HTTPCommand) reply(recs []Record, err error, reply *wiregqp.Reply) wiregqp.Status {
-	if err != nil {
-		// Words only: the error may hold the upstream's URL and socket
-		// errors, which are logged by fetchLogged.
-		msg := "upstream unavailable"
-		if errors.Is(err, errUpstreamBusy) {
-			msg = "upstream busy: try again shortly"
-		}
-		reply.SetText([]byte(msg))
-		return wiregqp.StatusUnavailable
-	}
+// fillRecords fills reply with recs and returns its status.
+func fillRecords(recs []Record, reply *wiregqp.Reply) wiregqp.Status {
 	for _, r := range recs {
 		items := make([][]byte, len(r.Items))
 		for i, it := range r.Items {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -53,7 +52,8 @@ type Config struct {
 	StaleIfError         time.Duration
 	NegativeTTL          time.Duration
 	// RateLimit is the most upstream queries per second per server, with
-	// RateBurst at once; 0 is unlimited. Each server has two such budgets:
+	// RateBurst at once (default: one second of RateLimit, rounded up:
+	// ratelimit.DefaultBurst); 0 is unlimited. Each server has two such budgets:
 	// one for the status and argument-free commands, one for commands with
 	// arguments, so varying arguments cannot starve the status.
 	RateLimit float64
@@ -213,7 +213,7 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		cfg.MaxBody = 64 << 10
 	}
 	if cfg.RateBurst == 0 {
-		cfg.RateBurst = max(1, int(math.Ceil(cfg.RateLimit)))
+		cfg.RateBurst = ratelimit.DefaultBurst(cfg.RateLimit)
 	}
 	if cfg.MaxAdHoc == 0 {
 		cfg.MaxAdHoc = 32

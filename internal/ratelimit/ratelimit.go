@@ -38,6 +38,25 @@ import (
 // limiter forms can overflow an int64 of nanoseconds (about 292 years).
 const MaxSpan = 90 * 365 * 24 * time.Hour
 
+// MaxBurst is the largest burst a configuration may give (and the largest
+// DefaultBurst): a billion events at once is already no limit.
+const MaxBurst = 1 << 30
+
+// DefaultBurst is the burst of a limit whose burst is not configured: one
+// second of events at rate, rounded up to a whole event, at least 1 and at
+// most MaxBurst. So a rate of 10 per second allows 10 at once, 2.5 allows
+// 3, and 0.2 allows 1. A rate that is not positive (0, negative, NaN)
+// gives 1.
+func DefaultBurst(rate float64) int {
+	switch {
+	case !(rate > 1):
+		return 1
+	case rate >= MaxBurst:
+		return MaxBurst
+	}
+	return int(math.Ceil(rate))
+}
+
 // Validate checks a rate (events per second) and a burst (events at once).
 // A rate of 0 turns limiting off, and the burst is then ignored; otherwise
 // the rate must be finite and positive, the burst at least 1, and both 1/rate

@@ -6,25 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gamegate/gamegate/internal/testutil"
 )
-
-// manualClock is a time source that moves only when told to.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func mustLimit(t testing.TB, rate float64, burst int) Limit {
 	t.Helper()
@@ -154,7 +138,7 @@ func TestZeroLimitAdmitsEverything(t *testing.T) {
 }
 
 func TestLimiterWithManualClock(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	lim, err := NewLimiter(2, 2, clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +200,7 @@ func TestAtomicStateConcurrent(t *testing.T) {
 }
 
 func TestClock(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c := NewClock(clock.Now)
 	if got := c.Now(); got != 0 {
 		t.Fatalf("got %d at creation, want 0", got)
@@ -250,6 +234,40 @@ func TestRetryAfter(t *testing.T) {
 		if got := RetryAfter(tt.d); got != tt.want {
 			t.Errorf("RetryAfter(%v): got %d, want %d", tt.d, got, tt.want)
 		}
+	}
+}
+
+func TestDefaultBurst(t *testing.T) {
+	tests := []struct {
+		rate float64
+		want int
+	}{
+		{10, 10}, {2.5, 3}, {1.0001, 2}, {1, 1}, {0.2, 1}, {1e-9, 1},
+		{0, 1}, {-5, 1}, {math.NaN(), 1},
+		{MaxBurst - 0.5, MaxBurst}, {MaxBurst, MaxBurst}, {1e12, MaxBurst}, {math.Inf(1), MaxBurst},
+	}
+	for _, tt := range tests {
+		got := DefaultBurst(tt.rate)
+		if got != tt.want {
+			t.Errorf("DefaultBurst(%v): got %d, want %d", tt.rate, got, tt.want)
+		}
+		// Every valid rate is valid with its default burst.
+		if Validate(tt.rate, 1) == nil {
+			if err := Validate(tt.rate, got); err != nil {
+				t.Errorf("rate %v with its default burst %d: %v", tt.rate, got, err)
+			}
+		}
+	}
+	// The default burst is one second of events: a fresh limiter admits
+	// exactly that many at once.
+	l := mustLimit(t, 2.5, DefaultBurst(2.5))
+	var s State
+	n := 0
+	for l.Allow(&s, 0) {
+		n++
+	}
+	if n != 3 {
+		t.Errorf("a fresh limiter of 2.5/s with the default burst admitted %d at once, want 3", n)
 	}
 }
 
