@@ -27,24 +27,45 @@ import (
 //     system call;
 //   - readers=1/batch=32: one reader, recvmmsg/sendmmsg;
 //   - readers=2/batch=32: two readers on SO_REUSEPORT sockets (as the
-//     gamegate app opens them), recvmmsg/sendmmsg.
+//     gamegate app opens them), recvmmsg/sendmmsg;
+//   - readers=2-shared/batch=32: two readers sharing one socket (they take
+//     turns reading it), recvmmsg/sendmmsg.
 //
 // The clients run in the same process, on the same CPUs. Run the variants
 // interleaved and compare each with the bare loop of the same round:
 //
 //	go test -run '^$' -bench Echo -benchtime 2s -count 5 ./dgram
-func BenchmarkEcho(b *testing.B) {
+func BenchmarkEcho(b *testing.B) { benchEcho(b, loadWindow) }
+
+// BenchmarkEchoOneInFlight is BenchmarkEcho with one datagram in flight per
+// client: the latency-bound case, where a reader mostly finds one datagram
+// waiting and the cost of each wakeup and system call shows.
+func BenchmarkEchoOneInFlight(b *testing.B) { benchEcho(b, 1) }
+
+func benchEcho(b *testing.B, window int) {
 	b.Run("bare", func(b *testing.B) {
 		conn := listen(b)
 		go bareEcho(conn)
 		b.Cleanup(func() { conn.Close() })
-		runEchoLoad(b, conn.LocalAddr().(*net.UDPAddr).AddrPort())
+		runEchoLoad(b, conn.LocalAddr().(*net.UDPAddr).AddrPort(), window)
 	})
-	for _, v := range []struct{ readers, batch int }{{1, 1}, {1, 32}, {2, 32}} {
-		b.Run(fmt.Sprintf("readers=%d/batch=%d", v.readers, v.batch), func(b *testing.B) {
+	for _, v := range []struct {
+		readers, batch int
+		shared         bool
+	}{{1, 1, false}, {1, 32, false}, {2, 32, false}, {2, 32, true}} {
+		sockets := ""
+		if v.shared {
+			sockets = "-shared"
+		}
+		b.Run(fmt.Sprintf("readers=%d%s/batch=%d", v.readers, sockets, v.batch), func(b *testing.B) {
 			s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: v.batch, ReadBuffer: 4 << 20, WriteBuffer: 4 << 20}
-			addr := startReusePortServer(b, s, v.readers)
-			runEchoLoad(b, addr)
+			var addr netip.AddrPort
+			if v.shared {
+				addr = startServer(b, s, v.readers)
+			} else {
+				addr = startReusePortServer(b, s, v.readers)
+			}
+			runEchoLoad(b, addr, window)
 		})
 	}
 }
@@ -103,9 +124,9 @@ const (
 )
 
 // runEchoLoad runs b.N round trips to addr from loadClients sockets, each
-// with loadWindow datagrams in flight. A datagram lost (the kernel drops
-// when a buffer is full) is replaced after 500 ms without answers.
-func runEchoLoad(b *testing.B, addr netip.AddrPort) {
+// with window datagrams in flight. A datagram lost (the kernel drops when a
+// buffer is full) is replaced after 500 ms without answers.
+func runEchoLoad(b *testing.B, addr netip.AddrPort, window int) {
 	conns := make([]*net.UDPConn, loadClients)
 	for i := range conns {
 		conns[i] = listen(b)
@@ -142,7 +163,7 @@ func runEchoLoad(b *testing.B, addr netip.AddrPort) {
 			msg := make([]byte, loadSize)
 			msg[0] = 'x'
 			buf := make([]byte, 2*loadSize)
-			for range loadWindow {
+			for range window {
 				_, _ = c.WriteToUDPAddrPort(msg, addr)
 			}
 			var deadline time.Time
@@ -152,8 +173,8 @@ func runEchoLoad(b *testing.B, addr netip.AddrPort) {
 					_ = c.SetReadDeadline(deadline)
 				}
 				if _, _, err := c.ReadFromUDPAddrPort(buf); err != nil {
-					lost.Add(loadWindow)
-					for range loadWindow {
+					lost.Add(int64(window))
+					for range window {
 						_, _ = c.WriteToUDPAddrPort(msg, addr)
 					}
 					left.Add(1)

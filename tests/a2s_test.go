@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -358,8 +357,7 @@ func TestA2SShieldSpoofedFlood(t *testing.T) {
 //   - no goroutine is spent per source (caddy-l4 would spend two each);
 //   - the real client is answered throughout and after.
 func TestA2SAppShieldSpoofedFlood(t *testing.T) {
-	if os.Getenv(isolatedEnv) != t.Name() {
-		runIsolated(t)
+	if runIsolated(t) {
 		return
 	}
 	env := startA2S(t, "ttl 1s\n\t\t\t\tstale_ttl 1s", true)

@@ -273,8 +273,7 @@ func TestQoSTrackedSourcesBounded(t *testing.T) {
 // strands association goroutines when a server stops), so the test runs
 // alone in a fresh process of the test binary.
 func TestQoSOversizedFirstDatagramDoesNotSpin(t *testing.T) {
-	if os.Getenv(isolatedEnv) != t.Name() {
-		runIsolated(t)
+	if runIsolated(t) {
 		return
 	}
 	matchFrame, handleFrame := funcName((*caddymodule.MatchQoS).Match), funcName((*caddymodule.QoSEcho).Handle)
@@ -312,9 +311,13 @@ func TestQoSOversizedFirstDatagramDoesNotSpin(t *testing.T) {
 const isolatedEnv = "GAMEGATE_ISOLATED_TEST"
 
 // runIsolated runs the calling test alone in a child process of the test
-// binary and fails if it fails.
-func runIsolated(t *testing.T) {
+// binary, fails if it fails there, and reports true: the caller returns.
+// In that child process it reports false, and the test runs.
+func runIsolated(t *testing.T) bool {
 	t.Helper()
+	if os.Getenv(isolatedEnv) == t.Name() {
+		return false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
@@ -329,6 +332,7 @@ func runIsolated(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("%s alone in a fresh process:\n%s", t.Name(), out)
 	}
+	return true
 }
 
 // funcName is the name a function's frames carry in a goroutine dump.

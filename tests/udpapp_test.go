@@ -225,8 +225,7 @@ func flood(ctx context.Context, t *testing.T, addr string, sockets int) int64 {
 // answered within 1 s of the flood ending; goroutines return to their
 // baseline and the heap stays bounded.
 func TestUDPAppFlood(t *testing.T) {
-	if os.Getenv(isolatedEnv) != t.Name() {
-		runIsolated(t)
+	if runIsolated(t) {
 		return
 	}
 	// The clients ask far more often than a player would: let them.
@@ -309,8 +308,7 @@ func TestUDPAppFlood(t *testing.T) {
 // (127/8 addresses) per protocol and measures what each source costs: no
 // goroutine, and only the protocols' own table entries.
 func TestUDPAppScale(t *testing.T) {
-	if os.Getenv(isolatedEnv) != t.Name() {
-		runIsolated(t)
+	if runIsolated(t) {
 		return
 	}
 	const sources = 50_000
@@ -379,8 +377,7 @@ func TestUDPAppScale(t *testing.T) {
 // API while relay and QoS traffic flows: no binding is lost, a QoS ban
 // stays in force, and the goroutine count stays flat.
 func TestUDPAppReloads(t *testing.T) {
-	if os.Getenv(isolatedEnv) != t.Name() {
-		runIsolated(t)
+	if runIsolated(t) {
 		return
 	}
 	env := startUDPApp(t, "")
@@ -481,8 +478,7 @@ func TestLayer4UDPFloodDeadlock(t *testing.T) {
 	if os.Getenv("GAMEGATE_L4_FLOOD") == "" {
 		t.Skip("set GAMEGATE_L4_FLOOD=1 to run; it leaves caddy-l4's UDP server deadlocked")
 	}
-	if os.Getenv(isolatedEnv) != t.Name() {
-		runIsolated(t)
+	if runIsolated(t) {
 		return
 	}
 	addr := testutil.FreeUDPAddr(t)

@@ -35,6 +35,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +55,8 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds over all targets")
 	pause := flag.Duration("pause", 2*time.Second, "idle time between rounds (the machine is shared)")
 	jsonOut := flag.Bool("json", false, "print JSON")
+	only := flag.String("only", "", "measure only this target, beside bare, echo and l4-qos (for profiling)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.Parse()
 
 	bare, err := startBareEcho()
@@ -72,11 +76,26 @@ func main() {
 		{name: "gg-qos-1", addr: gg1Addr, echoOffset: 2},
 		{name: "gg-qos", addr: ggAddr, echoOffset: 2},
 	}
+	if *only != "" {
+		targets = slices.DeleteFunc(targets, func(t *target) bool {
+			return t.name != *only && t.name != "bare" && t.name != "echo" && t.name != "l4-qos"
+		})
+	}
 	// Warm up every path once before measuring.
 	for _, t := range targets {
 		if _, err := runLoad(t, *clients, *inflight, 500*time.Millisecond); err != nil {
 			fatal(fmt.Errorf("%s: %w", t.name, err))
 		}
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	loads := benchutil.Rounds(*rounds, *pause, targets, func(_, _ int, t *target) {
 		res, err := runLoad(t, *clients, *inflight, *duration)
