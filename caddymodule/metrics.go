@@ -115,12 +115,15 @@ func (s *liveSet[T]) remove(v T) {
 	s.m[v]--
 }
 
-func (s *liveSet[T]) each(f func(T)) {
+// sum adds up f of every live value.
+func (s *liveSet[T]) sum(f func(T) int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
 	for v := range s.m {
-		f(v)
+		n += f(v)
 	}
+	return n
 }
 
 // codeCounters counts HTTP answers by status code, with the counters of

@@ -221,3 +221,26 @@ func gamegateCollectors() []prometheus.Collector {
 	}
 	return cs
 }
+
+// A value added by two configurations (a reload adopting a pooled table)
+// counts once, and stays live until both remove it.
+func TestLiveSetSumsEachLiveValueOnce(t *testing.T) {
+	var s liveSet[*int]
+	a, b := new(3), new(4)
+	s.add(a)
+	s.add(a)
+	s.add(b)
+	value := func(p *int) int { return *p }
+	if got := s.sum(value); got != 7 {
+		t.Fatalf("sum of a (added twice) and b: got %d, want 7", got)
+	}
+	s.remove(a)
+	s.remove(b)
+	if got := s.sum(value); got != 3 {
+		t.Fatalf("sum after removing a once and b: got %d, want 3", got)
+	}
+	s.remove(a)
+	if got := s.sum(value); got != 0 {
+		t.Fatalf("sum after removing a twice: got %d, want 0", got)
+	}
+}

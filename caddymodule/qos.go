@@ -335,8 +335,7 @@ func (m *qosMetricSet) collect(ch chan<- prometheus.Metric) {
 	for v := qos.DroppedBanned; v < qos.NumVerdicts; v++ {
 		counter(m.drops, n[v], v.String())
 	}
-	tracked := 0
-	liveSourceTables.each(func(t *qos.SourceTable) { tracked += t.Len() })
+	tracked := liveSourceTables.sum((*qos.SourceTable).Len)
 	ch <- prometheus.MustNewConstMetric(m.tracked, prometheus.GaugeValue, float64(tracked))
 }
 

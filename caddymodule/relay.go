@@ -253,9 +253,7 @@ func newRelayMetrics() *relayMetricSet {
 		"Relay datagrams handled, by outcome (relayed, bound, pinged, error_sent, dropped reasons, …).",
 		"outcome", relay.NumVerdicts)
 	m.gaugeFunc("bindings", "Live relay bindings (allocations bound to a client address).", func() float64 {
-		n := 0
-		liveRelayTables.each(func(t *relay.Table) { n += t.Len() })
-		return float64(n)
+		return float64(liveRelayTables.sum((*relay.Table).Len))
 	})
 	return m
 }
