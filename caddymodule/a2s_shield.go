@@ -106,20 +106,11 @@ func newA2SShield(h *A2SShield) (*a2s.Shield, error) {
 	if negative == 0 {
 		negative = time.Second
 	}
-	client := newA2SClient(h.UpstreamTimeout, h.Retries, h.SplitLayout, h.MaxPackets, h.MaxResponse)
-	timeout := client.Timeout
-	if timeout == 0 {
-		timeout = time.Second
-	}
-	attempts := 2
-	if h.Retries != 0 {
-		attempts = max(0, h.Retries) + 1
-	}
 	return a2s.NewShield(a2s.ShieldConfig{
 		Upstream: h.Upstream,
-		Client:   client,
+		Client:   newA2SClient(h.UpstreamTimeout, h.Retries, h.SplitLayout, h.MaxPackets, h.MaxResponse),
 		Cache: cache.Policy{TTL: ttl, StaleWhileRevalidate: stale, StaleIfError: stale, NegativeTTL: negative,
-			LoadTimeout: time.Duration(attempts)*timeout + time.Second},
+			LoadTimeout: h.loadTimeout()},
 		ChallengeWindow: time.Duration(h.ChallengeWindow),
 		Key:             a2sChallengeKey,
 		Layout:          splitLayouts[h.SplitLayout],
@@ -127,6 +118,20 @@ func newA2SShield(h *A2SShield) (*a2s.Shield, error) {
 		Decompress:      h.Decompress,
 		OnUpstream:      a2sShieldMetrics.upstream.Inc,
 	})
+}
+
+// loadTimeout bounds one upstream query, every attempt and a second: how
+// long an answer may be waited for.
+func (h *A2SShield) loadTimeout() time.Duration {
+	timeout := time.Duration(h.UpstreamTimeout)
+	if timeout == 0 {
+		timeout = time.Second
+	}
+	attempts := 2
+	if h.Retries != 0 {
+		attempts = max(0, h.Retries) + 1
+	}
+	return time.Duration(attempts)*timeout + time.Second
 }
 
 // a2sChallengeKey is the process's challenge secret, the same for every
@@ -176,7 +181,7 @@ func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 	go func() {
 		defer close(done)
 		for typ := range queue {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), h.loadTimeout())
 			ds := h.shield.Serve(ctx, typ)
 			cancel()
 			if ds == nil {
@@ -359,11 +364,14 @@ func (p *A2SShieldProtocol) Provision(ctx caddy.Context) error {
 	if err := p.A2SShield.Provision(ctx); err != nil {
 		return err
 	}
-	p.workers.start(a2sWorkers, a2sQueueCap, p.serve)
+	p.workers.start(a2sWorkers, a2sQueueCap, p.serve, func(a2sJob) {
+		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
+	})
 	return nil
 }
 
-// Cleanup stops the workers.
+// Cleanup stops the workers: requests waiting for the game server are
+// dropped, so a reload or stop does not wait for it.
 func (p *A2SShieldProtocol) Cleanup() error {
 	p.workers.close()
 	return nil
@@ -399,8 +407,8 @@ func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, d
 	}
 }
 
-func (p *A2SShieldProtocol) serve(j a2sJob) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (p *A2SShieldProtocol) serve(ctx context.Context, j a2sJob) {
+	ctx, cancel := context.WithTimeout(ctx, p.loadTimeout())
 	ds := p.shield.Serve(ctx, j.typ)
 	cancel()
 	if ds == nil {

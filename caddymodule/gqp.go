@@ -451,10 +451,13 @@ const (
 	gqpDropTooLarge
 	// The kernel refused to send an answer datagram.
 	gqpDropWriteFailed
+	// The query was waiting for a worker when its configuration was
+	// reloaded or stopped.
+	gqpDropStopped
 	numGQPDrops
 )
 
-var gqpDropNames = [numGQPDrops]string{"queue_full", "unvalidated", "too_large", "write_failed"}
+var gqpDropNames = [numGQPDrops]string{"queue_full", "unvalidated", "too_large", "write_failed", "stopped"}
 
 func (d gqpDrop) String() string { return gqpDropNames[d] }
 
@@ -470,7 +473,7 @@ func newGQPMetrics() *gqpMetricSet {
 		"GQP queries handled by the responder, by outcome.",
 		"outcome", gqp.NumVerdicts)
 	m.drops = newEnumCounters(&m.metricSet, "dropped_total",
-		"GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed).",
+		"GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed, stopped).",
 		"reason", numGQPDrops)
 	return m
 }

@@ -193,7 +193,7 @@ gamegate_freeciv_guard_connections_total{} "Freeciv connections checked by the g
 gamegate_freeciv_guard_violations_total{reason} "Freeciv connections closed by the guard, by reason (framing, first_packet, rate)."
 gamegate_game_query_requests_total{code} "Game query HTTP requests answered, by status code."
 gamegate_game_query_upstream_queries_total{} "Queries sent to game servers (after caching and coalescing)."
-gamegate_gqp_dropped_total{reason} "GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed)."
+gamegate_gqp_dropped_total{reason} "GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed, stopped)."
 gamegate_gqp_queries_total{outcome} "GQP queries handled by the responder, by outcome."
 gamegate_qos_bans_total{cause} "QoS sources banned, by cause (rate, capacity)."
 gamegate_qos_dropped_total{reason} "QoS datagrams dropped without a response, by reason."

@@ -134,11 +134,15 @@ func (p *GQPProtocol) Provision(ctx caddy.Context) error {
 	for range gqpQueueCap {
 		p.free <- new(gqpJob)
 	}
-	p.workers.start(gqpWorkers, gqpQueueCap, p.answer)
+	p.workers.start(gqpWorkers, gqpQueueCap, p.answer, func(j *gqpJob) {
+		gqpMetrics.drops.count(gqpDropStopped)
+		p.release(j)
+	})
 	return nil
 }
 
-// Cleanup stops the workers.
+// Cleanup stops the workers: queries waiting for an upstream are dropped,
+// so a reload or stop does not wait for it.
 func (p *GQPProtocol) Cleanup() error {
 	p.workers.close()
 	return nil
@@ -174,22 +178,33 @@ func (p *GQPProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagra
 	}
 	j.conn, j.src, j.n = w.Conn(), src, copy(j.query[:], datagram)
 	if !p.workers.offer(j) { // the queue has a slot for every job, so this is not expected
-		j.conn = nil
-		p.free <- j
+		p.release(j)
 		gqpMetrics.drops.count(gqpDropQueueFull)
 	}
 }
 
-func (p *GQPProtocol) answer(j *gqpJob) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.answerTimeout())
+func (p *GQPProtocol) answer(stop context.Context, j *gqpJob) {
+	ctx, cancel := context.WithTimeout(stop, p.answerTimeout())
 	out, v := p.server.Answer(ctx, j.src, j.query[:j.n])
 	cancel()
+	if stop.Err() != nil {
+		// Cut short by a reload or stop: the readers are gone and their
+		// socket closed, so there is no one to send an answer through.
+		gqpMetrics.drops.count(gqpDropStopped)
+		p.release(j)
+		return
+	}
 	gqpMetrics.queries.count(v)
 	for _, d := range out {
 		if err := j.conn.WriteTo(d, j.src); err != nil {
 			gqpMetrics.writeFailed(p.logger, j.src, err)
 		}
 	}
+	p.release(j)
+}
+
+// release returns j to the free list.
+func (p *GQPProtocol) release(j *gqpJob) {
 	j.conn = nil
 	p.free <- j
 }

@@ -1,32 +1,51 @@
 package caddymodule
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // workers runs the blocking part of a datagram protocol (waiting for an
 // upstream) off the socket's readers: a fixed number of goroutines take
-// jobs from a bounded queue until Cleanup. Readers never wait on it: a job
+// jobs from a bounded queue until close. Readers never wait on it: a job
 // that finds the queue full is the caller's to drop and count.
+//
+// Caddy cleans up the previous configuration inside a reload (and a stop),
+// so close must not wait for an upstream: each job runs with a context that
+// close cancels before it waits, and a job still queued then is dropped,
+// never started.
 type workers[J any] struct {
-	jobs chan J
-	stop chan struct{}
-	wg   sync.WaitGroup
+	jobs    chan J
+	ctx     context.Context
+	cancel  context.CancelFunc
+	dropped func(J)
+	wg      sync.WaitGroup
 }
 
 // start starts n goroutines running do on each job, with room for queue
-// jobs waiting.
-func (w *workers[J]) start(n, queue int, do func(J)) {
+// jobs waiting. do's context ends when close is called; do must then
+// return promptly. dropped (nil: none) is called, possibly from several
+// goroutines at once, for each job that is taken from the queue but not
+// started because the pool is closing.
+func (w *workers[J]) start(n, queue int, do func(context.Context, J), dropped func(J)) {
 	w.jobs = make(chan J, queue)
-	w.stop = make(chan struct{})
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.dropped = dropped
 	w.wg.Add(n)
 	for range n {
 		go func() {
 			defer w.wg.Done()
 			for {
 				select {
-				case <-w.stop:
+				case <-w.ctx.Done():
 					return
 				case j := <-w.jobs:
-					do(j)
+					// Both may have been ready: a closing pool starts no job.
+					if w.ctx.Err() != nil {
+						w.drop(j)
+						return
+					}
+					do(w.ctx, j)
 				}
 			}
 		}()
@@ -43,11 +62,26 @@ func (w *workers[J]) offer(j J) bool {
 	}
 }
 
-// close stops the goroutines once their current jobs are done, and waits
-// for them. Jobs still queued are dropped.
+// close cancels the running jobs' context, waits for the goroutines, and
+// drops the jobs still queued.
 func (w *workers[J]) close() {
-	if w.stop != nil {
-		close(w.stop)
-		w.wg.Wait()
+	if w.cancel == nil {
+		return
+	}
+	w.cancel()
+	w.wg.Wait()
+	for {
+		select {
+		case j := <-w.jobs:
+			w.drop(j)
+		default:
+			return
+		}
+	}
+}
+
+func (w *workers[J]) drop(j J) {
+	if w.dropped != nil {
+		w.dropped(j)
 	}
 }
