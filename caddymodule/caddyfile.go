@@ -25,6 +25,16 @@ func parseSingleArg(d *caddyfile.Dispenser) (string, error) {
 	return v, nil
 }
 
+// parseArgs reads the one or more values of the current option.
+func parseArgs(d *caddyfile.Dispenser) ([]string, error) {
+	opt := d.Val()
+	values := d.RemainingArgs()
+	if len(values) == 0 {
+		return nil, d.Errf("option '%s' needs at least one value", opt)
+	}
+	return values, nil
+}
+
 func parseIntRange(d *caddyfile.Dispenser, lo, hi int) (int, error) {
 	return parseIntIn(d, intRange{int64(lo), int64(hi)})
 }

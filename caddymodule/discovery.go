@@ -352,20 +352,14 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_age":
 			h.MaxAge, err = parseDuration(d)
 		case "allow":
-			h.Allow = d.RemainingArgs()
-			if len(h.Allow) == 0 {
-				return d.ArgErr()
-			}
+			h.Allow, err = parseArgs(d)
 			for _, a := range h.Allow {
 				if _, perr := parsePrefix(a); perr != nil {
 					return d.Errf("qos_discovery: allow: '%s' is not a CIDR or IP address", a)
 				}
 			}
 		case "api_keys":
-			h.APIKeys = d.RemainingArgs()
-			if len(h.APIKeys) == 0 {
-				return d.ArgErr()
-			}
+			h.APIKeys, err = parseArgs(d)
 		case "health_check":
 			err = h.parseHealthCheck(d)
 		case "name":
@@ -441,10 +435,7 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "fleets":
-			hc.Fleets = d.RemainingArgs()
-			if len(hc.Fleets) == 0 {
-				return d.ArgErr()
-			}
+			hc.Fleets, err = parseArgs(d)
 		case "interval":
 			hc.Interval, err = parseDuration(d)
 		case "failures":

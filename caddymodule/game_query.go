@@ -404,10 +404,7 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.AdHocRaw, err = unmarshalProtocol(d)
 		case "allow_targets":
-			h.AllowTargets = d.RemainingArgs()
-			if len(h.AllowTargets) == 0 {
-				return d.ArgErr()
-			}
+			h.AllowTargets, err = parseArgs(d)
 			for _, a := range h.AllowTargets {
 				if _, perr := parsePrefix(a); perr != nil {
 					return d.Errf("game_query: allow_targets: '%s' is not a CIDR or IP address", a)

@@ -375,10 +375,7 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "trusted_networks":
-			h.TrustedNetworks = d.RemainingArgs()
-			if len(h.TrustedNetworks) == 0 {
-				return d.ArgErr()
-			}
+			h.TrustedNetworks, err = parseArgs(d)
 		case "upstream_timeout":
 			h.UpstreamTimeout, err = parseDuration(d)
 		case "max_datagram":

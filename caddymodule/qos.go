@@ -272,10 +272,7 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "source_key":
 			h.SourceKey, err = parseOneOf(d, "ip", "ip_port")
 		case "titles":
-			h.Titles = d.RemainingArgs()
-			if len(h.Titles) == 0 {
-				return d.ArgErr()
-			}
+			h.Titles, err = parseArgs(d)
 		case "name":
 			h.Name, err = parseSingleArg(d)
 		default:

@@ -217,10 +217,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "secrets":
-			h.Secrets = d.RemainingArgs()
-			if len(h.Secrets) == 0 {
-				return d.ArgErr()
-			}
+			h.Secrets, err = parseArgs(d)
 		case "idle_timeout":
 			h.IdleTimeout, err = parseDuration(d)
 		case "alone_timeout":

@@ -439,9 +439,9 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "secrets":
-			h.Secrets, err = parseRelayAPIList(d)
+			h.Secrets, err = parseArgs(d)
 		case "tokens":
-			h.Tokens, err = parseRelayAPIList(d)
+			h.Tokens, err = parseArgs(d)
 		case "insecure_no_auth":
 			if d.NextArg() {
 				return d.Errf("relay_allocations: option 'insecure_no_auth' takes no value, got '%s'", d.Val())
@@ -498,18 +498,8 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
-// parseRelayAPIList reads the one or more values of the current option.
-func parseRelayAPIList(d *caddyfile.Dispenser) ([]string, error) {
-	opt := d.Val()
-	values := d.RemainingArgs()
-	if len(values) == 0 {
-		return nil, d.Errf("option '%s' needs at least one value", opt)
-	}
-	return values, nil
-}
-
 func (h *RelayAllocations) parseRegions(d *caddyfile.Dispenser) error {
-	args, err := parseRelayAPIList(d)
+	args, err := parseArgs(d)
 	if err != nil {
 		return err
 	}
