@@ -85,9 +85,9 @@ func bareEcho(conn *net.UDPConn) {
 	}
 }
 
-// startReusePortServer serves s with readers readers, each on its own
-// SO_REUSEPORT socket of one loopback address.
-func startReusePortServer(t testing.TB, s *Server, readers int) netip.AddrPort {
+// listenReusePort opens an SO_REUSEPORT UDP socket on addr, a loopback
+// address.
+func listenReusePort(t testing.TB, addr string) *net.UDPConn {
 	t.Helper()
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -98,13 +98,21 @@ func startReusePortServer(t testing.TB, s *Server, readers int) netip.AddrPort {
 		}
 		return serr
 	}}
+	pc, err := lc.ListenPacket(context.Background(), "udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc.(*net.UDPConn)
+}
+
+// startReusePortServer serves s with readers readers, each on its own
+// SO_REUSEPORT socket of one loopback address.
+func startReusePortServer(t testing.TB, s *Server, readers int) netip.AddrPort {
+	t.Helper()
 	addr := "127.0.0.1:0"
 	done := make(chan error, readers)
 	for range readers {
-		pc, err := lc.ListenPacket(context.Background(), "udp4", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pc := listenReusePort(t, addr)
 		addr = pc.LocalAddr().String()
 		go func() { done <- s.Serve(pc) }()
 	}

@@ -68,6 +68,9 @@ type Server struct {
 	// warned says which buffer shortfall (receive, send) has been logged:
 	// once each per server, not once for both.
 	warned [2]atomic.Bool
+	// newIO makes each reader's I/O; nil: newPacketIO. Tests set it to
+	// make a socket fail.
+	newIO func(conn *net.UDPConn, batch int) packetIO
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -197,7 +200,11 @@ type reader struct {
 }
 
 func newReader(s *Server, conn *net.UDPConn) *reader {
-	r := &reader{s: s, conn: conn, io: newPacketIO(conn, s.Batch)}
+	newIO := s.newIO
+	if newIO == nil {
+		newIO = newPacketIO
+	}
+	r := &reader{s: s, conn: conn, io: newIO(conn, s.Batch)}
 	r.in = make([]message, s.Batch)
 	bufs := make([]byte, s.Batch*(MaxDatagram+1))
 	for i := range r.in {
