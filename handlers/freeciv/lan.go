@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/wire/freeciv"
 )
 
@@ -80,13 +81,7 @@ func (l *LAN) Query(ctx context.Context, host netip.Addr, gamePort int) (*LANRes
 	if wait == 0 {
 		wait = time.Second
 	}
-	deadline := time.Now().Add(wait)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	_ = conn.SetReadDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer query.BoundDeadline(ctx, conn, wait)()
 	reqPort := l.RequestPort
 	if reqPort == 0 {
 		reqPort = freeciv.LANRequestPort

@@ -90,19 +90,26 @@ func (x *UDPExchange) Run(ctx context.Context, raddr *net.UDPAddr, start func(*A
 	return ErrNoAnswer
 }
 
+// BoundDeadline sets conn's deadline timeout from now, or at ctx's
+// deadline if that comes first, and moves it into the past if ctx is
+// cancelled, so that a blocked read or write returns at once. Call the
+// function it returns when done with conn.
+func BoundDeadline(ctx context.Context, conn interface{ SetDeadline(time.Time) error }, timeout time.Duration) (stop func() bool) {
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = conn.SetDeadline(deadline)
+	return context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+}
+
 func (x *UDPExchange) attempt(ctx context.Context, raddr *net.UDPAddr, timeout time.Duration, buf []byte, start func(*Attempt) (func([]byte) (bool, error), error)) (bool, error) {
 	conn, err := net.DialUDP("udp", x.Local, raddr)
 	if err != nil {
 		return false, err
 	}
 	defer conn.Close()
-	deadline := time.Now().Add(timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	_ = conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer BoundDeadline(ctx, conn, timeout)()
 	accept, err := start(&Attempt{conn: conn, onSend: x.OnSend})
 	if err != nil || accept == nil {
 		return false, err
