@@ -34,12 +34,7 @@ type QueryProtocol struct {
 // Name returns "bedrock".
 func (p *QueryProtocol) Name() string { return "bedrock" }
 
-func (p *QueryProtocol) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
-	}
-	return time.Now()
-}
+func (p *QueryProtocol) now() time.Time { return query.Now(p.Now) }
 
 // Address returns address with Bedrock's default port when it names none.
 func Address(address string) string {

@@ -148,12 +148,7 @@ type QueryProtocol struct {
 // Name returns "freeciv".
 func (q *QueryProtocol) Name() string { return "freeciv" }
 
-func (q *QueryProtocol) now() time.Time {
-	if q.Now != nil {
-		return q.Now()
-	}
-	return time.Now()
-}
+func (q *QueryProtocol) now() time.Time { return query.Now(q.Now) }
 
 func mapError(address string, err error) error {
 	var pe *errProtocol

@@ -46,12 +46,7 @@ type JavaProtocol struct {
 // Name returns "minecraft".
 func (p *JavaProtocol) Name() string { return "minecraft" }
 
-func (p *JavaProtocol) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
-	}
-	return time.Now()
-}
+func (p *JavaProtocol) now() time.Time { return query.Now(p.Now) }
 
 // errNotModern is the failure after which the legacy ping is tried.
 var errNotModern = errors.New("the server did not answer the Server List Ping")

@@ -32,12 +32,7 @@ type QueryProtocol struct {
 // Name returns "quake3".
 func (p *QueryProtocol) Name() string { return "quake3" }
 
-func (p *QueryProtocol) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
-	}
-	return time.Now()
-}
+func (p *QueryProtocol) now() time.Time { return query.Now(p.Now) }
 
 // ask sends command with a new challenge and decodes the answer that
 // echoes it into r.

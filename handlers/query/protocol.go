@@ -14,6 +14,15 @@ import (
 	"time"
 )
 
+// Now is now(), or time.Now() when now is nil: the clock a protocol may be
+// given (its Now field) for tests.
+func Now(now func() time.Time) time.Time {
+	if now != nil {
+		return now()
+	}
+	return time.Now()
+}
+
 // Protocol is a game query protocol: GQP, Freeciv, and whatever plugins add.
 type Protocol interface {
 	// Name is the protocol's name in answers ("gqp", "freeciv", …).
