@@ -126,7 +126,8 @@ type RelayAllocations struct {
 	MaxAllocationsPerClient int `json:"max_allocations_per_client,omitempty"`
 	// The most clients each endpoint's rate table holds, in [16, 1000000];
 	// while one is full of clients that are not idle, new clients get 429.
-	// Default: 65536.
+	// Handlers with the same public_address share the tables, each
+	// admitting new clients up to its own max_clients. Default: 65536.
 	MaxClients int `json:"max_clients,omitempty"`
 	// Let /v1/joincode hand out the join code of any allocation whose ID
 	// the caller knows. By default only the client that made an allocation

@@ -280,3 +280,108 @@ func TestRelayAPIRatesSurviveReload(t *testing.T) {
 		}
 	}
 }
+
+// relayAPISharedConfig serves allocations APIs for one public_address:
+// /small/ admitting smallClients clients to each rate table and, unless
+// largeClients is 0, /large/ admitting largeClients, at a join rate so low
+// that a client stays in its table for the whole test (it is idle again
+// only after 1000 s). extra is added to /small/'s route, after its handler.
+func relayAPISharedConfig(t *testing.T, addr, storage string, smallClients, largeClients int, extra string) string {
+	t.Helper()
+	t.Setenv("GAMEGATE_TEST_RELAY_API_SECRET", relayAPISecret)
+	api := func(maxClients int) string {
+		return fmt.Sprintf(`relay_allocations {
+			secrets {env.GAMEGATE_TEST_RELAY_API_SECRET}
+			tokens %s
+			public_address 203.0.113.40:7777
+			max_clients %d
+			join_rate 0.001
+		}`, relayAPIToken, maxClients)
+	}
+	routes := "\troute /small/* {\n\t\t" + api(smallClients) + "\n"
+	if extra != "" {
+		routes += "\t\t" + extra + "\n"
+	}
+	routes += "\t}\n"
+	if largeClients > 0 {
+		routes += "\troute /large/* {\n\t\t" + api(largeClients) + "\n\t}\n"
+	}
+	return fmt.Sprintf(`{
+	storage file_system %s
+	servers {
+		trusted_proxies static 127.0.0.1/32
+	}
+}
+http://%s {
+%s}
+`, storage, addr, routes)
+}
+
+// joinFrom sends one /v1/join for an unknown code from client from and
+// returns the status: 404 when the client's request was admitted, 429 when
+// it was refused.
+func joinFrom(t *testing.T, url, from string) int {
+	t.Helper()
+	return relayAPIFrom(t, url+"/v1/join", from, relayAPIToken, `{"joinCode":"BBBBBB"}`).status
+}
+
+// Two allocations APIs for one public_address share their clients' rate
+// state, and each keeps its own max_clients over it: the one admitting 16
+// clients refuses the 17th while the other, admitting 32, takes clients up
+// to its own bound.
+func TestRelayAPISharedRatesKeepEachMaxClients(t *testing.T) {
+	addr := testutil.FreeTCPAddr(t)
+	testcaddy.Start(t, relayAPISharedConfig(t, addr, t.TempDir(), 16, 32, ""))
+	small, large := "http://"+addr+"/small", "http://"+addr+"/large"
+	client := func(i int) string { return fmt.Sprintf("10.40.0.%d", i) }
+	for i := 1; i <= 16; i++ {
+		if got := joinFrom(t, small, client(i)); got != http.StatusNotFound {
+			t.Fatalf("client %d of 16 on /small/: got %d, want 404", i, got)
+		}
+	}
+	if got := joinFrom(t, small, client(17)); got != http.StatusTooManyRequests {
+		t.Fatalf("client 17 on /small/ (max_clients 16): got %d, want 429", got)
+	}
+	for i := 17; i <= 32; i++ {
+		if got := joinFrom(t, large, client(i)); got != http.StatusNotFound {
+			t.Fatalf("client %d on /large/ (max_clients 32): got %d, want 404", i, got)
+		}
+	}
+	if got := joinFrom(t, large, client(33)); got != http.StatusTooManyRequests {
+		t.Fatalf("client 33 on /large/ (max_clients 32): got %d, want 429", got)
+	}
+	if got := joinFrom(t, small, client(34)); got != http.StatusTooManyRequests {
+		t.Fatalf("a new client on /small/ with 32 held: got %d, want 429", got)
+	}
+	// The state is shared: a client /small/ admitted is known to /large/.
+	if got := joinFrom(t, large, client(1)); got != http.StatusNotFound {
+		t.Fatalf("client 1 on /large/: got %d, want 404", got)
+	}
+}
+
+// A reload that fails after provisioning an allocations API with another
+// max_clients leaves the running API's bound as it was.
+func TestRelayAPIFailedReloadKeepsMaxClients(t *testing.T) {
+	addr, storage := testutil.FreeTCPAddr(t), t.TempDir()
+	c := testcaddy.Start(t, relayAPISharedConfig(t, addr, storage, 16, 0, ""))
+	small := "http://" + addr + "/small"
+	for i := 1; i <= 16; i++ {
+		if got := joinFrom(t, small, fmt.Sprintf("10.41.0.%d", i)); got != http.StatusNotFound {
+			t.Fatalf("client %d of 16: got %d, want 404", i, got)
+		}
+	}
+	// /small/ with max_clients 64, then a handler that cannot start: its
+	// secret's variable is unset.
+	failing := `relay_allocations {
+			secrets {env.GAMEGATE_TEST_RELAY_API_UNSET}
+			tokens ` + relayAPIToken + `
+			public_address 203.0.113.41:7777
+		}`
+	err := c.LoadFailing(t, relayAPISharedConfig(t, addr, storage, 64, 0, failing))
+	if !strings.Contains(err.Error(), "GAMEGATE_TEST_RELAY_API_UNSET") {
+		t.Fatalf("the reload failed for another reason: %v", err)
+	}
+	if got := joinFrom(t, small, "10.41.0.17"); got != http.StatusTooManyRequests {
+		t.Fatalf("client 17 after the failed reload: got %d, want 429 (max_clients 16 still)", got)
+	}
+}

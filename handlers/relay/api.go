@@ -93,15 +93,16 @@ type APIConfig struct {
 	MaxAllocationsPerClient int
 	// MaxClients bounds the clients each per-endpoint rate table holds;
 	// when one is full of clients that are not idle, new clients get 429.
-	// Default: 65536.
+	// With Rates shared, the bound is this API's own: it admits a new
+	// client only while the table holds fewer. Default: 65536.
 	MaxClients int
 	// ClientIPv6Prefix is the prefix length, in bits, that makes one IPv6
 	// client (see ClientKey). Default: 64.
 	ClientIPv6Prefix int
 	// Rates holds the per-client request rates; APIs may share one, and it
 	// may outlive an API (kept across configuration reloads, a reload does
-	// not reset the clients' limits). NewAPI sets its tables' bound to
-	// MaxClients. Default: a new one.
+	// not reset the clients' limits). NewAPI changes nothing in it.
+	// Default: a new one.
 	Rates *ClientRates
 	// AnyClientJoinCode lets /v1/joincode hand out the join code of any
 	// allocation whose ID the caller knows. By default only the client
@@ -254,9 +255,6 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	}
 	if a.cfg.Rates == nil {
 		a.cfg.Rates = NewClientRates(cfg.Now)
-	}
-	for _, t := range []*ratelimit.Table[string]{a.cfg.Rates.join, a.cfg.Rates.allocate, a.cfg.Rates.joinCode} {
-		t.SetMax(cfg.MaxClients)
 	}
 	return a, nil
 }

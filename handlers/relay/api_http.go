@@ -34,7 +34,7 @@ func (a *API) Serve(w http.ResponseWriter, r *http.Request, ep APIEndpoint) int 
 	}
 	client := ClientKey(a.cfg.ClientIP(r), a.cfg.ClientIPv6Prefix)
 	if table, limit := a.rates(ep); table != nil {
-		if ok, retry := table.Allow(limit, client); !ok {
+		if ok, retry := table.AllowWithin(limit, client, a.cfg.MaxClients); !ok {
 			e := errKindTooManyRequests.err(fmt.Sprintf("too many /v1/%s requests from this client; try again in %ds", ep, ratelimit.RetryAfter(retry)))
 			e.retryAfter = retry
 			return a.writeError(w, r, e)

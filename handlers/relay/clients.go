@@ -44,17 +44,20 @@ func ownerProof(client string, r *http.Request) string {
 }
 
 // ClientRates is the per-client request rate state of the API's rate-limited
-// endpoints: one bounded table per endpoint (see ratelimit.Table: when a
-// table is full of clients that are not idle, new clients are refused). It
-// may be shared by APIs and outlive them, so that a configuration reload
-// does not hand every client a fresh burst. It is safe for concurrent use.
+// endpoints: one table per endpoint (see ratelimit.Table: when a table is
+// full of clients that are not idle, new clients are refused). It may be
+// shared by APIs and outlive them, so that a configuration reload does not
+// hand every client a fresh burst. Each API applies its own rates and its
+// own MaxClients to it: an API admits a new client only while the table
+// holds fewer than its MaxClients, so sharing changes no API's bounds, and
+// nothing an API is configured with changes the state another reads. It is
+// safe for concurrent use.
 type ClientRates struct {
 	join, allocate, joinCode *ratelimit.Table[string]
 }
 
 // NewClientRates returns empty rate state reading time from now (nil:
-// time.Now), holding at most DefaultMaxClients clients per endpoint until
-// an API sets its MaxClients.
+// time.Now).
 func NewClientRates(now func() time.Time) *ClientRates {
 	clock := ratelimit.NewClock(now)
 	return &ClientRates{

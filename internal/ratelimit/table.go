@@ -19,9 +19,9 @@ import (
 // as long as the table.
 type Table[K comparable] struct {
 	clock Clock
+	max   int // Allow's bound
 
 	mu        sync.Mutex
-	max       int
 	states    map[K]State
 	nextSweep int64
 }
@@ -32,15 +32,6 @@ func NewTable[K comparable](maxKeys int, clock Clock) *Table[K] {
 	return &Table[K]{clock: clock, max: max(maxKeys, 1), states: make(map[K]State)}
 }
 
-// SetMax changes how many keys the table holds (at least 1). Keys beyond a
-// lowered bound are kept until they are idle; meanwhile no new key is
-// admitted.
-func (t *Table[K]) SetMax(maxKeys int) {
-	t.mu.Lock()
-	t.max = max(maxKeys, 1)
-	t.mu.Unlock()
-}
-
 // sweepEvery bounds how often a full table is walked for idle keys.
 const sweepEvery = int64(time.Second)
 
@@ -48,16 +39,26 @@ const sweepEvery = int64(time.Second)
 // would be admitted. A key that is new while the table is full of keys
 // that are not idle is refused until the next sweep.
 func (t *Table[K]) Allow(l Limit, key K) (bool, time.Duration) {
+	return t.AllowWithin(l, key, t.max)
+}
+
+// AllowWithin is Allow with a bound of the caller's own in place of the
+// table's: a new key is admitted only while the table holds fewer than
+// maxKeys keys (at least 1). Users of one table with different bounds
+// (configurations sharing state) each keep theirs: none admits a key past
+// its own bound, and the table never holds more than the largest.
+func (t *Table[K]) AllowWithin(l Limit, key K, maxKeys int) (bool, time.Duration) {
 	if l.Unlimited() {
 		return true, 0
 	}
+	maxKeys = max(maxKeys, 1)
 	now := t.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s, known := t.states[key]
-	if !known && len(t.states) >= t.max {
+	if !known && len(t.states) >= maxKeys {
 		t.sweep(now, min(int64(l.interval), sweepEvery))
-		if len(t.states) >= t.max {
+		if len(t.states) >= maxKeys {
 			return false, time.Duration(max(t.nextSweep-now, 1))
 		}
 	}

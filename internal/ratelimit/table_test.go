@@ -65,9 +65,11 @@ func TestTableFullRefusalWait(t *testing.T) {
 	if ok || wait <= 0 || wait > time.Second {
 		t.Fatalf("newcomer to a full table: ok=%v wait=%v, want refused within 1s", ok, wait)
 	}
-	tab.SetMax(3)
-	if ok, _ := tab.Allow(l, 3); !ok {
-		t.Error("a raised bound did not admit a newcomer")
+	if ok, _ := tab.AllowWithin(l, 3, 3); !ok {
+		t.Error("a caller's larger bound did not admit a newcomer")
+	}
+	if ok, _ := tab.Allow(l, 4); ok {
+		t.Error("the table's own bound admitted a newcomer past it")
 	}
 }
 

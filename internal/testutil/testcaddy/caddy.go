@@ -48,6 +48,36 @@ func Start(t testing.TB, caddyfile string) *Caddy {
 // them, so what the test sends next reaches the new configuration.
 func (c *Caddy) Load(t testing.TB, caddyfile string) {
 	t.Helper()
+	raw := c.config(t, caddyfile)
+	before, err := listeningSockets()
+	if err != nil {
+		t.Fatalf("reading this process's sockets: %v", err)
+	}
+	if err := caddy.Load(raw, true); err != nil {
+		t.Fatalf("loading config: %v\n%s", err, raw)
+	}
+	waitSocketsSettled(t, before)
+	closeIdleHTTP()
+}
+
+// LoadFailing tries to replace the running configuration with caddyfile,
+// which Caddy must refuse (while provisioning it, say), and returns Caddy's
+// error; the running configuration stays. It fails the test if caddyfile
+// loaded.
+func (c *Caddy) LoadFailing(t testing.TB, caddyfile string) error {
+	t.Helper()
+	err := caddy.Load(c.config(t, caddyfile), true)
+	if err == nil {
+		t.Fatal("the configuration loaded; it was to be refused")
+	}
+	return err
+}
+
+// config is caddyfile as the JSON configuration Load gives Caddy: the
+// admin API on AdminAddr, not persisted, and logs at ERROR unless
+// GAMEGATE_TEST_LOG is set.
+func (c *Caddy) config(t testing.TB, caddyfile string) []byte {
+	t.Helper()
 	cfg := AdaptCaddyfile(t, caddyfile)
 	cfg["admin"] = map[string]any{
 		"listen": c.AdminAddr,
@@ -60,15 +90,7 @@ func (c *Caddy) Load(t testing.TB, caddyfile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := listeningSockets()
-	if err != nil {
-		t.Fatalf("reading this process's sockets: %v", err)
-	}
-	if err := caddy.Load(raw, true); err != nil {
-		t.Fatalf("loading config: %v\n%s", err, raw)
-	}
-	waitSocketsSettled(t, before)
-	closeIdleHTTP()
+	return raw
 }
 
 // closeIdleHTTP drops the default transport's idle connections: after a
