@@ -60,6 +60,7 @@ func TestParseFleetsRejects(t *testing.T) {
 		{"ipv6 in ipv4", server(`"region_id": "r", "ipv4": "::1", "port": 1`), "not a dotted-quad"},
 		{"ipv4 in ipv6", server(`"region_id": "r", "ipv6": "1.2.3.4", "port": 1`), "not an IPv6"},
 		{"conflicting spellings", server(`"region_id": "a", "regionid": "b", "ipv4": "1.2.3.4", "port": 1`), "region_id and regionid differ"},
+		{"conflicting location spellings", server(`"region_id": "r", "location_id": 1, "locationid": 2, "ipv4": "1.2.3.4", "port": 1`), "location_id and locationid differ"},
 		{"trailing data", `{"fleets": {}} {}`, "after the JSON value"},
 		{"slash in fleet id", `{"fleets": {"a/b": {"servers": []}}}`, "path segment"},
 	}

@@ -73,27 +73,33 @@ type serverJSON struct {
 func (j serverJSON) server(i int) (Server, error) {
 	where := "servers[" + strconv.Itoa(i) + "]"
 	var s Server
-	switch {
-	case j.LocationID != nil && j.LocationID2 != nil && *j.LocationID != *j.LocationID2:
+	var ok bool
+	if s.LocationID, ok = eitherSpelling(j.LocationID, j.LocationID2); !ok {
 		return s, fmt.Errorf("%s: location_id and locationid differ", where)
-	case j.LocationID != nil:
-		s.LocationID = *j.LocationID
-	case j.LocationID2 != nil:
-		s.LocationID = *j.LocationID2
 	}
-	switch {
-	case j.RegionID != nil && j.RegionID2 != nil && *j.RegionID != *j.RegionID2:
+	if s.RegionID, ok = eitherSpelling(j.RegionID, j.RegionID2); !ok {
 		return s, fmt.Errorf("%s: region_id and regionid differ", where)
-	case j.RegionID != nil:
-		s.RegionID = *j.RegionID
-	case j.RegionID2 != nil:
-		s.RegionID = *j.RegionID2
 	}
 	s.IPv4, s.IPv6, s.Port = j.IPv4, j.IPv6, j.Port
 	if err := s.Validate(); err != nil {
 		return s, fmt.Errorf("%s: %w", where, err)
 	}
 	return s, nil
+}
+
+// eitherSpelling returns the value given under either spelling of a field
+// (the zero value if neither), and false if both are given and differ.
+func eitherSpelling[T comparable](a, b *T) (T, bool) {
+	switch {
+	case a != nil && b != nil:
+		return *a, *a == *b
+	case a != nil:
+		return *a, true
+	case b != nil:
+		return *b, true
+	}
+	var zero T
+	return zero, true
 }
 
 // Validate checks one server entry.
