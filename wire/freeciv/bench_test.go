@@ -9,15 +9,16 @@ import (
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
-// drainAll returns every frame the splitter holds, failing b on an error.
-func drainAll(b *testing.B, s *Splitter) {
+// drainAll takes every whole frame the splitter holds, failing tb on an
+// error.
+func drainAll(tb testing.TB, s *Splitter) {
 	for {
 		_, err := s.Next()
 		if errors.Is(err, ErrNeedMore) {
 			return
 		}
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 }

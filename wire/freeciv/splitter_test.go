@@ -659,15 +659,7 @@ func TestSplitterZeroAllocs(t *testing.T) {
 				panic(err)
 			}
 			p = p[n:]
-			for {
-				_, err := s.Next()
-				if errors.Is(err, ErrNeedMore) {
-					break
-				}
-				if err != nil {
-					panic(err)
-				}
-			}
+			drainAll(t, &s)
 		}
 	}
 	run() // grow the buffer once
@@ -690,15 +682,7 @@ func TestChunkAllocs(t *testing.T) {
 		if _, err := s.Write(chunk); err != nil {
 			panic(err)
 		}
-		for {
-			_, err := s.Next()
-			if errors.Is(err, ErrNeedMore) {
-				break
-			}
-			if err != nil {
-				panic(err)
-			}
-		}
+		drainAll(t, &s)
 	}
 	run()
 	allocs := testing.AllocsPerRun(100, run)
