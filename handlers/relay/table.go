@@ -144,26 +144,6 @@ func (t *Table) shardOf(id wirerelay.AllocationID) *tableShard {
 	return &t.shards[t.shardIndex(id)]
 }
 
-// lockPair write-locks the shards of a and b, lower index first so that two
-// callers never wait for each other, and returns the function that unlocks
-// them.
-func (t *Table) lockPair(a, b wirerelay.AllocationID) (sa, sb *tableShard, unlock func()) {
-	ia, ib := t.shardIndex(a), t.shardIndex(b)
-	sa, sb = &t.shards[ia], &t.shards[ib]
-	switch {
-	case ia == ib:
-		sa.mu.Lock()
-		return sa, sb, sa.mu.Unlock
-	case ia < ib:
-		sa.mu.Lock()
-		sb.mu.Lock()
-	default:
-		sb.mu.Lock()
-		sa.mu.Lock()
-	}
-	return sa, sb, func() { sa.mu.Unlock(); sb.mu.Unlock() }
-}
-
 // Len is the number of live bindings.
 func (t *Table) Len() int { return int(t.live.Load()) }
 
@@ -449,25 +429,73 @@ func (t *Table) liveLocked(s *tableShard, id wirerelay.AllocationID, now int64, 
 	return b
 }
 
+// senderLock is what connect and disconnect hold while they work, from
+// lockSender until a deferred release: the write locks of two shards, the
+// time of the check, and the bindings found expired under the locks, which
+// are unlinked only once the locks are released (unlink takes other shards'
+// locks). It holds no function value, so taking it allocates nothing.
+type senderLock struct {
+	t             *Table
+	now           int64
+	first, second *tableShard // locked, in this order; second is nil if one shard holds both
+	ended         []*Binding
+}
+
+// lockSender write-locks the shards of sender and of other, the allocation
+// a message from src names, lower index first so that two callers never
+// wait for each other. It returns the shard of other and the live binding
+// of sender, or nil and the error code to answer if sender is not bound at
+// src. Bindings it finds expired are ended and left in l for release. The
+// caller defers l.release() before calling it.
+func (t *Table) lockSender(l *senderLock, sender wirerelay.AllocationID, src netip.AddrPort, other wirerelay.AllocationID) (*Binding, *tableShard, wirerelay.ErrorCode) {
+	l.t, l.now = t, t.now()
+	is, io := t.shardIndex(sender), t.shardIndex(other)
+	ss, so := &t.shards[is], &t.shards[io]
+	first, second := ss, so
+	if io < is {
+		first, second = so, ss
+	}
+	first.mu.Lock()
+	if is == io {
+		second = nil
+	} else {
+		second.mu.Lock()
+	}
+	l.first, l.second = first, second
+	b := t.liveLocked(ss, sender, l.now, &l.ended)
+	switch {
+	case b == nil:
+		return nil, so, ss.senderCode(sender, nil)
+	case b.peer.Load().AddrPort != src:
+		return nil, so, wirerelay.CodeClientPlayerMismatch
+	}
+	return b, so, 0
+}
+
+// release unlocks what lockSender locked, then unlinks the bindings ended
+// under the locks.
+func (l *senderLock) release() {
+	if l.second != nil {
+		l.second.mu.Unlock()
+	}
+	if l.first != nil {
+		l.first.mu.Unlock()
+	}
+	for _, b := range l.ended {
+		l.t.unlink(b)
+	}
+}
+
 // connect connects requester (bound at src) to host.
 func (t *Table) connect(requester wirerelay.AllocationID, src netip.AddrPort, host wirerelay.AllocationID) (Verdict, wirerelay.ErrorCode) {
-	now := t.now()
-	var ended []*Binding
-	defer func() {
-		for _, b := range ended {
-			t.unlink(b)
-		}
-	}()
-	sr, sh, unlock := t.lockPair(requester, host)
-	defer unlock()
-	r := t.liveLocked(sr, requester, now, &ended)
+	var l senderLock
+	defer l.release()
+	r, sh, code := t.lockSender(&l, requester, src, host)
 	if r == nil {
-		return ErrorSent, sr.senderCode(requester, nil)
+		return ErrorSent, code
 	}
-	if r.peer.Load().AddrPort != src {
-		return ErrorSent, wirerelay.CodeClientPlayerMismatch
-	}
-	h := t.liveLocked(sh, host, now, &ended)
+	now := l.now
+	h := t.liveLocked(sh, host, now, &l.ended)
 	if h == nil {
 		return ErrorSent, wirerelay.CodeAllocationNotFound
 	}
@@ -489,22 +517,13 @@ func (t *Table) connect(requester wirerelay.AllocationID, src netip.AddrPort, ho
 // disconnect ends the connection between from (bound at src) and to, and
 // returns to's address for the notice.
 func (t *Table) disconnect(from wirerelay.AllocationID, src netip.AddrPort, to wirerelay.AllocationID) (netip.AddrPort, wirerelay.ErrorCode) {
-	now := t.now()
-	var ended []*Binding
-	defer func() {
-		for _, b := range ended {
-			t.unlink(b)
-		}
-	}()
-	sf, st, unlock := t.lockPair(from, to)
-	defer unlock()
-	f := t.liveLocked(sf, from, now, &ended)
+	var l senderLock
+	defer l.release()
+	f, st, code := t.lockSender(&l, from, src, to)
 	if f == nil {
-		return netip.AddrPort{}, sf.senderCode(from, nil)
+		return netip.AddrPort{}, code
 	}
-	if f.peer.Load().AddrPort != src {
-		return netip.AddrPort{}, wirerelay.CodeClientPlayerMismatch
-	}
+	now := l.now
 	b := st.byID[to]
 	if b == nil || b.expired(now, t) {
 		return netip.AddrPort{}, wirerelay.CodeAllocationNotFound

@@ -167,7 +167,7 @@ func TestNewTableRefusesBadSettings(t *testing.T) {
 }
 
 // Two clients in different shards connecting and disconnecting in opposite
-// directions at once: lockPair must take the two shard locks in one order,
+// directions at once: lockSender must take the two shard locks in one order,
 // or this deadlocks (and the test binary's timeout reports it).
 func TestLockPairOrder(t *testing.T) {
 	r := newRig(t, 100)
@@ -203,4 +203,40 @@ func TestLockPairOrder(t *testing.T) {
 	close(start)
 	wg.Wait()
 	checkLinks(t, r.engine.Table())
+}
+
+// CONNECT and DISCONNECT take their two shard locks without allocating,
+// whether the two allocations share a shard or not.
+func TestConnectDisconnectAllocateNothing(t *testing.T) {
+	r := newRig(t, 200)
+	tab := r.engine.Table()
+	a := r.newClient("10.2.0.1:1", 4)
+	r.bind(a)
+	var same, other *client
+	for i := 2; same == nil || other == nil; i++ {
+		c := r.newClient(fmt.Sprintf("10.2.%d.%d:1", i/250, i%250+1), 4)
+		switch {
+		case tab.shardIndex(c.alloc.ID) == tab.shardIndex(a.alloc.ID) && same == nil:
+			same = c
+		case tab.shardIndex(c.alloc.ID) != tab.shardIndex(a.alloc.ID) && other == nil:
+			other = c
+		default:
+			continue
+		}
+		r.bind(c)
+	}
+	for _, b := range []*client{same, other} {
+		allocs := testing.AllocsPerRun(1000, func() {
+			if v, code := tab.connect(a.alloc.ID, a.peer.AddrPort, b.alloc.ID); v != Accepted || code != 0 {
+				panic(fmt.Sprintf("connect: %v %v", v, code))
+			}
+			if _, code := tab.disconnect(a.alloc.ID, a.peer.AddrPort, b.alloc.ID); code != 0 {
+				panic(fmt.Sprintf("disconnect: %v", code))
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("same shard %v: got %v allocations per CONNECT and DISCONNECT, want 0",
+				tab.shardIndex(b.alloc.ID) == tab.shardIndex(a.alloc.ID), allocs)
+		}
+	}
 }
