@@ -641,14 +641,21 @@ func rulesServer(tb testing.TB, records int) (*Server, *HTTPCommand) {
 // cached.
 func TestAnswerNowRefusesLargeCachedAnswersUnbuilt(t *testing.T) {
 	s, _ := rulesServer(t, 200)
-	forged := netip.MustParseAddrPort("192.0.2.9:4000")
-	q := padded(t, "rules")
+	refusedUnbuilt(t, s, netip.MustParseAddrPort("192.0.2.9:4000"), padded(t, "rules"))
+}
+
+// refusedUnbuilt checks that AnswerNow drops query from src for
+// amplification without allocating: the answer was refused before it was
+// built. Under the race detector, which makes sync.Pool drop a random
+// share of AnswerNow's decoded queries, only the verdict is checked.
+func refusedUnbuilt(t *testing.T, s *Server, src netip.AddrPort, query []byte) {
+	t.Helper()
 	allocs := testing.AllocsPerRun(50, func() {
-		if out, v, done := s.AnswerNow(forged, q); !done || out != nil || v != DroppedAmplification {
+		if out, v, done := s.AnswerNow(src, query); !done || out != nil || v != DroppedAmplification {
 			t.Fatalf("an unvalidated source: done %v, %d datagrams, %v; want dropped for amplification", done, len(out), v)
 		}
 	})
-	if allocs != 0 {
+	if allocs != 0 && !testutil.Race {
 		t.Errorf("refusing the answer took %.0f allocations, want 0 (refused before it is built, its size known)", allocs)
 	}
 }
@@ -668,7 +675,7 @@ func TestHTTPCommandCachedHitAllocatesNothing(t *testing.T) {
 			t.Fatal("the cached answer: not a hit")
 		}
 	})
-	if allocs != 0 {
+	if allocs != 0 && !testutil.Race {
 		t.Errorf("a hit took %.0f allocations, want 0", allocs)
 	}
 	if a.Size != want {
