@@ -60,9 +60,11 @@ type GQPResponder struct {
 	ChallengeLockout caddy.Duration `json:"challenge_lockout,omitempty"`
 	// Most entries in each of the tables of validated sources, pending
 	// challenges and failing sources. One network (an IPv4 /24, an IPv6
-	// /48) has at most 16 failing sources (at most half the table); its
-	// other sources are refused challenges until some of its failures
-	// expire. Default: 10000.
+	// /48) has at most 16 failing sources (fewer below 32 entries: at most
+	// half the table, or its one entry), and one allocation (an IPv4 /16,
+	// an IPv6 /32) at most a sixteenth of the table (never less than a
+	// network); their other sources are refused challenges until some of
+	// their failures expire. Default: 10000.
 	MaxAuthorized int `json:"max_authorized,omitempty"`
 	// The length, in bits, of the IPv6 prefix that is one source for
 	// challenge failures and lockouts (32 to 128). Default: 64.

@@ -23,11 +23,13 @@
 // it does not hold is refused challenges (31) rather than allowed guesses it
 // cannot count, unless it is trusted. So that one network cannot fill it,
 // the table holds at most FailingPerNetwork failing sources of one network
-// (an IPv4 /24 or an IPv6 /48) at once: the network's other sources are
-// refused challenges (31) until some of its failures expire. Filling the
-// table thus takes MaxAuthorized/FailingPerNetwork networks, and one
-// network guesses as FailingPerNetwork sources would (not as the 65,536
-// /64s of a /48).
+// (an IPv4 /24 or an IPv6 /48) and at most MaxAuthorized/AllocationShares
+// of one allocation (an IPv4 /16 or an IPv6 /32) at once: the network's or
+// allocation's other sources are refused challenges (31) until some of its
+// failures expire. One network thus guesses as FailingPerNetwork sources
+// would (not as the 65,536 /64s of a /48), and filling the table takes
+// failing sources in AllocationShares allocations (a botnet, or a provider
+// holding more than a /29).
 //
 // Cookies: a failure counts against a source only once the source has shown
 // that it receives what is sent to its address and port, or a spoofer could

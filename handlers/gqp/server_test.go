@@ -270,7 +270,9 @@ func TestOneNetworkCannotTakeTheFailureTable(t *testing.T) {
 	}
 
 	// An IPv4 /24 against a small table: its share is half the table at
-	// most, and another /24 still authenticates.
+	// most, and another allocation still authenticates. In a table under
+	// 16 shares of 16, an allocation's share is a network's: the /24 takes
+	// its /16's.
 	s, err := NewServer(ServerConfig{Logins: map[string]string{"admin": "hunter2"}, MaxAuthorized: 8, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -284,8 +286,106 @@ func TestOneNetworkCannotTakeTheFailureTable(t *testing.T) {
 	if held != 4 {
 		t.Fatalf("failures from a whole /24 in a table of 8: it holds %d, want 4 (half)", held)
 	}
-	if r := challengeFrom(t, s, "203.0.114.1:1", "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
-		t.Fatalf("an admin in the next /24: got %+v, want 10", r)
+	if r := challengeFrom(t, s, "203.0.114.1:1", "hunter2"); r == nil || r.Status != wiregqp.StatusUnavailable {
+		t.Fatalf("a new source in the next /24 of the /16: got %+v, want 31", r)
+	}
+	if r := challengeFrom(t, s, "198.51.100.7:1", "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("an admin in another /16: got %+v, want 10", r)
+	}
+}
+
+// One provider's allocation (an IPv6 /32: 65,536 /48s) fails challenges
+// from real addresses, 16 /64s in each of more /48s than it takes to fill
+// the failure table. It gets no more than its allocation's share of the
+// table: further /48s of it are refused (31), while admins in other
+// allocations still authenticate. Filling the table takes failing sources
+// in AllocationShares allocations; then new sources outside the trusted
+// networks are refused, and trusted ones are not. An IPv4 /16 is one
+// allocation too.
+func TestOneAllocationCannotTakeTheFailureTable(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	s := bigServer(t, clock) // the default bound: 10000 failing sources
+	const share = 10000 / AllocationShares
+	// from is the /64 h of the /48 n of the /32 alloc of 2001:db8::/16
+	// (documentation space and its neighbours: nothing here leaves the
+	// process).
+	from := func(alloc, n, h int) string {
+		a := netip.MustParseAddr("2001:db8::").As16()
+		a[2], a[3] = byte(alloc>>8), byte(alloc)
+		a[4], a[5] = byte(n>>8), byte(n)
+		a[7], a[15] = byte(h), 1
+		return netip.AddrPortFrom(netip.AddrFrom16(a), 27000).String()
+	}
+	const alloc = 0x0db8
+	refused := 0
+	for n := range 10000 / FailingPerNetwork { // enough /48s to fill the table
+		for h := range FailingPerNetwork {
+			r := challengeFrom(t, s, from(alloc, n, h), "guess")
+			switch {
+			case r == nil:
+				t.Fatalf("challenge from %s: no answer", from(alloc, n, h))
+			case r.Status == wiregqp.StatusUnavailable:
+				refused++
+			case r.Status != wiregqp.StatusUnauthorised:
+				t.Fatalf("a wrong password from %s: got %v, want 32 or 31", from(alloc, n, h), r.Status)
+			}
+		}
+	}
+	for _, admin := range []string{"198.51.100.7:27000", "[2001:db9::7]:27000"} {
+		if r := challengeFrom(t, s, admin, "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
+			t.Fatalf("an admin in another allocation (%s) after one /32's failures: got %+v, want 10", admin, r)
+		}
+	}
+	if r := challengeFrom(t, s, from(alloc, 0xffff, 0), "hunter2"); r == nil || r.Status != wiregqp.StatusUnavailable {
+		t.Fatalf("a new /48 of the /32 holding its share: got %+v, want 31", r)
+	}
+	s.mu.Lock()
+	held, allocations := len(s.failed.sources), len(s.failed.allocations)
+	s.mu.Unlock()
+	if held != share || allocations != 1 || refused != 10000-share {
+		t.Fatalf("failures from 10000 /64s of one /32: the table holds %d sources of %d allocations and %d were refused, want %d of 1 and %d",
+			held, allocations, refused, share, 10000-share)
+	}
+
+	// Fill the rest of the table with the shares of other /32s.
+	for a := 1; a < AllocationShares; a++ {
+		for i := range share {
+			if r := challengeFrom(t, s, from(alloc+a, i/FailingPerNetwork, i%FailingPerNetwork), "guess"); r == nil || r.Status != wiregqp.StatusUnauthorised {
+				t.Fatalf("a wrong password from the /32 %d, source %d: got %+v, want 32", a, i, r)
+			}
+		}
+	}
+	s.mu.Lock()
+	held, networks, allocations := len(s.failed.sources), len(s.failed.networks), len(s.failed.allocations)
+	s.mu.Unlock()
+	if held != 10000 || allocations != AllocationShares || networks > held {
+		t.Fatalf("after %d /32s' shares: the table holds %d sources of %d networks and %d allocations, want 10000 of at most 10000 and %d",
+			AllocationShares, held, networks, allocations, AllocationShares)
+	}
+	if r := challengeFrom(t, s, "198.51.100.7:27001", "hunter2"); r == nil || r.Status != wiregqp.StatusUnavailable {
+		t.Fatalf("a new source once %d allocations fill the table: got %+v, want 31", AllocationShares, r)
+	}
+	if _, r := answer(t, s, "127.0.0.1:1", padded(t, "challenge admin,hunter2")); r == nil || r.Replies[0].Status != wiregqp.StatusOK {
+		t.Fatalf("a trusted source with the table full: got %+v, want 10", r)
+	}
+
+	// An IPv4 /16: 1000 sources in 63 of its /24s; a table of 1000 gives
+	// the /16 at most 62 (1000/16) of them.
+	s, err := NewServer(ServerConfig{Logins: map[string]string{"admin": "hunter2"}, MaxAuthorized: 1000, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		challengeFrom(t, s, netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i / 16), byte(i % 16)}), 1).String(), "guess")
+	}
+	s.mu.Lock()
+	held = len(s.failed.sources)
+	s.mu.Unlock()
+	if held != 1000/AllocationShares {
+		t.Fatalf("failures from 1000 sources of one /16 in a table of 1000: it holds %d, want %d", held, 1000/AllocationShares)
+	}
+	if r := challengeFrom(t, s, "10.2.0.1:1", "hunter2"); r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("an admin in the next /16: got %+v, want 10", r)
 	}
 }
 
