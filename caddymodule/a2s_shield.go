@@ -135,6 +135,28 @@ func (h *A2SShield) loadTimeout() time.Duration {
 	return time.Duration(attempts)*timeout + time.Second
 }
 
+// answer waits, at most loadTimeout, for the answer to a validated request
+// of type typ, counts the outcome, and sends the answer's datagrams to to
+// with write, logging a failed write at debug level. The layer4 handler's
+// per-client goroutine and the app protocol's workers both answer with it.
+func (h *A2SShield) answer(ctx context.Context, typ wirea2s.Type, to netip.AddrPort, write func([]byte) error) {
+	ctx, cancel := context.WithTimeout(ctx, h.loadTimeout())
+	ds := h.shield.Serve(ctx, typ)
+	cancel()
+	if ds == nil {
+		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
+		return
+	}
+	a2sShieldMetrics.requests.count(a2s.Answered)
+	for _, d := range ds {
+		if err := write(d); err != nil {
+			if ce := h.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
+				ce.Write(zap.Stringer("to", to), zap.Error(err))
+			}
+		}
+	}
+}
+
 // a2sChallengeKey is the process's challenge secret, the same for every
 // shield and across configuration reloads, so a challenge given before a
 // reload is still good after it.
@@ -186,22 +208,12 @@ func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		write := func(d []byte) error {
+			_, err := pc.WriteTo(d, remote)
+			return err
+		}
 		for typ := range queue {
-			ctx, cancel := context.WithTimeout(context.Background(), h.loadTimeout())
-			ds := h.shield.Serve(ctx, typ)
-			cancel()
-			if ds == nil {
-				a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
-				continue
-			}
-			a2sShieldMetrics.requests.count(a2s.Answered)
-			for _, d := range ds {
-				if _, err := pc.WriteTo(d, remote); err != nil {
-					if ce := h.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
-						ce.Write(zap.Stringer("to", remote), zap.Error(err))
-					}
-				}
-			}
+			h.answer(context.Background(), typ, src, write)
 		}
 	}()
 	defer func() { close(queue); <-done }()
@@ -414,21 +426,7 @@ func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, d
 }
 
 func (p *A2SShieldProtocol) serve(ctx context.Context, j a2sJob) {
-	ctx, cancel := context.WithTimeout(ctx, p.loadTimeout())
-	ds := p.shield.Serve(ctx, j.typ)
-	cancel()
-	if ds == nil {
-		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
-		return
-	}
-	a2sShieldMetrics.requests.count(a2s.Answered)
-	for _, d := range ds {
-		if err := j.conn.WriteTo(d, j.src); err != nil {
-			if ce := p.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
-				ce.Write(zap.Stringer("to", j.src), zap.Error(err))
-			}
-		}
-	}
+	p.answer(ctx, j.typ, j.src, func(d []byte) error { return j.conn.WriteTo(d, j.src) })
 }
 
 var a2sShieldMetrics = newA2SShieldMetrics()

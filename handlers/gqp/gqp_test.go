@@ -134,6 +134,11 @@ func TestChallengeValidate(t *testing.T) {
 	if r := ask(t, c, addr, mkQuery("kick bob")).Replies[0]; r.Status != wiregqp.StatusUnauthorised {
 		t.Fatalf("protected command before validation: got %v, want 32", r.Status)
 	}
+	for cmd, usage := range map[string]string{"challenge admin": "challenge takes a login and a password", "validate": "validate takes the challenge string"} {
+		if r := ask(t, c, addr, mkQuery(cmd)).Replies[0]; r.Status != wiregqp.StatusWrongArgCount || string(r.Text) != usage {
+			t.Fatalf("%s: got %+v, want 22 %q", cmd, r, usage)
+		}
+	}
 	if r := askChallenge(t, c, addr, "admin", "wrong"); r.Status != wiregqp.StatusUnauthorised || r.Kind != wiregqp.ReplyText {
 		t.Fatalf("wrong password: got %+v, want 32 with a reason", r)
 	}

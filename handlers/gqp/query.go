@@ -108,12 +108,7 @@ func (p *QueryProtocol) ReadOnlyCommands() []string {
 	return cmds
 }
 
-func (p *QueryProtocol) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
-	}
-	return time.Now()
-}
+func (p *QueryProtocol) now() time.Time { return query.Now(p.Now) }
 
 func (p *QueryProtocol) ask(ctx context.Context, address string, q *wiregqp.Query) (*wiregqp.Response, error) {
 	resp, err := p.Client.Query(ctx, address, q)

@@ -453,9 +453,9 @@ func (s *Server) run(ctx context.Context, src netip.AddrPort, c wiregqp.Command,
 			}
 		}
 	case "challenge":
-		s.challenge(src, c.Args, r)
+		s.authStep(src, c.Args, r, 2, "challenge takes a login and a password", s.challenge)
 	case "validate":
-		s.validate(src, c.Args, r)
+		s.authStep(src, c.Args, r, 1, "validate takes the challenge string", s.validate)
 	case "extensions":
 		r.AddList(s.exts...)
 	case PadCommand:
@@ -518,13 +518,22 @@ func (s *Server) cookieValid(src netip.AddrPort, c []byte, now time.Time) bool {
 	return hmac.Equal(c, s.cookie(src, epoch)) || hmac.Equal(c, s.cookie(src, epoch-1))
 }
 
-func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) {
-	if len(args) < 2 {
+// authStep runs step, challenge or validate, with the time if args has the
+// minArgs arguments it takes; otherwise it answers usage with WrongArgCount.
+func (s *Server) authStep(src netip.AddrPort, args [][]byte, r *wiregqp.Reply, minArgs int, usage string,
+	step func(src netip.AddrPort, args [][]byte, now time.Time, r *wiregqp.Reply)) {
+	if len(args) < minArgs {
 		r.Status = wiregqp.StatusWrongArgCount
-		r.SetText([]byte("challenge takes a login and a password"))
+		r.SetText([]byte(usage))
 		return
 	}
-	now := s.cfg.Now()
+	step(src, args, s.cfg.Now(), r)
+}
+
+// challenge checks the login and password in args[0:2] (and the cookie in
+// args[2] of an untrusted source) and answers a challenge string for
+// validate.
+func (s *Server) challenge(src netip.AddrPort, args [][]byte, now time.Time, r *wiregqp.Reply) {
 	trusted := s.Trusted(src.Addr())
 	// Until the source proves it receives at its address and port, nothing
 	// is checked or counted: it gets its cookie.
@@ -580,13 +589,8 @@ func (s *Server) challenge(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) 
 	r.AddString([]byte(token))
 }
 
-func (s *Server) validate(src netip.AddrPort, args [][]byte, r *wiregqp.Reply) {
-	if len(args) < 1 {
-		r.Status = wiregqp.StatusWrongArgCount
-		r.SetText([]byte("validate takes the challenge string"))
-		return
-	}
-	now := s.cfg.Now()
+// validate authorises src if args[0] is a challenge string it was given.
+func (s *Server) validate(src netip.AddrPort, args [][]byte, now time.Time, r *wiregqp.Reply) {
 	s.mu.Lock()
 	s.pruneEvery(now)
 	c, ok := s.challenges[string(args[0])]
