@@ -174,6 +174,11 @@ type challenge struct {
 	expires time.Time
 }
 
+// of reports whether the challenge may be validated by src at now.
+func (c challenge) of(src netip.AddrPort, now time.Time) bool {
+	return c.src == src && now.Before(c.expires)
+}
+
 // Cookie parameters: see the package doc.
 const (
 	cookieEpoch = time.Minute
@@ -316,12 +321,11 @@ func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Ve
 	err := q.Decode(query)
 	var ready [wiregqp.MaxCommands]func(*wiregqp.Reply) wiregqp.Status
 	done = true
-	size, validates := 0, false
+	size := 0
 	for i, c := range q.Commands {
 		if err != nil {
 			break
 		}
-		validates = validates || string(c.Name) == "validate"
 		cmd, _, _ := s.custom(src, c)
 		if cmd == nil || cmd.Cached == nil {
 			continue
@@ -337,7 +341,7 @@ func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Ve
 	if !done {
 		return nil, 0, false
 	}
-	if size > len(query) && !validates && !s.Trusted(src.Addr()) && !s.Authorized(src) {
+	if size > len(query) && !s.Trusted(src.Addr()) && !s.Authorized(src) && !s.validates(src, q.Commands) {
 		// An unvalidated source gets no more bytes than it sent, so this
 		// answer could only be dropped: it is not built (a cached answer
 		// can be tens of kilobytes, and these sources can be forged).
@@ -347,6 +351,27 @@ func (s *Server) AnswerNow(src netip.AddrPort, query []byte) (out [][]byte, v Ve
 		s.run(context.Background(), src, c, r, ready[i], true)
 	})
 	return out, v, true
+}
+
+// validates reports whether one of commands is a validate that will
+// authorise src: its challenge is pending, live and bound to src's address
+// and port. Only such a validate lets AnswerNow build an answer larger than
+// the query for an unauthorised source, which then gets it as an
+// authorised one; a validate of anything else (any forged query can carry
+// one) fails, so that answer could only be dropped.
+func (s *Server) validates(src netip.AddrPort, commands []wiregqp.Command) bool {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range commands {
+		if string(c.Name) != "validate" || len(c.Args) == 0 {
+			continue
+		}
+		if ch, ok := s.challenges[string(c.Args[0])]; ok && ch.of(src, now) {
+			return true
+		}
+	}
+	return false
 }
 
 // queries are the decoded queries AnswerNow reuses: decoding into one
@@ -594,7 +619,7 @@ func (s *Server) validate(src netip.AddrPort, args [][]byte, now time.Time, r *w
 	s.mu.Lock()
 	s.pruneEvery(now)
 	c, ok := s.challenges[string(args[0])]
-	if !ok || c.src != src || !now.Before(c.expires) {
+	if !ok || !c.of(src, now) {
 		s.mu.Unlock()
 		r.Status = wiregqp.StatusUnauthorised
 		r.SetText([]byte("unknown or expired challenge"))

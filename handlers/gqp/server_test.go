@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -718,7 +719,10 @@ func rulesServer(tb testing.TB, records int) (*Server, *HTTPCommand) {
 	}))
 	tb.Cleanup(up.Close)
 	hc := &HTTPCommand{URL: up.URL, TTL: time.Hour, Rate: 0.001, Burst: 1, Client: up.Client()}
-	s, err := NewServer(ServerConfig{Commands: []Command{{Name: "rules", Run: hc.Run, Cached: hc.Cached}}})
+	s, err := NewServer(ServerConfig{
+		Logins:   map[string]string{"admin": "hunter2"},
+		Commands: []Command{{Name: "rules", Run: hc.Run, Cached: hc.Cached}},
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -760,6 +764,76 @@ func refusedUnbuilt(t *testing.T, s *Server, src netip.AddrPort, query []byte) {
 	}
 }
 
+// A forged query cannot lift the early refusal by naming validate: only a
+// validate of a live challenge bound to the query's own address and port
+// does (one a forger cannot know), so a made-up token, or another port's
+// real one, leaves the answer refused unbuilt.
+func TestAnswerNowForgedValidateRefusedUnbuilt(t *testing.T) {
+	s, _ := rulesServer(t, 50)
+	forged := netip.MustParseAddrPort("192.0.2.9:4000")
+	r := challengeFrom(t, s, "192.0.2.9:4001", "hunter2")
+	if r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("challenge from the other port: got %+v", r)
+	}
+	otherPorts := string(r.Records[0].Value())
+	for _, token := range []string{"x", strings.Repeat("0", 32), otherPorts} {
+		refusedUnbuilt(t, s, forged, validateQuery(t, "validate "+token, "rules"))
+		refusedUnbuilt(t, s, forged, validateQuery(t, "rules", "validate "+token))
+	}
+	if s.Authorized(forged) {
+		t.Fatal("the forged source is authorised")
+	}
+}
+
+// A source that validates in the query that asks for a large cached
+// answer gets it from AnswerNow as an authorised source, whichever of the
+// two comes first, and is authorised from then on.
+func TestAnswerNowValidateInTheSameQuery(t *testing.T) {
+	s, _ := rulesServer(t, 50)
+	for i, order := range [][]string{{"validate", "rules"}, {"rules", "validate"}} {
+		src := fmt.Sprintf("192.0.2.10:%d", 4000+i)
+		r := challengeFrom(t, s, src, "hunter2")
+		if r == nil || r.Status != wiregqp.StatusOK {
+			t.Fatalf("challenge from %s: got %+v", src, r)
+		}
+		names := slices.Clone(order)
+		names[slices.Index(names, "validate")] += " " + string(r.Records[0].Value())
+		q := validateQuery(t, names...)
+		out, v, done := s.AnswerNow(netip.MustParseAddrPort(src), q)
+		var whole []byte
+		for _, d := range out {
+			whole = append(whole, d...)
+		}
+		var resp wiregqp.Response
+		if !done || v != Answered || resp.Decode(whole) != nil || len(resp.Replies) != 3 {
+			t.Fatalf("%v from %s: done %v, %v, %d bytes; want answered", order, src, done, v, len(whole))
+		}
+		for j, name := range order {
+			if got := resp.Replies[j]; got.Status != wiregqp.StatusOK || name == "rules" && len(got.Records) != 50 {
+				t.Fatalf("%v from %s: %s got status %v with %d records, want 10 (with 50 records for rules)", order, src, name, got.Status, len(got.Records))
+			}
+		}
+		if len(whole) <= len(q) || len(whole) > 10*len(q) {
+			t.Fatalf("%v from %s: %d bytes for a %d-byte query, want more than the query and at most 10 times it", order, src, len(whole), len(q))
+		}
+		if !s.Authorized(netip.MustParseAddrPort(src)) {
+			t.Fatalf("%v from %s: not authorised after validating", order, src)
+		}
+	}
+}
+
+// validateQuery is the query of names padded to about 1 KB: rulesServer's
+// 50 records (about 5.6 KB) are more than it holds and less than 10 times
+// it, the limit of an authorised source.
+func validateQuery(t *testing.T, names ...string) []byte {
+	t.Helper()
+	b, err := mkQuery(append(names, "pad "+strings.Repeat(".", 1000))...).AppendTo(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // A hit returns the answer made when the upstream's records were cached,
 // with its size counted then: no allocation, whatever the answer's size.
 func TestHTTPCommandCachedHitAllocatesNothing(t *testing.T) {
@@ -788,19 +862,25 @@ func TestHTTPCommandCachedHitAllocatesNothing(t *testing.T) {
 }
 
 // BenchmarkAnswerNowRefusal refuses a cached answer of 10 and of 500
-// records to an unvalidated source: the cost does not grow with the answer.
+// records to an unvalidated source, asked alone and beside a validate of a
+// made-up token: the cost does not grow with the answer.
 func BenchmarkAnswerNowRefusal(b *testing.B) {
 	for _, n := range []int{10, 500} {
-		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
-			s, _ := rulesServer(b, n)
-			forged := netip.MustParseAddrPort("192.0.2.9:4000")
-			q := []byte("rules\x04")
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, v, _ := s.AnswerNow(forged, q); v != DroppedAmplification {
-					b.Fatalf("got %v, want dropped for amplification", v)
+		s, _ := rulesServer(b, n)
+		forged := netip.MustParseAddrPort("192.0.2.9:4000")
+		for _, q := range []struct{ name, query string }{
+			{"plain", "rules\x04"},
+			{"validate", "validate\x1ex\x1drules\x04"},
+		} {
+			b.Run(fmt.Sprintf("records=%d/%s", n, q.name), func(b *testing.B) {
+				query := []byte(q.query)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, v, _ := s.AnswerNow(forged, query); v != DroppedAmplification {
+						b.Fatalf("got %v, want dropped for amplification", v)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
