@@ -38,16 +38,16 @@ func init() {
 type A2SShield struct {
 	// The game server's query address, host:port. Required.
 	Upstream string `json:"upstream,omitempty"`
-	// How long an answer is reused. Default: 5s.
+	// How long an answer is reused, at most 24h. Default: 5s.
 	TTL caddy.Duration `json:"ttl,omitempty"`
 	// How long after ttl an answer is still served while it is refreshed,
-	// and when the game server does not answer. Default: 30s.
+	// and when the game server does not answer, at most 24h. Default: 30s.
 	StaleTTL caddy.Duration `json:"stale_ttl,omitempty"`
 	// How long a failed upstream query is remembered before the next try.
-	// Default: 1s.
+	// At most 24h. Default: 1s.
 	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
-	// How long a challenge stays valid: between one and two windows.
-	// Default: 30s.
+	// How long a challenge stays valid: between one and two windows. At
+	// most 1h. Default: 30s.
 	ChallengeWindow caddy.Duration `json:"challenge_window,omitempty"`
 	// Fragment payload of split answers, in bytes (Source servers use
 	// 1248). Default: 1248.
@@ -59,9 +59,10 @@ type A2SShield struct {
 	// source_no_size or goldsrc. It is also the layout expected from the
 	// game server. Default: auto.
 	SplitLayout string `json:"split_layout,omitempty"`
-	// Time one upstream attempt waits, challenge included. Default: 1s.
+	// Time one upstream attempt waits, challenge included, at most 1h.
+	// Default: 1s.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
-	// Upstream attempts after the first; -1 for none. Default: 1.
+	// Upstream attempts after the first, -1 (none) to 10. Default: 1.
 	Retries int `json:"retries,omitempty"`
 	// Most fragments an upstream answer may have. Default: 64.
 	MaxPackets int `json:"max_packets,omitempty"`
@@ -175,13 +176,18 @@ func (h *A2SShield) Validate() error {
 	if _, _, err := net.SplitHostPort(h.Upstream); err != nil {
 		return fmt.Errorf("a2s_shield: upstream %q is not host:port", h.Upstream)
 	}
-	switch {
-	case h.TTL < 0, h.StaleTTL < 0, h.NegativeTTL < 0, h.ChallengeWindow < 0:
-		return errors.New("a2s_shield: ttl, stale_ttl, negative_ttl and challenge_window must not be negative")
-	case h.MaxPayload != 0 && (h.MaxPayload < 200 || h.MaxPayload > a2s.MaxSingle):
+	c := newChecker("a2s_shield")
+	c.durationIn("ttl", h.TTL, ttlRange)
+	c.durationIn("stale_ttl", h.StaleTTL, ttlRange)
+	c.durationIn("negative_ttl", h.NegativeTTL, ttlRange)
+	c.durationIn("challenge_window", h.ChallengeWindow, timeoutRange)
+	if c.err != nil {
+		return c.err
+	}
+	if h.MaxPayload != 0 && (h.MaxPayload < 200 || h.MaxPayload > a2s.MaxSingle) {
 		return fmt.Errorf("a2s_shield: max_payload must be in [200, %d]", a2s.MaxSingle)
 	}
-	return validateA2SClient("a2s_shield", h.UpstreamTimeout, h.Retries, h.SplitLayout, h.MaxPackets, h.MaxResponse)
+	return validateA2SClient("a2s_shield", "upstream_timeout", h.UpstreamTimeout, h.Retries, h.SplitLayout, h.MaxPackets, h.MaxResponse)
 }
 
 // a2sQueueLen is how many validated requests of one client may wait for the
@@ -261,13 +267,13 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "ttl":
-			h.TTL, err = parseDuration(d)
+			h.TTL, err = parseDurationIn(d, ttlRange)
 		case "stale_ttl":
-			h.StaleTTL, err = parseDuration(d)
+			h.StaleTTL, err = parseDurationIn(d, ttlRange)
 		case "negative_ttl":
-			h.NegativeTTL, err = parseDuration(d)
+			h.NegativeTTL, err = parseDurationIn(d, ttlRange)
 		case "challenge_window":
-			h.ChallengeWindow, err = parseDuration(d)
+			h.ChallengeWindow, err = parseDurationIn(d, timeoutRange)
 		case "max_payload":
 			h.MaxPayload, err = parseIntRange(d, 200, a2s.MaxSingle)
 		case "decompress":
@@ -278,7 +284,7 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "split_layout":
 			h.SplitLayout, err = parseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
 		case "upstream_timeout":
-			h.UpstreamTimeout, err = parseDuration(d)
+			h.UpstreamTimeout, err = parseDurationIn(d, timeoutRange)
 		case "retries":
 			h.Retries, err = parseIntRange(d, -1, 10)
 		case "max_packets":

@@ -95,15 +95,25 @@ func parsePositiveFloat(d *caddyfile.Dispenser) (float64, error) {
 	return f, nil
 }
 
+// parseDuration parses a positive duration.
 func parseDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	return parseDurationIn(d, durationRange{0, math.MaxInt64})
+}
+
+// parseDurationIn parses a positive duration in r.
+func parseDurationIn(d *caddyfile.Dispenser, r durationRange) (caddy.Duration, error) {
 	opt := d.Val()
 	s, err := parseSingleArg(d)
 	if err != nil {
 		return 0, err
 	}
+	want := "a positive duration"
+	if r.hi < math.MaxInt64 {
+		want += " up to " + fmtDuration(caddy.Duration(r.hi))
+	}
 	dur, err := caddy.ParseDuration(s)
-	if err != nil || dur <= 0 {
-		return 0, d.Errf("option '%s': want a positive duration, got '%s'", opt, s)
+	if err != nil || dur <= 0 || !r.contains(caddy.Duration(dur)) {
+		return 0, d.Errf("option '%s': want %s, got '%s'", opt, want, s)
 	}
 	return caddy.Duration(dur), nil
 }

@@ -75,7 +75,7 @@ type GQPResponder struct {
 	// cannot be forged. "none" alone trusts no network. Default:
 	// 127.0.0.0/8 and ::1.
 	TrustedNetworks []string `json:"trusted_networks,omitempty"`
-	// Time allowed for an upstream request. Default: 2s.
+	// Time allowed for an upstream request, at most 1h. Default: 2s.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
 	// Largest datagram an answer is cut into, in bytes. Default: 1400.
 	MaxDatagram int `json:"max_datagram,omitempty"`
@@ -109,7 +109,7 @@ type GQPCommand struct {
 	Protected bool `json:"protected,omitempty"`
 	// Fewest arguments it needs. Default: 0.
 	MinArgs int `json:"min_args,omitempty"`
-	// How long an upstream answer is reused. Default: 2s.
+	// How long an upstream answer is reused, at most 24h. Default: 2s.
 	TTL caddy.Duration `json:"ttl,omitempty"`
 	// Most upstream requests per second for this command, whatever the
 	// queries' sources (GQP sources are not authenticated), counted
@@ -225,7 +225,7 @@ func (h *GQPResponder) Validate() error {
 			c.fail(fmt.Sprintf("command %q:", name), "give url or records")
 		}
 		c.in(f("min_args"), int64(cmd.MinArgs), gqpMinArgsRange)
-		c.duration(f("ttl"), cmd.TTL)
+		c.durationIn(f("ttl"), cmd.TTL, ttlRange)
 		c.rate(f("upstream_rate"), f("upstream_burst"), cmd.UpstreamRate, int64(cmd.UpstreamBurst))
 		if cmd.URL != "" {
 			u, err := url.Parse(cmd.URL)
@@ -256,7 +256,7 @@ func (h *GQPResponder) Validate() error {
 	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
 	c.duration("challenge_lockout", h.ChallengeLockout)
 	c.duration("auth_ttl", h.AuthTTL)
-	c.duration("upstream_timeout", h.UpstreamTimeout)
+	c.durationIn("upstream_timeout", h.UpstreamTimeout, timeoutRange)
 	c.optIn("max_datagram", int64(h.MaxDatagram), gqpMaxDatagramRange)
 	return c.err
 }
@@ -379,7 +379,7 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "trusted_networks":
 			h.TrustedNetworks, err = parseArgs(d)
 		case "upstream_timeout":
-			h.UpstreamTimeout, err = parseDuration(d)
+			h.UpstreamTimeout, err = parseDurationIn(d, timeoutRange)
 		case "max_datagram":
 			h.MaxDatagram, err = parseSize[int](d, gqpMaxDatagramRange)
 		default:
@@ -416,7 +416,7 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 		case "min_args":
 			c.MinArgs, err = parseIntIn(d, gqpMinArgsRange)
 		case "ttl":
-			c.TTL, err = parseDuration(d)
+			c.TTL, err = parseDurationIn(d, ttlRange)
 		case "upstream_rate":
 			c.UpstreamRate, err = parsePositiveFloat(d)
 		case "upstream_burst":

@@ -23,10 +23,10 @@ func init() {
 // challenge flows, split answers (Source and GoldSrc layouts) and
 // bzip2-compressed answers are handled.
 type QueryA2S struct {
-	// Time one attempt waits for a complete answer, challenge included.
-	// Default: 1s.
+	// Time one attempt waits for a complete answer, challenge included,
+	// at most 1h. Default: 1s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Attempts after the first; -1 for none. Default: 1.
+	// Attempts after the first, -1 (none) to 10. Default: 1.
 	Retries int `json:"retries,omitempty"`
 	// Layout of split answers: auto (told from the first fragment),
 	// source, source_no_size or goldsrc. Default: auto.
@@ -65,13 +65,18 @@ const (
 	a2sMaxResponse = 1 << 20
 )
 
-func validateA2SClient(module string, timeout caddy.Duration, retries int, layout string, packets, response int) error {
+// validateA2SClient checks the options of an A2S client, its timeout
+// option named timeoutField. With at most 11 attempts of at most
+// timeoutRange's bound, every wait derived from them is well defined.
+func validateA2SClient(module, timeoutField string, timeout caddy.Duration, retries int, layout string, packets, response int) error {
 	if _, ok := splitLayouts[layout]; !ok {
 		return fmt.Errorf("%s: split_layout: want auto, source, source_no_size or goldsrc, got %q", module, layout)
 	}
+	c := newChecker(module)
+	if c.durationIn(timeoutField, timeout, timeoutRange); c.err != nil {
+		return c.err
+	}
 	switch {
-	case timeout < 0:
-		return fmt.Errorf("%s: timeout must not be negative", module)
 	case retries < -1 || retries > 10:
 		return fmt.Errorf("%s: retries must be in [-1, 10]", module)
 	case packets != 0 && (packets < a2sMinPackets || packets > wirea2s.MaxSourcePackets):
@@ -101,7 +106,7 @@ func (p *QueryA2S) Validate() error {
 	if p == nil {
 		return errors.New("a2s: no configuration")
 	}
-	return validateA2SClient("a2s", p.Timeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)
+	return validateA2SClient("a2s", "timeout", p.Timeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)
 }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
@@ -118,7 +123,7 @@ func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "timeout":
-			p.Timeout, err = parseDuration(d)
+			p.Timeout, err = parseDurationIn(d, timeoutRange)
 		case "retries":
 			p.Retries, err = parseIntRange(d, -1, 10)
 		case "split_layout":

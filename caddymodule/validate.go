@@ -58,6 +58,32 @@ func (c *checker) optIn(field string, v int64, r intRange) {
 	}
 }
 
+// durationRange is the valid range of a duration option, bounds included.
+type durationRange struct{ lo, hi time.Duration }
+
+func (r durationRange) contains(d caddy.Duration) bool {
+	return time.Duration(d) >= r.lo && time.Duration(d) <= r.hi
+}
+
+// The upper bounds of duration options keep every duration derived from
+// one (attempts × upstream_timeout and a second, ten times a ttl) far from
+// time.Duration's limit (about 292 years): past it a wait overflows to a
+// negative duration and ends at once.
+var (
+	// timeoutRange bounds the timeouts of upstream requests and the
+	// windows challenges stay valid in.
+	timeoutRange = durationRange{0, time.Hour}
+	// ttlRange bounds how long answers are cached and served stale.
+	ttlRange = durationRange{0, 24 * time.Hour}
+)
+
+// durationIn checks that d is in r (0 is the default).
+func (c *checker) durationIn(field string, d caddy.Duration, r durationRange) {
+	if !r.contains(d) {
+		c.fail(field, "must be a duration in [%s, %s], not %s", fmtDuration(caddy.Duration(r.lo)), fmtDuration(caddy.Duration(r.hi)), fmtDuration(d))
+	}
+}
+
 // duration checks that d is not negative (0 is the default).
 func (c *checker) duration(field string, d caddy.Duration) {
 	if d < 0 {
