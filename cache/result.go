@@ -154,6 +154,10 @@ type Results[K comparable, V any] struct {
 	sharedWaits, loads, loadErrors        atomic.Uint64
 	evictions                             atomic.Uint64
 
+	// life ends when Close is called; every load's context ends with it.
+	life  context.Context
+	close context.CancelFunc
+
 	// loadDone, when set (by tests, before first use), runs after each
 	// load's outcome is stored and its waiters released.
 	loadDone func()
@@ -179,6 +183,10 @@ type flight[V any] struct {
 	res  Result[V]
 }
 
+// ErrClosed is the error of a load that Close ended, or that started after
+// Close (then load is not called).
+var ErrClosed = errors.New("cache: closed")
+
 // ErrMaxEntries is NewResults' error for a bound below 1.
 var ErrMaxEntries = errors.New("cache: a result cache must hold at least 1 entry")
 
@@ -198,8 +206,18 @@ func NewResults[K comparable, V any](maxEntries int, clock func() time.Time) (*R
 		entries: make(map[K]*entry[K, V], min(maxEntries, 1024)),
 	}
 	r.lru.next, r.lru.prev = &r.lru, &r.lru
+	r.life, r.close = context.WithCancel(context.Background())
 	return r, nil
 }
+
+// Close ends the cache's loads: the context of every load running is
+// cancelled, and a load Get would start later is not started. Either
+// yields ErrClosed to its waiters (a Negative result, cached as usual).
+// Values already cached are still served. Close is for the owner that
+// stops using the cache (a configuration being unloaded): loads are
+// detached from their callers, so nothing else would end them before
+// Policy.LoadTimeout. Calling it again does nothing.
+func (r *Results[K, V]) Close() { r.close() }
 
 // Get returns the value for key, loading it with load when the cache has
 // nothing usable under p. However many goroutines ask, one load runs for
@@ -207,7 +225,8 @@ func NewResults[K comparable, V any](maxEntries int, clock func() time.Time) (*R
 //
 // load runs in its own goroutine with a context that carries ctx's values
 // but not its cancellation or deadline, so that a caller giving up does not
-// fail the load others wait for; p.LoadTimeout, if set, bounds it. A Get
+// fail the load others wait for; p.LoadTimeout, if set, bounds it, and
+// Close cancels it. A Get
 // whose ctx ends while it waits returns ctx.Err() at once; the load goes on
 // and its outcome is cached.
 //
@@ -383,12 +402,22 @@ func (r *Results[K, V]) run(ctx context.Context, e *entry[K, V], f *flight[V], p
 		}
 		r.finish(e, f, p, v, err)
 	}()
-	if p.LoadTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.LoadTimeout)
-		defer cancel()
+	if r.life.Err() != nil {
+		err, returned = ErrClosed, true
+		return
 	}
+	var cancel context.CancelFunc
+	if p.LoadTimeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, p.LoadTimeout)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	defer cancel()
+	defer context.AfterFunc(r.life, cancel)()
 	v, err = load(ctx)
+	if err != nil && r.life.Err() != nil {
+		err = ErrClosed // whatever the load made of its cancelled context
+	}
 	returned = true
 }
 

@@ -169,9 +169,11 @@ func TestResultsWaiterGivesUp(t *testing.T) {
 	p := Policy{TTL: time.Minute}
 	release := make(chan struct{})
 	loadCtx := make(chan context.Context, 1)
+	loadErr := make(chan error, 1) // the load's context's error while it runs
 	load := func(ctx context.Context) (string, error) {
 		<-release
 		loadCtx <- ctx
+		loadErr <- ctx.Err()
 		return "state", nil
 	}
 
@@ -199,8 +201,8 @@ func TestResultsWaiterGivesUp(t *testing.T) {
 		t.Fatalf("other waiter: got %+v, want the load's value, shared", res)
 	}
 	lctx := <-loadCtx
-	if lctx.Err() != nil {
-		t.Fatalf("load context: got %v, want not cancelled with its starter", lctx.Err())
+	if err := <-loadErr; err != nil {
+		t.Fatalf("load context: got %v, want not cancelled with its starter", err)
 	}
 	if _, ok := lctx.Deadline(); ok {
 		t.Fatal("load context: got the caller's deadline, want none")
@@ -212,6 +214,46 @@ func TestResultsWaiterGivesUp(t *testing.T) {
 	res, err := r.Get(context.Background(), "srv", p, load)
 	checkResult(t, "after", res, err, Result[string]{Value: "state", LoadedAt: t0, State: Fresh}, nil)
 	checkStats(t, r, 3, ResultStats{Hits: 1, Misses: 2, SharedWaits: 1, Loads: 1})
+}
+
+// Close ends the loads the callers left running, and no load starts after
+// it; what was cached is still served.
+func TestResultsClose(t *testing.T) {
+	r := newTestResults(10)
+	p := Policy{TTL: time.Minute, NegativeTTL: time.Minute}
+	if _, err := r.Get(t.Context(), "cached", p, func(context.Context) (string, error) { return "kept", nil }); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	ended := make(chan error, 1)
+	slow := func(ctx context.Context) (string, error) {
+		close(started)
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return "", ctx.Err()
+	}
+	gotten := make(chan error, 1)
+	go func() {
+		_, err := r.Get(t.Context(), "slow", p, slow)
+		gotten <- err
+	}()
+	<-started
+	r.Close()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("running load's context after Close: got %v, want %v", err, context.Canceled)
+	}
+	if err := <-gotten; !errors.Is(err, ErrClosed) {
+		t.Fatalf("waiter of the load Close ended: got %v, want %v", err, ErrClosed)
+	}
+	var calls atomic.Int64
+	res, err := r.Get(t.Context(), "new", p, func(context.Context) (string, error) { calls.Add(1); return "v", nil })
+	checkResult(t, "Get after Close", res, err, Result[string]{Err: ErrClosed, LoadedAt: t0, State: Negative, Loaded: true}, ErrClosed)
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("loads called after Close: got %d, want 0", n)
+	}
+	res, err = r.Get(t.Context(), "cached", p, slow)
+	checkResult(t, "cached before Close", res, err, Result[string]{Value: "kept", LoadedAt: t0, State: Fresh}, nil)
+	r.Close() // again: nothing
 }
 
 func TestResultsLoadTimeout(t *testing.T) {

@@ -95,6 +95,17 @@ func (h *A2SShield) Provision(ctx caddy.Context) error {
 	return a2sShieldMetrics.register(ctx.GetMetricsRegistry())
 }
 
+// Cleanup ends the shield's upstream queries. They are shared by every
+// request asking, so no request's end cancels them: without this, those of
+// a configuration being unloaded would run on for every attempt's
+// upstream_timeout.
+func (h *A2SShield) Cleanup() error {
+	if h.shield != nil {
+		h.shield.Close()
+	}
+	return nil
+}
+
 // newA2SShield builds the Caddy-free shield from a validated configuration.
 func newA2SShield(h *A2SShield) (*a2s.Shield, error) {
 	ttl, stale, negative := time.Duration(h.TTL), time.Duration(h.StaleTTL), time.Duration(h.NegativeTTL)
@@ -388,11 +399,13 @@ func (p *A2SShieldProtocol) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Cleanup stops the workers: requests waiting for the game server are
-// dropped, so a reload or stop does not wait for it.
+// Cleanup ends the upstream queries and stops the workers: requests
+// waiting for the game server are dropped, so a reload or stop does not
+// wait for it, and the upstream queries end with the configuration.
 func (p *A2SShieldProtocol) Cleanup() error {
+	err := p.A2SShield.Cleanup()
 	p.workers.close()
-	return nil
+	return err
 }
 
 // Match reports whether the datagram is an A2S request.
@@ -453,6 +466,7 @@ func newA2SShieldMetrics() *a2sShieldMetricSet {
 var (
 	_ caddy.Provisioner     = (*A2SShield)(nil)
 	_ caddy.Validator       = (*A2SShield)(nil)
+	_ caddy.CleanerUpper    = (*A2SShield)(nil)
 	_ caddyfile.Unmarshaler = (*A2SShield)(nil)
 	_ layer4.NextHandler    = (*A2SShield)(nil)
 	_ caddyfile.Unmarshaler = (*MatchA2S)(nil)

@@ -80,8 +80,9 @@ type GQPResponder struct {
 	// Largest datagram an answer is cut into, in bytes. Default: 1400.
 	MaxDatagram int `json:"max_datagram,omitempty"`
 
-	server *gqp.Server
-	logger *zap.Logger
+	server    *gqp.Server
+	upstreams []*gqp.HTTPCommand // closed by Cleanup
+	logger    *zap.Logger
 }
 
 // GQPIdentify is the game identification identify returns.
@@ -185,6 +186,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 			hc := &gqp.HTTPCommand{URL: c.URL, TTL: time.Duration(c.TTL), Timeout: timeout, Rate: c.UpstreamRate, Burst: c.UpstreamBurst, Client: client,
 				Log: func(err error) { log.Warn("GQP command upstream failed", zap.Error(err)) }}
 			cmd.Run, cmd.Cached = hc.Run, hc.Cached
+			h.upstreams = append(h.upstreams, hc)
 		} else {
 			pairs := make([]gqp.Pair, len(c.Records))
 			for i, r := range c.Records {
@@ -199,6 +201,16 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("gqp: %w", err)
 	}
 	return gqpMetrics.register(ctx.GetMetricsRegistry())
+}
+
+// Cleanup ends the commands' upstream requests. They are shared by every
+// query asking, so no query's end cancels them: without this, those of a
+// configuration being unloaded would run on until upstream_timeout.
+func (h *GQPResponder) Cleanup() error {
+	for _, c := range h.upstreams {
+		c.Close()
+	}
+	return nil
 }
 
 // Ranges of the GQP responder's options.
@@ -492,6 +504,7 @@ func (m *gqpMetricSet) writeFailed(log *zap.Logger, to fmt.Stringer, err error) 
 var (
 	_ caddy.Provisioner     = (*GQPResponder)(nil)
 	_ caddy.Validator       = (*GQPResponder)(nil)
+	_ caddy.CleanerUpper    = (*GQPResponder)(nil)
 	_ caddyfile.Unmarshaler = (*GQPResponder)(nil)
 	_ layer4.NextHandler    = (*GQPResponder)(nil)
 )

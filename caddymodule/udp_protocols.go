@@ -141,11 +141,13 @@ func (p *GQPProtocol) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Cleanup stops the workers: queries waiting for an upstream are dropped,
-// so a reload or stop does not wait for it.
+// Cleanup ends the upstream requests and stops the workers: queries
+// waiting for an upstream are dropped, so a reload or stop does not wait
+// for it, and the upstream requests end with the configuration.
 func (p *GQPProtocol) Cleanup() error {
+	err := p.GQPResponder.Cleanup()
 	p.workers.close()
-	return nil
+	return err
 }
 
 // Match reports whether the datagram is a GQP query.

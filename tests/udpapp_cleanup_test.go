@@ -35,6 +35,9 @@ func reloadPromptly(t *testing.T, c *testcaddy.Caddy, cfg string) {
 // A reload of the gamegate app does not wait for the A2S shield's requests
 // waiting for a game server that never answers: the ones a worker runs are
 // cut short and the queued ones dropped, each counted as dropped_no_answer.
+// The upstream queries themselves (shared by every request, so no
+// request's end cancels them) end with the configuration: their sockets
+// close, rather than waiting out upstream_timeout.
 func TestUDPAppReloadDoesNotWaitForA2SUpstream(t *testing.T) {
 	var asked [3]atomic.Int64 // A2S_INFO, A2S_PLAYER, A2S_RULES the game server read
 	upstream := testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
@@ -91,11 +94,18 @@ func TestUDPAppReloadDoesNotWaitForA2SUpstream(t *testing.T) {
 	testutil.WaitFor(t, "the game server to be asked A2S_INFO, A2S_PLAYER and A2S_RULES", func() bool {
 		return asked[0].Load() > 0 && asked[1].Load() > 0 && asked[2].Load() > 0
 	})
+	// One upstream query of each type, each on its own socket.
+	if n := testutil.UDPSocketsConnectedTo(t, upstream); n != 3 {
+		t.Fatalf("sockets connected to the game server before the reload: got %d, want 3 (one query of each type)", n)
+	}
 
 	reloadPromptly(t, c, cfg)
 	if got := dropped() - before; got != float64(len(types)) {
 		t.Fatalf("dropped_no_answer rose by %v across the reload, want %d (every waiting request)", got, len(types))
 	}
+	testutil.WaitFor(t, "the previous configuration's upstream queries to close their sockets (upstream_timeout is 1m)", func() bool {
+		return testutil.UDPSocketsConnectedTo(t, upstream) == 0
+	})
 	// The new configuration serves: a fresh client is challenged.
 	fresh := testutil.DialUDP(t, "127.0.0.1:0", addr)
 	b, _ := (&wirea2s.Request{Type: wirea2s.TypeInfoRequest}).AppendTo(nil)
@@ -107,12 +117,17 @@ func TestUDPAppReloadDoesNotWaitForA2SUpstream(t *testing.T) {
 
 // A reload of the gamegate app does not wait for GQP queries waiting for
 // an HTTP upstream that never answers: the ones the workers run are cut
-// short and the queued ones dropped, each counted as stopped.
+// short and the queued ones dropped, each counted as stopped. The upstream
+// requests themselves (shared by every query, so no query's end cancels
+// them) end with the configuration: the upstream sees each one's
+// connection close, rather than waiting out upstream_timeout.
 func TestUDPAppReloadDoesNotWaitForGQPUpstream(t *testing.T) {
 	release := make(chan struct{})
-	var requests atomic.Int64
+	var requests, open atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
+		open.Add(1)
+		defer open.Add(-1)
 		select { // answers only once the test is over
 		case <-release:
 		case <-r.Context().Done():
@@ -162,6 +177,9 @@ func TestUDPAppReloadDoesNotWaitForGQPUpstream(t *testing.T) {
 	if got := stopped() - before; got != queries {
 		t.Fatalf("gamegate_gqp_dropped_total{reason=\"stopped\"} rose by %v across the reload, want %d (every waiting query)", got, queries)
 	}
+	testutil.WaitFor(t, "the upstream to see every request of the previous configuration cancelled (upstream_timeout is 1m)", func() bool {
+		return open.Load() == 0
+	})
 	if !gqpMotd(addr, 5*time.Second) {
 		t.Fatal("after the reload: motd not answered")
 	}

@@ -299,5 +299,12 @@ func (s *Shield) layout(ctx context.Context, a *served) wirea2s.Layout {
 	return wirea2s.LayoutSource
 }
 
+// Close ends the shield's upstream queries: those running are cancelled
+// (their waiters get no answer) and none starts after it; cached answers
+// are still served. The queries are shared by every request asking, so no
+// request's cancellation ends them; Close is for the owner that stops
+// using the shield, such as a configuration being unloaded.
+func (s *Shield) Close() { s.results.Close() }
+
 // Stats returns the cache's counters.
 func (s *Shield) Stats() cache.ResultStats { return s.results.Stats() }

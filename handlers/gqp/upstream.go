@@ -95,6 +95,17 @@ func (c *HTTPCommand) init() {
 	c.args, _ = cache.NewResults[string, CachedAnswer](upstreamArgEntries, nil)
 }
 
+// Close ends the command's upstream requests: those running are
+// cancelled and none starts after it (their queries get "upstream
+// unavailable"). The requests are shared by every query asking, so no
+// query's cancellation ends them; Close is for the owner that stops using
+// the command, such as a configuration being unloaded.
+func (c *HTTPCommand) Close() {
+	c.once.Do(c.init)
+	c.plain.Close()
+	c.args.Close()
+}
+
 var errUpstreamBusy = errors.New("upstream request rate limit reached")
 
 // Record is a GQP record in a form that outlives a datagram.

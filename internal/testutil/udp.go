@@ -1,10 +1,13 @@
 package testutil
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,4 +94,31 @@ func ServeUDP(t testing.TB, answer func(from netip.AddrPort, req []byte) [][]byt
 		}
 	}()
 	return conn.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// UDPSocketsConnectedTo counts the IPv4 UDP sockets on this machine
+// connected to addr (their remote address in /proc/net/udp), such as the
+// sockets of queries still waiting for an upstream at addr. It fails the
+// test where /proc/net/udp cannot be read or addr is not IPv4.
+func UDPSocketsConnectedTo(t testing.TB, addr netip.AddrPort) int {
+	t.Helper()
+	if !addr.Addr().Unmap().Is4() {
+		t.Fatalf("UDPSocketsConnectedTo(%v): IPv4 addresses only", addr)
+	}
+	b, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := addr.Addr().Unmap().As4()
+	// /proc/net writes an IPv4 address as the hex of its 32 bits in host
+	// (little-endian) order.
+	want := fmt.Sprintf("%08X:%04X", binary.LittleEndian.Uint32(ip[:]), addr.Port())
+	n := 0
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		// sl local_address rem_address ...
+		if f := strings.Fields(line); len(f) > 2 && f[2] == want {
+			n++
+		}
+	}
+	return n
 }
