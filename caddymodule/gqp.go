@@ -192,7 +192,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 			for i, r := range c.Records {
 				pairs[i] = gqp.Pair{Name: r.Name, Value: r.Value}
 			}
-			cmd.Run = gqp.StaticReply(pairs)
+			cmd.Run, cmd.Cached = gqp.StaticReply(pairs)
 		}
 		cfg.Commands = append(cfg.Commands, cmd)
 	}

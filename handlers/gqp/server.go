@@ -83,10 +83,12 @@ type Command struct {
 	// if Cached is set: Answer, which calls it, then runs off the socket's
 	// readers.
 	Run func(ctx context.Context, args [][]byte, reply *wiregqp.Reply) wiregqp.Status
-	// Cached, set for a Run that may block, answers without blocking when
-	// it can (from a cache): answer fills a reply as Run would. done is
-	// false when only Run can answer; Cached may then start the work Run
-	// will wait for (HTTPCommand.Cached starts its upstream request).
+	// Cached, set for a Run that may block or whose answer may be large,
+	// answers without blocking when it can (from a cache, or an answer
+	// made once, as StaticReply's): answer fills a reply as Run would, and
+	// its size lets AnswerNow refuse it unbuilt. done is false when only
+	// Run can answer; Cached may then start the work Run will wait for
+	// (HTTPCommand.Cached starts its upstream request).
 	Cached func(args [][]byte) (answer CachedAnswer, done bool)
 }
 
@@ -495,9 +497,14 @@ func (s *Server) run(ctx context.Context, src netip.AddrPort, c wiregqp.Command,
 		case now && cmd.Cached != nil:
 			// A protected command that a validate earlier in this query
 			// authorised: AnswerNow did not prepare it, and its Run may
-			// block. The client asks again, authorised.
-			r.Status = wiregqp.StatusUnavailable
-			r.SetText([]byte("try again shortly"))
+			// block. Its answer if it is ready; otherwise the client asks
+			// again, authorised.
+			if a, ok := cmd.Cached(c.Args); ok {
+				r.Status = a.Fill(r)
+			} else {
+				r.Status = wiregqp.StatusUnavailable
+				r.SetText([]byte("try again shortly"))
+			}
 		default:
 			r.Status = cmd.Run(ctx, c.Args, r)
 		}

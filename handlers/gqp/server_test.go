@@ -642,12 +642,14 @@ func TestAnswerNow(t *testing.T) {
 	// One upstream request per budget for the whole test (a budget that
 	// refilled within it would make "spent" depend on the machine's speed).
 	hc := &HTTPCommand{URL: up.URL, TTL: time.Minute, Rate: 0.001, Burst: 1, Client: up.Client()}
+	motd := Command{Name: "motd"}
+	motd.Run, motd.Cached = StaticReply([]Pair{{"message", "hi"}})
 	s, err := NewServer(ServerConfig{
 		Logins:               map[string]string{"admin": "hunter2"},
 		MaxChallengeFailures: 1,
 		Commands: []Command{
 			{Name: "status", Run: hc.Run, Cached: hc.Cached},
-			{Name: "motd", Run: StaticReply([]Pair{{"message", "hi"}})},
+			motd,
 		},
 	})
 	if err != nil {
@@ -764,6 +766,51 @@ func refusedUnbuilt(t *testing.T, s *Server, src netip.AddrPort, query []byte) {
 	}
 }
 
+// A static command's answer (its records made once, with their size) is
+// refused unbuilt to an unvalidated source, as a cached one is; a trusted
+// source gets it whole, and a protected one is answered in the query whose
+// validate authorises the source.
+func TestAnswerNowRefusesLargeStaticAnswersUnbuilt(t *testing.T) {
+	pairs := make([]Pair, 200)
+	for i := range pairs {
+		pairs[i] = Pair{fmt.Sprintf("key%04d", i), strings.Repeat("v", 100)}
+	}
+	rules, secret := Command{Name: "rules"}, Command{Name: "secret", Protected: true}
+	rules.Run, rules.Cached = StaticReply(pairs)
+	secret.Run, secret.Cached = StaticReply(pairs[:5])
+	s, err := NewServer(ServerConfig{Logins: map[string]string{"admin": "hunter2"}, Commands: []Command{rules, secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedUnbuilt(t, s, netip.MustParseAddrPort("192.0.2.9:4000"), padded(t, "rules"))
+
+	out, v, done := s.AnswerNow(netip.MustParseAddrPort("127.0.0.1:4000"), []byte("rules\x04"))
+	var whole []byte
+	for _, d := range out {
+		whole = append(whole, d...)
+	}
+	var resp wiregqp.Response
+	if !done || v != Answered || resp.Decode(whole) != nil || len(resp.Replies[0].Records) != len(pairs) {
+		t.Fatalf("a trusted source: done %v, %v, %d bytes; want the %d records", done, v, len(whole), len(pairs))
+	}
+	for i, rec := range resp.Replies[0].Records {
+		if rec.Kind != wiregqp.RecordPair || string(rec.Label) != pairs[i].Name || string(rec.Value()) != pairs[i].Value {
+			t.Fatalf("record %d: got %s=%s, want %s=%s", i, rec.Label, rec.Value(), pairs[i].Name, pairs[i].Value)
+		}
+	}
+
+	src := "192.0.2.10:4000"
+	r := challengeFrom(t, s, src, "hunter2")
+	if r == nil || r.Status != wiregqp.StatusOK {
+		t.Fatalf("challenge from %s: got %+v", src, r)
+	}
+	out, v, done = s.AnswerNow(netip.MustParseAddrPort(src), validateQuery(t, "validate "+string(r.Records[0].Value()), "secret"))
+	if !done || v != Answered || len(out) != 1 || resp.Decode(out[0]) != nil ||
+		resp.Replies[1].Status != wiregqp.StatusOK || len(resp.Replies[1].Records) != 5 {
+		t.Fatalf("a protected static command after validate: done %v, %v, %d datagrams, %+v; want its 5 records", done, v, len(out), resp.Replies)
+	}
+}
+
 // A forged query cannot lift the early refusal by naming validate: only a
 // validate of a live challenge bound to the query's own address and port
 // does (one a forger cannot know), so a made-up token, or another port's
@@ -863,20 +910,35 @@ func TestHTTPCommandCachedHitAllocatesNothing(t *testing.T) {
 
 // BenchmarkAnswerNowRefusal refuses a cached answer of 10 and of 500
 // records to an unvalidated source, asked alone and beside a validate of a
-// made-up token: the cost does not grow with the answer.
+// made-up token, and a static answer of as many records: the cost does not
+// grow with the answer.
 func BenchmarkAnswerNowRefusal(b *testing.B) {
 	for _, n := range []int{10, 500} {
 		s, _ := rulesServer(b, n)
+		pairs := make([]Pair, n)
+		for i := range pairs {
+			pairs[i] = Pair{fmt.Sprintf("key%04d", i), strings.Repeat("v", 100)}
+		}
+		rules := Command{Name: "rules"}
+		rules.Run, rules.Cached = StaticReply(pairs)
+		static, err := NewServer(ServerConfig{Commands: []Command{rules}})
+		if err != nil {
+			b.Fatal(err)
+		}
 		forged := netip.MustParseAddrPort("192.0.2.9:4000")
-		for _, q := range []struct{ name, query string }{
-			{"plain", "rules\x04"},
-			{"validate", "validate\x1ex\x1drules\x04"},
+		for _, q := range []struct {
+			name, query string
+			s           *Server
+		}{
+			{"plain", "rules\x04", s},
+			{"validate", "validate\x1ex\x1drules\x04", s},
+			{"static", "rules\x04", static},
 		} {
 			b.Run(fmt.Sprintf("records=%d/%s", n, q.name), func(b *testing.B) {
 				query := []byte(q.query)
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, v, _ := s.AnswerNow(forged, query); v != DroppedAmplification {
+					if _, v, _ := q.s.AnswerNow(forged, query); v != DroppedAmplification {
 						b.Fatalf("got %v, want dropped for amplification", v)
 					}
 				}

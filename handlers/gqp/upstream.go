@@ -175,16 +175,20 @@ func (c *HTTPCommand) load(ctx context.Context, args [][]byte) (CachedAnswer, er
 
 // recordsAnswer is the answer recs make. It is made once, when they are
 // loaded, and cached whole: a hit then costs neither a walk of the records
-// (for Size) nor an allocation (for Fill).
+// (for Size) nor an allocation (for Fill), whose byte slices are made here.
 func recordsAnswer(recs []Record) CachedAnswer {
-	a := CachedAnswer{Fill: func(r *wiregqp.Reply) wiregqp.Status { return fillRecords(recs, r) }}
-	for _, rec := range recs {
-		a.Size += len(rec.Label)
-		for _, it := range rec.Items {
-			a.Size += len(it)
+	prepared := make([]wiregqp.Record, len(recs))
+	size := 0
+	for i, rec := range recs {
+		p := &prepared[i]
+		p.Kind, p.Label, p.Items = rec.Kind, []byte(rec.Label), make([][]byte, len(rec.Items))
+		size += len(rec.Label)
+		for j, it := range rec.Items {
+			p.Items[j] = []byte(it)
+			size += len(it)
 		}
 	}
-	return a
+	return CachedAnswer{Fill: func(r *wiregqp.Reply) wiregqp.Status { return fillRecords(prepared, r) }, Size: size}
 }
 
 // The answers to a failed upstream request: words only, since the error
@@ -238,22 +242,20 @@ func (c *HTTPCommand) policy() cache.Policy {
 	return cache.Policy{TTL: c.TTL, StaleIfError: 10 * c.TTL, NegativeTTL: c.TTL, LoadTimeout: c.Timeout}
 }
 
-// fillRecords fills reply with recs and returns its status.
-func fillRecords(recs []Record, reply *wiregqp.Reply) wiregqp.Status {
-	for _, r := range recs {
-		items := make([][]byte, len(r.Items))
-		for i, it := range r.Items {
-			items[i] = []byte(it)
-		}
+// fillRecords fills reply with recs, whose byte slices it aliases, and
+// returns its status.
+func fillRecords(recs []wiregqp.Record, reply *wiregqp.Reply) wiregqp.Status {
+	for i := range recs {
+		r := &recs[i]
 		switch r.Kind {
 		case wiregqp.RecordPair:
-			reply.AddPair([]byte(r.Label), items[0])
+			reply.AddPair(r.Label, r.Items[0])
 		case wiregqp.RecordLabeled:
-			reply.AddLabeled([]byte(r.Label), items...)
+			reply.AddLabeled(r.Label, r.Items...)
 		case wiregqp.RecordString:
-			reply.AddString(items[0])
+			reply.AddString(r.Items[0])
 		default:
-			reply.AddList(items...)
+			reply.AddList(r.Items...)
 		}
 	}
 	return wiregqp.StatusOK
@@ -392,13 +394,18 @@ func sanitize(s string) string {
 // Pair is a name/value record of a static reply.
 type Pair struct{ Name, Value string }
 
-// StaticReply returns a Command.Run that answers pairs, in order, to every
-// query.
-func StaticReply(pairs []Pair) func(context.Context, [][]byte, *wiregqp.Reply) wiregqp.Status {
-	return func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status {
-		for _, p := range pairs {
-			r.AddPair([]byte(p.Name), []byte(p.Value))
-		}
-		return wiregqp.StatusOK
+// StaticReply returns the Command.Run and Command.Cached of a command that
+// answers pairs, in order, to every query. The answer is made once, here,
+// with its size: AnswerNow then fills it without building it, and refuses
+// it unbuilt to a source that may not receive it, as it does a cached
+// upstream answer.
+func StaticReply(pairs []Pair) (run func(context.Context, [][]byte, *wiregqp.Reply) wiregqp.Status, cached func([][]byte) (CachedAnswer, bool)) {
+	recs := make([]Record, len(pairs))
+	for i, p := range pairs {
+		recs[i] = Record{Kind: wiregqp.RecordPair, Label: p.Name, Items: []string{p.Value}}
 	}
+	answer := recordsAnswer(recs)
+	run = func(_ context.Context, _ [][]byte, r *wiregqp.Reply) wiregqp.Status { return answer.Fill(r) }
+	cached = func([][]byte) (CachedAnswer, bool) { return answer, true }
+	return run, cached
 }
