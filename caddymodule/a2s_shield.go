@@ -399,13 +399,13 @@ func (p *A2SShieldProtocol) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Cleanup ends the upstream queries and stops the workers: requests
+// Cleanup stops the workers, then ends the upstream queries: requests
 // waiting for the game server are dropped, so a reload or stop does not
-// wait for it, and the upstream queries end with the configuration.
+// wait for it, and the upstream queries end with the configuration. In
+// that order, so that no worker takes a query's end for an answer.
 func (p *A2SShieldProtocol) Cleanup() error {
-	err := p.A2SShield.Cleanup()
 	p.workers.close()
-	return err
+	return p.A2SShield.Cleanup()
 }
 
 // Match reports whether the datagram is an A2S request.

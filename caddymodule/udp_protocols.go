@@ -141,13 +141,13 @@ func (p *GQPProtocol) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Cleanup ends the upstream requests and stops the workers: queries
+// Cleanup stops the workers, then ends the upstream requests: queries
 // waiting for an upstream are dropped, so a reload or stop does not wait
-// for it, and the upstream requests end with the configuration.
+// for it, and the upstream requests end with the configuration. In that
+// order, so that no worker takes a request's end for an answer to send.
 func (p *GQPProtocol) Cleanup() error {
-	err := p.GQPResponder.Cleanup()
 	p.workers.close()
-	return err
+	return p.GQPResponder.Cleanup()
 }
 
 // Match reports whether the datagram is a GQP query.

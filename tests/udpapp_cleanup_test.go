@@ -184,3 +184,55 @@ func TestUDPAppReloadDoesNotWaitForGQPUpstream(t *testing.T) {
 		t.Fatal("after the reload: motd not answered")
 	}
 }
+
+// The layer4 GQP handler's upstream requests end with its configuration
+// too: a reload cancels them (the upstream sees each connection close)
+// rather than leaving them to run until upstream_timeout.
+func TestLayer4GQPReloadEndsUpstreamRequests(t *testing.T) {
+	release := make(chan struct{})
+	var requests, open atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		open.Add(1)
+		defer open.Add(-1)
+		select { // answers only once the test is over
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(func() { close(release) }) // before up.Close, which waits for the handlers
+
+	addr := testutil.FreeUDPAddr(t)
+	cfg := fmt.Sprintf(`{
+	layer4 {
+		udp/%s {
+			@gqp gqp
+			route @gqp {
+				gqp {
+					identify reload-test 1.0 1
+					upstream_timeout 1m
+					command slow {
+						url %s/slow
+						upstream_rate 100
+						upstream_burst 100
+					}
+				}
+			}
+		}
+	}
+}
+`, addr, up.URL)
+	c := testcaddy.Start(t, cfg)
+	// Four clients (the handler answers each client's queries in turn),
+	// each starting its own upstream request.
+	const queries = 4
+	for i := range queries {
+		testutil.DialUDP(t, "127.0.0.1:0", addr).Send(gqpQuery("slow", fmt.Sprint(i)))
+	}
+	testutil.WaitFor(t, "the upstream to get every query's request", func() bool { return requests.Load() == queries })
+	reloadPromptly(t, c, cfg)
+	testutil.WaitFor(t, "the upstream to see every request of the previous configuration cancelled (upstream_timeout is 1m)", func() bool {
+		return open.Load() == 0
+	})
+}
