@@ -105,7 +105,7 @@ type DiscoveryHealthCheck struct {
 	Failures int `json:"failures,omitempty"`
 	// QoS requests per check; a check passes if any is answered. Default: 3.
 	Requests int `json:"requests,omitempty"`
-	// How long to wait for answers. Default: 1s.
+	// How long to wait for answers, at most 1h. Default: 1s.
 	Wait caddy.Duration `json:"wait,omitempty"`
 }
 
@@ -262,7 +262,7 @@ func (h *QoSDiscovery) Validate() error {
 		c.duration("health_check interval", hc.Interval)
 		c.optIn("health_check failures", int64(hc.Failures), discoveryFailuresRange)
 		c.optIn("health_check requests", int64(hc.Requests), discoveryRequestsRange)
-		c.duration("health_check wait", hc.Wait)
+		c.durationIn("health_check wait", hc.Wait, timeoutRange)
 	}
 	return c.err
 }
@@ -443,7 +443,7 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		case "requests":
 			hc.Requests, err = parseIntIn(d, discoveryRequestsRange)
 		case "wait":
-			hc.Wait, err = parseDuration(d)
+			hc.Wait, err = parseDurationIn(d, timeoutRange)
 		default:
 			return unknownOption(d, "qos_discovery: health_check", opt)
 		}

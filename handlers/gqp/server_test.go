@@ -54,7 +54,13 @@ func bigServer(t *testing.T, clock *testutil.Clock) *Server {
 // fit an unvalidated source's limit.
 func padded(t *testing.T, names ...string) []byte {
 	t.Helper()
-	b, err := mkQuery(append(names, "pad "+strings.Repeat(".", 200))...).AppendTo(nil)
+	return paddedBy(t, 200, names...)
+}
+
+// paddedBy is the query of names with a pad command of n bytes.
+func paddedBy(t *testing.T, n int, names ...string) []byte {
+	t.Helper()
+	b, err := mkQuery(append(names, "pad "+strings.Repeat(".", n))...).AppendTo(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -874,11 +880,7 @@ func TestAnswerNowValidateInTheSameQuery(t *testing.T) {
 // it, the limit of an authorised source.
 func validateQuery(t *testing.T, names ...string) []byte {
 	t.Helper()
-	b, err := mkQuery(append(names, "pad "+strings.Repeat(".", 1000))...).AppendTo(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return paddedBy(t, 1000, names...)
 }
 
 // A hit returns the answer made when the upstream's records were cached,
