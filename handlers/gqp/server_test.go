@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -815,6 +816,53 @@ func TestAnswerNowRefusesLargeStaticAnswersUnbuilt(t *testing.T) {
 		resp.Replies[1].Status != wiregqp.StatusOK || len(resp.Replies[1].Records) != 5 {
 		t.Fatalf("a protected static command after validate: done %v, %v, %d datagrams, %+v; want its 5 records", done, v, len(out), resp.Replies)
 	}
+}
+
+// Several readers answer at once from the pooled queries and the shared
+// cached and static answers: each answer carries its own query's echo and
+// the whole answer (run it with -race).
+func TestAnswerNowConcurrentReaders(t *testing.T) {
+	cached, _ := rulesServer(t, 20)
+	pairs := make([]Pair, 20)
+	for i := range pairs {
+		pairs[i] = Pair{fmt.Sprintf("key%04d", i), strings.Repeat("v", 100)}
+	}
+	rules := Command{Name: "rules"}
+	rules.Run, rules.Cached = StaticReply(pairs)
+	static, err := NewServer(ServerConfig{Commands: []Command{rules}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := netip.MustParseAddrPort("127.0.0.1:4000")
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 500 {
+				s := cached
+				if (g+i)%2 == 1 {
+					s = static
+				}
+				tok := fmt.Sprintf("g%d-%d", g, i)
+				q, err := mkQuery("echo "+tok, "rules").AppendTo(nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				out, v, done := s.AnswerNow(src, q)
+				var whole []byte
+				for _, d := range out {
+					whole = append(whole, d...)
+				}
+				var r wiregqp.Response
+				if !done || v != Answered || r.Decode(whole) != nil || len(r.Replies) != 2 ||
+					string(r.Replies[0].Text) != tok || len(r.Replies[1].Records) != 20 {
+					t.Errorf("%s: done %v, %v, got %+v", tok, done, v, r.Replies)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // A forged query cannot lift the early refusal by naming validate: only a
