@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,24 +25,34 @@ import (
 // responder with queries that need a slow HTTP upstream (a new argument
 // each, so none is cached) from many spoofed, untrusted 127.x sources. The
 // trusted client's built-in, static and cached queries are answered
-// throughout, its own uncached query still gets a worker, the spoofed
-// queries are dropped and counted without ever reaching the queue, and
-// the upstream requests they start stay within the command's budget.
+// throughout, its own uncached query gets a worker while the flood runs,
+// the spoofed queries are dropped and counted without ever reaching the
+// queue, and the upstream requests they start stay within the command's
+// budget.
 //
 // The flood is paced: 10,000 queries a second, 500 times the command's
 // upstream budget, but well within what the readers answer, so that what
 // is measured is the responder's behaviour, not the kernel dropping
-// datagrams from full receive queues on a busy machine. The trusted client
-// still allows for a lost datagram: it retries, and the test asks that it
-// get at least 95% of its answers and never miss two in a row (any answer
-// that comes must be right); the spoofed side is held to exact bounds.
+// datagrams from full receive queues on a busy machine. The trusted side
+// is counted in datagrams, not retried queries, so a loss costs no time
+// and the bounds mean what they say: one query every trustedEvery from one
+// socket, each numbered (echo <n>) and each answered at most once, right.
 func TestUDPAppGQPSpoofedSlowQueriesStarveNobody(t *testing.T) {
 	if runIsolated(t) {
 		return
 	}
 	var slowRequests, slowNow, slowPeak atomic.Int64
+	statusArgs := make(chan string, 16) // the arguments of status requests with one
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/status" {
+			if arg := r.URL.Query().Get("arg"); arg != "" {
+				select {
+				case statusArgs <- arg:
+				default:
+				}
+				fmt.Fprintf(w, `{"hostname": "starve-test", "asked": %q}`, arg)
+				return
+			}
 			w.Write([]byte(`{"hostname": "starve-test", "numplayers": 3}`))
 			return
 		}
@@ -90,17 +101,13 @@ http://%s {
 `, addr, up.URL, slowRate, slowRate, up.URL, testutil.FreeTCPAddr(t)))
 
 	client := gqp.Client{Timeout: time.Second, Retries: 4, Local: "127.0.0.1:0"}
-	query := func(names ...string) (*wiregqp.Response, error) {
-		var q wiregqp.Query
-		for _, n := range names {
-			q.Add([]byte(n))
-		}
+	query := func(q *wiregqp.Query) (*wiregqp.Response, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return client.Query(ctx, addr, &q)
+		return client.Query(ctx, addr, q)
 	}
 	// The status is fetched once (through a worker) and cached.
-	if r, err := query("status"); err != nil || r.Replies[0].Status != wiregqp.StatusOK {
+	if r, err := query(&wiregqp.Query{Commands: []wiregqp.Command{{Name: []byte("status")}}}); err != nil || r.Replies[0].Status != wiregqp.StatusOK {
 		t.Fatalf("status before the flood: %+v, %v", r, err)
 	}
 	metric := func(reason string) float64 {
@@ -168,42 +175,62 @@ http://%s {
 		}
 	}()
 
-	// Meanwhile the trusted client asks, one query at a time, its
-	// built-in, static and cached queries: every answer that comes is
-	// right, at least 95% come, and no two queries in a row go unanswered
-	// (each after five attempts).
-	var asked, answered, missedInARow, mostMissedInARow int
-	for ctx.Err() == nil {
-		for _, cmd := range []string{"identify", "motd", "status"} {
-			asked++
-			r, err := query(cmd)
-			switch {
-			case err != nil:
-				missedInARow++
-				mostMissedInARow = max(mostMissedInARow, missedInARow)
-				t.Logf("trusted %s during the flood, unanswered after every attempt: %v", cmd, err)
-				continue
-			case len(r.Replies) != 1 || r.Replies[0].Status != wiregqp.StatusOK:
-				t.Errorf("trusted %s during the flood: got %+v, want status 10", cmd, r)
-			}
-			answered++
-			missedInARow = 0
+	// Meanwhile the trusted client sends, from one socket, one query every
+	// trustedEvery (a tick missed on a busy machine is skipped): echo <n>
+	// and, in turn, its built-in, static and cached commands. A goroutine
+	// reads the answers and checks each.
+	trusted := newTrustedPacer(t, addr)
+	trustedDone := make(chan struct{})
+	go func() {
+		defer close(trustedDone)
+		trusted.send(ctx, trustedEvery)
+	}()
+
+	// While the flood runs, the trusted client's own uncached query (an
+	// argument never asked, a budget the flood does not spend) reaches a
+	// worker: the answer holds what the upstream returned for exactly that
+	// argument, which only a worker waiting for the request can send (the
+	// reader answers only what is cached, and nothing was).
+	testutil.WaitFor(t, "the flood to be under way", func() bool { return sent.Load() >= 2000 || ctx.Err() != nil })
+	if ctx.Err() != nil {
+		t.Fatalf("the flood ended after %d queries, before the trusted uncached query could be asked during it", sent.Load())
+	}
+	arg := fmt.Sprint("during-the-flood-", rand.Uint64())
+	var q wiregqp.Query
+	q.Add([]byte("status"), []byte(arg))
+	r, err := query(&q)
+	sentAtAnswer := sent.Load()
+	switch {
+	case err != nil:
+		t.Errorf("trusted uncached query during the flood: %v, want the upstream's answer from a worker", err)
+	case len(r.Replies) != 1 || r.Replies[0].Status != wiregqp.StatusOK || !hasPair(r.Replies[0], "asked", arg):
+		t.Errorf("trusted uncached query during the flood: got %+v, want status 10 with asked=%s, the upstream's answer from a worker", r, arg)
+	}
+	select {
+	case got := <-statusArgs:
+		if got != arg {
+			t.Errorf("the upstream was asked status for %q, want %q", got, arg)
 		}
+	default:
+		t.Error("the upstream never saw the trusted uncached query's request")
 	}
-	if answered*100 < asked*95 {
-		t.Errorf("trusted client during the flood: %d of %d queries answered, want at least 95%%", answered, asked)
-	}
-	if mostMissedInARow > 1 {
-		t.Errorf("trusted client during the flood: %d queries in a row unanswered after every attempt, want never two", mostMissedInARow)
-	}
-	// And its own uncached query reaches a worker: the upstream times out,
-	// so the answer is 31, but it is an answer.
-	r, err := query("slow")
-	if err != nil || len(r.Replies) != 1 || r.Replies[0].Status != wiregqp.StatusUnavailable {
-		t.Errorf("trusted uncached query during the flood: %+v, %v, want status 31 from a worker", r, err)
-	}
+
+	<-trustedDone
 	cancel()
 	flooders.Wait()
+	if sent.Load() <= sentAtAnswer {
+		t.Errorf("the flood sent nothing after the trusted uncached query was answered (%d queries): the answer came after the flood, not during it", sentAtAnswer)
+	}
+	answered, asked, longestLoss := trusted.finish()
+	// Measured on a 2-core machine shared with other builds and tests, 3
+	// runs: see trustedMinAnswered. A reader that waited for spoofed work or
+	// that the flood starved loses far more (see the constant).
+	if answered*100 < asked*trustedMinAnswered {
+		t.Errorf("trusted client during the flood: %d of %d datagrams answered, want at least %d%%", answered, asked, trustedMinAnswered)
+	}
+	if longestLoss > trustedMaxLossRun {
+		t.Errorf("trusted client during the flood: %d datagrams in a row unanswered, want at most %d", longestLoss, trustedMaxLossRun)
+	}
 
 	// Each spoofed query either started an upstream request (within the
 	// budget) and was dropped, or found the budget spent and got a 31
@@ -217,8 +244,8 @@ http://%s {
 		t.Errorf("queries dropped for a full queue: %v, want 0 (spoofed queries never reach it)", queueFull)
 	}
 	// Upstream requests: at most the budget (a burst of slowRate, then
-	// slowRate a second) over the flood's 4 s and the client's query.
-	if n, bound := slowRequests.Load(), int64(slowRate+slowRate*6+1); n > bound {
+	// slowRate a second) over the flood's 4 s and some slack.
+	if n, bound := slowRequests.Load(), int64(slowRate+slowRate*6); n > bound {
 		t.Errorf("upstream requests: %d, want at most %d (the command's budget)", n, bound)
 	}
 	// Each request lives at most upstream_timeout (1 s), so at most
@@ -229,7 +256,186 @@ http://%s {
 	if p, bound := peakGoroutines.Load(), int64(baseline+8*(slowRate+slowRate)); p > bound {
 		t.Errorf("goroutines peaked at %d during the flood, want at most %d (baseline %d)", p, bound, baseline)
 	}
-	t.Logf("%d spoofed slow queries sent: %v dropped as unvalidated (each started an upstream request), %v answered 31 on the reader and dropped for amplification, %v for a full queue; trusted client: %d of %d answered; "+
+	t.Logf("%d spoofed slow queries sent: %v dropped as unvalidated (each started an upstream request), %v answered 31 on the reader and dropped for amplification, %v for a full queue; trusted client: %d of %d datagrams answered; "+
 		"%d upstream requests (at most %d at once); goroutines peaked at %d (baseline %d)",
 		sent.Load(), unvalidated, inline, queueFull, answered, asked, slowRequests.Load(), slowPeak.Load(), peakGoroutines.Load(), baseline)
+	t.Logf("trusted client: longest run of unanswered datagrams %d", longestLoss)
+}
+
+// The trusted client's pace during the flood, and what it must get.
+const (
+	trustedEvery = 2 * time.Millisecond
+	// trustedMinAnswered is the share of the trusted client's datagrams
+	// that must be answered, in percent. Observed on a 2-core machine at a
+	// load average of 10 (other builds and tests running): 100% in each of
+	// 3 runs (1345 to 1644 sent), 0 lost. The margin is for a stall long
+	// enough to overflow the socket's receive queue, where the trusted
+	// client loses its share of the datagrams with the flood's. A reader
+	// that waits for spoofed work loses nearly all of them (0 of 1694
+	// answered when the reader waited for each unvalidated query's answer).
+	trustedMinAnswered = 97
+	// trustedMaxLossRun is the most consecutive trusted datagrams that may
+	// go unanswered: 50 ms of them.
+	trustedMaxLossRun = 25
+)
+
+// trustedPacer sends numbered trusted queries from one socket at a fixed
+// pace and counts, by number, those answered: each reply is checked, and a
+// datagram lost costs the sender no time.
+type trustedPacer struct {
+	t    *testing.T
+	conn *net.UDPConn
+	to   netip.AddrPort
+	sent int // numbers 0..sent-1 were sent; written by send only
+
+	mu       sync.Mutex
+	answered map[int]bool
+	done     atomic.Bool // the final "echo done" was answered
+	reading  chan struct{}
+}
+
+// trustedCommands are the commands the trusted queries ask in turn, after
+// their echo, and the pair each answer must hold.
+var trustedCommands = []struct{ name, label, value string }{
+	{"identify", "gamename", "starve-test"},
+	{"motd", "message", "hello"},
+	{"status", "hostname", "starve-test"}, // cached before the flood
+}
+
+func newTrustedPacer(t *testing.T, addr string) *trustedPacer {
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &trustedPacer{t: t, conn: conn, to: netip.MustParseAddrPort(addr), answered: map[int]bool{}, reading: make(chan struct{})}
+	t.Cleanup(func() { conn.Close(); <-p.reading })
+	go p.read()
+	return p
+}
+
+// query is trusted query n: echo n, then a command in turn.
+func (p *trustedPacer) query(b []byte, n int) []byte {
+	var q wiregqp.Query
+	q.Add([]byte("echo"), strconv.AppendInt(nil, int64(n), 10))
+	q.Add([]byte(trustedCommands[n%len(trustedCommands)].name))
+	b, err := q.AppendTo(b[:0])
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return b
+}
+
+// send sends one query every every until ctx ends.
+func (p *trustedPacer) send(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var b []byte
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		b = p.query(b, p.sent)
+		if _, err := p.conn.WriteToUDPAddrPort(b, p.to); err != nil {
+			p.t.Errorf("sending trusted query %d: %v", p.sent, err)
+			return
+		}
+		p.sent++
+	}
+}
+
+// read checks each answer and marks its number answered, until the socket
+// is closed.
+func (p *trustedPacer) read() {
+	defer close(p.reading)
+	buf := make([]byte, 2048)
+	var resp wiregqp.Response
+	for {
+		n, from, err := p.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		if from != p.to {
+			continue
+		}
+		if err := resp.Decode(buf[:n]); err != nil {
+			p.t.Errorf("trusted answer %q: %v", buf[:n], err)
+			continue
+		}
+		if len(resp.Replies) == 1 && string(resp.Replies[0].Text) == "done" {
+			p.done.Store(true)
+			continue
+		}
+		if len(resp.Replies) != 2 || resp.Replies[0].Status != wiregqp.StatusOK {
+			p.t.Errorf("trusted answer: got %+v, want echo's and a command's replies", resp.Replies)
+			continue
+		}
+		i, err := strconv.Atoi(string(resp.Replies[0].Text))
+		if err != nil || i < 0 {
+			p.t.Errorf("trusted answer: echo returned %q, want a query number", resp.Replies[0].Text)
+			continue
+		}
+		want := trustedCommands[i%len(trustedCommands)]
+		if r := resp.Replies[1]; r.Status != wiregqp.StatusOK || string(r.Name) != want.name || !hasPair(r, want.label, want.value) {
+			p.t.Errorf("trusted query %d: %s answered %+v, want status 10 with %s=%s", i, want.name, r, want.label, want.value)
+		}
+		p.mu.Lock()
+		if p.answered[i] {
+			p.t.Errorf("trusted query %d answered twice", i)
+		}
+		p.answered[i] = true
+		p.mu.Unlock()
+	}
+}
+
+// finish waits for the answers still on their way (until the answer to a
+// last query, sent again at each poll, comes back, for at most 10 s: the
+// queries still unanswered then count as lost), stops reading, and returns
+// how many of the queries sent were answered and the longest run of
+// consecutive ones that were not.
+func (p *trustedPacer) finish() (answered, sent, longestLoss int) {
+	var q wiregqp.Query
+	q.Add([]byte("echo"), []byte("done"))
+	last, err := q.AppendTo(nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for pause := time.Millisecond; !p.done.Load(); pause = min(2*pause, 20*time.Millisecond) {
+		if time.Now().After(deadline) {
+			p.t.Error("the trusted client's last query went unanswered for 10 s")
+			break
+		}
+		_, _ = p.conn.WriteToUDPAddrPort(last, p.to)
+		time.Sleep(pause)
+	}
+	p.conn.Close()
+	<-p.reading
+	run := 0
+	for i := range p.sent {
+		if p.answered[i] {
+			answered++
+			run = 0
+			continue
+		}
+		run++
+		longestLoss = max(longestLoss, run)
+	}
+	for i := range p.answered {
+		if i >= p.sent {
+			p.t.Errorf("trusted answer to query %d, which was never sent (%d were)", i, p.sent)
+		}
+	}
+	return answered, p.sent, longestLoss
+}
+
+// hasPair reports whether r holds the name/value record label=value.
+func hasPair(r wiregqp.Reply, label, value string) bool {
+	for _, rec := range r.Records {
+		if rec.Kind == wiregqp.RecordPair && string(rec.Label) == label && len(rec.Items) == 1 && string(rec.Items[0]) == value {
+			return true
+		}
+	}
+	return false
 }
