@@ -10,10 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // leaseChildEnv makes the test binary, started again by
@@ -76,16 +73,7 @@ func TestFreeAddrSkipsReusePortListener(t *testing.T) {
 	ports.mu.Lock()
 	next := ports.base + ports.next
 	ports.mu.Unlock()
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	l, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(next)))
+	l, err := ReusePort.Listen(context.Background(), "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(next)))
 	if err != nil {
 		t.Skipf("cannot hold port %d for the test: %v", next, err)
 	}
