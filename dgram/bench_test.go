@@ -10,11 +10,10 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // BenchmarkEcho measures echoed datagrams (one op is one round trip) from
@@ -89,16 +88,7 @@ func bareEcho(conn *net.UDPConn) {
 // address.
 func listenReusePort(t testing.TB, addr string) *net.UDPConn {
 	t.Helper()
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	pc, err := lc.ListenPacket(context.Background(), "udp4", addr)
+	pc, err := testutil.ReusePort.ListenPacket(context.Background(), "udp4", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // failingIO is a socket's I/O whose first read fails with err, an error of
@@ -30,7 +32,7 @@ func (f *failingIO) read(in []message) (int, error) {
 // share of the port to the port's other sockets, whose readers answer
 // every client, and Close closes the rest, each socket once.
 func TestServeClosesFailedSocket(t *testing.T) {
-	bad := listenReusePort(t, "127.0.0.1:0")
+	bad := listenReusePort(t, testutil.FreeUDPAddr(t))
 	good := listenReusePort(t, bad.LocalAddr().String())
 	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}}
 	s.newIO = func(conn *net.UDPConn, batch int) packetIO {
