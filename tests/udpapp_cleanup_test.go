@@ -122,19 +122,7 @@ func TestUDPAppReloadDoesNotWaitForA2SUpstream(t *testing.T) {
 // them) end with the configuration: the upstream sees each one's
 // connection close, rather than waiting out upstream_timeout.
 func TestUDPAppReloadDoesNotWaitForGQPUpstream(t *testing.T) {
-	release := make(chan struct{})
-	var requests, open atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		open.Add(1)
-		defer open.Add(-1)
-		select { // answers only once the test is over
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(up.Close)
-	t.Cleanup(func() { close(release) }) // before up.Close, which waits for the handlers
+	up, requests, open := blockingUpstream(t)
 
 	addr := testutil.FreeUDPAddr(t)
 	cfg := fmt.Sprintf(`{
@@ -155,7 +143,7 @@ func TestUDPAppReloadDoesNotWaitForGQPUpstream(t *testing.T) {
 		}
 	}
 }
-`, addr, up.URL)
+`, addr, up)
 	c := testcaddy.Start(t, cfg)
 	stopped := func() float64 { return c.MustMetric(t, `gamegate_gqp_dropped_total{reason="stopped"}`) }
 	before := stopped()
@@ -189,19 +177,7 @@ func TestUDPAppReloadDoesNotWaitForGQPUpstream(t *testing.T) {
 // too: a reload cancels them (the upstream sees each connection close)
 // rather than leaving them to run until upstream_timeout.
 func TestLayer4GQPReloadEndsUpstreamRequests(t *testing.T) {
-	release := make(chan struct{})
-	var requests, open atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		open.Add(1)
-		defer open.Add(-1)
-		select { // answers only once the test is over
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(up.Close)
-	t.Cleanup(func() { close(release) }) // before up.Close, which waits for the handlers
+	up, requests, open := blockingUpstream(t)
 
 	addr := testutil.FreeUDPAddr(t)
 	cfg := fmt.Sprintf(`{
@@ -222,7 +198,7 @@ func TestLayer4GQPReloadEndsUpstreamRequests(t *testing.T) {
 		}
 	}
 }
-`, addr, up.URL)
+`, addr, up)
 	c := testcaddy.Start(t, cfg)
 	// Four clients (the handler answers each client's queries in turn),
 	// each starting its own upstream request.
@@ -235,4 +211,24 @@ func TestLayer4GQPReloadEndsUpstreamRequests(t *testing.T) {
 	testutil.WaitFor(t, "the upstream to see every request of the previous configuration cancelled (upstream_timeout is 1m)", func() bool {
 		return open.Load() == 0
 	})
+}
+
+// blockingUpstream starts an HTTP upstream that answers no request until
+// the test is over, and returns its URL and the count of requests it got
+// and of those still open (not yet cancelled by their client).
+func blockingUpstream(t *testing.T) (url string, requests, open *atomic.Int64) {
+	release := make(chan struct{})
+	requests, open = new(atomic.Int64), new(atomic.Int64)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		open.Add(1)
+		defer open.Add(-1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(func() { close(release) }) // before up.Close, which waits for the handlers
+	return up.URL, requests, open
 }
