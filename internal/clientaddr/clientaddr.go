@@ -67,3 +67,28 @@ func KeyString(ip string, ipv6Bits int) string {
 	}
 	return k.String()
 }
+
+// The prefix lengths, in bits, of one client network: what limits that
+// many addresses of one holder could otherwise multiply are kept per
+// network. An IPv4 /24 is the smallest block routed between providers; an
+// IPv6 /48 is what one site is usually given.
+const (
+	NetworkIPv4Bits = 24
+	NetworkIPv6Bits = 48
+)
+
+// Network is the client network a belongs to: its IPv4 /24 (also when
+// written as IPv4-mapped IPv6) or IPv6 /48, without any zone. The invalid
+// address gives the zero Prefix.
+func Network(a netip.Addr) netip.Prefix {
+	if !a.IsValid() {
+		return netip.Prefix{}
+	}
+	a = a.Unmap().WithZone("")
+	bits := NetworkIPv4Bits
+	if a.Is6() {
+		bits = NetworkIPv6Bits
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}

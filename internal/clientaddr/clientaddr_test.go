@@ -80,3 +80,19 @@ func TestValidateIPv6Prefix(t *testing.T) {
 		}
 	}
 }
+
+func TestNetwork(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"192.0.2.7", "192.0.2.0/24"},
+		{"::ffff:192.0.2.7", "192.0.2.0/24"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1::/48"},
+		{"fe80::1%eth0", "fe80::/48"},
+	} {
+		if got := Network(netip.MustParseAddr(tc.addr)).String(); got != tc.want {
+			t.Errorf("Network(%s): got %s, want %s", tc.addr, got, tc.want)
+		}
+	}
+	if got := Network(netip.Addr{}); got.IsValid() {
+		t.Errorf("Network of the invalid address: got %s, want the zero prefix", got)
+	}
+}
