@@ -341,7 +341,7 @@ func (g *Gateway) request(ctx context.Context, client func() netip.Addr, name, c
 			// work (name lookup, query) takes slots of its own.
 			ip := client()
 			if ok, wait := g.clients.Allow(g.clientLimit, clientaddr.Key(ip, g.cfg.ClientIPv6Prefix)); !ok {
-				return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, RetryAfter: wait,
+				return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, Type: TypeLimited, RetryAfter: wait,
 					Message: "too many ad-hoc queries from this client; try again shortly"}
 			}
 			network = clientaddr.Network(ip)
@@ -358,8 +358,8 @@ func (g *Gateway) request(ctx context.Context, client func() netip.Addr, name, c
 	if err != nil {
 		var qe *Error
 		if !errors.As(err, &qe) {
-			// Logged where it happened; the client gets words.
-			qe = Errorf(HTTPStatus(err), "the game server could not be queried")
+			// Logged where it happened; the client gets its cause in words.
+			qe = Failure(t.name, err)
 		}
 		return nil, res, qe
 	}
@@ -374,10 +374,10 @@ func (g *Gateway) takeAdHoc(network netip.Prefix) *Error {
 	case ok:
 		return nil
 	case own:
-		return &Error{HTTPStatus: http.StatusTooManyRequests, RetryAfter: time.Second,
+		return &Error{HTTPStatus: http.StatusTooManyRequests, Type: TypeLimited, RetryAfter: time.Second,
 			Message: "too many ad-hoc queries at once from this network; try again shortly"}
 	}
-	return &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: time.Second,
+	return &Error{HTTPStatus: http.StatusServiceUnavailable, Type: TypeLimited, RetryAfter: time.Second,
 		Message: "too many ad-hoc queries at once; try again shortly"}
 }
 
@@ -406,7 +406,12 @@ func (g *Gateway) resolve(ctx context.Context, name string, network netip.Prefix
 	}
 	addrs, err := netaddr.LookupHost(ctx, host)
 	if err != nil {
-		return nil, Errorf(http.StatusBadGateway, "cannot resolve %q", host)
+		e := &Error{HTTPStatus: http.StatusBadGateway, Type: TypeUnresolved,
+			Message: fmt.Sprintf("cannot resolve %q", host), Detail: err}
+		if g.cfg.Log != nil {
+			g.cfg.Log(name, err)
+		}
+		return nil, e
 	}
 	for _, a := range addrs {
 		if !g.allowed(a) {
@@ -495,7 +500,7 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 			defer g.adHoc.give(t.network)
 		}
 		if ok, wait := g.allowUpstream(t, budget); !ok {
-			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: wait,
+			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, Type: TypeLimited, RetryAfter: wait,
 				Message: "the query rate limit for " + t.name + " is reached; try again shortly"}
 		}
 		if g.cfg.OnUpstream != nil {
@@ -533,12 +538,23 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 	}
 }
 
+// errorBody is an error answer: {"error": {"type": …, "message": …,
+// "protocol_status": …}, "server": …}. The type is stable (ErrorType), the
+// message words for people.
+type errorBody struct {
+	Error  errorDetail `json:"error"`
+	Server string      `json:"server"`
+}
+
+type errorDetail struct {
+	Type           ErrorType `json:"type"`
+	Message        string    `json:"message"`
+	ProtocolStatus int       `json:"protocol_status,omitempty"`
+}
+
 func errorAnswer(server string, e *Error) *answer {
-	doc := map[string]any{"error": e.Message, "server": server}
-	if e.ProtocolStatus != 0 {
-		doc["protocol_status"] = e.ProtocolStatus
-	}
-	body, _ := json.Marshal(doc)
+	body, _ := json.Marshal(errorBody{Server: server,
+		Error: errorDetail{Type: e.Kind(), Message: e.Message, ProtocolStatus: e.ProtocolStatus}})
 	return newAnswer(e.HTTPStatus, body, "")
 }
 
