@@ -344,7 +344,7 @@ func (g *Gateway) request(ctx context.Context, client func() netip.Addr, name, c
 				return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, Type: TypeLimited, RetryAfter: wait,
 					Message: "too many ad-hoc queries from this client; try again shortly"}
 			}
-			network = clientaddr.Network(ip)
+			network = clientaddr.Network(ip, 0, 0)
 		}
 	}
 	t, e := g.resolve(ctx, name, network)

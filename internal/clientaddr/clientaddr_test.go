@@ -81,18 +81,28 @@ func TestValidateIPv6Prefix(t *testing.T) {
 	}
 }
 
-func TestNetwork(t *testing.T) {
-	for _, tc := range []struct{ addr, want string }{
-		{"192.0.2.7", "192.0.2.0/24"},
-		{"::ffff:192.0.2.7", "192.0.2.0/24"},
-		{"2001:db8:1:2:3:4:5:6", "2001:db8:1::/48"},
-		{"fe80::1%eth0", "fe80::/48"},
+func TestNetworkString(t *testing.T) {
+	for _, tc := range []struct {
+		ip           string
+		bits4, bits6 int
+		want         string
+	}{
+		{"192.0.2.7", 0, 0, "192.0.2.0/24"},
+		{"::ffff:192.0.2.7", 0, 0, "192.0.2.0/24"},
+		{"192.0.2.7", 16, 0, "192.0.0.0/16"},
+		{"192.0.2.7", 32, 0, "192.0.2.7/32"},
+		{"2001:db8:1:2:3:4:5:6", 0, 0, "2001:db8:1::/48"},
+		{"2001:db8:1:2:3:4:5:6", 0, 56, "2001:db8:1::/56"},
+		{"fe80::1%eth0", 0, 0, "fe80::/48"},
+		{"not an address", 0, 0, "not an address"},
 	} {
-		if got := Network(netip.MustParseAddr(tc.addr)).String(); got != tc.want {
-			t.Errorf("Network(%s): got %s, want %s", tc.addr, got, tc.want)
+		if got := NetworkString(tc.ip, tc.bits4, tc.bits6); got != tc.want {
+			t.Errorf("NetworkString(%q, %d, %d) = %q, want %q", tc.ip, tc.bits4, tc.bits6, got, tc.want)
 		}
 	}
-	if got := Network(netip.Addr{}); got.IsValid() {
-		t.Errorf("Network of the invalid address: got %s, want the zero prefix", got)
+	for _, bad := range []int{-1, 7, 33} {
+		if ValidateNetworkIPv4Prefix("network_ipv4_prefix", bad) == nil {
+			t.Errorf("ValidateNetworkIPv4Prefix(%d) = nil, want an error", bad)
+		}
 	}
 }
