@@ -3,8 +3,6 @@ package tests
 import (
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,14 +11,6 @@ import (
 
 	"github.com/gamegate/gamegate/internal/testutil"
 )
-
-// clientFrom is an HTTP client whose connections come from the loopback
-// address ip, so that the gateway sees it as that client.
-func clientFrom(ip string) *http.Client {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.DialContext,
-		MaxIdleConnsPerHost: 64, DisableCompression: true}}
-}
 
 // Ten addresses of one network, each sending ad-hoc queries to targets that
 // never answer (a new question each time, so nothing is cached or shared),
