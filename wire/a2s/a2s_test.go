@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -20,6 +21,8 @@ var reasons = map[string]error{
 	"type":      ErrType,
 	"split":     ErrSplit,
 	"checksum":  ErrChecksum,
+
+	"concatenated": ErrConcatenated,
 }
 
 var layouts = map[string]Layout{
@@ -365,4 +368,40 @@ func TestEncodeRefusesNUL(t *testing.T) {
 	if _, err := p.AppendTo(nil); !errors.Is(err, wire.ErrRange) {
 		t.Fatalf("got %v, want ErrRange", err)
 	}
+}
+
+// TestConcatenatedStreamAllocs reassembles a compressed one-fragment
+// answer whose bzip2 data are two streams, the second declaring level 9:
+// it must be refused without the decoder sizing a block buffer for the
+// second stream (3.6 MB). A single stream of the same size is bounded to
+// level 1 (0.4 MB), which the bound leaves room for.
+func TestConcatenatedStreamAllocs(t *testing.T) {
+	var frag []byte
+	for _, v := range testutil.ReadVectors(t, "testdata/vectors.txt") {
+		if v.Name == "bad-concat.0" {
+			frag = v.Bytes
+		}
+	}
+	if frag == nil {
+		t.Fatal("no bad-concat.0 vector")
+	}
+	const runs = 5
+	const bound = 1 << 20 // bytes allocated per answer
+	var err error
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		var r Reassembler
+		_, err = r.Add(frag)
+	}
+	runtime.ReadMemStats(&after)
+	perRun := (after.TotalAlloc - before.TotalAlloc) / runs
+	var de *wire.DecodeError
+	if !errors.Is(err, ErrConcatenated) || !errors.As(err, &de) {
+		t.Errorf("got %v, want a *wire.DecodeError wrapping ErrConcatenated", err)
+	}
+	if perRun > bound {
+		t.Errorf("a %d-byte answer allocated %d bytes, want at most %d", len(frag), perRun, bound)
+	}
+	t.Logf("a %d-byte answer of two streams: %d bytes allocated, %v", len(frag), perRun, err)
 }

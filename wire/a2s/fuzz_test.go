@@ -88,6 +88,11 @@ func FuzzDecompress(f *testing.F) {
 		if strings.HasPrefix(v.Name, "rules-big-bz2.") {
 			_, _ = r.Add(v.Bytes)
 		}
+		if v.Name == "bad-concat.0" {
+			// Two concatenated streams, after the fragment's header, with
+			// the size and CRC32 of both decompressed.
+			f.Add(bytes.Clone(v.Bytes[20:]), uint32(19), uint32(0x40880b52))
+		}
 	}
 	data, size, crc, _ := r.Compressed()
 	f.Add(bytes.Clone(data), size, crc)

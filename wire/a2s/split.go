@@ -88,6 +88,11 @@ var (
 	// ErrCompression reports a compressed message that does not
 	// decompress.
 	ErrCompression = errors.New("bad bzip2 data")
+	// ErrConcatenated reports a compressed message whose bzip2 data go on
+	// after the end of its first stream. Servers compress an answer as one
+	// stream; a decoder would size a block buffer anew for each further
+	// stream, as its header says, bounded by nothing.
+	ErrConcatenated = errors.New("bzip2 data after the end of the first stream")
 )
 
 // SplitHeader is the header of one fragment of a split message.
@@ -380,9 +385,13 @@ func (r *Reassembler) finish(maxSize int) error {
 }
 
 // Decompress appends to dst the bzip2 data decompressed, which must be
-// exactly size bytes with the given CRC32 (IEEE). It never decompresses more
-// than size+1 bytes.
+// exactly size bytes with the given CRC32 (IEEE) and one bzip2 stream. It
+// never decompresses more than size+1 bytes, and the decoder's block buffer
+// is the smallest that holds size bytes.
 func Decompress(dst, data []byte, size, crc uint32) ([]byte, error) {
+	if hasSecondStream(data) {
+		return dst, wire.NewDecodeError("payload", 20, ErrConcatenated)
+	}
 	start := len(dst)
 	dst = growTo(dst, start+int(size)+1)
 	n, err := io.ReadFull(bzip2.NewReader(boundedLevel(data, size)), dst[start:])
@@ -416,6 +425,51 @@ func boundedLevel(data []byte, size uint32) io.Reader {
 	need := (int64(size)*5/4+16)/100000 + 1
 	level := min(int64(data[3]-'0'), need)
 	return io.MultiReader(bytes.NewReader([]byte{'B', 'Z', 'h', byte('0' + level)}), bytes.NewReader(data[4:]))
+}
+
+// bzip2's end-of-stream marker: a 48-bit magic number (the square root of
+// pi) and the stream's 32-bit CRC, then padding to a whole byte.
+const (
+	bzip2FinalMagic = 0x177245385090
+	bzip2FinalBits  = 48 + 32
+)
+
+// hasSecondStream reports whether a bzip2 stream follows the first one in
+// data: whether some "BZ" after the first byte is preceded, within the last
+// 7 bits of padding, by an end-of-stream marker. That is exactly where Go's
+// decoder looks for a concatenated stream (and where it would set up a new
+// block buffer at the level that stream declares); inside a block the
+// pattern occurs by chance about once in 2^61 positions.
+func hasSecondStream(data []byte) bool {
+	for i := 1; i < len(data)-1; i++ {
+		if data[i] != 'B' || data[i+1] != 'Z' || i*8 < bzip2FinalBits {
+			continue
+		}
+		// The 88 bits before position i, as an integer (10 bytes fit a
+		// uint64 only in part: take the last 8 and the 2 before apart).
+		var tail uint64
+		for _, b := range data[i-8 : i] {
+			tail = tail<<8 | uint64(b)
+		}
+		var head uint64
+		for _, b := range data[max(i-11, 0) : i-8] {
+			head = head<<8 | uint64(b)
+		}
+		for pad := 0; pad < 8; pad++ {
+			// The 48 bits that end 32+pad bits before position i.
+			end := 32 + pad // bits from the magic's end to position i
+			var magic uint64
+			if end+48 <= 64 {
+				magic = tail >> end & (1<<48 - 1)
+			} else {
+				magic = (tail>>end | head<<(64-end)) & (1<<48 - 1)
+			}
+			if magic == bzip2FinalMagic {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func growTo(b []byte, n int) []byte {
