@@ -177,6 +177,21 @@ func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protoco
 // Provision loads the protocol modules and builds the gateway.
 func (h *GameQuery) Provision(ctx caddy.Context) error {
 	logger := ctx.Logger()
+	// The protocols first: whether a server's address may lack its port
+	// is theirs to say.
+	for name, s := range h.Servers {
+		if s == nil {
+			continue // Validate names it
+		}
+		if s.ProtocolRaw == nil {
+			s.ProtocolRaw = json.RawMessage(`{"protocol":"gqp"}`)
+		}
+		p, err := loadProtocol(ctx, s, "ProtocolRaw")
+		if err != nil {
+			return fmt.Errorf("game_query: server %q: %w", name, err)
+		}
+		s.protocol = p
+	}
 	if err := h.Validate(); err != nil { // as given, before former names move
 		return err
 	}
@@ -220,15 +235,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		},
 	}
 	for name, s := range h.Servers {
-		if s.ProtocolRaw == nil {
-			s.ProtocolRaw = json.RawMessage(`{"protocol":"gqp"}`)
-		}
-		p, err := loadProtocol(ctx, s, "ProtocolRaw")
-		if err != nil {
-			return fmt.Errorf("game_query: server %q: %w", name, err)
-		}
-		s.protocol = p
-		cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: p, Commands: s.Commands}
+		cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: s.protocol, Commands: s.Commands}
 	}
 	if h.AdHocRaw != nil {
 		p, err := loadProtocol(ctx, h, "AdHocRaw")
@@ -262,7 +269,7 @@ func (h *GameQuery) Validate() error {
 			return fmt.Errorf("game_query: server %q: needs an address", name)
 		}
 		if _, err := netip.ParseAddrPort(s.Address); err != nil {
-			if _, _, err := netaddr.SplitHostPort(s.Address); err != nil && !takesBareHost(s.Address, s.ProtocolRaw) {
+			if _, _, err := netaddr.SplitHostPort(s.Address); err != nil && !query.FindsPort(s.protocol, s.Address) {
 				return fmt.Errorf("game_query: server %q: address %q is not host:port", name, s.Address)
 			}
 		}
@@ -321,40 +328,6 @@ var (
 	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
 )
 
-// protocolsTakingBareHost are the query protocols that take a server's
-// address without a port: Minecraft finds the port in DNS (its
-// _minecraft._tcp SRV record), Bedrock uses its default port, 19132.
-var protocolsTakingBareHost = map[string]bool{"minecraft": true, "bedrock": true}
-
-// takesBareHost reports whether addr is a host name without a port (for
-// Bedrock, an IP address too) and the server's protocol finds the port
-// itself.
-func takesBareHost(addr string, protocolRaw json.RawMessage) bool {
-	var p struct {
-		Protocol string `json:"protocol"`
-	}
-	if protocolRaw == nil || json.Unmarshal(protocolRaw, &p) != nil || !protocolsTakingBareHost[p.Protocol] {
-		return false
-	}
-	if _, err := netip.ParseAddr(addr); err == nil {
-		return p.Protocol == "bedrock" // Minecraft looks up names only
-	}
-	if addr == "" || len(addr) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(strings.TrimSuffix(addr, "."), ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			if c := label[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // ServeHTTP answers game queries.
 func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	gameQueryMetrics.requests.count(h.gateway.ServeHTTP(w, r, r.URL.Path))
@@ -402,7 +375,7 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.NextArg() {
 				return d.ArgErr()
 			}
-			h.AdHocRaw, err = unmarshalProtocol(d)
+			h.AdHocRaw, _, err = unmarshalProtocol(d)
 		case "allow_targets":
 			h.AllowTargets, err = parseArgs(d)
 			for _, a := range h.AllowTargets {
@@ -509,16 +482,17 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 		return d.Errf("game_query: duplicate server '%s'", name)
 	}
 	s := &GameQueryServer{Address: addr}
+	var protocol query.Protocol
 	if d.NextArg() {
-		raw, err := unmarshalProtocol(d)
+		raw, p, err := unmarshalProtocol(d)
 		if err != nil {
 			return err
 		}
-		s.ProtocolRaw = raw
+		s.ProtocolRaw, protocol = raw, p
 	} else if d.NextBlock(d.Nesting()) {
 		return d.Errf("game_query: server '%s': name the protocol before its options", name)
 	}
-	if addrErr != nil && !takesBareHost(addr, s.ProtocolRaw) {
+	if addrErr != nil && !query.FindsPort(protocol, addr) {
 		return d.Errf("game_query: server '%s': '%s' is not host:port", name, addr)
 	}
 	if h.Servers == nil {
@@ -529,17 +503,22 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 }
 
 // unmarshalProtocol parses a protocol module from the current token (its
-// name) and the block after it.
-func unmarshalProtocol(d *caddyfile.Dispenser) (json.RawMessage, error) {
+// name) and the block after it, and returns its JSON and the module, not
+// yet provisioned.
+func unmarshalProtocol(d *caddyfile.Dispenser) (json.RawMessage, query.Protocol, error) {
 	name := d.Val()
 	if _, err := caddy.GetModule("gamegate.query." + name); err != nil {
-		return nil, d.Errf("game_query: unknown query protocol '%s' (known: %s)", name, knownProtocols())
+		return nil, nil, d.Errf("game_query: unknown query protocol '%s' (known: %s)", name, knownProtocols())
 	}
 	unm, err := caddyfile.UnmarshalModule(d, "gamegate.query."+name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return caddyconfig.JSONModuleObject(unm, "protocol", name, nil), nil
+	p, ok := unm.(query.Protocol)
+	if !ok {
+		return nil, nil, d.Errf("game_query: module '%s' is not a game query protocol", name)
+	}
+	return caddyconfig.JSONModuleObject(unm, "protocol", name, nil), p, nil
 }
 
 func parseGameQueryDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {

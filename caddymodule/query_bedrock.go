@@ -71,4 +71,5 @@ var (
 	_ caddy.Validator       = (*QueryBedrock)(nil)
 	_ caddyfile.Unmarshaler = (*QueryBedrock)(nil)
 	_ query.Protocol        = (*QueryBedrock)(nil)
+	_ query.PortFinder      = (*QueryBedrock)(nil)
 )

@@ -1,7 +1,12 @@
 package caddymodule
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -37,6 +42,11 @@ type QueryMinecraft struct {
 	// Keeps the favicon (a data: URI, often over 10 KB) in the status's raw
 	// data. Default: off (the raw command has it).
 	IncludeFavicon bool `json:"include_favicon,omitempty"`
+	// DNS servers (IP addresses, "ip:port" or "tcp/ip:port"; port 53 if
+	// none is given) asked for SRV records and the names they point to,
+	// one chosen at random for each question. Default: the system's
+	// resolver.
+	Resolvers []string `json:"resolvers,omitempty"`
 
 	// The protocol itself, built by Provision: Name, Status and Command.
 	*minecraft.JavaProtocol `json:"-"`
@@ -61,7 +71,36 @@ func (p *QueryMinecraft) Provision(caddy.Context) error {
 		Legacy:          p.Legacy == nil || *p.Legacy,
 		IncludeFavicon:  p.IncludeFavicon,
 	}
+	if len(p.Resolvers) > 0 {
+		servers := make([]caddy.NetworkAddress, len(p.Resolvers))
+		for i, r := range p.Resolvers {
+			servers[i], _ = parseResolver(r) // Validate checked them
+		}
+		p.JavaProtocol.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			s := servers[rand.IntN(len(servers))]
+			var d net.Dialer
+			return d.DialContext(ctx, s.Network, s.JoinHostPort(0))
+		}}
+	}
 	return nil
+}
+
+// parseResolver parses a DNS server's address: an IP address, with a port
+// (default 53) and the network (udp, the default, or tcp).
+func parseResolver(s string) (caddy.NetworkAddress, error) {
+	na, err := caddy.ParseNetworkAddressWithDefaults(s, "udp", 53)
+	switch {
+	case err != nil:
+		return na, err
+	case na.Network != "udp" && na.Network != "tcp":
+		return na, fmt.Errorf("network %q is neither udp nor tcp", na.Network)
+	case na.PortRangeSize() != 1 || na.StartPort == 0:
+		return na, errors.New("want one port")
+	}
+	if _, err := netip.ParseAddr(na.Host); err != nil {
+		return na, errors.New("want an IP address")
+	}
+	return na, nil
 }
 
 // Validate checks the configuration.
@@ -71,6 +110,11 @@ func (p *QueryMinecraft) Validate() error {
 	}
 	if p.ProtocolVersion < -1 || p.ProtocolVersion > 1<<30 {
 		return fmt.Errorf("minecraft: protocol_version must be -1 or a protocol number, not %d", p.ProtocolVersion)
+	}
+	for _, r := range p.Resolvers {
+		if _, err := parseResolver(r); err != nil {
+			return fmt.Errorf("minecraft: resolvers: %q: %w", r, err)
+		}
 	}
 	return nil
 }
@@ -82,6 +126,7 @@ func (p *QueryMinecraft) Validate() error {
 //		protocol_version <number>
 //		legacy           on|off
 //		include_favicon  on|off
+//		resolvers        <ip[:port]> ...
 //	}
 func (p *QueryMinecraft) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseModuleBlock(d, "minecraft", nil, func(opt string) error {
@@ -97,6 +142,15 @@ func (p *QueryMinecraft) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			p.Legacy = &on
 		case "include_favicon":
 			p.IncludeFavicon, err = parseOnOffArg(d)
+		case "resolvers":
+			if p.Resolvers, err = parseArgs(d); err != nil {
+				return err
+			}
+			for _, r := range p.Resolvers {
+				if _, perr := parseResolver(r); perr != nil {
+					return d.Errf("minecraft: resolvers: '%s': %v", r, perr)
+				}
+			}
 		default:
 			return unknownOption(d, "minecraft", opt)
 		}
@@ -116,4 +170,5 @@ var (
 	_ caddy.Validator       = (*QueryMinecraft)(nil)
 	_ caddyfile.Unmarshaler = (*QueryMinecraft)(nil)
 	_ query.Protocol        = (*QueryMinecraft)(nil)
+	_ query.PortFinder      = (*QueryMinecraft)(nil)
 )

@@ -5,6 +5,8 @@ package tests
 
 import (
 	"net/http"
+	"os"
+	"testing"
 	"time"
 
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -12,8 +14,15 @@ import (
 	_ "github.com/mholt/caddy-l4"
 
 	_ "github.com/gamegate/gamegate/caddymodule"
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // httpClient is the client every test request goes through: no request can
 // hang a test past its timeout.
 var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.StopSharedRedis()
+	os.Exit(code)
+}

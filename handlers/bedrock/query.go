@@ -9,12 +9,14 @@ import (
 	"encoding/binary"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/minecraft"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	wirebe "github.com/gamegate/gamegate/wire/bedrock"
 )
 
@@ -35,6 +37,15 @@ type QueryProtocol struct {
 func (p *QueryProtocol) Name() string { return "bedrock" }
 
 func (p *QueryProtocol) now() time.Time { return query.Now(p.Now) }
+
+// FindsPort reports whether address is an IP address or a host name,
+// which the protocol completes with Bedrock's default port, 19132.
+func (*QueryProtocol) FindsPort(address string) bool {
+	if _, err := netip.ParseAddr(strings.Trim(address, "[]")); err == nil {
+		return true
+	}
+	return netaddr.IsHostName(address)
+}
 
 // Address returns address with Bedrock's default port when it names none.
 func Address(address string) string {

@@ -128,6 +128,18 @@ func TestAddress(t *testing.T) {
 	}
 }
 
+// FindsPort takes IP addresses and host names, which Address completes.
+func TestFindsPort(t *testing.T) {
+	for in, want := range map[string]bool{
+		"203.0.113.31": true, "::1": true, "[::1]": true, "play.example.net": true,
+		"999.1.1.1": false, "": false, "a b": false, "127.0.0.1:19132": false,
+	} {
+		if got := (*QueryProtocol)(nil).FindsPort(in); got != want {
+			t.Errorf("FindsPort(%q): got %v, want %v", in, got, want)
+		}
+	}
+}
+
 func TestCommands(t *testing.T) {
 	addr, _ := testutil.ServeBedrock(t, 77, bds)
 	p := protocol()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/wire"
 	wiremc "github.com/gamegate/gamegate/wire/minecraft"
 )
@@ -36,9 +37,10 @@ type JavaProtocol struct {
 	// IncludeFavicon keeps the favicon (a data: URI, often 10 KB) in the
 	// status's raw data.
 	IncludeFavicon bool
-	// LookupSRV resolves _minecraft._tcp.<host> for addresses given as a
-	// bare host name. Default: net.DefaultResolver.LookupSRV.
-	LookupSRV func(ctx context.Context, service, proto, name string) (string, []*net.SRV, error)
+	// Resolver looks up _minecraft._tcp.<host> for addresses given as a
+	// bare host name, and the names the protocol connects to. Default:
+	// net.DefaultResolver.
+	Resolver *net.Resolver
 	// Now gives the time, for ping measurement. Default: time.Now.
 	Now func() time.Time
 }
@@ -47,6 +49,18 @@ type JavaProtocol struct {
 func (p *JavaProtocol) Name() string { return "minecraft" }
 
 func (p *JavaProtocol) now() time.Time { return query.Now(p.Now) }
+
+// FindsPort reports whether address is a host name, which the protocol
+// looks up as an SRV record (an IP address without a port is refused: the
+// game's client only looks up names).
+func (*JavaProtocol) FindsPort(address string) bool { return netaddr.IsHostName(address) }
+
+func (p *JavaProtocol) resolver() *net.Resolver {
+	if p.Resolver != nil {
+		return p.Resolver
+	}
+	return net.DefaultResolver
+}
 
 // errNotModern is the failure after which the legacy ping is tried.
 var errNotModern = errors.New("the server did not answer the Server List Ping")
@@ -61,11 +75,7 @@ func (p *JavaProtocol) resolve(ctx context.Context, address string) (dial, host 
 	}
 	host = strings.TrimSuffix(address, ".")
 	if net.ParseIP(host) == nil {
-		lookup := p.LookupSRV
-		if lookup == nil {
-			lookup = net.DefaultResolver.LookupSRV
-		}
-		if _, srvs, err := lookup(ctx, "minecraft", "tcp", host); err == nil && len(srvs) > 0 {
+		if _, srvs, err := p.resolver().LookupSRV(ctx, "minecraft", "tcp", host); err == nil && len(srvs) > 0 {
 			target := strings.TrimSuffix(srvs[0].Target, ".")
 			return net.JoinHostPort(target, strconv.Itoa(int(srvs[0].Port))), target, srvs[0].Port
 		}
@@ -85,8 +95,8 @@ func (p *JavaProtocol) deadline(ctx context.Context) time.Time {
 	return d
 }
 
-func dial(ctx context.Context, address string, deadline time.Time) (net.Conn, func() bool, error) {
-	var d net.Dialer
+func (p *JavaProtocol) dial(ctx context.Context, address string, deadline time.Time) (net.Conn, func() bool, error) {
+	d := net.Dialer{Resolver: p.resolver()}
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	c, err := d.DialContext(dctx, "tcp", address)
@@ -101,7 +111,7 @@ func dial(ctx context.Context, address string, deadline time.Time) (net.Conn, fu
 // exchange is one modern Server List Ping: the status JSON and the ping's
 // round trip.
 func (p *JavaProtocol) exchange(ctx context.Context, address, host string, port uint16, deadline time.Time) ([]byte, time.Duration, error) {
-	c, stop, err := dial(ctx, address, deadline)
+	c, stop, err := p.dial(ctx, address, deadline)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -186,7 +196,7 @@ func (s *stream) next(c net.Conn) (wiremc.Frame, error) {
 
 // legacy is the FE 01 ping.
 func (p *JavaProtocol) legacy(ctx context.Context, address, host string, port uint16, deadline time.Time) (*wiremc.LegacyStatus, time.Duration, error) {
-	c, stop, err := dial(ctx, address, deadline)
+	c, stop, err := p.dial(ctx, address, deadline)
 	if err != nil {
 		return nil, 0, err
 	}

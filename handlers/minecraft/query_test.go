@@ -3,15 +3,16 @@ package minecraft
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/testutil"
 	wiremc "github.com/gamegate/gamegate/wire/minecraft"
 )
 
@@ -31,25 +32,34 @@ func TestFlattenChat(t *testing.T) {
 	}
 }
 
+// A bare host name is looked up as its _minecraft._tcp SRV record, with
+// the resolver the protocol is given (a DNS server on loopback here).
 func TestResolveSRV(t *testing.T) {
-	var asked string
-	p := &JavaProtocol{LookupSRV: func(_ context.Context, service, proto, name string) (string, []*net.SRV, error) {
-		asked = service + "/" + proto + "/" + name
-		if name == "mc.example.net" {
-			return "", []*net.SRV{{Target: "play.example.net.", Port: 25570}}, nil
-		}
-		return "", nil, errors.New("no such record")
-	}}
+	dns := testutil.ServeDNS(t, testutil.DNSZone{
+		SRV: map[string][]net.SRV{"_minecraft._tcp.mc.example.net.": {{Target: "play.example.net.", Port: 25570}}},
+		A:   map[string]netip.Addr{"other.example.net.": netip.MustParseAddr("192.0.2.7")},
+	})
+	p := &JavaProtocol{Resolver: dns.Resolver()}
 	for _, c := range []struct{ in, dial, host, asked string }{
-		{"mc.example.net", "play.example.net:25570", "play.example.net", "minecraft/tcp/mc.example.net"},
-		{"other.example.net", "other.example.net:25565", "other.example.net", "minecraft/tcp/other.example.net"},
+		{"mc.example.net", "play.example.net:25570", "play.example.net", "_minecraft._tcp.mc.example.net."},
+		{"other.example.net", "other.example.net:25565", "other.example.net", "_minecraft._tcp.other.example.net."},
 		{"mc.example.net:25566", "mc.example.net:25566", "mc.example.net", ""}, // a port: no lookup
 		{"192.0.2.1", "192.0.2.1:25565", "192.0.2.1", ""},
 	} {
-		asked = ""
+		before := dns.Asked("TypeSRV " + c.asked)
 		dial, host, _ := p.resolve(context.Background(), c.in)
-		if dial != c.dial || host != c.host || asked != c.asked {
-			t.Errorf("%s: got %s %s (asked %q), want %s %s (asked %q)", c.in, dial, host, asked, c.dial, c.host, c.asked)
+		asked := dns.Asked("TypeSRV "+c.asked) - before
+		if dial != c.dial || host != c.host || c.asked != "" && asked == 0 {
+			t.Errorf("%s: got %s %s (SRV asked %d times), want %s %s (%q asked)", c.in, dial, host, asked, c.dial, c.host, c.asked)
+		}
+	}
+}
+
+// FindsPort takes host names, not IP addresses or host:port.
+func TestFindsPort(t *testing.T) {
+	for in, want := range map[string]bool{"mc.example.com": true, "localhost": true, "203.0.113.13": false, "999.1.1.1": false, "": false, "a b": false} {
+		if got := (*JavaProtocol)(nil).FindsPort(in); got != want {
+			t.Errorf("FindsPort(%q): got %v, want %v", in, got, want)
 		}
 	}
 }

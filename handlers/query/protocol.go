@@ -55,6 +55,24 @@ func ReadOnlyCommands(p Protocol) []string {
 	return nil
 }
 
+// PortFinder is implemented by protocols that find a server's port
+// themselves when its address names none: Minecraft looks up the name's
+// SRV record, Bedrock takes its default port. A server's address is
+// host:port unless its protocol's FindsPort accepts it.
+type PortFinder interface {
+	// FindsPort reports whether address, which has no port, is one the
+	// protocol completes. It must not depend on the protocol's settings:
+	// configuration is checked with it before the protocol is set up, on
+	// a zero (or nil) value.
+	FindsPort(address string) bool
+}
+
+// FindsPort reports whether p accepts address without a port.
+func FindsPort(p Protocol, address string) bool {
+	f, ok := p.(PortFinder)
+	return ok && f.FindsPort(address)
+}
+
 // Status is a server's state in the shape query tools use (GameDig, qstat):
 // the fields most clients show, and the protocol's own data under Raw.
 type Status struct {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 )
 
 // ErrNotHostPort is returned for text that is not of the form host:port.
@@ -64,4 +65,30 @@ func Resolve(ctx context.Context, hostport string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("resolving %s: %w", host, err)
 	}
 	return netip.AddrPortFrom(addrs[0], port), nil
+}
+
+// IsHostName reports whether s is a DNS host name: dot-separated labels of
+// letters, digits, hyphens and underscores (SRV owners have them), each of
+// 1 to 63 bytes, not starting or ending with a hyphen, 253 bytes at most,
+// with an optional final dot. The last label must not be all digits
+// (RFC 3696 §2), so "999.1.1.1", which looks like an IPv4 address but is
+// none, is no host name either.
+func IsHostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	labels := strings.Split(s, ".")
+	for _, label := range labels {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	last := labels[len(labels)-1]
+	return strings.ContainsFunc(last, func(r rune) bool { return r < '0' || r > '9' })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +53,34 @@ func TestResolve(t *testing.T) {
 	for _, bad := range []string{"nohost", "1.2.3.4:0", "1.2.3.4:x", "host.invalid:1"} {
 		if ap, err := Resolve(context.Background(), bad); err == nil {
 			t.Fatalf("%q: got %v, want an error", bad, ap)
+		}
+	}
+}
+
+func TestIsHostName(t *testing.T) {
+	for in, want := range map[string]bool{
+		"mc.example.com":               true,
+		"mc.example.com.":              true,
+		"localhost":                    true,
+		"_minecraft._tcp.a.io":         true,
+		"a-b.c":                        true,
+		"1.example":                    true,
+		"999.1.1.1":                    false, // looks like IPv4, is none
+		"203.0.113.7":                  false, // an address, not a name
+		"123":                          false,
+		"":                             false,
+		".":                            false,
+		"a..b":                         false,
+		"-a.b":                         false,
+		"a-.b":                         false,
+		"a b":                          false,
+		"a:1":                          false,
+		"[::1]":                        false,
+		strings.Repeat("a", 64) + ".b": false,
+		strings.Repeat(strings.Repeat("a", 63)+".", 4) + "b": false, // 257 bytes
+	} {
+		if got := IsHostName(in); got != want {
+			t.Errorf("IsHostName(%q): got %v, want %v", in, got, want)
 		}
 	}
 }

@@ -2,14 +2,12 @@ package testutil
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -43,28 +41,7 @@ func StartFreecivAnnouncing(t testing.TB, group string) string {
 // dies.
 func LockFreecivLAN(t testing.TB) {
 	t.Helper()
-	path := filepath.Join(os.TempDir(), "gamegate-freeciv-lan.lock")
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o666) // flock needs no write access
-	if err != nil {
-		t.Fatalf("opening %s: %v", path, err)
-	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			t.Fatalf("locking %s: %v", path, err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			t.Fatalf("another test process held %s (the Freeciv LAN ports) for ten minutes", path)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Cleanup(func() { f.Close() }) // closing the file releases the lock
+	lockMachineWide(t, "gamegate-freeciv-lan.lock", "the Freeciv LAN ports")
 }
 
 func startFreeciv(t testing.TB, group string) string {

@@ -85,7 +85,7 @@ func leasedPort() int {
 	for range portBlockSize {
 		p := ports.base + ports.next
 		ports.next = (ports.next + 1) % portBlockSize
-		if portFree(p) {
+		if p != BedrockDefaultPort && portFree(p) {
 			return p
 		}
 	}

@@ -1,0 +1,666 @@
+// Package redisstore keeps Caddy's storage (certmagic.Storage) and the
+// limits several gamegate nodes share in Redis, or in any server speaking
+// its protocol (Valkey, a Redis cluster, Redis behind Sentinel). It is free
+// of Caddy; caddymodule registers it as caddy.storage.redis.
+//
+// Layout: every key of one Store carries the hash tag {<prefix>}, so that
+// all of them fall in one cluster slot and each operation is one atomic
+// script. A value lives in the hash {p}f:<key> (fields v: the bytes, m: the
+// modification time in unix milliseconds); each directory is the set
+// {p}d:<dir> of its children's names, kept by the same scripts that store
+// and delete; a lock is the string {p}l:<name> holding its holder's token,
+// with an expiry the holder renews while it holds it.
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// Defaults of Config.
+const (
+	DefaultAddress      = "127.0.0.1:6379"
+	DefaultKeyPrefix    = "gamegate"
+	DefaultDialTimeout  = time.Second
+	DefaultReadTimeout  = time.Second
+	DefaultWriteTimeout = time.Second
+	DefaultTimeout      = time.Second
+	DefaultLockExpiry   = 10 * time.Second
+	DefaultLockPoll     = 250 * time.Millisecond
+
+	MaxDB          = 1 << 20 // Redis itself accepts up to its `databases` setting
+	MaxKeyPrefix   = 64
+	MaxTimeout     = time.Minute
+	MinLockExpiry  = time.Second
+	MaxLockExpiry  = time.Hour
+	maxLockBackoff = 2 * time.Second
+)
+
+// Config is how a Store reaches its server.
+type Config struct {
+	// Addresses are host:port of the server; several are a cluster's seed
+	// nodes, or Sentinels when MasterName is set. Default: 127.0.0.1:6379.
+	Addresses []string
+	// Username and Password authenticate (AUTH; an ACL user with
+	// Username). Default: none.
+	Username string
+	Password string
+	// DB is the database number; not for a cluster. Default: 0.
+	DB int
+	// TLS connects with TLS, verifying the server against TLSServerName
+	// (default: the address's host) unless TLSInsecureSkipVerify.
+	TLS                   bool
+	TLSServerName         string
+	TLSInsecureSkipVerify bool
+	// KeyPrefix starts every key, so that several services share one
+	// server. Default: gamegate.
+	KeyPrefix string
+	// MasterName is the Sentinel master's name: Addresses are then
+	// Sentinels.
+	MasterName string
+	// DialTimeout, ReadTimeout and WriteTimeout bound connecting and each
+	// network read and write. Defaults: 1s each.
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// Timeout bounds every operation, retries included, unless the
+	// caller's context ends sooner. Default: 1s.
+	Timeout time.Duration
+	// LockExpiry is how long a lock outlives its holder's last renewal;
+	// a holder renews it every third of it. Default: 10s.
+	LockExpiry time.Duration
+	// LockPoll is the first wait between attempts to take a held lock;
+	// it doubles up to 2s. Default: 250ms.
+	LockPoll time.Duration
+	// Logger receives lost locks. Default: none.
+	Logger *zap.Logger
+}
+
+// Validate checks every field; zero values are defaults.
+func (c *Config) Validate() error {
+	for _, a := range c.Addresses {
+		host, port, err := splitHostPort(a)
+		if err != nil || host == "" {
+			return fmt.Errorf("address %q: want host:port", a)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return fmt.Errorf("address %q: port must be in [1, 65535]", a)
+		}
+	}
+	if c.DB < 0 || c.DB > MaxDB {
+		return fmt.Errorf("db must be in [0, %d], not %d", MaxDB, c.DB)
+	}
+	if c.DB != 0 && len(c.Addresses) > 1 && c.MasterName == "" {
+		return errors.New("db must be 0 for a cluster (several addresses)")
+	}
+	if c.Password == "" && c.Username != "" {
+		return errors.New("username needs a password")
+	}
+	if !c.TLS && (c.TLSServerName != "" || c.TLSInsecureSkipVerify) {
+		return errors.New("tls_server_name and tls_insecure_skip_verify need tls")
+	}
+	if len(c.KeyPrefix) > MaxKeyPrefix || strings.ContainsAny(c.KeyPrefix, "{}") || strings.ContainsFunc(c.KeyPrefix, isSpaceOrControl) {
+		return fmt.Errorf("key_prefix must be at most %d characters without braces, spaces or control characters", MaxKeyPrefix)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+		lo   time.Duration
+		hi   time.Duration
+	}{
+		{"dial_timeout", c.DialTimeout, 0, MaxTimeout},
+		{"read_timeout", c.ReadTimeout, 0, MaxTimeout},
+		{"write_timeout", c.WriteTimeout, 0, MaxTimeout},
+		{"timeout", c.Timeout, 0, MaxTimeout},
+		{"lock_expiry", c.LockExpiry, MinLockExpiry, MaxLockExpiry},
+		{"lock_poll", c.LockPoll, 0, MaxTimeout},
+	} {
+		if d.v != 0 && (d.v < d.lo || d.v > d.hi) || d.v < 0 {
+			return fmt.Errorf("%s must be a duration in [%s, %s], not %s", d.name, d.lo, d.hi, d.v)
+		}
+	}
+	return nil
+}
+
+func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
+
+func splitHostPort(a string) (host, port string, err error) {
+	i := strings.LastIndexByte(a, ':')
+	if i < 0 {
+		return "", "", errors.New("no port")
+	}
+	host, port = a[:i], a[i+1:]
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	} else if strings.Contains(host, ":") {
+		return "", "", errors.New("an IPv6 host needs brackets")
+	}
+	return host, port, nil
+}
+
+// withDefaults returns c with its defaults filled in.
+func (c Config) withDefaults() Config {
+	if len(c.Addresses) == 0 {
+		c.Addresses = []string{DefaultAddress}
+	}
+	if c.KeyPrefix == "" {
+		c.KeyPrefix = DefaultKeyPrefix
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.DialTimeout, DefaultDialTimeout)
+	def(&c.ReadTimeout, DefaultReadTimeout)
+	def(&c.WriteTimeout, DefaultWriteTimeout)
+	def(&c.Timeout, DefaultTimeout)
+	def(&c.LockExpiry, DefaultLockExpiry)
+	def(&c.LockPoll, DefaultLockPoll)
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// Store is a certmagic.Storage in Redis, and the limits of package
+// redisstore's Limiter. It is safe for concurrent use.
+type Store struct {
+	cfg    Config
+	client redis.UniversalClient
+	tag    string // "{prefix}", the start of every key
+
+	mu    sync.Mutex
+	locks map[string]*heldLock // the locks this Store holds, by name
+}
+
+// heldLock is a lock this Store holds and renews.
+type heldLock struct {
+	token string
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
+// New returns a Store for cfg, which must be valid. It does not connect:
+// the first operation does, and every operation reconnects as needed.
+func New(cfg Config) *Store {
+	cfg = cfg.withDefaults()
+	opts := &redis.UniversalOptions{
+		Addrs:                 cfg.Addresses,
+		Username:              cfg.Username,
+		Password:              cfg.Password,
+		DB:                    cfg.DB,
+		MasterName:            cfg.MasterName,
+		DialTimeout:           cfg.DialTimeout,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		ContextTimeoutEnabled: true,
+		// Each operation is bounded by Timeout; one retry covers a
+		// connection the server closed while it idled in the pool.
+		MaxRetries: 1,
+		// A Sentinel-managed master must not be reached through its
+		// Sentinels with the master's credentials unless they are the
+		// same; operators who need separate ones use ACLs.
+		SentinelUsername: cfg.Username,
+		SentinelPassword: cfg.Password,
+		DisableIdentity:  true,
+	}
+	if cfg.TLS {
+		opts.TLSConfig = &tls.Config{
+			MinVersion:         tls.VersionTLS12,
+			ServerName:         cfg.TLSServerName,
+			InsecureSkipVerify: cfg.TLSInsecureSkipVerify, //nolint:gosec // the operator's explicit choice
+		}
+	}
+	return &Store{
+		cfg:    cfg,
+		client: redis.NewUniversalClient(opts),
+		tag:    "{" + cfg.KeyPrefix + "}",
+		locks:  make(map[string]*heldLock),
+	}
+}
+
+// Client returns the Redis client, for shared state beside the storage.
+func (s *Store) Client() redis.UniversalClient { return s.client }
+
+// KeyPrefix returns the prefix every key of s starts with, braces
+// included.
+func (s *Store) KeyPrefix() string { return s.tag }
+
+// Timeout returns the bound of each operation.
+func (s *Store) Timeout() time.Duration { return s.cfg.Timeout }
+
+// Close releases the locks s holds and closes its connections.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.locks))
+	for name := range s.locks {
+		names = append(names, name)
+	}
+	s.mu.Unlock()
+	for _, name := range names {
+		_ = s.Unlock(context.Background(), name)
+	}
+	return s.client.Close()
+}
+
+// Ping checks that the server answers.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.client.Ping(ctx).Err()
+}
+
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.Timeout)
+}
+
+// clean makes a storage key canonical: separated by single slashes,
+// without a leading or trailing one, "" being the root.
+func clean(key string) string {
+	key = path.Clean("/" + key)
+	return strings.TrimPrefix(key, "/")
+}
+
+// parent splits a canonical key into its directory and its name.
+func parent(key string) (dir, name string) {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return "", key
+	}
+	return key[:i], key[i+1:]
+}
+
+func (s *Store) fileKey(key string) string { return s.tag + "f:" + key }
+func (s *Store) dirKey(key string) string  { return s.tag + "d:" + key }
+func (s *Store) lockKey(name string) string {
+	return s.tag + "l:" + name
+}
+
+// ancestry returns the directory set keys from key's parent up to the
+// root, and the name key has in each (ARGV for storeScript and
+// unlinkScript).
+func (s *Store) ancestry(key string) (dirs, names []string) {
+	for key != "" {
+		dir, name := parent(key)
+		dirs = append(dirs, s.dirKey(dir))
+		names = append(names, name)
+		key = dir
+	}
+	return dirs, names
+}
+
+// storeScript writes KEYS[1]'s value (ARGV[1]) and modification time
+// (ARGV[2]), then adds each name ARGV[2+i] to the directory KEYS[1+i].
+var storeScript = redis.NewScript(`
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'm', ARGV[2])
+for i = 2, #KEYS do
+	redis.call('SADD', KEYS[i], ARGV[i+1])
+end
+return 1
+`)
+
+// Store puts value at key.
+func (s *Store) Store(ctx context.Context, key string, value []byte) error {
+	key = clean(key)
+	if key == "" {
+		return errors.New("storing at the root key")
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	dirs, names := s.ancestry(key)
+	keys := append([]string{s.fileKey(key)}, dirs...)
+	args := make([]any, 0, 2+len(names))
+	args = append(args, value, time.Now().UnixMilli())
+	for _, n := range names {
+		args = append(args, n)
+	}
+	return wrap("store", key, storeScript.Run(ctx, s.client, keys, args...).Err())
+}
+
+// Load returns the value at key; a missing key is an error matching
+// fs.ErrNotExist.
+func (s *Store) Load(ctx context.Context, key string) ([]byte, error) {
+	key = clean(key)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	b, err := s.client.HGet(ctx, s.fileKey(key), "v").Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, notExist(key)
+	}
+	if err != nil {
+		return nil, wrap("load", key, err)
+	}
+	return b, nil
+}
+
+// Exists reports whether key is a value or a directory. An error reads as
+// false.
+func (s *Store) Exists(ctx context.Context, key string) bool {
+	key = clean(key)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	n, err := s.client.Exists(ctx, s.fileKey(key), s.dirKey(key)).Result()
+	return err == nil && n > 0
+}
+
+// Stat describes key: a value (terminal, with its size and modification
+// time) or a directory. A missing key is an error matching fs.ErrNotExist.
+func (s *Store) Stat(ctx context.Context, key string) (certmagic.KeyInfo, error) {
+	key = clean(key)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var modified *redis.StringCmd
+	var size, dir *redis.IntCmd
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		modified = p.HGet(ctx, s.fileKey(key), "m")
+		size = p.HStrLen(ctx, s.fileKey(key), "v")
+		dir = p.Exists(ctx, s.dirKey(key))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return certmagic.KeyInfo{}, wrap("stat", key, err)
+	}
+	if ms, err := modified.Int64(); err == nil {
+		return certmagic.KeyInfo{Key: key, Modified: time.UnixMilli(ms), Size: size.Val(), IsTerminal: true}, nil
+	}
+	if dir.Val() > 0 {
+		return certmagic.KeyInfo{Key: key}, nil
+	}
+	return certmagic.KeyInfo{}, notExist(key)
+}
+
+// List returns the keys below prefix: its children, or with recursive
+// every key below it, directories included. A prefix that is neither a
+// value nor a directory is an error matching fs.ErrNotExist; a value's
+// list is empty.
+func (s *Store) List(ctx context.Context, prefix string, recursive bool) ([]string, error) {
+	prefix = clean(prefix)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var root *redis.StringSliceCmd
+	var isFile *redis.IntCmd
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		root = p.SMembers(ctx, s.dirKey(prefix))
+		isFile = p.Exists(ctx, s.fileKey(prefix))
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("list", prefix, err)
+	}
+	if len(root.Val()) == 0 {
+		if isFile.Val() > 0 {
+			return nil, nil
+		}
+		return nil, notExist(prefix)
+	}
+	var keys []string
+	level := join(prefix, root.Val())
+	for len(level) > 0 {
+		keys = append(keys, level...)
+		if !recursive {
+			break
+		}
+		// One round trip per level of the tree: the children of every
+		// key of this level.
+		cmds := make([]*redis.StringSliceCmd, len(level))
+		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range level {
+				cmds[i] = p.SMembers(ctx, s.dirKey(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, wrap("list", prefix, err)
+		}
+		var next []string
+		for i, k := range level {
+			next = append(next, join(k, cmds[i].Val())...)
+		}
+		level = next
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+func join(dir string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		if dir == "" {
+			out[i] = n
+		} else {
+			out[i] = dir + "/" + n
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deleteScript deletes a key and everything below it, then unlists it
+// from its ancestors. KEYS are, in order: the nsub value and directory keys
+// of the key and everything below it (deleted); the nlevels directory sets
+// from the key's parent up to the root; the value keys and the directory
+// keys of the nodes listed in those sets (the key, its parent, ...). ARGV
+// are nsub, nlevels and the nodes' names. A node is unlisted from its
+// parent's set only while it has neither a value nor children, and the
+// walk stops at the first node that keeps one.
+var deleteScript = redis.NewScript(`
+local nsub = tonumber(ARGV[1])
+local nlevels = tonumber(ARGV[2])
+for i = 1, nsub do
+	redis.call('DEL', KEYS[i])
+end
+for level = 1, nlevels do
+	local set = KEYS[nsub + level]
+	local fkey = KEYS[nsub + nlevels + level]
+	local dkey = KEYS[nsub + 2 * nlevels + level]
+	if redis.call('EXISTS', fkey, dkey) > 0 then
+		return 1
+	end
+	redis.call('SREM', set, ARGV[2 + level])
+end
+return 1
+`)
+
+// Delete deletes key and every key below it. A missing key is not an
+// error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	key = clean(key)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	below, err := s.List(ctx, key, true)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	keys := []string{s.fileKey(key), s.dirKey(key)}
+	for _, k := range below {
+		keys = append(keys, s.fileKey(k), s.dirKey(k))
+	}
+	nsub := len(keys)
+	sets, names := s.ancestry(key)
+	keys = append(keys, sets...)
+	var fkeys, dkeys []string
+	for node := key; node != ""; node, _ = parent(node) {
+		fkeys = append(fkeys, s.fileKey(node))
+		dkeys = append(dkeys, s.dirKey(node))
+	}
+	keys = append(append(keys, fkeys...), dkeys...)
+	args := []any{nsub, len(names)}
+	for _, n := range names {
+		args = append(args, n)
+	}
+	return wrap("delete", key, deleteScript.Run(ctx, s.client, keys, args...).Err())
+}
+
+// Lock takes the lock name, waiting while another holder has it, until ctx
+// ends. While held, it is renewed every third of LockExpiry; a holder that
+// dies stops renewing and the lock expires.
+func (s *Store) Lock(ctx context.Context, name string) error {
+	wait := s.cfg.LockPoll
+	for {
+		ok, err := s.TryLock(ctx, name)
+		if ok || ctx.Err() != nil {
+			if err == nil && !ok {
+				err = ctx.Err()
+			}
+			return err
+		}
+		// A failed attempt (the server unreachable) waits as a held lock
+		// does: Lock returns only with the lock or when ctx ends.
+		t := time.NewTimer(jitter(wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, maxLockBackoff)
+	}
+}
+
+// jitter returns d spread over [d/2, d), so that contenders that wake
+// together do not retry in step.
+func jitter(d time.Duration) time.Duration {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	f := float64(uint64(b[0])|uint64(b[1])<<8) / 65536
+	return d/2 + time.Duration(f*float64(d/2))
+}
+
+// TryLock takes the lock name if no one holds it, and reports whether it
+// did.
+func (s *Store) TryLock(ctx context.Context, name string) (bool, error) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	ok, err := s.client.SetNX(bctx, s.lockKey(name), token, s.cfg.LockExpiry).Result()
+	if err != nil {
+		return false, wrap("lock", name, err)
+	}
+	if !ok {
+		return false, nil
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	h := &heldLock{token: token, stop: stop, done: make(chan struct{})}
+	s.mu.Lock()
+	if old := s.locks[name]; old != nil {
+		// Ours, expired while no renewal reached the server, and now taken
+		// afresh: the old renewal has nothing left to renew.
+		old.stop()
+	}
+	s.locks[name] = h
+	s.mu.Unlock()
+	go s.renew(rctx, name, h)
+	return true, nil
+}
+
+// renewScript extends lock KEYS[1] by ARGV[2] milliseconds if its holder
+// is still ARGV[1].
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`)
+
+// renew keeps h's lock until ctx ends or the lock is lost (expired and
+// taken by another holder).
+func (s *Store) renew(ctx context.Context, name string, h *heldLock) {
+	defer close(h.done)
+	every := s.cfg.LockExpiry / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, every)
+		n, err := renewScript.Run(rctx, s.client, []string{s.lockKey(name)}, h.token, s.cfg.LockExpiry.Milliseconds()).Int()
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.cfg.Logger.Warn("renewing a storage lock failed; trying again", zap.String("lock", name), zap.Error(err))
+			continue
+		}
+		if n == 0 {
+			s.cfg.Logger.Error("a storage lock expired while held: another holder may have taken it", zap.String("lock", name))
+			return
+		}
+	}
+}
+
+// unlockScript deletes lock KEYS[1] if its holder is ARGV[1].
+var unlockScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// Unlock releases the lock name that s holds. A lock that expired and was
+// taken by another holder is left to that holder.
+func (s *Store) Unlock(ctx context.Context, name string) error {
+	s.mu.Lock()
+	h := s.locks[name]
+	delete(s.locks, name)
+	s.mu.Unlock()
+	if h == nil {
+		return fmt.Errorf("unlocking %q: not held", name)
+	}
+	h.stop()
+	<-h.done
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return wrap("unlock", name, unlockScript.Run(ctx, s.client, []string{s.lockKey(name)}, h.token).Err())
+}
+
+// notExist is the error of a missing key.
+func notExist(key string) error { return fmt.Errorf("%s: %w", key, fs.ErrNotExist) }
+
+// ErrUnavailable is matched (errors.Is) by every error of the server or of
+// reaching it.
+var ErrUnavailable = errors.New("storage unavailable")
+
+type storeError struct {
+	op, key string
+	err     error
+}
+
+func (e *storeError) Error() string {
+	return fmt.Sprintf("redis storage: %s %s: %v", e.op, e.key, e.err)
+}
+func (e *storeError) Unwrap() []error { return []error{ErrUnavailable, e.err} }
+
+func wrap(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &storeError{op, key, err}
+}
+
+// Interface guards
+var (
+	_ certmagic.Storage   = (*Store)(nil)
+	_ certmagic.TryLocker = (*Store)(nil)
+)
