@@ -3,6 +3,7 @@ package a2s
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/netip"
 	"testing"
@@ -99,11 +100,12 @@ func TestQueryProtocol(t *testing.T) {
 	if _, err := p.Command(context.Background(), srv.Addr, "info", []string{"x"}); query.HTTPStatus(err) != http.StatusBadRequest {
 		t.Fatalf("arguments: got %v", err)
 	}
-	// Nobody listening: a timeout, 504.
+	// Nobody listening: refused (the ICMP port unreachable), 502.
 	dead := testutil.FreeUDPAddr(t)
 	p.Client.Timeout, p.Client.Retries = 100*time.Millisecond, -1
-	if _, err := p.Status(context.Background(), dead); query.HTTPStatus(err) != http.StatusGatewayTimeout {
-		t.Fatalf("dead server: got %v", err)
+	var qe *query.Error
+	if _, err := p.Status(context.Background(), dead); !errors.As(err, &qe) || qe.HTTPStatus != http.StatusBadGateway || qe.Kind() != query.TypeRefused {
+		t.Fatalf("dead server: got %v, want a 502 of type refused", err)
 	}
 }
 

@@ -29,12 +29,12 @@ func (p *QueryProtocol) ask(ctx context.Context, address string, typ wirea2s.Typ
 	}
 	var pe *ProtocolError
 	switch {
-	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, ErrTimeout):
 		return nil, query.Timeout(address)
 	case errors.As(err, &pe):
 		return nil, query.Upstream(address, pe.Err)
 	}
-	return nil, query.Errorf(http.StatusBadGateway, "querying the game server at %s: %v", address, err)
+	return nil, query.Failure(address, err)
 }
 
 // InfoJSON is an A2S_INFO answer as the gateway sends it.

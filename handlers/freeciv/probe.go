@@ -155,14 +155,8 @@ func mapError(address string, err error) error {
 	switch {
 	case errors.As(err, &pe):
 		return query.Upstream(address, pe.err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return query.Timeout(address)
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return query.Timeout(address)
-	}
-	return query.Unreachable(address, err)
+	return query.Failure(address, err)
 }
 
 // ReadOnlyCommands returns join (a probe that the prober disconnects as soon

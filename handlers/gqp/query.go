@@ -127,10 +127,8 @@ func (p *QueryProtocol) ask(ctx context.Context, address string, q *wiregqp.Quer
 		return nil, query.Timeout(address)
 	case errors.As(err, &pe):
 		return nil, query.Upstream(address, pe.Err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return nil, query.Timeout(address)
 	}
-	return nil, query.Unreachable(address, err)
+	return nil, query.Failure(address, err)
 }
 
 // Command sends one command and returns its reply as JSON; a reply with an

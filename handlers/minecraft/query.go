@@ -282,7 +282,7 @@ func failure(address string, err error) error {
 	if errors.As(err, &de) {
 		return query.Upstream(address, err)
 	}
-	return query.Errorf(http.StatusBadGateway, "querying the Minecraft server at %s: %v", address, err)
+	return query.Failure(address, err)
 }
 
 func (p *JavaProtocol) modernStatus(address string, js []byte, rtt time.Duration) (*query.Status, error) {

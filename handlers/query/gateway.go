@@ -325,14 +325,14 @@ func (g *Gateway) request(ctx context.Context, client func() netip.Addr, name, c
 	if adHoc {
 		// Bounded per client and in all, before any name lookup or socket.
 		if ok, wait := g.clients.Allow(g.clientLimit, clientaddr.Key(client(), g.cfg.ClientIPv6Prefix)); !ok {
-			return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, RetryAfter: wait,
+			return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, Type: TypeLimited, RetryAfter: wait,
 				Message: "too many ad-hoc queries from this client; try again shortly"}
 		}
 		select {
 		case g.adHoc <- struct{}{}:
 			defer func() { <-g.adHoc }()
 		default:
-			return nil, none, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: time.Second,
+			return nil, none, &Error{HTTPStatus: http.StatusServiceUnavailable, Type: TypeLimited, RetryAfter: time.Second,
 				Message: "too many ad-hoc queries at once; try again shortly"}
 		}
 	}
@@ -347,8 +347,8 @@ func (g *Gateway) request(ctx context.Context, client func() netip.Addr, name, c
 	if err != nil {
 		var qe *Error
 		if !errors.As(err, &qe) {
-			// Logged where it happened; the client gets words.
-			qe = Errorf(HTTPStatus(err), "the game server could not be queried")
+			// Logged where it happened; the client gets its cause in words.
+			qe = Failure(t.name, err)
 		}
 		return nil, res, qe
 	}
@@ -371,7 +371,12 @@ func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 	}
 	addrs, err := netaddr.LookupHost(ctx, host)
 	if err != nil {
-		return nil, Errorf(http.StatusBadGateway, "cannot resolve %q", host)
+		e := &Error{HTTPStatus: http.StatusBadGateway, Type: TypeUnresolved,
+			Message: fmt.Sprintf("cannot resolve %q", host), Detail: err}
+		if g.cfg.Log != nil {
+			g.cfg.Log(name, err)
+		}
+		return nil, e
 	}
 	for _, a := range addrs {
 		if !g.allowed(a) {
@@ -451,7 +456,7 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 	}
 	return func(ctx context.Context) (*answer, error) {
 		if ok, wait := g.allowUpstream(t, budget); !ok {
-			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: wait,
+			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, Type: TypeLimited, RetryAfter: wait,
 				Message: "the query rate limit for " + t.name + " is reached; try again shortly"}
 		}
 		if g.cfg.OnUpstream != nil {
@@ -489,12 +494,23 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 	}
 }
 
+// errorBody is an error answer: {"error": {"type": …, "message": …,
+// "protocol_status": …}, "server": …}. The type is stable (ErrorType), the
+// message words for people.
+type errorBody struct {
+	Error  errorDetail `json:"error"`
+	Server string      `json:"server"`
+}
+
+type errorDetail struct {
+	Type           ErrorType `json:"type"`
+	Message        string    `json:"message"`
+	ProtocolStatus int       `json:"protocol_status,omitempty"`
+}
+
 func errorAnswer(server string, e *Error) *answer {
-	doc := map[string]any{"error": e.Message, "server": server}
-	if e.ProtocolStatus != 0 {
-		doc["protocol_status"] = e.ProtocolStatus
-	}
-	body, _ := json.Marshal(doc)
+	body, _ := json.Marshal(errorBody{Server: server,
+		Error: errorDetail{Type: e.Kind(), Message: e.Message, ProtocolStatus: e.ProtocolStatus}})
 	return newAnswer(e.HTTPStatus, body, "")
 }
 
