@@ -196,6 +196,11 @@ gamegate_game_query_requests_total{code} "Game query HTTP requests answered, by 
 gamegate_game_query_upstream_queries_total{} "Queries sent to game servers (after caching and coalescing)."
 gamegate_gqp_dropped_total{reason} "GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed, stopped)."
 gamegate_gqp_queries_total{outcome} "GQP queries handled by the responder, by outcome."
+gamegate_master_challenges{} "Getinfo challenges waiting for an answer."
+gamegate_master_datagrams_total{verdict} "Datagrams handled by the master servers, by verdict."
+gamegate_master_sent_bytes_total{} "Bytes the master servers sent, UDP payload."
+gamegate_master_sent_datagrams_total{} "Datagrams the master servers sent (getinfo challenges and list answers)."
+gamegate_master_servers{} "Game servers listed by the master servers."
 gamegate_qos_bans_total{cause} "QoS sources banned, by cause (rate, capacity)."
 gamegate_qos_dropped_total{reason} "QoS datagrams dropped without a response, by reason."
 gamegate_qos_requests_total{} "Datagrams received by QoS echo handlers."
@@ -216,7 +221,7 @@ func gamegateCollectors() []prometheus.Collector {
 	for _, s := range []*metricSet{
 		&qosMetrics.metricSet, &relayMetrics.metricSet, &relayAPIMetrics.metricSet, &gqpMetrics.metricSet,
 		&a2sShieldMetrics.metricSet, &freecivMetrics.metricSet, &discoveryMetrics.metricSet,
-		&gameQueryMetrics.metricSet, udpMetrics,
+		&gameQueryMetrics.metricSet, &masterMetrics.metricSet, udpMetrics,
 	} {
 		cs = append(cs, s.collectors...)
 	}
