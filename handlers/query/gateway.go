@@ -812,6 +812,7 @@ type batchResultHead struct {
 	Status  int      `json:"status"`
 	Cache   string   `json:"cache,omitempty"`
 }
+
 func (g *Gateway) batchOne(ctx context.Context, client func() netip.Addr, res *batchResult) {
 	a, cr, e := g.request(ctx, client, res.Server, res.Command, res.Args)
 	if e != nil {
