@@ -756,10 +756,11 @@ func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) int {
 	}
 	client := func() netip.Addr { return ip }
 
-	// The answer is streamed: each result is written as it is ready, its
-	// body the cached answer's own bytes, so a batch holds no copy of the
-	// answers it sends.
-	ready := make(chan *batchResult, len(items))
+	// The answer is streamed in the order of the questions: each result
+	// is written as soon as it and those before it are ready, its body the
+	// cached answer's own bytes, so a batch holds no copy of the answers
+	// it sends.
+	ready := make(chan int, len(items))
 	var next atomic.Int64
 	for range min(g.cfg.BatchConcurrency, len(items)) {
 		go func() {
@@ -769,7 +770,7 @@ func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) int {
 					return
 				}
 				g.batchOne(r.Context(), client, &items[i])
-				ready <- &items[i]
+				ready <- i
 			}
 		}()
 	}
@@ -778,8 +779,12 @@ func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) int {
 	flush := http.NewResponseController(w).Flush
 	_, _ = io.WriteString(w, `{"results":[`)
 	var sent int64 // bytes of results' bodies written
+	done := make([]bool, len(items))
 	for i := range items {
-		res := <-ready
+		for !done[i] {
+			done[<-ready] = true
+		}
+		res := &items[i]
 		if sent+int64(len(res.Body)) > g.cfg.MaxBatchAnswer {
 			res.Status, res.Cache = http.StatusRequestEntityTooLarge, ""
 			res.Body = errorAnswer(res.Server, Errorf(http.StatusRequestEntityTooLarge,
