@@ -2,8 +2,8 @@ package caddymodule
 
 import (
 	"fmt"
-	"os"
 	"net/netip"
+	"os"
 	"regexp"
 	"strings"
 
