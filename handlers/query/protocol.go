@@ -8,12 +8,14 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -77,27 +79,86 @@ func FindsPort(p Protocol, address string) bool {
 	return ok && f.FindsPort(address)
 }
 
-// Status is a server's state in the shape query tools use (GameDig, qstat):
-// the fields most clients show, and the protocol's own data under Raw.
+// Status is a server's state in the shape of GameDig's results (its
+// Results and Player classes, v5), which status pages, bots and uptime
+// tools already read: the same field names and JSON types, with the
+// protocol's own data under Raw. Players are people and Bots are bots,
+// each with its protocol's per-player fields under its Raw; NumPlayers is
+// the count the server reports, which may include bots. Protocol and
+// Address are gamegate's own, beside GameDig's fields.
+//
+// Where gamegate's former fields clashed (bots was a count), the GameDig
+// shape won. Players, Bots and Raw are never null in JSON.
 type Status struct {
-	Name       string         `json:"name"`
-	Map        string         `json:"map"`
-	Version    string         `json:"version"`
-	NumPlayers int            `json:"numplayers"`
-	MaxPlayers int            `json:"maxplayers"`
-	Bots       int            `json:"bots"` // how many of the players are bots
-	Players    []Player       `json:"players"`
-	Password   bool           `json:"password"`
-	Ping       int64          `json:"ping"` // milliseconds
-	Protocol   string         `json:"protocol"`
-	Address    string         `json:"address"`
-	Raw        map[string]any `json:"raw"`
+	Name       string   `json:"name"`
+	Map        string   `json:"map"`
+	Password   bool     `json:"password"`
+	NumPlayers int      `json:"numplayers"`
+	MaxPlayers int      `json:"maxplayers"`
+	Players    []Player `json:"players"`
+	Bots       []Player `json:"bots"`
+	// Connect is the host:port a game client joins: the game port, which
+	// may differ from the query port (A2S's extra data port, Bedrock's
+	// advertised IPv4 port).
+	Connect   string         `json:"connect"`
+	QueryPort int            `json:"queryPort"`
+	Ping      int64          `json:"ping"` // milliseconds
+	Version   string         `json:"version"`
+	Raw       map[string]any `json:"raw"`
+	// gamegate's own: the protocol's name and the query address asked.
+	Protocol string `json:"protocol"`
+	Address  string `json:"address"`
 }
 
-// Player is one player in a Status.
+// SetAddress sets the query address asked (Address and QueryPort) and
+// Connect: address's host with gamePort when the server named a game port
+// (1 to 65535), else address itself.
+func (s *Status) SetAddress(address string, gamePort int) {
+	s.Address, s.Connect = address, address
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return
+	}
+	s.QueryPort, _ = strconv.Atoi(port)
+	if gamePort > 0 && gamePort <= 65535 {
+		s.Connect = net.JoinHostPort(host, strconv.Itoa(gamePort))
+	}
+}
+
+// statusJSON is Status as it is encoded.
+type statusJSON Status
+
+// MarshalJSON encodes s with empty lists and objects where s holds nil, as
+// GameDig's results always carry them.
+func (s Status) MarshalJSON() ([]byte, error) {
+	if s.Players == nil {
+		s.Players = []Player{}
+	}
+	if s.Bots == nil {
+		s.Bots = []Player{}
+	}
+	if s.Raw == nil {
+		s.Raw = map[string]any{}
+	}
+	return json.Marshal(statusJSON(s))
+}
+
+// Player is one player (or bot) in a Status: a name, and the protocol's
+// fields for it (score, ping, time…) under Raw.
 type Player struct {
 	Name string         `json:"name"`
-	Raw  map[string]any `json:"raw,omitempty"`
+	Raw  map[string]any `json:"raw"`
+}
+
+// playerJSON is Player as it is encoded.
+type playerJSON Player
+
+// MarshalJSON encodes p with an empty object for a nil Raw.
+func (p Player) MarshalJSON() ([]byte, error) {
+	if p.Raw == nil {
+		p.Raw = map[string]any{}
+	}
+	return json.Marshal(playerJSON(p))
 }
 
 // ErrorType names the cause of a failure in an error answer's

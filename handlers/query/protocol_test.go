@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -51,6 +52,45 @@ func TestBoundDeadlineCancelUnblocksRead(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("read still blocked 10 s after ctx was cancelled (the timeout is an hour)")
+	}
+}
+
+// A status is encoded in GameDig's shape: its field names, and players,
+// bots and raw as a list, a list and an object even when a protocol left
+// them nil.
+func TestStatusJSONHasGameDigShape(t *testing.T) {
+	st := &Status{Name: "arena", Players: []Player{{Name: "alice"}}}
+	st.SetAddress("127.0.0.1:27016", 27015)
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"name":"arena","map":"","password":false,"numplayers":0,"maxplayers":0,"players":[{"name":"alice","raw":{}}],` +
+		`"bots":[],"connect":"127.0.0.1:27015","queryPort":27016,"ping":0,"version":"","raw":{},"protocol":"","address":"127.0.0.1:27016"}`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
+}
+
+func TestSetAddress(t *testing.T) {
+	for _, c := range []struct {
+		address   string
+		gamePort  int
+		connect   string
+		queryPort int
+	}{
+		{"127.0.0.1:27015", 0, "127.0.0.1:27015", 27015},
+		{"127.0.0.1:27016", 27015, "127.0.0.1:27015", 27016},
+		{"[::1]:19132", 19133, "[::1]:19133", 19132},
+		{"127.0.0.1:5556", 70000, "127.0.0.1:5556", 5556}, // not a port: ignored
+		{"mc.example.com", 25565, "mc.example.com", 0},    // no port to replace
+	} {
+		var st Status
+		st.SetAddress(c.address, c.gamePort)
+		if st.Connect != c.connect || st.QueryPort != c.queryPort || st.Address != c.address {
+			t.Errorf("SetAddress(%q, %d): connect %q, queryPort %d, address %q; want %q, %d", c.address, c.gamePort,
+				st.Connect, st.QueryPort, st.Address, c.connect, c.queryPort)
+		}
 	}
 }
 
