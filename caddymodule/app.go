@@ -242,6 +242,7 @@ func (a *App) Stop() error {
 //			relay { <the relay handler's options> }
 //			gqp   { <the gqp handler's options> }
 //			a2s_shield <upstream> { <the a2s_shield handler's options> }
+//			master { <the master's options> }
 //		}
 //	}
 //
