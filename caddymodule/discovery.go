@@ -18,6 +18,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/discovery"
 	"github.com/gamegate/gamegate/internal/httpauth"
+	"github.com/gamegate/gamegate/store/redisstore"
 )
 
 func init() {
@@ -122,7 +123,10 @@ var discoveryOverrides = caddy.NewUsagePool()
 
 type pooledOverrides struct{ *discovery.Overrides }
 
-func (pooledOverrides) Destruct() error { return nil }
+func (p pooledOverrides) Destruct() error {
+	p.Unshare()
+	return nil
+}
 
 func (h *QoSDiscovery) setDefaults() {
 	if h.MaxAge == 0 {
@@ -176,6 +180,14 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	// With a storage that nodes share (storage redis), admin changes go
+	// through it, so that every node serves the same fleets.
+	overrides := val.(pooledOverrides).Overrides
+	if shared, ok := ctx.Storage().(*redisstore.Store); ok {
+		overrides.Share(shared, h.Name, h.logger)
+	} else {
+		overrides.Unshare()
 	}
 	inline := make(map[string][]discovery.Server, len(h.Fleets))
 	for id, list := range h.Fleets {

@@ -451,6 +451,8 @@ type Overrides struct {
 	mu       sync.Mutex
 	m        map[string][]Server
 	services map[*Service]bool
+	shared   *sharing // nil: not shared
+	writes   sync.Mutex
 }
 
 // NewOverrides returns an empty set.
@@ -480,13 +482,21 @@ func (o *Overrides) all() map[string][]Server {
 	return out
 }
 
-// Set replaces fleet's list.
+// Set replaces fleet's list. When o is shared, the list is written to the
+// shared store first; if that fails (an error matching
+// ErrSharedUnavailable) nothing changes.
 func (o *Overrides) Set(fleet string, servers []Server) error {
 	if err := ValidateFleetID(fleet); err != nil {
 		return err
 	}
+	servers = Dedupe(servers)
+	o.writes.Lock()
+	defer o.writes.Unlock()
+	if err := o.writeShared(fleet, servers, false); err != nil {
+		return err
+	}
 	o.mu.Lock()
-	o.m[fleet] = Dedupe(servers)
+	o.m[fleet] = servers
 	services := o.attached()
 	o.mu.Unlock()
 	for _, s := range services {
@@ -495,17 +505,40 @@ func (o *Overrides) Set(fleet string, servers []Server) error {
 	return nil
 }
 
-// Delete removes fleet's override, reporting whether there was one.
-func (o *Overrides) Delete(fleet string) bool {
+// Delete removes fleet's override, reporting whether there was one. When
+// o is shared, it is deleted from the shared store first; if that fails
+// (an error matching ErrSharedUnavailable) nothing changes.
+func (o *Overrides) Delete(fleet string) (bool, error) {
+	o.writes.Lock()
+	defer o.writes.Unlock()
 	o.mu.Lock()
 	_, ok := o.m[fleet]
+	o.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	if err := o.writeShared(fleet, nil, true); err != nil {
+		return false, err
+	}
+	o.mu.Lock()
 	delete(o.m, fleet)
 	services := o.attached()
 	o.mu.Unlock()
 	for _, s := range services {
 		s.rebuild()
 	}
-	return ok
+	return ok, nil
+}
+
+// writeShared writes a change to the shared store, if o is shared.
+func (o *Overrides) writeShared(fleet string, servers []Server, deleted bool) error {
+	o.mu.Lock()
+	sh := o.shared
+	o.mu.Unlock()
+	if sh == nil {
+		return nil
+	}
+	return sh.write(fleet, servers, deleted)
 }
 
 // Get returns fleet's override.
