@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/discovery"
+	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/internal/httpauth"
 	"github.com/gamegate/gamegate/store/redisstore"
 )
@@ -220,6 +221,9 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		cfg.Health = &discovery.HealthConfig{
 			Fleets: hc.Fleets, Interval: time.Duration(hc.Interval), Failures: hc.Failures,
 			Requests: hc.Requests, Wait: time.Duration(hc.Wait),
+			// The QoS servers of this process answer these checks even
+			// while they ban the checker's address.
+			ProbeKey: qos.ProcessProbeKey(),
 		}
 	}
 	h.service, err = discovery.NewService(cfg)

@@ -305,6 +305,11 @@ type HealthConfig struct {
 	// wait for their responses.
 	Requests int
 	Wait     time.Duration
+	// ProbeKey signs the checks as health probes (qos.CheckConfig), which
+	// QoS engines holding the same key answer even while they ban the
+	// checker's address (as anyone who forges a burst from it can make
+	// them do). Default: none.
+	ProbeKey []byte
 }
 
 type healthState struct {
@@ -363,7 +368,7 @@ func (s *Service) healthRound() {
 	if len(targets) == 0 {
 		return
 	}
-	checker, err := qos.NewChecker(qos.CheckConfig{Requests: h.Requests, Wait: h.Wait, Title: "gamegate health check"})
+	checker, err := qos.NewChecker(qos.CheckConfig{Requests: h.Requests, Wait: h.Wait, Title: "gamegate health check", ProbeKey: h.ProbeKey})
 	if err != nil {
 		s.cfg.Logger.Error("health check", zap.Error(err))
 		return
