@@ -205,11 +205,11 @@ func fromInfo(r master.Server) *query.Status {
 // not_empty, not_full, no_password, sort (name, map, game, players,
 // maxplayers, ping; a leading - for descending), offset and limit.
 type Filter struct {
-	Game, Map                    string
+	Game, Map                     string
 	NotEmpty, NotFull, NoPassword bool
-	Sort                         string
-	Desc                         bool
-	Offset, Limit                int
+	Sort                          string
+	Desc                          bool
+	Offset, Limit                 int
 }
 
 // ParseFilter reads a Filter from a query string, or names the parameter
