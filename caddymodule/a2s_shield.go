@@ -40,7 +40,7 @@ func init() {
 type A2SShield struct {
 	// The game server's query address, host:port. Required.
 	Upstream string `json:"upstream,omitempty"`
-	// How long an answer is reused, at most 24h. Default: 5s.
+	// How long an answer is reused, from 100ms to 24h. Default: 5s.
 	TTL caddy.Duration `json:"ttl,omitempty"`
 	// How long after ttl an answer is still served while it is refreshed,
 	// and when the game server does not answer, at most 24h. Default: 30s.
@@ -48,8 +48,8 @@ type A2SShield struct {
 	// How long a failed upstream query is remembered before the next try.
 	// At most 24h. Default: 1s.
 	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
-	// How long a challenge stays valid: between one and two windows. At
-	// most 1h. Default: 30s.
+	// How long a challenge stays valid: between one and two windows. From
+	// 1s to 1h. Default: 30s.
 	ChallengeWindow caddy.Duration `json:"challenge_window,omitempty"`
 	// Fragment payload of split answers, in bytes (Source servers use
 	// 1248). Default: 1248.
@@ -219,10 +219,10 @@ func (h *A2SShield) Validate() error {
 		return fmt.Errorf("a2s_shield: upstream %q is not host:port", h.Upstream)
 	}
 	c := newChecker("a2s_shield")
-	c.durationIn("ttl", h.TTL, ttlRange)
+	c.durationIn("ttl", h.TTL, cacheTTLRange)
 	c.durationIn("stale_ttl", h.StaleTTL, ttlRange)
 	c.durationIn("negative_ttl", h.NegativeTTL, ttlRange)
-	c.durationIn("challenge_window", h.ChallengeWindow, timeoutRange)
+	c.durationIn("challenge_window", h.ChallengeWindow, challengeWindowRange)
 	if c.err != nil {
 		return c.err
 	}
@@ -332,13 +332,13 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "ttl":
-			h.TTL, err = parseDurationIn(d, ttlRange)
+			h.TTL, err = parseDurationIn(d, cacheTTLRange)
 		case "stale_ttl":
 			h.StaleTTL, err = parseDurationIn(d, ttlRange)
 		case "negative_ttl":
 			h.NegativeTTL, err = parseDurationIn(d, ttlRange)
 		case "challenge_window":
-			h.ChallengeWindow, err = parseDurationIn(d, timeoutRange)
+			h.ChallengeWindow, err = parseDurationIn(d, challengeWindowRange)
 		case "max_payload":
 			h.MaxPayload, err = parseIntRange(d, 200, a2s.MaxSingle)
 		case "decompress":

@@ -108,7 +108,10 @@ func parseDurationIn(d *caddyfile.Dispenser, r durationRange) (caddy.Duration, e
 		return 0, err
 	}
 	want := "a positive duration"
-	if r.hi < math.MaxInt64 {
+	switch {
+	case r.lo > 0:
+		want += " from " + fmtDuration(caddy.Duration(r.lo)) + " to " + fmtDuration(caddy.Duration(r.hi))
+	case r.hi < math.MaxInt64:
 		want += " up to " + fmtDuration(caddy.Duration(r.hi))
 	}
 	dur, err := caddy.ParseDuration(s)

@@ -98,7 +98,8 @@ type GameQuery struct {
 	// The prefix length, in bits, that makes one IPv6 client for the
 	// per-client limits, in [32, 128]. Default: 64.
 	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
-	// Time allowed for one upstream query, retries included. Default: 3s.
+	// Time allowed for one upstream query, retries included, at most 1h.
+	// Default: 3s.
 	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
 	// Most results cached, in each of two caches: named servers' status
 	// and argument-free commands, and everything else. Default: 10000.
@@ -324,17 +325,17 @@ func (h *GameQuery) Validate() error {
 		if cmd == "" {
 			c.fail("ttl", "needs command names, got an empty one")
 		}
-		c.duration(fmt.Sprintf("ttl %q", cmd), d)
+		c.durationIn(fmt.Sprintf("ttl %q", cmd), d, ttlRange)
 	}
-	c.duration("default_ttl", h.DefaultTTL)
-	c.duration("stale_while_revalidate", h.StaleWhileRevalidate)
-	c.duration("stale_if_error", h.StaleIfError)
-	c.duration("negative_ttl", h.NegativeTTL)
+	c.durationIn("default_ttl", h.DefaultTTL, ttlRange)
+	c.durationIn("stale_while_revalidate", h.StaleWhileRevalidate, ttlRange)
+	c.durationIn("stale_if_error", h.StaleIfError, ttlRange)
+	c.durationIn("negative_ttl", h.NegativeTTL, ttlRange)
 	c.rate("upstream_rate", "upstream_burst", h.UpstreamRate, int64(h.UpstreamBurst))
 	c.rate("rate_limit", "rate_burst", h.RateLimit, int64(h.RateBurst))
 	c.exclusive("rate_limit", "upstream_rate", h.RateLimit != 0, h.UpstreamRate != 0)
 	c.exclusive("rate_burst", "upstream_burst", h.RateBurst != 0, h.UpstreamBurst != 0)
-	c.duration("query_timeout", h.QueryTimeout)
+	c.durationIn("query_timeout", h.QueryTimeout, timeoutRange)
 	c.optIn("max_entries", int64(h.MaxEntries), gameQueryMaxEntriesRange)
 	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
 	c.optIn("batch_concurrency", int64(h.BatchConcurrency), gameQueryBatchConcurrencyRange)
@@ -419,8 +420,8 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("game_query: ttl takes <command> <duration>")
 			}
 			dur, perr := caddy.ParseDuration(args[1])
-			if perr != nil || dur <= 0 {
-				return d.Errf("game_query: ttl %s: '%s' is not a positive duration", args[0], args[1])
+			if perr != nil || dur <= 0 || !ttlRange.contains(caddy.Duration(dur)) {
+				return d.Errf("game_query: ttl %s: '%s' is not a positive duration up to %s", args[0], args[1], fmtDuration(caddy.Duration(ttlRange.hi)))
 			}
 			if h.TTL == nil {
 				h.TTL = make(map[string]caddy.Duration)
@@ -430,13 +431,13 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.TTL[args[0]] = caddy.Duration(dur)
 		case "default_ttl":
-			h.DefaultTTL, err = parseDuration(d)
+			h.DefaultTTL, err = parseDurationIn(d, ttlRange)
 		case "stale_while_revalidate":
-			h.StaleWhileRevalidate, err = parseDuration(d)
+			h.StaleWhileRevalidate, err = parseDurationIn(d, ttlRange)
 		case "stale_if_error":
-			h.StaleIfError, err = parseDuration(d)
+			h.StaleIfError, err = parseDurationIn(d, ttlRange)
 		case "negative_ttl":
-			h.NegativeTTL, err = parseDuration(d)
+			h.NegativeTTL, err = parseDurationIn(d, ttlRange)
 		case "upstream_rate":
 			h.UpstreamRate, err = parsePositiveFloat(d)
 		case "upstream_burst":
@@ -484,7 +485,7 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "query_timeout":
-			h.QueryTimeout, err = parseDuration(d)
+			h.QueryTimeout, err = parseDurationIn(d, timeoutRange)
 		case "max_entries":
 			h.MaxEntries, err = parseIntIn(d, gameQueryMaxEntriesRange)
 		case "max_batch":

@@ -267,8 +267,8 @@ func (h *GQPResponder) Validate() error {
 	c.optIn("max_challenge_failures", int64(h.MaxChallengeFailures), intRange{1, 1000})
 	c.optIn("max_authorized", int64(h.MaxAuthorized), intRange{1, 1 << 20})
 	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
-	c.duration("challenge_lockout", h.ChallengeLockout)
-	c.duration("auth_ttl", h.AuthTTL)
+	c.durationIn("challenge_lockout", h.ChallengeLockout, ttlRange)
+	c.durationIn("auth_ttl", h.AuthTTL, ttlRange)
 	c.durationIn("upstream_timeout", h.UpstreamTimeout, timeoutRange)
 	c.optIn("max_datagram", int64(h.MaxDatagram), gqpMaxDatagramRange)
 	return c.err
@@ -378,13 +378,13 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Logins[args[0]] = args[1]
 		case "auth_ttl":
-			h.AuthTTL, err = parseDuration(d)
+			h.AuthTTL, err = parseDurationIn(d, ttlRange)
 		case "auth_amplification":
 			h.AuthAmplification, err = parseIntRange(d, 1, 100)
 		case "max_challenge_failures":
 			h.MaxChallengeFailures, err = parseIntRange(d, 1, 1000)
 		case "challenge_lockout":
-			h.ChallengeLockout, err = parseDuration(d)
+			h.ChallengeLockout, err = parseDurationIn(d, ttlRange)
 		case "max_authorized":
 			h.MaxAuthorized, err = parseIntRange(d, 1, 1<<20)
 		case "client_ipv6_prefix":

@@ -309,7 +309,7 @@ func (h *QoSEcho) Validate() error {
 	c := newChecker("qos")
 	c.rate("rate", "burst", h.Rate, int64(h.Burst))
 	c.optIn("ban_units", int64(h.BanUnits), qosBanUnitsRange)
-	c.duration("ban_duration", h.BanDuration)
+	c.durationIn("ban_duration", h.BanDuration, ttlRange)
 	c.in("backoff_units", int64(h.BackoffUnits), qosBackoffUnitsRange)
 	c.rate("capacity", "capacity_burst", h.Capacity, int64(h.CapacityBurst))
 	c.optIn("max_sources", int64(h.MaxSources), qosMaxSourcesRange)
@@ -402,7 +402,7 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "ban_units":
 			h.BanUnits, err = parseIntIn(d, qosBanUnitsRange)
 		case "ban_duration":
-			h.BanDuration, err = parseDuration(d)
+			h.BanDuration, err = parseDurationIn(d, ttlRange)
 		case "backoff_units":
 			h.BackoffUnits, err = parseIntIn(d, qosBackoffUnitsRange)
 		case "capacity":

@@ -75,7 +75,7 @@ func (p *QueryFreeciv) Validate() error {
 	if len(p.JoinCapability) >= wirefreeciv.MaxLenCapstr {
 		c.fail("join_capability", "must be shorter than %d bytes", wirefreeciv.MaxLenCapstr)
 	}
-	c.duration("timeout", p.Timeout)
+	c.durationIn("timeout", p.Timeout, timeoutRange)
 	if p.LANGroup != "" {
 		if _, err := netip.ParseAddr(p.LANGroup); err != nil {
 			c.fail("lan_group", "%q is not an IP address", p.LANGroup)
@@ -83,7 +83,7 @@ func (p *QueryFreeciv) Validate() error {
 	}
 	c.optIn("lan_request_port", int64(p.LANRequestPort), portRange)
 	c.optIn("lan_answer_port", int64(p.LANAnswerPort), portRange)
-	c.duration("lan_wait", p.LANWait)
+	c.durationIn("lan_wait", p.LANWait, timeoutRange)
 	return c.err
 }
 
@@ -133,7 +133,7 @@ func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "join_capability":
 			p.JoinCapability, err = parseSingleArg(d)
 		case "timeout":
-			p.Timeout, err = parseDuration(d)
+			p.Timeout, err = parseDurationIn(d, timeoutRange)
 		case "lan_group":
 			if p.LANGroup, err = parseSingleArg(d); err == nil {
 				if _, perr := netip.ParseAddr(p.LANGroup); perr != nil {
@@ -147,7 +147,7 @@ func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "lan_interface":
 			p.LANInterface, err = parseSingleArg(d)
 		case "lan_wait":
-			p.LANWait, err = parseDuration(d)
+			p.LANWait, err = parseDurationIn(d, timeoutRange)
 		default:
 			return unknownOption(d, "freeciv", opt)
 		}

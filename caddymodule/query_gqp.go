@@ -56,7 +56,7 @@ var (
 // Validate checks the configuration.
 func (p *QueryGQP) Validate() error {
 	c := newChecker("gqp")
-	c.duration("timeout", p.Timeout)
+	c.durationIn("timeout", p.Timeout, timeoutRange)
 	c.in("retries", int64(p.Retries), queryGQPRetriesRange)
 	c.in("pad_to", int64(p.PadTo), queryGQPPadToRange)
 	c.optIn("max_response", int64(p.MaxResponse), queryGQPMaxResponseRange)
@@ -95,7 +95,7 @@ func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "timeout":
-			p.Timeout, err = parseDuration(d)
+			p.Timeout, err = parseDurationIn(d, timeoutRange)
 		case "retries":
 			p.Retries, err = parseIntIn(d, queryGQPRetriesRange)
 		case "pad_to":

@@ -105,8 +105,9 @@ func parseResolver(s string) (caddy.NetworkAddress, error) {
 
 // Validate checks the configuration.
 func (p *QueryMinecraft) Validate() error {
-	if p.Timeout < 0 {
-		return fmt.Errorf("minecraft: timeout must not be negative")
+	c := newChecker("minecraft")
+	if c.durationIn("timeout", p.Timeout, timeoutRange); c.err != nil {
+		return c.err
 	}
 	if p.ProtocolVersion < -1 || p.ProtocolVersion > 1<<30 {
 		return fmt.Errorf("minecraft: protocol_version must be -1 or a protocol number, not %d", p.ProtocolVersion)
@@ -133,7 +134,7 @@ func (p *QueryMinecraft) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "timeout":
-			p.Timeout, err = parseDuration(d)
+			p.Timeout, err = parseDurationIn(d, timeoutRange)
 		case "protocol_version":
 			p.ProtocolVersion, err = parseIntRange(d, -1, 1<<30)
 		case "legacy":

@@ -14,7 +14,7 @@ import (
 // datagram and wait for its answer (quake3, bedrock): each embeds them, so
 // their JSON keys and Caddyfile options are the same.
 type udpQueryOptions struct {
-	// Time one attempt waits for the answer. Default: 1s.
+	// Time one attempt waits for the answer, at most 1h. Default: 1s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// Attempts after the first; -1 for none. Default: 1.
 	Retries int `json:"retries,omitempty"`
@@ -22,8 +22,9 @@ type udpQueryOptions struct {
 
 // validate checks the options of module.
 func (o *udpQueryOptions) validate(module string) error {
-	if o.Timeout < 0 {
-		return fmt.Errorf("%s: timeout must not be negative", module)
+	c := newChecker(module)
+	if c.durationIn("timeout", o.Timeout, timeoutRange); c.err != nil {
+		return c.err
 	}
 	if o.Retries < -1 || o.Retries > 10 {
 		return fmt.Errorf("%s: retries must be from -1 to 10, not %d", module, o.Retries)
@@ -43,7 +44,7 @@ func (o *udpQueryOptions) unmarshalCaddyfile(d *caddyfile.Dispenser, module stri
 		var err error
 		switch opt {
 		case "timeout":
-			o.Timeout, err = parseDuration(d)
+			o.Timeout, err = parseDurationIn(d, timeoutRange)
 		case "retries":
 			o.Retries, err = parseIntRange(d, -1, 10)
 		default:

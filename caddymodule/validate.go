@@ -73,13 +73,20 @@ var (
 	// timeoutRange bounds the timeouts of upstream requests and the
 	// windows challenges stay valid in.
 	timeoutRange = durationRange{0, time.Hour}
-	// ttlRange bounds how long answers are cached and served stale.
+	// ttlRange bounds how long answers are cached and served stale, and
+	// the other lifetimes (bans, lockouts, authorisations, polls).
 	ttlRange = durationRange{0, 24 * time.Hour}
+	// challengeWindowRange bounds how long a challenge stays valid: under
+	// a second, a client's answer arrives after its challenge ended.
+	challengeWindowRange = durationRange{time.Second, time.Hour}
+	// cacheTTLRange bounds how long a shield reuses an answer: under
+	// 100ms, every request is a query of the game server it shields.
+	cacheTTLRange = durationRange{100 * time.Millisecond, 24 * time.Hour}
 )
 
-// durationIn checks that d is in r (0 is the default).
+// durationIn checks that d is 0 (the default) or in r.
 func (c *checker) durationIn(field string, d caddy.Duration, r durationRange) {
-	if !r.contains(d) {
+	if d != 0 && !r.contains(d) {
 		c.fail(field, "must be a duration in [%s, %s], not %s", fmtDuration(caddy.Duration(r.lo)), fmtDuration(caddy.Duration(r.hi)), fmtDuration(d))
 	}
 }
