@@ -109,6 +109,16 @@ type GameQuery struct {
 	BatchConcurrency int `json:"batch_concurrency,omitempty"`
 	// Largest batch request body, in bytes. Default: 65536.
 	MaxBody int64 `json:"max_body,omitempty"`
+	// Most bytes of results in one batch answer (the answer is streamed,
+	// each result as it is ready; one that would pass this is answered
+	// with a short 413 error instead), in [1024, 67108864]. Default:
+	// 1048576 (1 MiB).
+	MaxBatchAnswer int64 `json:"max_batch_answer,omitempty"`
+	// Most batches per second per client network (an IPv4 /24, an IPv6
+	// /48); past it they answer 429 with Retry-After. Default: 2.
+	BatchRate float64 `json:"batch_rate,omitempty"`
+	// Batches per client network allowed at once. Default: 10.
+	BatchBurst int `json:"batch_burst,omitempty"`
 
 	gateway *query.Gateway
 }
@@ -122,8 +132,9 @@ type GameQueryServer struct {
 	// The commands forwarded from HTTP besides the normalised status,
 	// which is always allowed (Caddyfile: commands <server> <command>...).
 	// Default: the protocol's read-only commands (gqp: identify, echo,
-	// extensions and its status_command); challenge, validate and
-	// protected commands are forwarded only if listed here.
+	// extensions and its status_command); commands that may change a
+	// game's state (gqp's challenge, validate and protected commands,
+	// freeciv's join) are forwarded only if listed here.
 	Commands []string `json:"commands,omitempty"`
 
 	protocol query.Protocol
@@ -225,6 +236,9 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		MaxBatch:             h.MaxBatch,
 		BatchConcurrency:     h.BatchConcurrency,
 		MaxBody:              h.MaxBody,
+		MaxBatchAnswer:       h.MaxBatchAnswer,
+		BatchRate:            h.BatchRate,
+		BatchBurst:           h.BatchBurst,
 		MaxAdHoc:             h.MaxAdHoc,
 		MaxAdHocPerNetwork:   h.MaxAdHocPerNetwork,
 		AdHocRate:            h.AdHocRate,
@@ -325,6 +339,8 @@ func (h *GameQuery) Validate() error {
 	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
 	c.optIn("batch_concurrency", int64(h.BatchConcurrency), gameQueryBatchConcurrencyRange)
 	c.optIn("max_body", h.MaxBody, gameQueryMaxBodyRange)
+	c.optIn("max_batch_answer", h.MaxBatchAnswer, gameQueryMaxBatchAnswerRange)
+	c.rate("batch_rate", "batch_burst", h.BatchRate, int64(h.BatchBurst))
 	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
 	return c.err
 }
@@ -335,6 +351,7 @@ var (
 	gameQueryMaxBatchRange         = intRange{1, 100000}
 	gameQueryBatchConcurrencyRange = intRange{1, 1024}
 	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
+	gameQueryMaxBatchAnswerRange   = intRange{1 << 10, 64 << 20}
 )
 
 // ServeHTTP answers game queries.
@@ -371,6 +388,9 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 //		max_batch              <count>
 //		batch_concurrency      <count>
 //		max_body               <bytes>
+//		max_batch_answer       <bytes>
+//		batch_rate             <batches_per_second>
+//		batch_burst            <batches>
 //	}
 //
 // A server's protocol defaults to gqp; server, ttl and commands may repeat
@@ -473,6 +493,12 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.BatchConcurrency, err = parseIntIn(d, gameQueryBatchConcurrencyRange)
 		case "max_body":
 			h.MaxBody, err = parseSize[int64](d, gameQueryMaxBodyRange)
+		case "max_batch_answer":
+			h.MaxBatchAnswer, err = parseSize[int64](d, gameQueryMaxBatchAnswerRange)
+		case "batch_rate":
+			h.BatchRate, err = parsePositiveFloat(d)
+		case "batch_burst":
+			h.BatchBurst, err = parseIntIn(d, burstRange)
 		default:
 			return unknownOption(d, "game_query", opt)
 		}
