@@ -1,6 +1,8 @@
 module github.com/gamegate/gamegate
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/caddyserver/caddy/v2 v2.11.9

@@ -187,6 +187,23 @@ type flight[V any] struct {
 // Close (then load is not called).
 var ErrClosed = errors.New("cache: closed")
 
+// Uncached marks a load's error as one that says nothing about the key (the
+// caller had no capacity to ask, say): the load's waiters get err, but the
+// cache keeps what it had (a value stays, nothing else is stored), so the
+// next Get loads again. A waiter within StaleIfError of a value gets
+// the value, as after any failed refresh. errors.Is and errors.As see
+// through the mark.
+func Uncached(err error) error {
+	if err == nil {
+		return nil
+	}
+	return uncached{err}
+}
+
+type uncached struct{ error }
+
+func (e uncached) Unwrap() error { return e.error }
+
 // ErrMaxEntries is NewResults' error for a bound below 1.
 var ErrMaxEntries = errors.New("cache: a result cache must hold at least 1 entry")
 
@@ -430,11 +447,23 @@ func (r *Results[K, V]) finish(e *entry[K, V], f *flight[V], p Policy, v V, err 
 	if current {
 		e.flight = nil
 	}
+	var skip uncached
+	transient := errors.As(err, &skip)
+	if transient {
+		err = skip.error
+	}
 	switch {
 	case err == nil:
 		f.res = Result[V]{Value: v, LoadedAt: now, State: Fresh}
 		if current {
 			e.loaded, e.value, e.err, e.loadedAt, e.failedAt = true, v, nil, now, time.Time{}
+		}
+	case transient && current && e.loaded && e.err == nil && now.Sub(e.loadedAt)-p.TTL < p.StaleIfError:
+		f.res = Result[V]{Value: e.value, LoadedAt: e.loadedAt, State: Stale}
+	case transient:
+		f.res = Result[V]{Err: err, LoadedAt: now, State: Negative}
+		if current && !e.loaded {
+			r.remove(e) // nothing to keep; the next Get loads
 		}
 	case current && e.loaded && e.err == nil && now.Sub(e.loadedAt)-p.TTL < p.StaleIfError:
 		// Keep the good value; the error only delays the next refresh.

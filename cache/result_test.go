@@ -796,3 +796,46 @@ func TestResultsPeekStaleIfError(t *testing.T) {
 		t.Fatalf("loads: got %d, want 2 (Peek never loads)", n)
 	}
 }
+
+// An Uncached error reaches the load's waiters but is not stored: the next
+// Get loads again, and a value cached before stays.
+func TestResultsUncachedError(t *testing.T) {
+	r := newTestResults(10)
+	p := Policy{TTL: time.Second, StaleIfError: time.Minute, NegativeTTL: time.Hour}
+	busy := errors.New("no capacity")
+	var refuse atomic.Bool
+	refuse.Store(true)
+	var calls atomic.Int64
+	load := func(context.Context) (string, error) {
+		n := calls.Add(1)
+		if refuse.Load() {
+			return "", Uncached(busy)
+		}
+		return fmt.Sprint("v", n), nil
+	}
+	ctx := context.Background()
+	res, err := r.Get(ctx, "k", p, load)
+	if !errors.Is(err, busy) || res.State != Negative {
+		t.Fatalf("refused load: got %+v, %v; want Negative with %v", res, err, busy)
+	}
+	if _, isMark := err.(uncached); isMark {
+		t.Fatalf("the waiter got the mark, not the error")
+	}
+	if n := r.Len(); n != 0 {
+		t.Fatalf("a refused first load left %d entries, want 0", n)
+	}
+	refuse.Store(false)
+	if res, err := r.Get(ctx, "k", p, load); err != nil || res.Value != "v2" {
+		t.Fatalf("after the refusal: got %+v, %v; want v2 loaded (the refusal was not cached)", res, err)
+	}
+	refuse.Store(true)
+	r.clock.Advance(2 * time.Second) // past TTL: a Get waits for a refresh
+	res, err = r.Get(ctx, "k", p, load)
+	if err != nil || res.Value != "v2" || res.State != Stale {
+		t.Fatalf("refused refresh: got %+v, %v; want the stale v2", res, err)
+	}
+	refuse.Store(false)
+	if res, err := r.Get(ctx, "k", p, load); err != nil || res.Value != "v4" {
+		t.Fatalf("after the refused refresh: got %+v, %v; want v4 loaded at once (no NegativeTTL wait)", res, err)
+	}
+}

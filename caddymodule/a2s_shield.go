@@ -33,8 +33,10 @@ func init() {
 // ask. Every request must carry a challenge the shield gave its source
 // address (made from the address and the time, so it costs no memory): a
 // spoofed source only ever gets the 9-byte S2C_CHALLENGE, never more than
-// it sent. Long answers are split as the Source layout says, and an answer
-// the game server compressed is served compressed.
+// it sent. A source that passed its challenge gets answers within limits
+// per source (answers and bytes a second) and for all sources together.
+// Long answers are split as the Source layout says, and an answer the game
+// server compressed is served compressed.
 type A2SShield struct {
 	// The game server's query address, host:port. Required.
 	Upstream string `json:"upstream,omitempty"`
@@ -68,6 +70,28 @@ type A2SShield struct {
 	MaxPackets int `json:"max_packets,omitempty"`
 	// Largest upstream answer accepted, in bytes. Default: 131072.
 	MaxResponse int `json:"max_response,omitempty"`
+	// Answers a second one source (an IPv4 address or an IPv6 /64, any
+	// port) is sent, past its challenge. Default: 10.
+	Rate float64 `json:"rate,omitempty"`
+	// Answers one source is sent at once. Default: 20.
+	Burst int `json:"burst,omitempty"`
+	// Answer bytes a second one source is sent. Default: 16384 (16KiB).
+	ByteRate int `json:"byte_rate,omitempty"`
+	// Answer bytes one source is sent at once. An answer larger than this
+	// is sent only to a source that has had nothing for a while, and the
+	// source then waits until the excess is paid at byte_rate. Default:
+	// 65536 (64KiB).
+	ByteBurst int `json:"byte_burst,omitempty"`
+	// Answer bytes a second sent to all sources together. Default:
+	// 2097152 (2MiB).
+	TotalByteRate int `json:"total_byte_rate,omitempty"`
+	// Answer bytes sent to all sources together at once. Default: one
+	// second of total_byte_rate.
+	TotalByteBurst int `json:"total_byte_burst,omitempty"`
+	// Most sources whose limits are held at once; while the slots a new
+	// source may take are all held by sources within their limits' time,
+	// it is not answered. Default: 8192.
+	MaxSources int `json:"max_sources,omitempty"`
 
 	shield *a2s.Shield
 	logger *zap.Logger
@@ -128,7 +152,9 @@ func newA2SShield(h *A2SShield) (*a2s.Shield, error) {
 		Layout:          splitLayouts[h.SplitLayout],
 		MaxPayload:      h.MaxPayload,
 		Decompress:      h.Decompress,
-		OnUpstream:      a2sShieldMetrics.upstream.Inc,
+		Limits: a2s.Limits{Rate: h.Rate, Burst: h.Burst, ByteRate: h.ByteRate, ByteBurst: h.ByteBurst,
+			TotalByteRate: h.TotalByteRate, TotalByteBurst: h.TotalByteBurst, MaxSources: h.MaxSources},
+		OnUpstream: a2sShieldMetrics.upstream.Inc,
 	})
 }
 
@@ -158,7 +184,11 @@ func (h *A2SShield) answer(ctx context.Context, typ wirea2s.Type, to netip.AddrP
 		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
 		return
 	}
-	a2sShieldMetrics.requests.count(a2s.Answered)
+	if v := h.shield.Admit(to, ds); v != a2s.Answered {
+		a2sShieldMetrics.requests.count(v)
+		return
+	}
+	a2sShieldMetrics.answered(ds)
 	for _, d := range ds {
 		if err := write(d); err != nil {
 			if ce := h.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
@@ -198,8 +228,24 @@ func (h *A2SShield) Validate() error {
 	if h.MaxPayload != 0 && (h.MaxPayload < 200 || h.MaxPayload > a2s.MaxSingle) {
 		return fmt.Errorf("a2s_shield: max_payload must be in [200, %d]", a2s.MaxSingle)
 	}
+	c.rate("rate", "burst", h.Rate, int64(h.Burst))
+	c.optIn("byte_rate", int64(h.ByteRate), a2sByteRange)
+	c.optIn("byte_burst", int64(h.ByteBurst), a2sByteRange)
+	c.optIn("total_byte_rate", int64(h.TotalByteRate), a2sByteRange)
+	c.optIn("total_byte_burst", int64(h.TotalByteBurst), a2sByteRange)
+	c.optIn("max_sources", int64(h.MaxSources), a2sMaxSourcesRange)
+	if c.err != nil {
+		return c.err
+	}
 	return validateA2SClient("a2s_shield", "upstream_timeout", h.UpstreamTimeout, h.Retries, h.SplitLayout, h.MaxPackets, h.MaxResponse)
 }
+
+// Ranges of the shield's limits: byte rates and bursts, and the table of
+// sources (a 1<<20 table takes 34 MB).
+var (
+	a2sByteRange       = intRange{1, 1 << 30}
+	a2sMaxSourcesRange = intRange{1, 1 << 20}
+)
 
 // a2sQueueLen is how many validated requests of one client may wait for the
 // cache; more are dropped, so the read loop never blocks.
@@ -261,6 +307,13 @@ func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		retries          <count>
 //		max_packets      <count>
 //		max_response     <bytes>
+//		rate             <answers_per_second>
+//		burst            <answers>
+//		byte_rate        <bytes_per_second>
+//		byte_burst       <bytes>
+//		total_byte_rate  <bytes_per_second>
+//		total_byte_burst <bytes>
+//		max_sources      <count>
 //	}
 func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the handler name
@@ -302,6 +355,20 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxPackets, err = parseIntRange(d, a2sMinPackets, wirea2s.MaxSourcePackets)
 		case "max_response":
 			h.MaxResponse, err = parseIntRange(d, a2sMinResponse, a2sMaxResponse)
+		case "rate":
+			h.Rate, err = parsePositiveFloat(d)
+		case "burst":
+			h.Burst, err = parseIntIn(d, burstRange)
+		case "byte_rate":
+			h.ByteRate, err = parseSize[int](d, a2sByteRange)
+		case "byte_burst":
+			h.ByteBurst, err = parseSize[int](d, a2sByteRange)
+		case "total_byte_rate":
+			h.TotalByteRate, err = parseSize[int](d, a2sByteRange)
+		case "total_byte_burst":
+			h.TotalByteBurst, err = parseSize[int](d, a2sByteRange)
+		case "max_sources":
+			h.MaxSources, err = parseIntIn(d, a2sMaxSourcesRange)
 		default:
 			return unknownOption(d, "a2s_shield", opt)
 		}
@@ -359,9 +426,9 @@ func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // while nothing is cached yet waits for the game server, in a bounded
 // queue served by a few workers; a request that finds the queue full is
 // dropped (gamegate_a2s_shield_requests_dropped_busy_total) and the
-// client asks again. Nothing is kept per source: unlike the layer4 handler
-// on caddy-l4, a flood from many (spoofed) sources costs no goroutine and
-// no memory.
+// client asks again. Nothing is kept per source but its answer limits, in
+// a table of fixed size: unlike the layer4 handler on caddy-l4, a flood
+// from many (spoofed) sources costs no goroutine and no memory.
 type A2SShieldProtocol struct {
 	A2SShield
 
@@ -425,7 +492,11 @@ func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, d
 	ds, pending := p.shield.ServeCached(typ)
 	switch {
 	case ds != nil:
-		a2sShieldMetrics.requests.count(a2s.Answered)
+		if v := p.shield.Admit(src, ds); v != a2s.Answered {
+			a2sShieldMetrics.requests.count(v)
+			return
+		}
+		a2sShieldMetrics.answered(ds)
 		for _, d := range ds {
 			w.WriteTo(d, src)
 		}
@@ -446,9 +517,20 @@ var a2sShieldMetrics = newA2SShieldMetrics()
 
 type a2sShieldMetricSet struct {
 	metricSet
-	requests enumCounters[a2s.Verdict]
-	busy     prometheus.Counter
-	upstream prometheus.Counter
+	requests    enumCounters[a2s.Verdict]
+	busy        prometheus.Counter
+	upstream    prometheus.Counter
+	answerBytes prometheus.Counter
+}
+
+// answered counts an answer sent.
+func (m *a2sShieldMetricSet) answered(ds [][]byte) {
+	m.requests.count(a2s.Answered)
+	n := 0
+	for _, d := range ds {
+		n += len(d)
+	}
+	m.answerBytes.Add(float64(n))
 }
 
 func newA2SShieldMetrics() *a2sShieldMetricSet {
@@ -459,6 +541,7 @@ func newA2SShieldMetrics() *a2sShieldMetricSet {
 	m.busy = m.counter("requests_dropped_busy_total",
 		"A2S requests dropped because the client already had requests waiting for the game server.")
 	m.upstream = m.counter("upstream_queries_total", "Queries the shield sent to game servers.")
+	m.answerBytes = m.counter("answer_bytes_total", "Bytes of answers the shield sent to sources that passed their challenge.")
 	return m
 }
 

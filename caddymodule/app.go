@@ -63,8 +63,9 @@ type UDPServer struct {
 	// has the options of the layer4 handler of the same name.
 	ProtocolsRaw []json.RawMessage `json:"protocols,omitempty" caddy:"namespace=gamegate.udp.protocols inline_key=protocol"`
 
-	addrs  []caddy.NetworkAddress
-	server *dgram.Server
+	addrs     []caddy.NetworkAddress
+	protocols []string // the protocols' names, for the log
+	server    *dgram.Server
 }
 
 // CaddyModule returns the Caddy module information.
@@ -110,8 +111,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("gamegate: udp[%d]: loading protocols: %w", i, err)
 		}
 		var protocols []dgram.Protocol
+		s.protocols = nil
 		for _, m := range mods.([]any) {
 			protocols = append(protocols, m.(dgram.Protocol))
+			s.protocols = append(s.protocols, m.(caddy.Module).CaddyModule().ID.Name())
 		}
 		s.server = &dgram.Server{
 			Protocols:   protocols,
@@ -286,12 +289,16 @@ func (s *UDPServer) validate(i int) ([]caddy.NetworkAddress, error) {
 
 // Start opens each address's sockets through Caddy's listeners (a reload
 // opens its own SO_REUSEPORT sockets beside the old ones before those
-// close, so the port never stops answering) and starts the readers.
+// close, so the port never stops answering) and starts the readers. Each
+// address logs one line when its readers serve: its protocols, readers, and
+// the socket buffers asked and granted (the smallest of its sockets').
 func (a *App) Start() error {
 	for _, s := range a.UDP {
 		for _, na := range s.addrs {
 			for port := range na.PortRangeSize() {
-				for range s.Readers {
+				var granted dgram.Buffers
+				var local net.Addr
+				for i := range s.Readers {
 					ln, err := na.Listen(a.ctx, port, net.ListenConfig{})
 					if err != nil {
 						_ = a.Stop()
@@ -302,8 +309,22 @@ func (a *App) Start() error {
 						_ = a.Stop()
 						return fmt.Errorf("gamegate: %s is not a packet listener", na)
 					}
+					b, err := s.server.SizeBuffers(pc)
+					if err != nil {
+						pc.Close()
+						_ = a.Stop()
+						return fmt.Errorf("gamegate: %s: %w", na, err)
+					}
+					if i == 0 {
+						granted, local = b, pc.LocalAddr()
+					}
+					granted.Read, granted.Write = min(granted.Read, b.Read), min(granted.Write, b.Write)
 					go a.serve(s.server, pc)
 				}
+				a.logger.Info("serving UDP", zap.Stringer("address", local), zap.Strings("protocols", s.protocols),
+					zap.Int("readers", s.Readers), zap.Int("batch", s.Batch),
+					zap.Int("read_buffer", s.ReadBuffer), zap.Int("read_buffer_granted", granted.Read),
+					zap.Int("write_buffer", s.WriteBuffer), zap.Int("write_buffer_granted", granted.Write))
 			}
 		}
 	}
@@ -339,6 +360,7 @@ func (a *App) Stop() error {
 //			relay { <the relay handler's options> }
 //			gqp   { <the gqp handler's options> }
 //			a2s_shield <upstream> { <the a2s_shield handler's options> }
+//			master { <the master's options> }
 //		}
 //	}
 //

@@ -109,9 +109,8 @@ func replacedEach(module, option string, values []string) ([][]byte, error) {
 
 var envPlaceholder = regexp.MustCompile(`\{env\.([^}]+)\}`)
 
-// refuseWeakSecrets refuses development defaults, and with minLen > 0 values
-// shorter than minLen bytes, when the app running the module listens beyond
-// loopback. raw are the configured values (naming the environment variable
+// refuseWeakSecrets refuses development defaults, and values shorter than
+// minLen bytes, when the app running the module listens beyond loopback. raw are the configured values (naming the environment variable
 // that set them, if any), values the same after placeholders. module and
 // option name what is refused.
 func refuseWeakSecrets(ctx caddy.Context, module, option string, raw []string, values [][]byte, minLen int) error {
@@ -125,7 +124,7 @@ func refuseWeakSecrets(ctx caddy.Context, module, option string, raw []string, v
 	}
 	for i, v := range values {
 		variable, isDefault := developmentDefaults[string(v)]
-		short := minLen > 0 && len(v) < minLen
+		short := len(v) < minLen
 		if !isDefault && !short {
 			continue
 		}
@@ -141,7 +140,7 @@ func refuseWeakSecrets(ctx caddy.Context, module, option string, raw []string, v
 			hint = fmt.Sprintf(" (set %s)", variable)
 		}
 		return fmt.Errorf("%s: %s: value %d %s, and this server listens on %s, beyond loopback: configure a random value of at least %d bytes%s",
-			module, option, i+1, what, exposed, minExposedSecret, hint)
+			module, option, i+1, what, exposed, minLen, hint)
 	}
 	return nil
 }

@@ -79,10 +79,16 @@ type GameQuery struct {
 	// Deprecated: the former name of upstream_burst, still read (with a
 	// warning at provision).
 	RateBurst int `json:"rate_burst,omitempty"`
-	// Ad-hoc requests being answered at once, over all clients (each may
-	// hold a socket and a name lookup); past it they answer 503.
+	// Ad-hoc upstream work (name lookups and queries, each holding a
+	// socket) running at once, over all clients; past it ad-hoc requests
+	// that need such work answer 503. Answers from the cache take none.
 	// Default: 32.
 	MaxAdHoc int `json:"max_ad_hoc,omitempty"`
+	// Ad-hoc upstream work running at once for one client network (an
+	// IPv4 /24, an IPv6 /48), so that a few networks asking targets that
+	// never answer cannot hold every slot; past it that network's ad-hoc
+	// requests that need such work answer 429. Default: 4.
+	MaxAdHocPerNetwork int `json:"max_ad_hoc_per_network,omitempty"`
 	// Most ad-hoc requests per second per client (Caddy's client IP,
 	// honouring trusted_proxies; IPv6 clients by client_ipv6_prefix);
 	// past it they answer 429 with Retry-After. Default: 2.
@@ -220,6 +226,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		BatchConcurrency:     h.BatchConcurrency,
 		MaxBody:              h.MaxBody,
 		MaxAdHoc:             h.MaxAdHoc,
+		MaxAdHocPerNetwork:   h.MaxAdHocPerNetwork,
 		AdHocRate:            h.AdHocRate,
 		AdHocBurst:           h.AdHocBurst,
 		ClientIPv6Prefix:     h.ClientIPv6Prefix,
@@ -282,6 +289,8 @@ func (h *GameQuery) Validate() error {
 	switch {
 	case h.MaxAdHoc < 0 || h.MaxAdHoc > 1<<16:
 		return errors.New("game_query: max_ad_hoc must be in [1, 65536]")
+	case h.MaxAdHocPerNetwork < 0 || h.MaxAdHocPerNetwork > 1<<16:
+		return errors.New("game_query: max_ad_hoc_per_network must be in [1, 65536]")
 	case h.AdHocBurst < 0 || h.AdHocBurst > 1<<20:
 		return errors.New("game_query: ad_hoc_burst must be in [1, 1048576]")
 	}
@@ -353,6 +362,7 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 //		upstream_burst         <queries>
 //		commands               <server> <command> ...
 //		max_ad_hoc             <count>
+//		max_ad_hoc_per_network <count>
 //		ad_hoc_rate            <requests_per_second>
 //		ad_hoc_burst           <requests>
 //		client_ipv6_prefix     <bits>
@@ -445,6 +455,8 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.Commands = args[1:]
 		case "max_ad_hoc":
 			h.MaxAdHoc, err = parseIntRange(d, 1, 1<<16)
+		case "max_ad_hoc_per_network":
+			h.MaxAdHocPerNetwork, err = parseIntRange(d, 1, 1<<16)
 		case "ad_hoc_rate":
 			h.AdHocRate, err = parsePositiveFloat(d)
 		case "ad_hoc_burst":

@@ -181,6 +181,7 @@ func describe(d *prometheus.Desc) string {
 var descPattern = regexp.MustCompile(`^Desc\{fqName: "(.*)", help: (".*"), unit: "", constLabels: \{\}, variableLabels: \{(.*)\}\}$`)
 
 const metricDescriptions = `
+gamegate_a2s_shield_answer_bytes_total{} "Bytes of answers the shield sent to sources that passed their challenge."
 gamegate_a2s_shield_requests_dropped_busy_total{} "A2S requests dropped because the client already had requests waiting for the game server."
 gamegate_a2s_shield_requests_total{outcome} "A2S requests handled by the shield, by outcome."
 gamegate_a2s_shield_upstream_queries_total{} "Queries the shield sent to game servers."
@@ -195,6 +196,11 @@ gamegate_game_query_requests_total{code} "Game query HTTP requests answered, by 
 gamegate_game_query_upstream_queries_total{} "Queries sent to game servers (after caching and coalescing)."
 gamegate_gqp_dropped_total{reason} "GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed, stopped)."
 gamegate_gqp_queries_total{outcome} "GQP queries handled by the responder, by outcome."
+gamegate_master_challenges{} "Getinfo challenges waiting for an answer."
+gamegate_master_datagrams_total{verdict} "Datagrams handled by the master servers, by verdict."
+gamegate_master_sent_bytes_total{} "Bytes the master servers sent, UDP payload."
+gamegate_master_sent_datagrams_total{} "Datagrams the master servers sent (getinfo challenges and list answers)."
+gamegate_master_servers{} "Game servers listed by the master servers."
 gamegate_qos_bans_total{cause} "QoS sources banned, by cause (rate, capacity)."
 gamegate_qos_dropped_total{reason} "QoS datagrams dropped without a response, by reason."
 gamegate_qos_requests_total{} "Datagrams received by QoS echo handlers."
@@ -215,7 +221,7 @@ func gamegateCollectors() []prometheus.Collector {
 	for _, s := range []*metricSet{
 		&qosMetrics.metricSet, &relayMetrics.metricSet, &relayAPIMetrics.metricSet, &gqpMetrics.metricSet,
 		&a2sShieldMetrics.metricSet, &freecivMetrics.metricSet, &discoveryMetrics.metricSet,
-		&gameQueryMetrics.metricSet, udpMetrics,
+		&gameQueryMetrics.metricSet, &masterMetrics.metricSet, udpMetrics,
 	} {
 		cs = append(cs, s.collectors...)
 	}

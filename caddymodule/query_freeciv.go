@@ -23,11 +23,16 @@ func init() {
 // refuses it, so nothing joins the game, and its JOIN_REPLY says its version
 // and capabilities. The "join" command probes with a real capability (the
 // first argument, or join_capability) and reports whether such a client can
-// join and what the server says.
+// join and what the server says; a probe the server accepts joins the game
+// (a player is created for it until the server drops it), so game_query
+// forwards join only to servers whose commands line names it. The "lan"
+// command (with lan_group) only listens to announcements.
 type QueryFreeciv struct {
 	// Username in the probe's JOIN_REQ. Default: gamegate-probe.
 	Username string `json:"username,omitempty"`
-	// Capability the join command offers. Default: +Freeciv-3.0-network.
+	// Capability the join command offers (a command forwarded only when the
+	// server's commands name it: it joins the game). Default:
+	// +Freeciv-3.0-network.
 	JoinCapability string `json:"join_capability,omitempty"`
 	// Time allowed for one probe. Default: 3s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/relay"
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
@@ -69,9 +70,10 @@ type RelayAllocations struct {
 	// development default. Required.
 	Secrets []string `json:"secrets,omitempty"`
 	// Bearer tokens, any of which a caller must send as "Authorization:
-	// Bearer <token>"; others get 401. Placeholders are replaced. A
-	// development default is refused on a server that listens beyond
-	// loopback. Required unless insecure_no_auth is set.
+	// Bearer <token>"; others get 401. Placeholders are replaced. On a
+	// server that listens beyond loopback each must be at least 16 bytes
+	// and not a development default. Required unless insecure_no_auth is
+	// set.
 	Tokens []string `json:"tokens,omitempty"`
 	// Serve the API without authentication, so that anyone who reaches it
 	// can allocate on the relay. Cannot be combined with tokens.
@@ -140,6 +142,33 @@ type RelayAllocations struct {
 	// and varies the rest at will, and often holds a /56 or /48. IPv4
 	// clients are single addresses. Default: 64.
 	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
+	// The prefix length, in bits, that makes one IPv4 client network for
+	// the per-network limits, in [8, 32]. Default: 24.
+	NetworkIPv4Prefix int `json:"network_ipv4_prefix,omitempty"`
+	// The prefix length, in bits, that makes one IPv6 client network for
+	// the per-network limits, in [32, 128]; a network is never narrower
+	// than client_ipv6_prefix. Default: 48.
+	NetworkIPv6Prefix int `json:"network_ipv6_prefix,omitempty"`
+	// The most unexpired allocations the clients of one network (see
+	// network_ipv4_prefix) hold together, at most max_allocations; past it
+	// they get 429 with Retry-After. So whoever holds many addresses in
+	// few networks takes at most this many allocations per network.
+	// Default: 500.
+	MaxAllocationsPerNetwork int `json:"max_allocations_per_network,omitempty"`
+	// The /v1/join requests per second of one network's clients together,
+	// besides each client's join_rate: it bounds join-code guessing from
+	// many addresses of one network. Default: 1.
+	JoinNetworkRate float64 `json:"join_network_rate,omitempty"`
+	// /v1/join requests one network's clients may send at once. Default: 30.
+	JoinNetworkBurst int `json:"join_network_burst,omitempty"`
+	// Requests without a valid token per second one network may send once
+	// it has sent auth_failure_burst of them; past that, every request from
+	// the network (with a valid token too) gets 429 with Retry-After, so
+	// tokens cannot be guessed faster. Default: 0.1 (one per 10 s).
+	AuthFailureRate float64 `json:"auth_failure_rate,omitempty"`
+	// Requests without a valid token one network may send at once.
+	// Default: 20.
+	AuthFailureBurst int `json:"auth_failure_burst,omitempty"`
 
 	api     *relay.API
 	limitID string
@@ -180,7 +209,15 @@ const (
 	relayAPIMaxMaxClients     = 1_000_000
 )
 
-var relayAPIMaxBodyRange = intRange{1, relayAPIMaxMaxBody}
+var (
+	relayAPIMaxBodyRange           = intRange{1, relayAPIMaxMaxBody}
+	relayAPINetworkIPv4PrefixRange = intRange{clientaddr.MinNetworkIPv4Prefix, clientaddr.MaxNetworkIPv4Prefix}
+)
+
+// minExposedToken is the shortest API token accepted on a server that
+// listens beyond loopback: 128 bits when drawn at random, far past what
+// auth_failure_rate lets anyone try.
+const minExposedToken = 16
 
 // relayAPILimiters holds, by public address, what must survive
 // configuration reloads: the allocation counts, and the clients' request
@@ -222,6 +259,8 @@ func (h *RelayAllocations) setDefaults() {
 		{&h.JoinRate, &h.JoinBurst, relay.DefaultJoinRate, relay.DefaultJoinBurst},
 		{&h.AllocateRate, &h.AllocateBurst, relay.DefaultAllocateRate, relay.DefaultAllocateBurst},
 		{&h.JoinCodeRate, &h.JoinCodeBurst, relay.DefaultJoinCodeRate, relay.DefaultJoinCodeBurst},
+		{&h.JoinNetworkRate, &h.JoinNetworkBurst, relay.DefaultJoinNetworkRate, relay.DefaultJoinNetworkBurst},
+		{&h.AuthFailureRate, &h.AuthFailureBurst, relay.DefaultAuthFailureRate, relay.DefaultAuthFailureBurst},
 	} {
 		if *r.rate == 0 {
 			*r.rate = r.r
@@ -232,6 +271,9 @@ func (h *RelayAllocations) setDefaults() {
 	}
 	if h.MaxAllocationsPerClient == 0 {
 		h.MaxAllocationsPerClient = min(relay.DefaultMaxAllocationsPerClient, h.MaxAllocations)
+	}
+	if h.MaxAllocationsPerNetwork == 0 {
+		h.MaxAllocationsPerNetwork = min(relay.DefaultMaxAllocationsPerNetwork, h.MaxAllocations)
 	}
 	if h.MaxClients == 0 {
 		h.MaxClients = relay.DefaultMaxClients
@@ -261,7 +303,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	if err := refuseWeakSecrets(ctx, "relay_allocations", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
 		return err
 	}
-	if err := refuseWeakSecrets(ctx, "relay_allocations", "tokens", h.Tokens, tokens, 0); err != nil {
+	if err := refuseWeakSecrets(ctx, "relay_allocations", "tokens", h.Tokens, tokens, minExposedToken); err != nil {
 		return err
 	}
 	addr := caddy.NewReplacer().ReplaceKnown(h.PublicAddress, "")
@@ -281,33 +323,40 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.api, err = relay.NewAPI(relay.APIConfig{
-		Sealer:                  sealer,
-		Store:                   ctx.Storage(),
-		Tokens:                  tokens,
-		Regions:                 regions,
-		PublicHost:              host,
-		PublicPort:              int(port),
-		MaxConnections:          h.MaxConnections,
-		AllocationTTL:           time.Duration(h.AllocationTTL),
-		JoinCodeTTL:             time.Duration(h.JoinCodeTTL),
-		MaxAllocations:          h.MaxAllocations,
-		Limiter:                 val.(pooledLimiter).AllocationLimiter,
-		Rates:                   val.(pooledLimiter).rates,
-		MaxBody:                 h.MaxBody,
-		JoinRate:                h.JoinRate,
-		JoinBurst:               h.JoinBurst,
-		AllocateRate:            h.AllocateRate,
-		AllocateBurst:           h.AllocateBurst,
-		JoinCodeRate:            h.JoinCodeRate,
-		JoinCodeBurst:           h.JoinCodeBurst,
-		MaxAllocationsPerClient: h.MaxAllocationsPerClient,
-		MaxClients:              h.MaxClients,
-		AnyClientJoinCode:       h.AnyClientJoinCode,
-		ClientIPv6Prefix:        h.ClientIPv6Prefix,
-		ClientIP:                clientIP,
-		Logger:                  h.logger,
-		OnAllocation:            relayAPIMetrics.allocations.Inc,
-		OnJoinCode:              relayAPIMetrics.joinCodes.Inc,
+		Sealer:                   sealer,
+		Store:                    ctx.Storage(),
+		Tokens:                   tokens,
+		Regions:                  regions,
+		PublicHost:               host,
+		PublicPort:               int(port),
+		MaxConnections:           h.MaxConnections,
+		AllocationTTL:            time.Duration(h.AllocationTTL),
+		JoinCodeTTL:              time.Duration(h.JoinCodeTTL),
+		MaxAllocations:           h.MaxAllocations,
+		Limiter:                  val.(pooledLimiter).AllocationLimiter,
+		Rates:                    val.(pooledLimiter).rates,
+		MaxBody:                  h.MaxBody,
+		JoinRate:                 h.JoinRate,
+		JoinBurst:                h.JoinBurst,
+		AllocateRate:             h.AllocateRate,
+		AllocateBurst:            h.AllocateBurst,
+		JoinCodeRate:             h.JoinCodeRate,
+		JoinCodeBurst:            h.JoinCodeBurst,
+		MaxAllocationsPerClient:  h.MaxAllocationsPerClient,
+		MaxClients:               h.MaxClients,
+		AnyClientJoinCode:        h.AnyClientJoinCode,
+		ClientIPv6Prefix:         h.ClientIPv6Prefix,
+		NetworkIPv4Prefix:        h.NetworkIPv4Prefix,
+		NetworkIPv6Prefix:        h.NetworkIPv6Prefix,
+		MaxAllocationsPerNetwork: h.MaxAllocationsPerNetwork,
+		JoinNetworkRate:          h.JoinNetworkRate,
+		JoinNetworkBurst:         h.JoinNetworkBurst,
+		AuthFailureRate:          h.AuthFailureRate,
+		AuthFailureBurst:         h.AuthFailureBurst,
+		ClientIP:                 clientIP,
+		Logger:                   h.logger,
+		OnAllocation:             relayAPIMetrics.allocations.Inc,
+		OnJoinCode:               relayAPIMetrics.joinCodes.Inc,
 	})
 	if err != nil {
 		_, _ = relayAPILimiters.Delete(h.limitID)
@@ -362,6 +411,8 @@ func (h *RelayAllocations) Validate() error {
 		{"join_rate", "join_burst", h.JoinRate, h.JoinBurst},
 		{"allocate_rate", "allocate_burst", h.AllocateRate, h.AllocateBurst},
 		{"joincode_rate", "joincode_burst", h.JoinCodeRate, h.JoinCodeBurst},
+		{"join_network_rate", "join_network_burst", h.JoinNetworkRate, h.JoinNetworkBurst},
+		{"auth_failure_rate", "auth_failure_burst", h.AuthFailureRate, h.AuthFailureBurst},
 	} {
 		// 0 means the default, so a limit cannot be turned off: raise it.
 		if r.b < 0 {
@@ -374,11 +425,15 @@ func (h *RelayAllocations) Validate() error {
 	switch {
 	case h.MaxAllocationsPerClient < 0 || h.MaxAllocations > 0 && h.MaxAllocationsPerClient > h.MaxAllocations:
 		return fmt.Errorf("relay_allocations: max_allocations_per_client must be in [1, max_allocations], not %d", h.MaxAllocationsPerClient)
+	case h.MaxAllocationsPerNetwork < 0 || h.MaxAllocations > 0 && h.MaxAllocationsPerNetwork > h.MaxAllocations:
+		return fmt.Errorf("relay_allocations: max_allocations_per_network must be in [1, max_allocations], not %d", h.MaxAllocationsPerNetwork)
 	case h.MaxClients != 0 && (h.MaxClients < 16 || h.MaxClients > relayAPIMaxMaxClients):
 		return fmt.Errorf("relay_allocations: max_clients must be in [16, %d], not %d", relayAPIMaxMaxClients, h.MaxClients)
 	}
 	c := newChecker("relay_allocations")
 	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
+	c.optIn("network_ipv4_prefix", int64(h.NetworkIPv4Prefix), relayAPINetworkIPv4PrefixRange)
+	c.optIn("network_ipv6_prefix", int64(h.NetworkIPv6Prefix), clientIPv6PrefixRange)
 	if c.err != nil {
 		return c.err
 	}
@@ -445,6 +500,13 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 //		max_clients     <count>
 //		any_client_joincode
 //		client_ipv6_prefix <bits>
+//		network_ipv4_prefix <bits>
+//		network_ipv6_prefix <bits>
+//		max_allocations_per_network <count>
+//		join_network_rate  <per second>
+//		join_network_burst <count>
+//		auth_failure_rate  <per second>
+//		auth_failure_burst <count>
 //	}
 //
 // A description containing spaces is quoted with its ID:
@@ -502,6 +564,20 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxClients, err = parseIntRange(d, 16, relayAPIMaxMaxClients)
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
+		case "network_ipv4_prefix":
+			h.NetworkIPv4Prefix, err = parseIntIn(d, relayAPINetworkIPv4PrefixRange)
+		case "network_ipv6_prefix":
+			h.NetworkIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
+		case "max_allocations_per_network":
+			h.MaxAllocationsPerNetwork, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
+		case "join_network_rate":
+			h.JoinNetworkRate, err = parsePositiveFloat(d)
+		case "join_network_burst":
+			h.JoinNetworkBurst, err = parseIntRange(d, 1, 1<<30)
+		case "auth_failure_rate":
+			h.AuthFailureRate, err = parsePositiveFloat(d)
+		case "auth_failure_burst":
+			h.AuthFailureBurst, err = parseIntRange(d, 1, 1<<30)
 		case "any_client_joincode":
 			if d.NextArg() {
 				return d.Errf("relay_allocations: option 'any_client_joincode' takes no value, got '%s'", d.Val())

@@ -68,6 +68,9 @@ type Server struct {
 	// warned says which buffer shortfall (receive, send) has been logged:
 	// once each per server, not once for both.
 	warned [2]atomic.Bool
+	// sized holds the sockets SizeBuffers has sized, so Serve does not
+	// size them again.
+	sized map[*net.UDPConn]bool
 	// newIO makes each reader's I/O; nil: newPacketIO. Tests set it to
 	// make a socket fail.
 	newIO func(conn *net.UDPConn, batch int) packetIO
@@ -88,6 +91,7 @@ func (s *Server) init() {
 			s.Logger = zap.NewNop()
 		}
 		s.conns = make(map[net.PacketConn]struct{})
+		s.sized = make(map[*net.UDPConn]bool)
 	})
 }
 
@@ -117,7 +121,13 @@ func (s *Server) Serve(pc net.PacketConn) error {
 	s.mu.Unlock()
 	defer s.readers.Done()
 
-	s.sizeBuffers(conn)
+	s.mu.Lock()
+	sized := s.sized[conn]
+	delete(s.sized, conn)
+	s.mu.Unlock()
+	if !sized {
+		s.sizeBuffers(conn)
+	}
 	err = newReader(s, conn).run()
 	if !errors.Is(err, ErrServerClosed) {
 		// The socket failed: close it rather than leave it bound with no
@@ -160,7 +170,30 @@ func udpConnOf(pc net.PacketConn) (*net.UDPConn, error) {
 	return nil, errors.New("dgram: not a UDP socket")
 }
 
-func (s *Server) sizeBuffers(conn *net.UDPConn) {
+// Buffers are a socket's buffer sizes in bytes, as the kernel granted them
+// (0: left as the system's default).
+type Buffers struct {
+	Read, Write int
+}
+
+// SizeBuffers sets pc's buffers to ReadBuffer and WriteBuffer before pc is
+// given to Serve (which then leaves them), and returns what the kernel
+// granted, for the caller to report. pc must be one Serve takes.
+func (s *Server) SizeBuffers(pc net.PacketConn) (Buffers, error) {
+	s.init()
+	conn, err := udpConnOf(pc)
+	if err != nil {
+		return Buffers{}, err
+	}
+	got := s.sizeBuffers(conn)
+	s.mu.Lock()
+	s.sized[conn] = true
+	s.mu.Unlock()
+	return got, nil
+}
+
+func (s *Server) sizeBuffers(conn *net.UDPConn) Buffers {
+	var granted Buffers
 	for i, b := range []struct {
 		want   int
 		read   bool
@@ -174,11 +207,17 @@ func (s *Server) sizeBuffers(conn *net.UDPConn) {
 			s.Logger.Warn("setting the UDP socket buffer", zap.Bool("receive", b.read), zap.Error(err))
 			continue
 		}
+		if b.read {
+			granted.Read = got
+		} else {
+			granted.Write = got
+		}
 		if got < b.want && !s.warned[i].Swap(true) {
 			s.Logger.Warn("the kernel granted a smaller UDP socket buffer than configured: raise "+b.sysctl+" (sysctl -w "+b.sysctl+"=...) or run with CAP_NET_ADMIN",
 				zap.Bool("receive", b.read), zap.Int("wanted", b.want), zap.Int("granted", got))
 		}
 	}
+	return granted
 }
 
 // retryable reports whether a read error concerns one earlier datagram (an

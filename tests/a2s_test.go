@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,9 +143,12 @@ func testA2SShieldThroughGateway(t *testing.T, inApp bool) {
 		if server == "shielded-bz2" {
 			want = "Compressed Server"
 		}
+		// A2S_INFO counts one bot; as GameDig does, it is taken to be the
+		// player on the server longest: alice.
 		if st.Name != want || st.Map != "de_inferno" || st.Version != "1.40.2.3" || st.NumPlayers != 3 ||
-			st.MaxPlayers != 20 || st.Password || len(st.Players) != 3 || st.Players[2].Name != "carol" ||
-			st.Players[0].Raw["score"] != float64(21) || st.Players[0].Raw["duration"] != 600.5 || st.Raw["bots"] != float64(1) {
+			st.MaxPlayers != 20 || st.Password || len(st.Players) != 2 || st.Players[1].Name != "carol" ||
+			len(st.Bots) != 1 || st.Bots[0].Name != "alice" || st.Bots[0].Raw["score"] != float64(21) ||
+			st.Bots[0].Raw["time"] != 600.5 || st.Raw["bots"] != float64(1) {
 			t.Fatalf("%s: status %s", server, r.body)
 		}
 		var rules []a2s.RuleJSON
@@ -157,6 +161,38 @@ func testA2SShieldThroughGateway(t *testing.T, inApp bool) {
 	// unless the server's allow-list names it.
 	if r := getJSON(t, env.base+"/query/shielded/frags", nil); r.status != 403 {
 		t.Fatalf("unknown command: %d %s, want 403", r.status, r.body)
+	}
+}
+
+// An A2S server with a bot, asked through the gateway and by GameDig:
+// gamegate's status has GameDig's shape, field by field. A2S_PLAYER does
+// not say who is a bot; both take A2S_INFO's bot count of players with the
+// longest time. The server's game port (extra data) is not its query port:
+// connect names the game port.
+func TestA2SGamedigShapeWithBot(t *testing.T) {
+	gamedigVersion := testutil.NpmVersion(t, "gamedig")
+	info := a2sInfo("Bot Server")
+	info.Players, info.Bots, info.Visibility = 4, 1, 1
+	players := wirea2s.Players{Players: append(slices.Clone(a2sPlayers.Players),
+		wirea2s.Player{Index: 3, Name: []byte("BOT Gate"), Score: 3, Duration: 5400})}
+	server := a2sserver.Start(t, a2sserver.Config{Info: info, Players: players, InfoChallenge: true})
+	gate := startQueryGate(t, fmt.Sprintf(`
+			server cs2 %s a2s`, server.Addr))
+
+	var st query.Status
+	r := getJSON(t, gate+"/query/cs2", &st)
+	if r.status != 200 {
+		t.Fatalf("GET /query/cs2: %d %s", r.status, r.body)
+	}
+	t.Logf("gamegate: %s", r.body)
+	var gd map[string]any
+	gdOut := testutil.Gamedig(t, "counterstrike2", server.Addr, &gd)
+	t.Logf("gamedig: %s", gdOut)
+	compareGamedig(t, "A2S with 1 bot of 4 players, game port 27015: gamegate a2s against gamedig "+gamedigVersion+" --type counterstrike2",
+		[]byte(r.body), gdOut, nil)
+	if st.NumPlayers != 4 || len(st.Players) != 3 || len(st.Bots) != 1 || st.Bots[0].Name != "BOT Gate" || !st.Password ||
+		st.Connect != "127.0.0.1:27015" || st.QueryPort == 27015 {
+		t.Errorf("gamegate's status: got %s", r.body)
 	}
 }
 

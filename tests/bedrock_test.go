@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -63,11 +64,13 @@ func bedrockGate(t *testing.T, server string) string {
 // compareBedrock asks GameDig (as mbe, which strips § codes from the name
 // as the game list shows it, and as the bare protocol for the fields) and
 // minecraft-server-util about server and checks, field by field, that
-// gamegate's status agrees with both.
-func compareBedrock(t *testing.T, st *query.Status, server string) {
+// gamegate's status agrees with both. It returns what gamedig --type mbe
+// printed.
+func compareBedrock(t *testing.T, st *query.Status, server string) []byte {
 	t.Helper()
 	var mbe, proto gamedigBedrock
-	t.Logf("gamedig --type mbe: %s", testutil.Gamedig(t, "mbe", server, &mbe))
+	mbeOut := testutil.Gamedig(t, "mbe", server, &mbe)
+	t.Logf("gamedig --type mbe: %s", mbeOut)
 	t.Logf("gamedig --type protocol-minecraftbedrock: %s", testutil.Gamedig(t, "protocol-minecraftbedrock", server, &proto))
 	var mu mcsuBedrock
 	minecraftServerUtil(t, "bedrock", server, &mu)
@@ -109,6 +112,7 @@ func compareBedrock(t *testing.T, st *query.Status, server string) {
 			t.Errorf("%s: gamegate %v, gamedig %v, minecraft-server-util %v", c.field, c.us, c.gd, c.mu)
 		}
 	}
+	return mbeOut
 }
 
 // A real Bedrock server's RakNet side (npm bedrock-protocol on its
@@ -129,7 +133,29 @@ func TestBedrockAgainstRealServer(t *testing.T) {
 		t.Fatalf("GET /query/be: %d %s", r.status, r.body)
 	}
 	t.Logf("gamegate: %s", r.body)
-	compareBedrock(t, &st, server)
+	gdOut := compareBedrock(t, &st, server)
+	compareGamedig(t, "Bedrock (bedrock-protocol's server): gamegate bedrock against gamedig "+testutil.NpmVersion(t, "gamedig")+" --type mbe",
+		[]byte(r.body), gdOut, nil)
+	// GameDig's own bug in raw, not copied: it reads the tenth field (the
+	// numeric game mode, 1 here) as "nintendoOnly", and drops the
+	// thirteenth that bedrock-protocol sends ("0").
+	var gdRaw struct {
+		Raw struct {
+			Bedrock struct {
+				Raw map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal(gdOut, &gdRaw); err != nil {
+		t.Fatal(err)
+	}
+	if gdRaw.Raw.Bedrock.Raw["nintendoOnly"] != true || st.Raw["gamemode_numeric"] != float64(1) ||
+		fmt.Sprint(st.Raw["extra"]) != "[0]" {
+		t.Errorf("the known nintendoOnly difference: gamedig's raw %v, gamegate's gamemode_numeric %v, extra %v",
+			gdRaw.Raw.Bedrock.Raw, st.Raw["gamemode_numeric"], st.Raw["extra"])
+	}
+	t.Logf("raw, GameDig's bug not copied: gamedig nintendoOnly=%v from the numeric game mode; gamegate gamemode_numeric=%v, extra=%v",
+		gdRaw.Raw.Bedrock.Raw["nintendoOnly"], st.Raw["gamemode_numeric"], st.Raw["extra"])
 	// And what the server was started with.
 	if st.Name != "Gate Rock" || st.Map != "Stone Level" || st.NumPlayers != 3 || st.MaxPlayers != 12 ||
 		st.Protocol != "bedrock" || st.Raw["motd"] != "§l§bGate §rRock" || st.Raw["port_v4"] != float64(mustAtoi(t, port)) {

@@ -153,8 +153,8 @@ func TestDocSnippetsLoad(t *testing.T) {
 			t.Logf("%s: %s snippet skipped: %s", s, s.lang, s.skip)
 			continue
 		}
-		counts[s.file+" "+s.lang]++
 		if s.lang == "caddyfile" {
+			counts[s.file+" caddyfile"]++
 			checkCaddyfile(t, s.String(), []byte(s.body))
 			continue
 		}
@@ -167,6 +167,7 @@ func TestDocSnippetsLoad(t *testing.T) {
 			}
 			continue
 		}
+		counts[s.file+" json"]++
 		if err := validateDoc([]byte(s.body)); err != nil {
 			t.Errorf("%s: does not load: %v", s, err)
 		}

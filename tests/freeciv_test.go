@@ -40,6 +40,7 @@ func startFreecivGate(t *testing.T) *freecivEnv {
 			server civ %s freeciv {
 				timeout 20s
 			}
+			commands civ join # it joins the game: opt in
 		}
 	}
 }
@@ -244,6 +245,43 @@ func TestFreecivGameQuery(t *testing.T) {
 	}
 	raw, _ := json.Marshal(st)
 	t.Logf("game_query status of the real Freeciv server: %s", raw)
+}
+
+// The join command really joins a game whose server accepts the probe's
+// capability, so game_query forwards it only to a server whose commands
+// name it: by default it answers 403 and nothing reaches the server. A
+// recording server stands in for Freeciv and shows what arrives.
+func TestFreecivJoinIsOptIn(t *testing.T) {
+	upstream, received := recordingServer(t)
+	gate := startQueryGate(t, fmt.Sprintf(`
+			server civ %[1]s freeciv {
+				timeout 1s
+			}
+			server civ-join %[1]s freeciv {
+				timeout 1s
+			}
+			commands civ-join join`, upstream))
+	if r := getJSON(t, gate+"/query/civ/join", nil); r.status != 403 {
+		t.Fatalf("join by default: got %d %s, want 403 without a query", r.status, r.body)
+	}
+	// Opted in, the probe is sent (and the recording server never
+	// answers it).
+	if r := getJSON(t, gate+"/query/civ-join/join", nil); r.status < 500 {
+		t.Fatalf("join opted in: got %d %s, want the probe sent and left unanswered", r.status, r.body)
+	}
+	select {
+	case b := <-received:
+		if !bytes.Contains(b, []byte("+Freeciv-3.0-network")) {
+			t.Fatalf("the server received %q, want the opted-in JOIN_REQ", b)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the opted-in join probe did not reach the server")
+	}
+	select {
+	case b := <-received:
+		t.Fatalf("a second connection reached the server: %q (the default configuration sent a join)", b)
+	default:
+	}
 }
 
 // The LAN announcement query against the real server, which announces to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -64,7 +65,7 @@ func startGameQuery(t *testing.T, extraServers string, extraOptions string) *gam
 	env.upstream = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"hostname": "Test Arena", "map": "dm-deck16", "numplayers": 2, "maxplayers": 16,
-			"players": [{"name": "alice", "score": 3}, {"name": "bob"}], "args": %q}`, strings.Join(r.URL.Query()["arg"], ","))
+			"players": [{"name": "alice", "score": 3}, {"name": "bob"}], "bots": [{"name": "rob0t"}], "gameport": 7777, "args": %q}`, strings.Join(r.URL.Query()["arg"], ","))
 	}))
 	t.Cleanup(env.upstream.Close)
 	env.gqpAddr = testutil.FreeUDPAddr(t)
@@ -152,10 +153,16 @@ func TestGameQueryThroughGQP(t *testing.T) {
 		Players    []struct {
 			Name string `json:"name"`
 		} `json:"players"`
+		Bots []struct {
+			Name string `json:"name"`
+		} `json:"bots"`
+		Connect  string `json:"connect"`
 		Protocol string `json:"protocol"`
 	}
+	host, _, _ := net.SplitHostPort(env.gqpAddr)
 	if r := getJSON(t, q, &st); r.status != 200 || st.Name != "Test Arena" || st.Map != "dm-deck16" || st.NumPlayers != 2 || st.MaxPlayers != 16 ||
-		len(st.Players) != 2 || st.Players[0].Name != "alice" || st.Version != "432" || st.Protocol != "gqp" {
+		len(st.Players) != 2 || st.Players[0].Name != "alice" || st.Version != "432" || st.Protocol != "gqp" ||
+		len(st.Bots) != 1 || st.Bots[0].Name != "rob0t" || st.Connect != net.JoinHostPort(host, "7777") {
 		t.Fatalf("status: got %d %s", r.status, r.body)
 	}
 

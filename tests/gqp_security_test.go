@@ -258,8 +258,9 @@ func TestGameQueryErrorsInWords(t *testing.T) {
 	}
 }`, httpAddr, closed))
 	r := request(t, "GET", "http://"+httpAddr+"/down/identify")
-	if r.status < 500 || strings.Contains(r.body, "refused") || strings.Contains(r.body, "udp") || strings.Contains(r.body, closed) {
-		t.Fatalf("got %d %s, want an error in words", r.status, r.body)
+	if r.status < 500 || strings.Contains(r.body, "connection refused") || strings.Contains(r.body, "udp") || strings.Contains(r.body, closed) ||
+		!strings.Contains(r.body, `"type":"refused"`) {
+		t.Fatalf("got %d %s, want an error of type refused in words", r.status, r.body)
 	}
 }
 

@@ -113,6 +113,36 @@ func TestMinecraftAgainstRealServer(t *testing.T) {
 	}
 }
 
+// A real Minecraft server (npm minecraft-protocol) with two players logged
+// in (minecraft-protocol clients, in offline mode): gamegate's status has
+// GameDig's shape, field by field, with the people who logged in.
+func TestMinecraftGamedigShapeWithLogins(t *testing.T) {
+	gamedigVersion := testutil.NpmVersion(t, "gamedig")
+	gate, server := startMinecraftGate(t, "logins")
+	host, port, _ := net.SplitHostPort(server)
+	testutil.StartNodeServer(t, "minecraft-client.js", host, port, "alice", "bob")
+
+	var st query.Status
+	r := getJSON(t, gate+"/query/mc", &st)
+	if r.status != 200 {
+		t.Fatalf("GET /query/mc: %d %s", r.status, r.body)
+	}
+	t.Logf("gamegate: %s", r.body)
+	var gd map[string]any
+	gdOut := testutil.Gamedig(t, "minecraft", server, &gd)
+	t.Logf("gamedig: %.2000s", gdOut)
+	compareGamedig(t, "Minecraft Java with 2 players logged in: gamegate minecraft against gamedig "+gamedigVersion+" --type minecraft",
+		[]byte(r.body), gdOut, nil)
+	var names []string
+	for _, p := range st.Players {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if st.NumPlayers != 2 || strings.Join(names, ",") != "alice,bob" || len(st.Bots) != 0 || st.Connect != server {
+		t.Errorf("gamegate's status: got %s, want alice and bob logged in", r.body)
+	}
+}
+
 // A server that refuses the modern ping (as servers before 1.7 do not
 // know it) is asked the legacy FE 01 ping.
 func TestMinecraftLegacyAgainstRealServer(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 
 const (
 	relayAPISecret = "relay-api-test-secret-0123456789"
-	relayAPIToken  = "token-one"
-	relayAPIToken2 = "token-from-env"
+	relayAPIToken  = "token-one-for-these-tests"
+	relayAPIToken2 = "token-from-env-for-these-tests"
 )
 
 type relayAPIEnv struct {

@@ -555,3 +555,50 @@ func (env *relayEnv) echoingPair(t *testing.T) (host, joiner *relay.Client, host
 	echoHost(t.Context(), t, host)
 	return host, joiner, hostAlloc
 }
+
+// Each UDP listener of the gamegate app logs one line when it serves: its
+// address, protocols, readers and the socket buffers asked and granted.
+func TestUDPAppLogsEachListenerOnce(t *testing.T) {
+	first, second := testutil.FreeUDPAddr(t), testutil.FreeUDPAddr(t)
+	c := testcaddy.StartLogged(t, fmt.Sprintf(`{
+	admin off
+	gamegate {
+		udp %s {
+			readers 2
+			read_buffer 1MiB
+			write_buffer 512KiB
+			qos
+			gqp {
+				identify log-test 1.0 1
+			}
+		}
+		udp %s {
+			readers 1
+			qos
+		}
+	}
+}
+`, first, second))
+	lines := map[string][]map[string]any{}
+	for _, e := range c.Logs(t) {
+		if e["msg"] == "serving UDP" {
+			addr, _ := e["address"].(string)
+			lines[addr] = append(lines[addr], e)
+		}
+	}
+	if len(lines) != 2 || len(lines[first]) != 1 || len(lines[second]) != 1 {
+		t.Fatalf("serving UDP lines by address: %v; want one for %s and one for %s", lines, first, second)
+	}
+	e := lines[first][0]
+	protocols, _ := json.Marshal(e["protocols"])
+	if string(protocols) != `["qos","gqp"]` || e["readers"] != float64(2) ||
+		e["read_buffer"] != float64(1<<20) || e["write_buffer"] != float64(512<<10) {
+		t.Fatalf("line for %s: %v", first, e)
+	}
+	for _, k := range []string{"read_buffer_granted", "write_buffer_granted"} {
+		if v, ok := e[k].(float64); !ok || v <= 0 {
+			t.Fatalf("line for %s: %s = %v, want what the kernel granted", first, k, e[k])
+		}
+	}
+	t.Logf("%v", e)
+}

@@ -5,14 +5,26 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
+	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/mholt/caddy-l4"
 
-	_ "github.com/gamegate/gamegate"
+	"github.com/gamegate/gamegate"
 )
 
 func main() {
+	// `gamegate version` names gamegate's version and commit, then
+	// Caddy's version line as Caddy's own `version` prints it.
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		_, full := caddy.Version()
+		fmt.Println(gamegate.Version())
+		fmt.Println("caddy " + full)
+		return
+	}
 	caddycmd.Main()
 }

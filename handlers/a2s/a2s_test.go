@@ -3,8 +3,12 @@ package a2s
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,10 +81,16 @@ func TestQueryProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One bot, by A2S_INFO: alice, on the server longest (GameDig's rule).
 	if st.Name != "Canned Server" || st.Map != "de_dust2" || st.Version != "1.40.1.2" || st.NumPlayers != 2 ||
-		st.MaxPlayers != 24 || !st.Password || len(st.Players) != 2 || st.Players[0].Name != "alice" ||
-		st.Players[0].Raw["score"] != int32(12) || st.Players[0].Raw["duration"] != 61.5 || st.Raw["bots"] != 1 {
+		st.MaxPlayers != 24 || !st.Password || len(st.Players) != 1 || st.Players[0].Name != "bob" ||
+		len(st.Bots) != 1 || st.Bots[0].Name != "alice" ||
+		st.Bots[0].Raw["score"] != int32(12) || st.Bots[0].Raw["time"] != 61.5 || st.Raw["bots"] != 1 {
 		t.Fatalf("status: %+v", st)
+	}
+	// The game port of the extra data is where clients join.
+	if _, port, _ := net.SplitHostPort(srv.Addr); st.Connect != "127.0.0.1:27015" || strconv.Itoa(st.QueryPort) != port {
+		t.Fatalf("connect %q, queryPort %d; want the game port 27015 and the query port %s", st.Connect, st.QueryPort, port)
 	}
 	info := st.Raw["info"].(*InfoJSON)
 	if info.AppID != 730 || *info.Port != 27015 || info.Keywords != "secure" || info.SteamID != "90000000000000001" {
@@ -99,15 +109,48 @@ func TestQueryProtocol(t *testing.T) {
 	if _, err := p.Command(context.Background(), srv.Addr, "info", []string{"x"}); query.HTTPStatus(err) != http.StatusBadRequest {
 		t.Fatalf("arguments: got %v", err)
 	}
-	// Nobody listening: a timeout, 504.
+	// Nobody listening: refused (the ICMP port unreachable), 502.
 	dead := testutil.FreeUDPAddr(t)
 	p.Client.Timeout, p.Client.Retries = 100*time.Millisecond, -1
-	if _, err := p.Status(context.Background(), dead); query.HTTPStatus(err) != http.StatusGatewayTimeout {
-		t.Fatalf("dead server: got %v", err)
+	var qe *query.Error
+	if _, err := p.Status(context.Background(), dead); !errors.As(err, &qe) || qe.HTTPStatus != http.StatusBadGateway || qe.Kind() != query.TypeRefused {
+		t.Fatalf("dead server: got %v, want a 502 of type refused", err)
 	}
 }
 
 // TestQueryProtocolBadAnswer: a server answering garbage is a 502.
+// The bots are A2S_INFO's count of players with the longest times, a time
+// of -1 counting as longest and ties going to the later-listed, as GameDig
+// picks them.
+func TestBotIndexes(t *testing.T) {
+	pl := func(d ...float64) []PlayerJSON {
+		out := make([]PlayerJSON, len(d))
+		for i := range d {
+			out[i].Duration = d[i]
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		players []PlayerJSON
+		bots    int
+		want    string
+	}{
+		{"none", pl(5, 10), 0, "[false false]"},
+		{"longest", pl(5, 10, 7), 1, "[false true false]"},
+		{"minus one is longest", pl(5, -1, 700), 1, "[false true false]"},
+		{"ties to the later-listed", pl(9, 9, 9), 2, "[false true true]"},
+		{"more bots than players", pl(1), 3, "[true]"},
+		{"negative count", pl(1), -1, "[false]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := fmt.Sprint(botIndexes(c.players, c.bots)); got != c.want {
+				t.Errorf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
 func TestQueryProtocolBadAnswer(t *testing.T) {
 	addr := testutil.ServeUDP(t, func(netip.AddrPort, []byte) [][]byte {
 		return [][]byte{{0xFF, 0xFF, 0xFF, 0xFF, 'I', 17, 'x'}} // truncated info

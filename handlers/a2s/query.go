@@ -3,7 +3,9 @@ package a2s
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 
@@ -29,12 +31,12 @@ func (p *QueryProtocol) ask(ctx context.Context, address string, typ wirea2s.Typ
 	}
 	var pe *ProtocolError
 	switch {
-	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, ErrTimeout):
 		return nil, query.Timeout(address)
 	case errors.As(err, &pe):
 		return nil, query.Upstream(address, pe.Err)
 	}
-	return nil, query.Errorf(http.StatusBadGateway, "querying the game server at %s: %v", address, err)
+	return nil, query.Failure(address, err)
 }
 
 // InfoJSON is an A2S_INFO answer as the gateway sends it.
@@ -216,6 +218,11 @@ func (p *QueryProtocol) Command(ctx context.Context, address, command string, ar
 // a server that does not answer A2S_PLAYER (some stop when many players
 // are on) still has a status, with the player count from its info answer,
 // no names, and the reason under raw.players_error.
+//
+// A2S_PLAYER does not say which players are bots; A2S_INFO says how many
+// there are. As GameDig does, the bots are taken to be that many players
+// with the longest time on the server (bots join with the map), ties going
+// to the later-listed.
 func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Status, error) {
 	type result struct {
 		players []PlayerJSON
@@ -232,16 +239,51 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 		return nil, err
 	}
 	st := &query.Status{Name: info.Name, Map: info.Map, Version: info.Version, NumPlayers: info.Players,
-		MaxPlayers: info.MaxPlayers, Password: info.Password, Protocol: "a2s", Address: address, Ping: rtt.Milliseconds(),
-		Players: []query.Player{}, Raw: map[string]any{"info": info}}
+		MaxPlayers: info.MaxPlayers, Password: info.Password, Protocol: "a2s", Ping: rtt.Milliseconds(),
+		Players: []query.Player{}, Bots: []query.Player{}, Raw: map[string]any{"info": info}}
+	gamePort := 0
+	if info.Port != nil {
+		gamePort = *info.Port
+	}
+	st.SetAddress(address, gamePort)
 	if pr.err != nil {
 		st.Raw["players_error"] = pr.err.Error()
 	} else {
-		for _, pl := range pr.players {
-			st.Players = append(st.Players, query.Player{Name: pl.Name,
-				Raw: map[string]any{"score": pl.Score, "duration": pl.Duration}})
+		bots := botIndexes(pr.players, info.Bots)
+		for i, pl := range pr.players {
+			qp := query.Player{Name: pl.Name, Raw: map[string]any{"score": pl.Score, "time": pl.Duration}}
+			if bots[i] {
+				st.Bots = append(st.Bots, qp)
+			} else {
+				st.Players = append(st.Players, qp)
+			}
 		}
 	}
 	st.Raw["bots"] = info.Bots
 	return st, nil
+}
+
+// botIndexes marks the n players taken to be bots: those with the longest
+// time on the server, ties going to the later-listed (GameDig's rule; a
+// time of -1 counts as the longest).
+func botIndexes(players []PlayerJSON, n int) []bool {
+	bots := make([]bool, len(players))
+	if n <= 0 {
+		return bots
+	}
+	order := make([]int, len(players))
+	for i := range order {
+		order[i] = i
+	}
+	key := func(i int) float64 {
+		if d := players[i].Duration; d != -1 {
+			return d
+		}
+		return math.MaxFloat64
+	}
+	sort.SliceStable(order, func(a, b int) bool { return key(order[a]) < key(order[b]) })
+	for k := len(order) - 1; k >= 0 && n > 0; k, n = k-1, n-1 {
+		bots[order[k]] = true
+	}
+	return bots
 }

@@ -19,10 +19,12 @@ type Verdict uint8
 
 // Verdicts.
 const (
-	Answered         Verdict = iota // a cached answer was sent to a source that proved its address
-	Challenged                      // a request without a valid challenge got S2C_CHALLENGE
-	DroppedMalformed                // not an A2S request
-	DroppedNoAnswer                 // the upstream has not answered and nothing is cached
+	Answered           Verdict = iota // a cached answer was sent to a source that proved its address
+	Challenged                        // a request without a valid challenge got S2C_CHALLENGE
+	DroppedMalformed                  // not an A2S request
+	DroppedNoAnswer                   // the upstream has not answered and nothing is cached
+	DroppedSourceLimit                // the source had its answers or answer bytes for now
+	DroppedTotalLimit                 // all sources together had their answer bytes for now
 	NumVerdicts
 )
 
@@ -36,6 +38,10 @@ func (v Verdict) String() string {
 		return "dropped_malformed"
 	case DroppedNoAnswer:
 		return "dropped_no_answer"
+	case DroppedSourceLimit:
+		return "dropped_source_limit"
+	case DroppedTotalLimit:
+		return "dropped_total_limit"
 	}
 	return "unknown"
 }
@@ -67,6 +73,9 @@ type ShieldConfig struct {
 	// MaxPayload is the payload of each fragment of a split answer.
 	// Default: wire/a2s's DefaultMaxPayload (1248).
 	MaxPayload int
+	// Limits bounds the answers sent, per source and in all. Default: the
+	// Default* constants.
+	Limits Limits
 	// Decompress serves an answer the upstream compressed uncompressed;
 	// otherwise it is served compressed as it came (re-split).
 	Decompress bool
@@ -85,6 +94,7 @@ type ShieldConfig struct {
 // it sent.
 type Shield struct {
 	cfg     ShieldConfig
+	limits  *answerLimits
 	results *cache.Results[wirea2s.Type, *served]
 	loads   [3]func(context.Context) (*served, error)
 	key     [keyLen]byte
@@ -127,7 +137,11 @@ func NewShield(cfg ShieldConfig) (*Shield, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Shield{cfg: cfg, results: results}
+	limits, err := newAnswerLimits(cfg.Limits, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	s := &Shield{cfg: cfg, results: results, limits: limits}
 	s.key = sha256.Sum256(cfg.Key) // any key length, one fixed-size secret
 	s.nextID.Store(uint32(time.Now().UnixNano()))
 	for i, t := range []wirea2s.Type{wirea2s.TypeInfoRequest, wirea2s.TypePlayerRequest, wirea2s.TypeRulesRequest} {
@@ -297,6 +311,20 @@ func (s *Shield) layout(ctx context.Context, a *served) wirea2s.Layout {
 		return wirea2s.LayoutFor(info.appID, info.protocol)
 	}
 	return wirea2s.LayoutSource
+}
+
+// Admit decides whether src, which passed its challenge, is sent the
+// answer datagrams now, and counts them against its limits and the total
+// if so: Answered, DroppedSourceLimit or DroppedTotalLimit. The game server
+// limits queries per address too; without this a validated source would
+// draw an answer of up to max_response bytes for each 9-byte request, as
+// fast as it asks. It allocates nothing.
+func (s *Shield) Admit(src netip.AddrPort, datagrams [][]byte) Verdict {
+	n := 0
+	for _, d := range datagrams {
+		n += len(d)
+	}
+	return s.limits.admit(src, n)
 }
 
 // Close ends the shield's upstream queries: those running are cancelled

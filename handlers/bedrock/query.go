@@ -123,7 +123,7 @@ func raw(r *wirebe.Pong) map[string]any {
 // its map the second (the level name on vanilla servers), both without §
 // formatting codes; version, players online and max come from the
 // advertisement, and every field is kept under raw. The pong lists no
-// players.
+// players. connect is the advertised IPv4 port on the address's host.
 func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Status, error) {
 	var r wirebe.Pong
 	address = Address(address)
@@ -139,11 +139,14 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 		NumPlayers: online,
 		MaxPlayers: maxPlayers,
 		Players:    []query.Player{},
+		Bots:       []query.Player{},
 		Ping:       rtt.Milliseconds(),
 		Protocol:   "bedrock",
-		Address:    address,
 		Raw:        raw(&r),
 	}
+	// The advertised IPv4 port is where game clients join.
+	port4, _ := wirebe.Number(r.Fields[wirebe.FieldPortV4])
+	st.SetAddress(address, port4)
 	if f, ok := r.Field(wirebe.FieldSubMOTD); ok {
 		st.Map = minecraft.StripFormatting(text(f))
 	}

@@ -29,8 +29,9 @@ func TestStatus(t *testing.T) {
 		wantRaw   string
 		guid      int64
 		wantNoMap bool
+		gamePort  string // in connect, when not the query port
 	}{
-		{name: "dedicated server", ad: bds, guid: -2,
+		{name: "dedicated server", ad: bds, guid: -2, gamePort: "19132",
 			want:    query.Status{Name: "Gate Rock", Map: "Sky Isles", Version: "1.21.2", NumPlayers: 3, MaxPlayers: 30},
 			wantRaw: `{"edition":"MCPE","gamemode":"Survival","gamemode_numeric":1,"max":30,"motd":"§l§bGate §rRock","online":3,"port_v4":19132,"port_v6":19133,"protocol":686,"server_guid":"18446744073709551614","server_id":"1234567890123456789","sub_motd":"§eSky Isles","version":"1.21.2"}`},
 		{name: "six fields", ad: "MCEE;Class;465;1.17.30;0;8", guid: 9,
@@ -50,6 +51,14 @@ func TestStatus(t *testing.T) {
 				st.NumPlayers != c.want.NumPlayers || st.MaxPlayers != c.want.MaxPlayers ||
 				st.Protocol != "bedrock" || st.Address != addr.String() || st.Players == nil || len(st.Players) != 0 {
 				t.Errorf("got %+v, want %+v", st, c.want)
+			}
+			// connect is the advertised IPv4 port, when there is one.
+			wantConnect := addr.String()
+			if c.gamePort != "" {
+				wantConnect = "127.0.0.1:" + c.gamePort
+			}
+			if st.Connect != wantConnect || st.QueryPort != int(addr.Port()) || st.Bots == nil {
+				t.Errorf("connect %q, queryPort %d, bots %v; want %q, %d, []", st.Connect, st.QueryPort, st.Bots, wantConnect, addr.Port())
 			}
 			raw, _ := json.Marshal(st.Raw)
 			if string(raw) != c.wantRaw {

@@ -131,7 +131,8 @@ func (e *errProtocol) Unwrap() error { return e.err }
 // ProbeCapability (the server refuses, so nothing joins, and says its
 // version and capabilities); the "join" command probes with a real
 // capability (the first argument, or JoinCapability) and reports whether
-// such a client can join. With LAN set, a status also carries the server's
+// such a client can join: when it can, the probe has joined the game, so
+// join is not among the read-only commands. With LAN set, a status also carries the server's
 // LAN announcement, and the "lan" command returns it.
 type QueryProtocol struct {
 	Prober Prober
@@ -155,19 +156,15 @@ func mapError(address string, err error) error {
 	switch {
 	case errors.As(err, &pe):
 		return query.Upstream(address, pe.err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return query.Timeout(address)
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return query.Timeout(address)
-	}
-	return query.Unreachable(address, err)
+	return query.Failure(address, err)
 }
 
-// ReadOnlyCommands returns join (a probe that the prober disconnects as soon
-// as the server has answered) and lan.
-func (q *QueryProtocol) ReadOnlyCommands() []string { return []string{"join", "lan"} }
+// ReadOnlyCommands returns lan. Not join: a join probe whose capability the
+// server accepts really joins the game (the server creates a player for
+// it, taking an AI's place, until it drops the probe as lagging), so it is
+// sent only where the server's command allow-list names it.
+func (q *QueryProtocol) ReadOnlyCommands() []string { return []string{"lan"} }
 
 // Status reports a server's version and capabilities, and with LAN set its
 // announcement (asked at the same time as the probe).
@@ -191,15 +188,16 @@ func (q *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	st := &query.Status{
 		Version:  res.Version,
 		Players:  []query.Player{},
+		Bots:     []query.Player{},
 		Ping:     q.now().Sub(start).Milliseconds(),
 		Protocol: "freeciv",
-		Address:  address,
 		Raw: map[string]any{
 			"capability": res.Capability,
 			"message":    res.Message,
 			"can_join":   res.CanJoin,
 		},
 	}
+	st.SetAddress(address, 0) // the probe asks the game port itself
 	if q.LAN != nil {
 		if a := <-lanC; a.err == nil {
 			st.Name, st.NumPlayers = a.res.Hostname, a.res.Players

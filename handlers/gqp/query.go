@@ -82,7 +82,9 @@ func ToJSON(r *wiregqp.Reply) ReplyJSON {
 
 // QueryProtocol is GQP as a query.Protocol: commands are sent as they are,
 // and a server's status comes from identify plus an optional status command
-// whose name/value records and labeled lists fill the normalised fields.
+// whose name/value records and labeled lists fill the normalised fields
+// (a "players" list the people, a "bots" list the bots, a "gameport" or
+// "hostport" pair the port of connect).
 type QueryProtocol struct {
 	Client *Client
 	// StatusCommand is the command whose answer describes the server's
@@ -127,10 +129,8 @@ func (p *QueryProtocol) ask(ctx context.Context, address string, q *wiregqp.Quer
 		return nil, query.Timeout(address)
 	case errors.As(err, &pe):
 		return nil, query.Upstream(address, pe.Err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return nil, query.Timeout(address)
 	}
-	return nil, query.Unreachable(address, err)
+	return nil, query.Failure(address, err)
 }
 
 // Command sends one command and returns its reply as JSON; a reply with an
@@ -190,7 +190,8 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	if err != nil {
 		return nil, err
 	}
-	st := &query.Status{Protocol: "gqp", Address: address, Ping: p.now().Sub(start).Milliseconds(), Players: []query.Player{}, Raw: map[string]any{}}
+	st := &query.Status{Protocol: "gqp", Ping: p.now().Sub(start).Milliseconds(), Players: []query.Player{}, Bots: []query.Player{}, Raw: map[string]any{}}
+	gamePort := 0
 	for i := range resp.Replies {
 		r := &resp.Replies[i]
 		st.Raw[string(r.Name)] = ToJSON(r)
@@ -222,18 +223,26 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 					st.MaxPlayers, _ = strconv.Atoi(v)
 				case "password", "passworded":
 					st.Password = v == "1" || strings.EqualFold(v, "true") || strings.EqualFold(v, "yes")
+				case "gameport", "hostport":
+					gamePort, _ = strconv.Atoi(v)
 				}
 			case wiregqp.RecordLabeled, wiregqp.RecordList:
-				if label == "players" || rec.Kind == wiregqp.RecordList && p.StatusCommand == "players" {
+				switch {
+				case label == "players" || rec.Kind == wiregqp.RecordList && p.StatusCommand == "players":
 					for _, it := range rec.Items {
 						st.Players = append(st.Players, query.Player{Name: string(it)})
+					}
+				case label == "bots":
+					for _, it := range rec.Items {
+						st.Bots = append(st.Bots, query.Player{Name: string(it)})
 					}
 				}
 			}
 		}
 	}
 	if st.NumPlayers == 0 {
-		st.NumPlayers = len(st.Players)
+		st.NumPlayers = len(st.Players) + len(st.Bots)
 	}
+	st.SetAddress(address, gamePort)
 	return st, nil
 }

@@ -258,12 +258,22 @@ func (p *JavaProtocol) Status(ctx context.Context, address string) (*query.Statu
 	if err != nil {
 		if p.Legacy && !isTimeout(err) && time.Now().Before(deadline) {
 			if ls, lrtt, lerr := p.legacy(ctx, dialAddr, host, port, deadline); lerr == nil {
-				return legacyStatus(address, ls, lrtt), nil
+				st := legacyStatus(address, ls, lrtt)
+				st.SetAddress(dialAddr, 0)
+				st.Address = address
+				return st, nil
 			}
 		}
 		return nil, failure(dialAddr, err)
 	}
-	return p.modernStatus(address, js, rtt)
+	st, err := p.modernStatus(address, js, rtt)
+	if err == nil {
+		// Where the game client joins: the address the status came from
+		// (a bare host name's SRV target), the game's own port.
+		st.SetAddress(dialAddr, 0)
+		st.Address = address // as asked: a bare host name stays one
+	}
+	return st, err
 }
 
 func isTimeout(err error) bool {
@@ -282,7 +292,7 @@ func failure(address string, err error) error {
 	if errors.As(err, &de) {
 		return query.Upstream(address, err)
 	}
-	return query.Errorf(http.StatusBadGateway, "querying the Minecraft server at %s: %v", address, err)
+	return query.Failure(address, err)
 }
 
 func (p *JavaProtocol) modernStatus(address string, js []byte, rtt time.Duration) (*query.Status, error) {
@@ -300,7 +310,7 @@ func (p *JavaProtocol) modernStatus(address string, js []byte, rtt time.Duration
 	st := &query.Status{
 		Name: StripFormatting(FlattenChat(sj.Description)), Version: sj.Version.Name,
 		NumPlayers: sj.Players.Online, MaxPlayers: sj.Players.Max, Ping: rtt.Milliseconds(),
-		Protocol: "minecraft", Address: address, Players: []query.Player{}, Raw: raw,
+		Protocol: "minecraft", Players: []query.Player{}, Bots: []query.Player{}, Raw: raw,
 	}
 	for _, s := range sj.Players.Sample {
 		st.Players = append(st.Players, query.Player{Name: s.Name, Raw: map[string]any{"id": s.ID}})
@@ -318,7 +328,7 @@ func legacyStatus(address string, s *wiremc.LegacyStatus, rtt time.Duration) *qu
 	}
 	return &query.Status{
 		Name: StripFormatting(string(s.MOTD)), Version: string(s.Version), NumPlayers: online, MaxPlayers: maxp,
-		Ping: rtt.Milliseconds(), Protocol: "minecraft", Address: address, Players: []query.Player{}, Raw: raw,
+		Ping: rtt.Milliseconds(), Protocol: "minecraft", Players: []query.Player{}, Bots: []query.Player{}, Raw: raw,
 	}
 }
 

@@ -110,24 +110,28 @@ func atoi(b []byte) int {
 	return n
 }
 
-// players converts the player lines. A player whose ping is 0 is a bot:
-// ioquake3 and DarkPlaces report bots that way, and GameDig reads them so.
-func players(r *wireq3.Response) ([]query.Player, int) {
-	out := make([]query.Player, len(r.Players))
-	bots := 0
+// players converts the player lines into people and bots. A player whose
+// ping is 0 is a bot: ioquake3 and DarkPlaces report bots that way, and
+// GameDig reads them so. Each keeps GameDig's frags and ping under raw,
+// with its name as sent (colour codes included), DarkPlaces' team, and
+// bot: true for bots (the players command lists people and bots in one).
+func players(r *wireq3.Response) (people, bots []query.Player) {
+	people, bots = []query.Player{}, []query.Player{}
 	for i := range r.Players {
 		pl := &r.Players[i]
-		raw := map[string]any{"name": validUTF8(pl.Name), "score": pl.Score, "ping": pl.Ping}
+		raw := map[string]any{"name": validUTF8(pl.Name), "frags": pl.Score, "ping": pl.Ping}
 		if pl.HasTeam {
 			raw["team"] = pl.Team
 		}
+		p := query.Player{Name: plain(pl.Name), Raw: raw}
 		if pl.Ping == 0 {
 			raw["bot"] = true
-			bots++
+			bots = append(bots, p)
+		} else {
+			people = append(people, p)
 		}
-		out[i] = query.Player{Name: plain(pl.Name), Raw: raw}
 	}
-	return out, bots
+	return people, bots
 }
 
 // Status asks getstatus and normalises the answer across engines' key
@@ -139,7 +143,8 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	if err != nil {
 		return nil, err
 	}
-	st := &query.Status{Protocol: "quake3", Address: address, Ping: rtt.Milliseconds(), Raw: vars(&r)}
+	st := &query.Status{Protocol: "quake3", Ping: rtt.Milliseconds(), Raw: vars(&r)}
+	st.SetAddress(address, 0) // the query port is the game port
 	if v, ok := first(&r, "sv_hostname", "hostname"); ok {
 		st.Name = plain(v)
 	}
@@ -156,10 +161,9 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 		st.Password = atoi(v) != 0
 	}
 	st.Players, st.Bots = players(&r)
-	st.NumPlayers = len(st.Players)
-	if v, ok := first(&r, "bots"); ok {
-		st.Bots = atoi(v) // DarkPlaces counts its bots itself
-	}
+	// Every line, bots included, as GameDig counts (getstatus has no count
+	// of its own on ioquake3; DarkPlaces' clients and bots stay in raw).
+	st.NumPlayers = len(st.Players) + len(st.Bots)
 	return st, nil
 }
 
@@ -188,8 +192,8 @@ func (p *QueryProtocol) Command(ctx context.Context, address, command string, ar
 		if _, err := p.ask(ctx, address, "getstatus", &r); err != nil {
 			return nil, err
 		}
-		pl, _ := players(&r)
-		return pl, nil
+		people, bots := players(&r)
+		return append(people, bots...), nil
 	}
 	return nil, query.Errorf(http.StatusNotFound, "quake3 has no command %q (it has info, rules and players)", command)
 }

@@ -65,12 +65,16 @@ func TestStatusWantsItsChallenge(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.Name != "Red Arena" || st.Map != "oa_dm1" || st.MaxPlayers != 8 || !st.Password || st.Version != "ioq3 1.36" ||
-		st.NumPlayers != 2 || st.Bots != 1 || st.Protocol != "quake3" {
+		st.NumPlayers != 2 || st.Protocol != "quake3" || st.Connect != addr || st.QueryPort == 0 {
 		t.Fatalf("got %+v", st)
 	}
-	if st.Players[0].Name != "Alice" || st.Players[0].Raw["name"] != "^2Alice" || st.Players[0].Raw["score"] != 5 ||
-		st.Players[0].Raw["ping"] != 48 || st.Players[1].Raw["bot"] != true || st.Players[0].Raw["bot"] != nil {
-		t.Fatalf("players: got %+v", st.Players)
+	// The player with ping 0 is a bot, apart from the people.
+	if len(st.Players) != 1 || len(st.Bots) != 1 {
+		t.Fatalf("got players %+v and bots %+v, want one of each", st.Players, st.Bots)
+	}
+	if st.Players[0].Name != "Alice" || st.Players[0].Raw["name"] != "^2Alice" || st.Players[0].Raw["frags"] != 5 ||
+		st.Players[0].Raw["ping"] != 48 || st.Players[0].Raw["bot"] != nil || st.Bots[0].Name != "Dark" || st.Bots[0].Raw["bot"] != true {
+		t.Fatalf("players: got %+v, bots %+v", st.Players, st.Bots)
 	}
 	if _, ok := st.Raw["challenge"]; ok || st.Raw["sv_hostname"] != "^1Red ^7Arena" {
 		t.Fatalf("raw: got %v", st.Raw)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -59,11 +59,13 @@ func (a *Attempt) Send(datagram []byte) error {
 // another fragment, or because the datagram answers something else);
 // its argument is only valid during the call, and it may send again.
 //
-// An attempt that gets no complete answer within Timeout, or whose socket
-// reports the server unreachable (an ICMP port-unreachable surfaces as a
-// read error on a connected socket), is followed by the next; after the
-// last, Run returns ErrNoAnswer. It returns ctx.Err() once ctx ends, and
-// the errors of start and accept, and of opening a socket, as they are.
+// An attempt that gets no complete answer within Timeout is followed by the
+// next; after the last, Run returns ErrNoAnswer. A port that nothing
+// listens on ends the exchange at once: the host's ICMP port unreachable
+// surfaces as ECONNREFUSED on the connected socket, and Run returns that
+// error (errors.Is(err, syscall.ECONNREFUSED); Failure maps it to
+// TypeRefused). It returns ctx.Err() once ctx ends, and the errors of start
+// and accept, and of opening a socket, as they are.
 func (x *UDPExchange) Run(ctx context.Context, raddr *net.UDPAddr, start func(*Attempt) (accept func(datagram []byte) (bool, error), err error)) error {
 	timeout, retries := x.Timeout, x.Retries
 	if timeout <= 0 {
@@ -120,9 +122,12 @@ func (x *UDPExchange) attempt(ctx context.Context, raddr *net.UDPAddr, timeout t
 			if ctx.Err() != nil {
 				return false, ctx.Err()
 			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				return false, err // nothing listens there: retrying cannot help
+			}
 			var ne net.Error
 			if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
-				return false, nil // no answer in time, or nobody listening
+				return false, nil // no answer in time, or the host unreachable for now
 			}
 			return false, err
 		}
@@ -141,12 +146,12 @@ func (x *UDPExchange) attempt(ctx context.Context, raddr *net.UDPAddr, timeout t
 // out or ctx ends (see Run). Datagrams accept returns false for (another
 // query's answer, a wrong challenge) are dropped and waiting goes on.
 //
-// No answer is a *Error from Timeout, an error from accept becomes one from
-// Upstream.
+// An error from accept becomes a *Error from Upstream; every other failure
+// one from Failure (timeout, refused, unresolved, unreachable).
 func (x *UDPExchange) Exchange(ctx context.Context, address string, request []byte, accept func(datagram []byte) (bool, error)) error {
 	raddr, err := net.ResolveUDPAddr("udp", address)
 	if err != nil {
-		return Errorf(http.StatusBadGateway, "cannot resolve the game server's address %s: %v", address, err)
+		return Failure(address, err)
 	}
 	var unusable error
 	err = x.Run(ctx, raddr, func(a *Attempt) (func([]byte) (bool, error), error) {
@@ -165,5 +170,5 @@ func (x *UDPExchange) Exchange(ctx context.Context, address string, request []by
 	case unusable != nil:
 		return Upstream(address, unusable)
 	}
-	return Timeout(address)
+	return Failure(address, err)
 }

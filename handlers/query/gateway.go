@@ -58,10 +58,16 @@ type Config struct {
 	// arguments, so varying arguments cannot starve the status.
 	RateLimit float64
 	RateBurst int
-	// MaxAdHoc bounds the ad-hoc requests being answered at once, over all
-	// clients (and so the sockets and name lookups they use); past it
-	// ad-hoc requests answer 503. Default: 32.
+	// MaxAdHoc bounds the ad-hoc upstream work (name lookups, queries and
+	// so their sockets) running at once, over all clients; past it ad-hoc
+	// requests that need such work answer 503. Answers from the cache
+	// take none. Default: 32.
 	MaxAdHoc int
+	// MaxAdHocPerNetwork bounds the same work started by one client
+	// network (clientaddr.Network: an IPv4 /24, an IPv6 /48); past it that
+	// network's ad-hoc requests that need such work answer 429.
+	// Default: 4.
+	MaxAdHocPerNetwork int
 	// AdHocRate is the most ad-hoc requests per second per client, with
 	// AdHocBurst at once; past it they answer 429. A client is an IPv4
 	// address or an IPv6 prefix of ClientIPv6Prefix bits. Default: 2 per
@@ -117,7 +123,7 @@ type Gateway struct {
 
 	clientLimit ratelimit.Limit
 	clients     *ratelimit.Table[netip.Prefix] // ad-hoc requests per client
-	adHoc       chan struct{}                  // ad-hoc requests being answered
+	adHoc       *slots                         // ad-hoc upstream work running
 }
 
 // budgets are a target's two upstream budgets: one for the status and
@@ -216,7 +222,10 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		cfg.RateBurst = ratelimit.DefaultBurst(cfg.RateLimit)
 	}
 	if cfg.MaxAdHoc == 0 {
-		cfg.MaxAdHoc = 32
+		cfg.MaxAdHoc = DefaultMaxAdHoc
+	}
+	if cfg.MaxAdHocPerNetwork == 0 {
+		cfg.MaxAdHocPerNetwork = DefaultMaxAdHocPerNetwork
 	}
 	if cfg.AdHocRate == 0 {
 		cfg.AdHocRate = 2
@@ -260,7 +269,7 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		adHocBudgets:  ratelimit.NewTable[adHocBudget](cfg.MaxEntries, clock),
 		clientLimit:   clientLimit,
 		clients:       ratelimit.NewTable[netip.Prefix](cfg.MaxEntries, clock),
-		adHoc:         make(chan struct{}, cfg.MaxAdHoc),
+		adHoc:         newSlots(cfg.MaxAdHoc, cfg.MaxAdHocPerNetwork),
 	}
 	for name, s := range cfg.Servers {
 		cmds := s.Commands
@@ -276,6 +285,12 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	}
 	return g, nil
 }
+
+// Defaults of the ad-hoc bounds.
+const (
+	DefaultMaxAdHoc           = 32
+	DefaultMaxAdHocPerNetwork = 4
+)
 
 func remoteIP(r *http.Request) netip.Addr {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
@@ -301,6 +316,9 @@ type target struct {
 	protocol Protocol
 	named    bool
 	commands []string // allowed besides status
+	// network is the client network an ad-hoc target was asked by: its
+	// upstream work takes that network's slots.
+	network netip.Prefix
 	// A named server's upstream budgets, and the loads of its
 	// argument-free commands by command.
 	budgets *budgets
@@ -316,27 +334,20 @@ func (t *target) allows(command string) bool {
 // gateway's limits applied.
 func (g *Gateway) request(ctx context.Context, client func() netip.Addr, name, command string, args []string) (*answer, cache.Result[*answer], *Error) {
 	var none cache.Result[*answer]
-	adHoc := false
+	var network netip.Prefix
 	if _, named := g.named[name]; !named && g.cfg.AdHoc != nil {
 		if _, _, err := net.SplitHostPort(name); err == nil {
-			adHoc = true
+			// Bounded per client before anything else; the upstream
+			// work (name lookup, query) takes slots of its own.
+			ip := client()
+			if ok, wait := g.clients.Allow(g.clientLimit, clientaddr.Key(ip, g.cfg.ClientIPv6Prefix)); !ok {
+				return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, Type: TypeLimited, RetryAfter: wait,
+					Message: "too many ad-hoc queries from this client; try again shortly"}
+			}
+			network = clientaddr.Network(ip, 0, 0)
 		}
 	}
-	if adHoc {
-		// Bounded per client and in all, before any name lookup or socket.
-		if ok, wait := g.clients.Allow(g.clientLimit, clientaddr.Key(client(), g.cfg.ClientIPv6Prefix)); !ok {
-			return nil, none, &Error{HTTPStatus: http.StatusTooManyRequests, RetryAfter: wait,
-				Message: "too many ad-hoc queries from this client; try again shortly"}
-		}
-		select {
-		case g.adHoc <- struct{}{}:
-			defer func() { <-g.adHoc }()
-		default:
-			return nil, none, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: time.Second,
-				Message: "too many ad-hoc queries at once; try again shortly"}
-		}
-	}
-	t, e := g.resolve(ctx, name)
+	t, e := g.resolve(ctx, name, network)
 	if e != nil {
 		return nil, none, e
 	}
@@ -347,15 +358,32 @@ func (g *Gateway) request(ctx context.Context, client func() netip.Addr, name, c
 	if err != nil {
 		var qe *Error
 		if !errors.As(err, &qe) {
-			// Logged where it happened; the client gets words.
-			qe = Errorf(HTTPStatus(err), "the game server could not be queried")
+			// Logged where it happened; the client gets its cause in words.
+			qe = Failure(t.name, err)
 		}
 		return nil, res, qe
 	}
 	return a, res, nil
 }
 
-func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
+// takeAdHoc takes a slot of ad-hoc upstream work for network; give it back
+// with g.adHoc.give(network).
+func (g *Gateway) takeAdHoc(network netip.Prefix) *Error {
+	ok, own := g.adHoc.take(network)
+	switch {
+	case ok:
+		return nil
+	case own:
+		return &Error{HTTPStatus: http.StatusTooManyRequests, Type: TypeLimited, RetryAfter: time.Second,
+			Message: "too many ad-hoc queries at once from this network; try again shortly"}
+	}
+	return &Error{HTTPStatus: http.StatusServiceUnavailable, Type: TypeLimited, RetryAfter: time.Second,
+		Message: "too many ad-hoc queries at once; try again shortly"}
+}
+
+// resolve finds the target name means; an ad-hoc target is asked for by
+// network.
+func (g *Gateway) resolve(ctx context.Context, name string, network netip.Prefix) (*target, *Error) {
 	if t, ok := g.named[name]; ok {
 		return t, nil
 	}
@@ -369,9 +397,21 @@ func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 	if err != nil {
 		return nil, Errorf(http.StatusBadRequest, "bad address %q: %v", name, err)
 	}
+	if _, err := netip.ParseAddr(host); err != nil {
+		// A name lookup is upstream work too.
+		if e := g.takeAdHoc(network); e != nil {
+			return nil, e
+		}
+		defer g.adHoc.give(network)
+	}
 	addrs, err := netaddr.LookupHost(ctx, host)
 	if err != nil {
-		return nil, Errorf(http.StatusBadGateway, "cannot resolve %q", host)
+		e := &Error{HTTPStatus: http.StatusBadGateway, Type: TypeUnresolved,
+			Message: fmt.Sprintf("cannot resolve %q", host), Detail: err}
+		if g.cfg.Log != nil {
+			g.cfg.Log(name, err)
+		}
+		return nil, e
 	}
 	for _, a := range addrs {
 		if !g.allowed(a) {
@@ -385,7 +425,7 @@ func (g *Gateway) resolve(ctx context.Context, name string) (*target, *Error) {
 	// Its answers are cached and shared under that key, so they name it by
 	// the address too, never by one client's spelling.
 	return &target{key: g.cfg.AdHoc.Name() + "/" + addr, name: addr, address: addr, protocol: g.cfg.AdHoc,
-		commands: ReadOnlyCommands(g.cfg.AdHoc)}, nil
+		commands: ReadOnlyCommands(g.cfg.AdHoc), network: network}, nil
 }
 
 func (g *Gateway) allowed(a netip.Addr) bool {
@@ -450,8 +490,17 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 		budget = plainBudget
 	}
 	return func(ctx context.Context) (*answer, error) {
+		if !t.named {
+			// Only the load holds a slot: requests answered from the
+			// cache, or waiting for this load, hold none. A refusal says
+			// nothing about the target, so it is not cached.
+			if e := g.takeAdHoc(t.network); e != nil {
+				return nil, cache.Uncached(e)
+			}
+			defer g.adHoc.give(t.network)
+		}
 		if ok, wait := g.allowUpstream(t, budget); !ok {
-			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, RetryAfter: wait,
+			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, Type: TypeLimited, RetryAfter: wait,
 				Message: "the query rate limit for " + t.name + " is reached; try again shortly"}
 		}
 		if g.cfg.OnUpstream != nil {
@@ -489,12 +538,23 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 	}
 }
 
+// errorBody is an error answer: {"error": {"type": …, "message": …,
+// "protocol_status": …}, "server": …}. The type is stable (ErrorType), the
+// message words for people.
+type errorBody struct {
+	Error  errorDetail `json:"error"`
+	Server string      `json:"server"`
+}
+
+type errorDetail struct {
+	Type           ErrorType `json:"type"`
+	Message        string    `json:"message"`
+	ProtocolStatus int       `json:"protocol_status,omitempty"`
+}
+
 func errorAnswer(server string, e *Error) *answer {
-	doc := map[string]any{"error": e.Message, "server": server}
-	if e.ProtocolStatus != 0 {
-		doc["protocol_status"] = e.ProtocolStatus
-	}
-	body, _ := json.Marshal(doc)
+	body, _ := json.Marshal(errorBody{Server: server,
+		Error: errorDetail{Type: e.Kind(), Message: e.Message, ProtocolStatus: e.ProtocolStatus}})
 	return newAnswer(e.HTTPStatus, body, "")
 }
 

@@ -637,3 +637,60 @@ func TestAdHocTargetIsItsParsedAddress(t *testing.T) {
 		t.Errorf("a cached answer names another client's spelling: %s", w.Body)
 	}
 }
+
+// Ad-hoc slots are held only by upstream work: while every slot is held by
+// queries that do not answer, a cached ad-hoc answer is still served, and
+// one client network cannot hold more than its own share.
+func TestAdHocSlotsOnlyForUpstreamWork(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	entered := make(chan struct{}, 16)
+	slow := &blockingProtocol{entered: entered, release: block}
+	r := newRig(t, func(c *Config) {
+		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AdHoc = slow
+		c.AdHocRate, c.AdHocBurst, c.MaxAdHoc, c.MaxAdHocPerNetwork = 100, 100, 4, 2
+	})
+	// 192.0.2.9:1 answers once, and is cached.
+	go func() { r.adHocFrom("203.0.113.1", "192.0.2.9:1") }()
+	<-entered
+	block <- struct{}{}
+	testutil.WaitFor(t, "the first answer cached", func() bool {
+		_, ok, _ := r.gw.other.Peek(resultKey{target: "test/192.0.2.9:1", command: "status"}, r.gw.policy("status"))
+		return ok
+	})
+	// Network 198.51.100.0/24 holds its 2 slots with queries that hang;
+	// its third is refused with 429, not queued and not counted globally.
+	for i := range 2 {
+		go r.adHocFrom("198.51.100."+strconv.Itoa(1+i), "192.0.2."+strconv.Itoa(20+i)+":1")
+		<-entered
+	}
+	if w := r.adHocFrom("198.51.100.3", "192.0.2.30:1"); w.Code != 429 {
+		t.Fatalf("a network's third upstream query at once: got %d %s, want 429", w.Code, w.Body)
+	}
+	// Two other networks fill the global bound of 4.
+	for i := range 2 {
+		go r.adHocFrom("192.0.2."+strconv.Itoa(100+i)+"", "192.0.2."+strconv.Itoa(40+i)+":1")
+		<-entered
+	}
+	if w := r.adHocFrom("203.0.113.1", "192.0.2.50:1"); w.Code != 503 {
+		t.Fatalf("an upstream query past the global bound: got %d %s, want 503", w.Code, w.Body)
+	}
+	// The cached answer takes no slot.
+	if w := r.adHocFrom("203.0.113.1", "192.0.2.9:1"); w.Code != 200 || w.Header().Get("X-Gamegate-Cache") != "hit" {
+		t.Fatalf("a cached ad-hoc answer while every slot is held: got %d %s, want a 200 hit", w.Code, w.Body)
+	}
+	// The refusal was not cached: once slots are free the target is asked.
+	for range 4 {
+		block <- struct{}{}
+	}
+	testutil.WaitFor(t, "the slots given back", func() bool {
+		r.gw.adHoc.mu.Lock()
+		defer r.gw.adHoc.mu.Unlock()
+		return r.gw.adHoc.used == 0 && len(r.gw.adHoc.held) == 0
+	})
+	go func() { <-entered; block <- struct{}{} }()
+	if w := r.adHocFrom("203.0.113.1", "192.0.2.50:1"); w.Code != 200 {
+		t.Fatalf("the refused target once slots are free: got %d %s, want 200", w.Code, w.Body)
+	}
+}

@@ -43,6 +43,17 @@ const (
 	DefaultJoinCodeBurst           = 10
 	DefaultMaxAllocationsPerClient = 100
 	DefaultMaxClients              = 65536
+
+	// Per-network limits (a network: an IPv4 /24 or an IPv6 /48 by
+	// default), so that a holder of many addresses in few networks is
+	// limited as a few clients, not as many: allocations held, /v1/join
+	// requests, and failed authentications (past the burst, the network's
+	// requests get 429 until the rate has earned it another attempt).
+	DefaultMaxAllocationsPerNetwork = 500
+	DefaultJoinNetworkRate          = 1
+	DefaultJoinNetworkBurst         = 30
+	DefaultAuthFailureRate          = 0.1
+	DefaultAuthFailureBurst         = 20
 )
 
 // APIConfig is the behaviour of an API.
@@ -99,6 +110,31 @@ type APIConfig struct {
 	// ClientIPv6Prefix is the prefix length, in bits, that makes one IPv6
 	// client (see ClientKey). Default: 64.
 	ClientIPv6Prefix int
+	// NetworkIPv4Prefix and NetworkIPv6Prefix are the prefix lengths, in
+	// bits, that make one client network (see NetworkKey). An IPv6 network
+	// is never narrower than an IPv6 client. Defaults: 24 and 48.
+	NetworkIPv4Prefix int
+	NetworkIPv6Prefix int
+	// MaxAllocationsPerNetwork bounds the unexpired allocations the clients
+	// of one network hold together; past it they get 429 with
+	// Retry-After. Default: 500.
+	MaxAllocationsPerNetwork int
+	// JoinNetworkRate and JoinNetworkBurst limit the /v1/join requests of
+	// each network's clients together, besides each client's own limit.
+	// Defaults: 1 and 30.
+	JoinNetworkRate  float64
+	JoinNetworkBurst int
+	// AuthFailureRate and AuthFailureBurst limit the requests without a
+	// valid token from each network: after AuthFailureBurst of them, every
+	// request from the network, with a valid token or not, gets 429 with
+	// Retry-After until AuthFailureRate has earned it another attempt, so
+	// tokens cannot be guessed faster than that. Defaults: 0.1 and 20.
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	// NewLimiter returns the limiter of the named rate limit (one of the
+	// Limit constants) at rate per second and burst at once. Default:
+	// Rates' LocalLimiter of that name, admitting MaxClients keys.
+	NewLimiter func(name string, rate float64, burst int) (Limiter, error)
 	// Rates holds the per-client request rates; APIs may share one, and it
 	// may outlive an API (kept across configuration reloads, a reload does
 	// not reset the clients' limits). NewAPI changes nothing in it.
@@ -139,8 +175,9 @@ type API struct {
 	endpoints   []APIServerEndpoint
 	codeLocks   keyedMutex
 
-	// Per-endpoint limits, applied to the tables of cfg.Rates.
-	joinLimit, allocateLimit, joinCodeLimit ratelimit.Limit
+	// The rate limits: per client for each endpoint, per network for
+	// /v1/join and for failed authentications.
+	joinRate, allocateRate, joinCodeRate, joinNetworkRate, authFailures Limiter
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -169,12 +206,36 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if err := clientaddr.ValidateIPv6Prefix("client IPv6 prefix", cfg.ClientIPv6Prefix); err != nil {
 		return nil, fmt.Errorf("relay api: %w", err)
 	}
+	if err := clientaddr.ValidateIPv6Prefix("network IPv6 prefix", cfg.NetworkIPv6Prefix); err != nil {
+		return nil, fmt.Errorf("relay api: %w", err)
+	}
+	if err := clientaddr.ValidateNetworkIPv4Prefix("network IPv4 prefix", cfg.NetworkIPv4Prefix); err != nil {
+		return nil, fmt.Errorf("relay api: %w", err)
+	}
+	if cfg.MaxAllocationsPerNetwork < 0 {
+		return nil, errors.New("relay api: limits must not be negative")
+	}
 	setDefaultRate(&cfg.JoinRate, &cfg.JoinBurst, DefaultJoinRate, DefaultJoinBurst)
 	setDefaultRate(&cfg.AllocateRate, &cfg.AllocateBurst, DefaultAllocateRate, DefaultAllocateBurst)
 	setDefaultRate(&cfg.JoinCodeRate, &cfg.JoinCodeBurst, DefaultJoinCodeRate, DefaultJoinCodeBurst)
+	setDefaultRate(&cfg.JoinNetworkRate, &cfg.JoinNetworkBurst, DefaultJoinNetworkRate, DefaultJoinNetworkBurst)
+	setDefaultRate(&cfg.AuthFailureRate, &cfg.AuthFailureBurst, DefaultAuthFailureRate, DefaultAuthFailureBurst)
 	if cfg.MaxAllocationsPerClient == 0 {
 		cfg.MaxAllocationsPerClient = DefaultMaxAllocationsPerClient
 	}
+	if cfg.MaxAllocationsPerNetwork == 0 {
+		cfg.MaxAllocationsPerNetwork = DefaultMaxAllocationsPerNetwork
+	}
+	if cfg.ClientIPv6Prefix == 0 {
+		cfg.ClientIPv6Prefix = clientaddr.DefaultIPv6Prefix
+	}
+	if cfg.NetworkIPv4Prefix == 0 {
+		cfg.NetworkIPv4Prefix = clientaddr.DefaultNetworkIPv4Prefix
+	}
+	if cfg.NetworkIPv6Prefix == 0 {
+		cfg.NetworkIPv6Prefix = clientaddr.DefaultNetworkIPv6Prefix
+	}
+	cfg.NetworkIPv6Prefix = min(cfg.NetworkIPv6Prefix, cfg.ClientIPv6Prefix)
 	if cfg.MaxClients == 0 {
 		cfg.MaxClients = DefaultMaxClients
 	}
@@ -239,22 +300,29 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if a.tokens, err = httpauth.New(cfg.Tokens...); err != nil {
 		return nil, fmt.Errorf("relay api: tokens: %w", err)
 	}
+	if a.cfg.Rates == nil {
+		a.cfg.Rates = NewClientRates(cfg.Now)
+	}
+	if a.cfg.NewLimiter == nil {
+		a.cfg.NewLimiter = func(name string, rate float64, burst int) (Limiter, error) {
+			return a.cfg.Rates.Local(name, rate, burst, a.cfg.MaxClients)
+		}
+	}
 	for _, t := range []struct {
-		dst   *ratelimit.Limit
+		dst   *Limiter
 		name  string
 		rate  float64
 		burst int
 	}{
-		{&a.joinLimit, "join", cfg.JoinRate, cfg.JoinBurst},
-		{&a.allocateLimit, "allocate", cfg.AllocateRate, cfg.AllocateBurst},
-		{&a.joinCodeLimit, "joincode", cfg.JoinCodeRate, cfg.JoinCodeBurst},
+		{&a.joinRate, LimitJoin, cfg.JoinRate, cfg.JoinBurst},
+		{&a.allocateRate, LimitAllocate, cfg.AllocateRate, cfg.AllocateBurst},
+		{&a.joinCodeRate, LimitJoinCode, cfg.JoinCodeRate, cfg.JoinCodeBurst},
+		{&a.joinNetworkRate, LimitJoinNetwork, cfg.JoinNetworkRate, cfg.JoinNetworkBurst},
+		{&a.authFailures, LimitAuthFailures, cfg.AuthFailureRate, cfg.AuthFailureBurst},
 	} {
-		if *t.dst, err = ratelimit.NewLimit(t.rate, t.burst); err != nil {
+		if *t.dst, err = a.cfg.NewLimiter(t.name, t.rate, t.burst); err != nil {
 			return nil, fmt.Errorf("relay api: %s rate: %w", t.name, err)
 		}
-	}
-	if a.cfg.Rates == nil {
-		a.cfg.Rates = NewClientRates(cfg.Now)
 	}
 	return a, nil
 }
@@ -313,10 +381,14 @@ func (a *API) internal(what string, err error) *APIError {
 
 // newAllocation makes an allocation counted against the limit and seals it.
 // release gives its place back if the caller fails to hand it out.
-func (a *API) newAllocation(client string, maxConnections int, region string) (alloc *Allocation, data []byte, release func(), e *APIError) {
+func (a *API) newAllocation(c caller, maxConnections int, region string) (alloc *Allocation, data []byte, release func(), e *APIError) {
 	now := a.cfg.Now()
 	expires := now.Add(a.cfg.AllocationTTL)
-	switch reached, retry := a.cfg.Limiter.Reserve(now, expires, a.cfg.MaxAllocations, client, a.cfg.MaxAllocationsPerClient); reached {
+	holder := Holder{
+		Client: c.client, PerClient: a.cfg.MaxAllocationsPerClient,
+		Network: c.network, PerNetwork: a.cfg.MaxAllocationsPerNetwork,
+	}
+	switch reached, retry := a.cfg.Limiter.Reserve(now, expires, a.cfg.MaxAllocations, holder); reached {
 	case LimitTotal:
 		e := errKindNoCapacity.err(fmt.Sprintf("this relay holds its limit of %d allocations; try again in %ds", a.cfg.MaxAllocations, ratelimit.RetryAfter(retry)))
 		e.retryAfter = retry
@@ -325,8 +397,12 @@ func (a *API) newAllocation(client string, maxConnections int, region string) (a
 		e := errKindTooManyRequests.err(fmt.Sprintf("this client holds its limit of %d allocations; try again in %ds", a.cfg.MaxAllocationsPerClient, ratelimit.RetryAfter(retry)))
 		e.retryAfter = retry
 		return nil, nil, nil, e
+	case LimitPerNetwork:
+		e := errKindTooManyRequests.err(fmt.Sprintf("this client's network holds its limit of %d allocations; try again in %ds", a.cfg.MaxAllocationsPerNetwork, ratelimit.RetryAfter(retry)))
+		e.retryAfter = retry
+		return nil, nil, nil, e
 	}
-	release = func() { a.cfg.Limiter.Release(expires, client) }
+	release = func() { a.cfg.Limiter.Release(expires, holder) }
 	alloc, err := NewAllocation(maxConnections, region, expires)
 	if err == nil {
 		data, err = a.cfg.Sealer.Seal(alloc)
@@ -355,7 +431,7 @@ func (a *API) view(alloc *Allocation, data []byte) APIAllocation {
 
 // allocate answers POST /v1/allocate: 201 with a new allocation, whose
 // record is stored for /v1/joincode.
-func (a *API) allocate(w http.ResponseWriter, r *http.Request, client string) (int, any, *APIError) {
+func (a *API) allocate(w http.ResponseWriter, r *http.Request, c caller) (int, any, *APIError) {
 	var req AllocateRequest
 	if e := a.decode(w, r, &req); e != nil {
 		return 0, nil, e
@@ -370,11 +446,11 @@ func (a *API) allocate(w http.ResponseWriter, r *http.Request, client string) (i
 	if e != nil {
 		return 0, nil, e
 	}
-	alloc, data, release, e := a.newAllocation(client, *req.MaxConnections, region)
+	alloc, data, release, e := a.newAllocation(c, *req.MaxConnections, region)
 	if e != nil {
 		return 0, nil, e
 	}
-	rec := storedAllocation{ConnectionData: data, Region: region, Expires: alloc.Expires, Owner: ownerProof(client, r)}
+	rec := storedAllocation{ConnectionData: data, Region: region, Expires: alloc.Expires, Owner: ownerProof(c.client, r)}
 	if err := a.store(r.Context(), allocationKey(alloc.ID), rec); err != nil {
 		release()
 		return 0, nil, a.internal("storing the allocation", err)
@@ -384,7 +460,7 @@ func (a *API) allocate(w http.ResponseWriter, r *http.Request, client string) (i
 
 // joinCode answers POST /v1/joincode: 201 with a new join code, or 200 with
 // the one the allocation already has while that one is valid.
-func (a *API) joinCode(w http.ResponseWriter, r *http.Request, client string) (int, any, *APIError) {
+func (a *API) joinCode(w http.ResponseWriter, r *http.Request, c caller) (int, any, *APIError) {
 	var req JoinCodeRequest
 	if e := a.decode(w, r, &req); e != nil {
 		return 0, nil, e
@@ -420,7 +496,7 @@ func (a *API) joinCode(w http.ResponseWriter, r *http.Request, client string) (i
 	}
 	// Records written before owners were recorded have none: anyone may
 	// have their codes, as before.
-	if !a.cfg.AnyClientJoinCode && alloc.Owner != "" && !secureEqual(alloc.Owner, ownerProof(client, r)) {
+	if !a.cfg.AnyClientJoinCode && alloc.Owner != "" && !secureEqual(alloc.Owner, ownerProof(c.client, r)) {
 		return 0, nil, errKindForbidden.err("allocation " + id.String() + " was made by another client; only the client that made an allocation (from the same address, with the same token) gets its join code")
 	}
 	if alloc.JoinCode != "" {
@@ -467,7 +543,7 @@ func (a *API) joinCode(w http.ResponseWriter, r *http.Request, client string) (i
 
 // join answers POST /v1/join: 200 with a new allocation for the joiner (one
 // connection, the host's region) and the host's connection data.
-func (a *API) join(w http.ResponseWriter, r *http.Request, client string) (int, any, *APIError) {
+func (a *API) join(w http.ResponseWriter, r *http.Request, c caller) (int, any, *APIError) {
 	var req JoinRequest
 	if e := a.decode(w, r, &req); e != nil {
 		return 0, nil, e
@@ -498,7 +574,7 @@ func (a *API) join(w http.ResponseWriter, r *http.Request, client string) (int, 
 		}
 		return 0, nil, notFound
 	}
-	alloc, data, _, e := a.newAllocation(client, 1, rec.Region)
+	alloc, data, _, e := a.newAllocation(c, 1, rec.Region)
 	if e != nil {
 		return 0, nil, e
 	}

@@ -28,14 +28,34 @@ func (a *API) Serve(w http.ResponseWriter, r *http.Request, ep APIEndpoint) int 
 		hdr.Set("Allow", ep.allow())
 		return a.writeError(w, r, errKindMethodNotAllowed.err(fmt.Sprintf("%s is not allowed on /v1/%s; use %s", r.Method, ep, ep.allow())))
 	}
-	if !a.tokens.Allow(r) {
-		httpauth.SetChallenge(hdr)
-		return a.writeError(w, r, errKindUnauthorized.err("a valid token is required: Authorization: Bearer <token> (or X-Api-Key: <token>)"))
+	ctx := r.Context()
+	ip := a.cfg.ClientIP(r)
+	c := caller{
+		client:  ClientKey(ip, a.cfg.ClientIPv6Prefix),
+		network: NetworkKey(ip, a.cfg.NetworkIPv4Prefix, a.cfg.NetworkIPv6Prefix),
 	}
-	client := ClientKey(a.cfg.ClientIP(r), a.cfg.ClientIPv6Prefix)
-	if table, limit := a.rates(ep); table != nil {
-		if ok, retry := table.AllowWithin(limit, client, a.cfg.MaxClients); !ok {
-			e := errKindTooManyRequests.err(fmt.Sprintf("too many /v1/%s requests from this client; try again in %ds", ep, ratelimit.RetryAfter(retry)))
+	if a.tokens.Required() {
+		// A network past its failures is refused before its token is
+		// looked at, valid or not: otherwise 429 for a wrong token and
+		// 200 for the right one would let the guessing go on.
+		if wait := a.authFailures.Wait(ctx, c.network); wait > 0 {
+			e := errKindTooManyRequests.err(fmt.Sprintf("too many requests without a valid token from this client's network; try again in %ds", ratelimit.RetryAfter(wait)))
+			e.retryAfter = wait
+			return a.writeError(w, r, e)
+		}
+		if !a.tokens.Allow(r) {
+			a.authFailures.Decide(ctx, c.network)
+			httpauth.SetChallenge(hdr)
+			return a.writeError(w, r, errKindUnauthorized.err("a valid token is required: Authorization: Bearer <token> (or X-Api-Key: <token>)"))
+		}
+	}
+	for _, l := range a.limits(ep) {
+		key, who := c.client, "this client"
+		if l.network {
+			key, who = c.network, "this client's network"
+		}
+		if ok, retry := l.Decide(ctx, key); !ok {
+			e := errKindTooManyRequests.err(fmt.Sprintf("too many /v1/%s requests from %s; try again in %ds", ep, who, ratelimit.RetryAfter(retry)))
 			e.retryAfter = retry
 			return a.writeError(w, r, e)
 		}
@@ -47,11 +67,11 @@ func (a *API) Serve(w http.ResponseWriter, r *http.Request, ep APIEndpoint) int 
 	)
 	switch ep {
 	case EndpointAllocate:
-		status, data, e = a.allocate(w, r, client)
+		status, data, e = a.allocate(w, r, c)
 	case EndpointJoinCode:
-		status, data, e = a.joinCode(w, r, client)
+		status, data, e = a.joinCode(w, r, c)
 	case EndpointJoin:
-		status, data, e = a.join(w, r, client)
+		status, data, e = a.join(w, r, c)
 	case EndpointRegions:
 		status, data = http.StatusOK, RegionsData{Regions: a.regions}
 	default:
@@ -68,19 +88,29 @@ func (a *API) Serve(w http.ResponseWriter, r *http.Request, ep APIEndpoint) int 
 	return status
 }
 
-// rates returns the per-client rate table and limit of ep, a nil table for
-// none.
-func (a *API) rates(ep APIEndpoint) (*ratelimit.Table[string], ratelimit.Limit) {
-	var l ratelimit.Limit
+// caller is who sent a request: its client key and its network's.
+type caller struct{ client, network string }
+
+// keyedLimiter is a Limiter with what it is keyed by: the client, or its
+// network.
+type keyedLimiter struct {
+	Limiter
+	network bool
+}
+
+// limits returns the rate limits of ep, in the order they are applied: the
+// client's own first, so that a client past its limit spends nothing of
+// its network's.
+func (a *API) limits(ep APIEndpoint) []keyedLimiter {
 	switch ep {
 	case EndpointAllocate:
-		l = a.allocateLimit
+		return []keyedLimiter{{a.allocateRate, false}}
 	case EndpointJoinCode:
-		l = a.joinCodeLimit
+		return []keyedLimiter{{a.joinCodeRate, false}}
 	case EndpointJoin:
-		l = a.joinLimit
+		return []keyedLimiter{{a.joinRate, false}, {a.joinNetworkRate, true}}
 	}
-	return a.cfg.Rates.table(ep), l
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, r *http.Request, status int, contentType string, body []byte) {

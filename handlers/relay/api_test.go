@@ -114,6 +114,7 @@ func newAPIRig(t testing.TB, mod func(*APIConfig)) *apiRig {
 		// Tests of other things send many requests from one client.
 		JoinRate: 1e6, JoinBurst: 1e6, AllocateRate: 1e6, AllocateBurst: 1e6,
 		JoinCodeRate: 1e6, JoinCodeBurst: 1e6, MaxAllocationsPerClient: 1e6,
+		JoinNetworkRate: 1e6, JoinNetworkBurst: 1e6, MaxAllocationsPerNetwork: 1e6,
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -6,20 +6,31 @@ import (
 	"time"
 )
 
-// AllocationLimiter counts unexpired allocations, in all and by client, for
-// limits on how many are handed out. Every operation costs O(log n) in the
-// allocations counted, and the limiter holds nothing for a client without
-// an unexpired allocation. It is safe for concurrent use.
+// AllocationLimiter counts unexpired allocations, in all, by client and by
+// client network, for limits on how many are handed out. Every operation
+// costs O(log n) in the allocations counted, and the limiter holds nothing
+// for a client or network without an unexpired allocation. It is safe for
+// concurrent use.
 type AllocationLimiter struct {
-	mu       sync.Mutex
-	all      expiryCount[expiryItem]
-	byClient map[string]*expiryCount[expiry]
-	prunedTo int64 // every allocation expiring at or before this is uncounted
+	mu        sync.Mutex
+	all       expiryCount[expiryItem]
+	byClient  map[string]*expiryCount[expiry]
+	byNetwork map[string]*expiryCount[expiry]
+	prunedTo  int64 // every allocation expiring at or before this is uncounted
 }
 
 type expiryItem struct {
-	at     int64 // unix nanoseconds
-	client string
+	at              int64 // unix nanoseconds
+	client, network string
+}
+
+// Holder is whom an allocation is counted against: a client and the
+// network it is in, each with its own limit (0: none).
+type Holder struct {
+	Client     string
+	PerClient  int
+	Network    string
+	PerNetwork int
 }
 
 func (e expiryItem) time() int64 { return e.at }
@@ -31,24 +42,28 @@ func (e expiry) time() int64 { return int64(e) }
 
 // NewAllocationLimiter returns an empty limiter.
 func NewAllocationLimiter() *AllocationLimiter {
-	return &AllocationLimiter{byClient: make(map[string]*expiryCount[expiry])}
+	return &AllocationLimiter{
+		byClient:  make(map[string]*expiryCount[expiry]),
+		byNetwork: make(map[string]*expiryCount[expiry]),
+	}
 }
 
 // LimitReached says which limit refused a reservation.
 type LimitReached uint8
 
 const (
-	LimitNone      LimitReached = iota
-	LimitTotal                  // the limit on all allocations
-	LimitPerClient              // the client's own limit
+	LimitNone       LimitReached = iota
+	LimitTotal                   // the limit on all allocations
+	LimitPerClient               // the client's own limit
+	LimitPerNetwork              // the limit of the client's network
 )
 
-// Reserve counts an allocation of client expiring at expires if, at now,
-// fewer than limit unexpired ones are counted in all and fewer than
-// perClient for client (perClient 0: no per-client limit). Otherwise it
-// reports which limit was reached and how long until an allocation it
-// counts expires.
-func (l *AllocationLimiter) Reserve(now, expires time.Time, limit int, client string, perClient int) (LimitReached, time.Duration) {
+// Reserve counts an allocation of h expiring at expires if, at now, fewer
+// than limit unexpired ones are counted in all, fewer than h.PerClient for
+// h.Client and fewer than h.PerNetwork for h.Network. Otherwise it reports
+// which limit was reached and how long until an allocation it counts
+// expires.
+func (l *AllocationLimiter) Reserve(now, expires time.Time, limit int, h Holder) (LimitReached, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := now.UnixNano()
@@ -56,37 +71,52 @@ func (l *AllocationLimiter) Reserve(now, expires time.Time, limit int, client st
 	if l.all.n >= limit {
 		return LimitTotal, time.Duration(l.all.first().at - t)
 	}
-	c := l.byClient[client]
-	if perClient > 0 && c != nil && c.n >= perClient {
+	c, n := l.byClient[h.Client], l.byNetwork[h.Network]
+	if h.PerClient > 0 && c != nil && c.n >= h.PerClient {
 		return LimitPerClient, time.Duration(c.first().time() - t)
+	}
+	if h.PerNetwork > 0 && n != nil && n.n >= h.PerNetwork {
+		return LimitPerNetwork, time.Duration(n.first().time() - t)
 	}
 	if c == nil {
 		c = &expiryCount[expiry]{}
-		l.byClient[client] = c
+		l.byClient[h.Client] = c
+	}
+	if n == nil {
+		n = &expiryCount[expiry]{}
+		l.byNetwork[h.Network] = n
 	}
 	at := expires.UnixNano()
-	l.all.add(expiryItem{at, client})
+	l.all.add(expiryItem{at, h.Client, h.Network})
 	c.add(expiry(at))
+	n.add(expiry(at))
 	return LimitNone, 0
 }
 
-// Release uncounts one allocation of client expiring at expires, one whose
+// Release uncounts one allocation of h expiring at expires, one whose
 // Reserve succeeded but that was not handed out. It must be called at most
 // once per such Reserve.
-func (l *AllocationLimiter) Release(expires time.Time, client string) {
+func (l *AllocationLimiter) Release(expires time.Time, h Holder) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at := expires.UnixNano()
 	if at <= l.prunedTo {
 		return // expired, and uncounted then
 	}
-	c := l.byClient[client]
-	if c == nil || !l.all.release(expiryItem{at, client}) {
+	c, n := l.byClient[h.Client], l.byNetwork[h.Network]
+	if c == nil || n == nil || !l.all.release(expiryItem{at, h.Client, h.Network}) {
 		return
 	}
+	releaseFrom(l.byClient, h.Client, c, at)
+	releaseFrom(l.byNetwork, h.Network, n, at)
+}
+
+// releaseFrom uncounts one expiry at of key's count c in m, and forgets key
+// once it holds none.
+func releaseFrom(m map[string]*expiryCount[expiry], key string, c *expiryCount[expiry], at int64) {
 	c.release(expiry(at))
 	if c.n == 0 {
-		delete(l.byClient, client)
+		delete(m, key)
 	}
 }
 
@@ -96,6 +126,18 @@ func (l *AllocationLimiter) Len(now time.Time) int {
 	defer l.mu.Unlock()
 	l.prune(now.UnixNano())
 	return l.all.n
+}
+
+// NetworkLen returns how many unexpired allocations of network are counted
+// at now, and how many networks hold any.
+func (l *AllocationLimiter) NetworkLen(now time.Time, network string) (n, networks int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.prune(now.UnixNano())
+	if c := l.byNetwork[network]; c != nil {
+		n = c.n
+	}
+	return n, len(l.byNetwork)
 }
 
 // ClientLen returns how many unexpired allocations of client are counted
@@ -111,16 +153,21 @@ func (l *AllocationLimiter) ClientLen(now time.Time, client string) (n, clients 
 }
 
 // prune uncounts the allocations expired at t, in all and for their
-// clients, and forgets clients left with none.
+// clients and networks, and forgets those left with none.
 func (l *AllocationLimiter) prune(t int64) {
 	l.prunedTo = max(l.prunedTo, t)
 	for l.all.n > 0 && l.all.first().at <= t {
 		e := l.all.pop()
-		if c := l.byClient[e.client]; c != nil {
-			c.popUntil(t)
-			if c.n == 0 {
-				delete(l.byClient, e.client)
-			}
+		pruneFrom(l.byClient, e.client, t)
+		pruneFrom(l.byNetwork, e.network, t)
+	}
+}
+
+func pruneFrom(m map[string]*expiryCount[expiry], key string, t int64) {
+	if c := m[key]; c != nil {
+		c.popUntil(t)
+		if c.n == 0 {
+			delete(m, key)
 		}
 	}
 }

@@ -67,3 +67,58 @@ func KeyString(ip string, ipv6Bits int) string {
 	}
 	return k.String()
 }
+
+// Networks aggregate clients for limits that one holder of many addresses
+// must not multiply: an IPv4 /24 (the smallest block routed on the
+// internet, so one that a holder of many addresses has whole) and an IPv6
+// /48 (a site's usual assignment: 65,536 /64s) by default.
+const (
+	DefaultNetworkIPv4Prefix = 24
+	DefaultNetworkIPv6Prefix = 48
+	MinNetworkIPv4Prefix     = 8
+	MaxNetworkIPv4Prefix     = 32
+)
+
+// ValidateNetworkIPv4Prefix checks a configured IPv4 network prefix length;
+// 0 means DefaultNetworkIPv4Prefix. name is the option's name for the error
+// message.
+func ValidateNetworkIPv4Prefix(name string, bits int) error {
+	if bits == 0 || bits >= MinNetworkIPv4Prefix && bits <= MaxNetworkIPv4Prefix {
+		return nil
+	}
+	return fmt.Errorf("%s %d: must be a prefix length in [%d, %d] (0: /%d)", name, bits, MinNetworkIPv4Prefix, MaxNetworkIPv4Prefix, DefaultNetworkIPv4Prefix)
+}
+
+// Network is the network a is in: its /ipv4Bits prefix for an IPv4 address
+// (also when written as IPv4-mapped IPv6; 0 means DefaultNetworkIPv4Prefix),
+// its /ipv6Bits prefix for an IPv6 address (0 means
+// DefaultNetworkIPv6Prefix). The invalid address gives the zero Prefix.
+func Network(a netip.Addr, ipv4Bits, ipv6Bits int) netip.Prefix {
+	if !a.IsValid() {
+		return netip.Prefix{}
+	}
+	a = a.Unmap().WithZone("")
+	bits := ipv4Bits
+	if bits == 0 {
+		bits = DefaultNetworkIPv4Prefix
+	}
+	if a.Is6() {
+		bits = ipv6Bits
+		if bits == 0 {
+			bits = DefaultNetworkIPv6Prefix
+		}
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}
+
+// NetworkString is Network for an address in text, written as a prefix
+// ("192.0.2.0/24", "2001:db8:1::/48"). A text that is not an IP address is
+// its own network.
+func NetworkString(ip string, ipv4Bits, ipv6Bits int) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	return Network(a, ipv4Bits, ipv6Bits).String()
+}

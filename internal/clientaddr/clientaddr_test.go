@@ -80,3 +80,29 @@ func TestValidateIPv6Prefix(t *testing.T) {
 		}
 	}
 }
+
+func TestNetworkString(t *testing.T) {
+	for _, tc := range []struct {
+		ip           string
+		bits4, bits6 int
+		want         string
+	}{
+		{"192.0.2.7", 0, 0, "192.0.2.0/24"},
+		{"::ffff:192.0.2.7", 0, 0, "192.0.2.0/24"},
+		{"192.0.2.7", 16, 0, "192.0.0.0/16"},
+		{"192.0.2.7", 32, 0, "192.0.2.7/32"},
+		{"2001:db8:1:2:3:4:5:6", 0, 0, "2001:db8:1::/48"},
+		{"2001:db8:1:2:3:4:5:6", 0, 56, "2001:db8:1::/56"},
+		{"fe80::1%eth0", 0, 0, "fe80::/48"},
+		{"not an address", 0, 0, "not an address"},
+	} {
+		if got := NetworkString(tc.ip, tc.bits4, tc.bits6); got != tc.want {
+			t.Errorf("NetworkString(%q, %d, %d) = %q, want %q", tc.ip, tc.bits4, tc.bits6, got, tc.want)
+		}
+	}
+	for _, bad := range []int{-1, 7, 33} {
+		if ValidateNetworkIPv4Prefix("network_ipv4_prefix", bad) == nil {
+			t.Errorf("ValidateNetworkIPv4Prefix(%d) = nil, want an error", bad)
+		}
+	}
+}

@@ -146,6 +146,47 @@ func (l Limit) Allow(s *State, now int64) bool {
 	return ok
 }
 
+// TakeN returns s after n events at once at now (n ≥ 1), and whether they
+// are admitted: while their cost fits in the burst, as n single events
+// would be; and, when n events cost more than the whole burst, only while
+// s is idle (its whole burst available), running s ahead of now by their
+// whole cost. So a message larger than the burst (an answer of n bytes)
+// still goes out when nothing else has, and its excess is paid before the
+// next: the limit never admits more than max(burst, n) + rate×t in any
+// span t. TakeN leaves s to the caller, who may check several limits
+// before committing to any.
+func (l Limit) TakeN(s State, now, n int64) (State, bool) {
+	if l.interval == 0 {
+		return s, true
+	}
+	// A cost above MaxSpan is refused past an idle state like any other;
+	// capping it keeps max(tat, now) + cost within an int64.
+	cost := min(max(n, 1), int64(MaxSpan)/l.interval) * l.interval
+	t := max(s.tat, now) + cost
+	if t-now <= l.tolerance || (cost > l.tolerance && s.tat <= now) {
+		return State{t}, true
+	}
+	return s, false
+}
+
+// AllowNAtomic is TakeN on a shared state, recording the events if
+// admitted.
+func (l Limit) AllowNAtomic(s *AtomicState, now, n int64) bool {
+	if l.interval == 0 {
+		return true
+	}
+	for {
+		old := s.tat.Load()
+		t, ok := l.TakeN(State{old}, now, n)
+		if !ok {
+			return false
+		}
+		if s.tat.CompareAndSwap(old, t.tat) {
+			return true
+		}
+	}
+}
+
 // Backlog is how far s runs ahead of now: how long until its whole burst is
 // available again. It is 0 for an idle state and at most Window after an
 // admitted event.

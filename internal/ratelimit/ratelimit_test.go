@@ -419,3 +419,48 @@ func BenchmarkLimiterAllowParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestTakeN admits n events at once within the burst, a message costing
+// more than the burst only from an idle state, and never more than
+// max(burst, n) + rate×t over a span t.
+func TestTakeN(t *testing.T) {
+	l := mustLimit(t, 1000, 4000) // 1000 bytes per second, 4000 at once
+	ms := int64(time.Millisecond)
+	var s State
+	steps := []struct {
+		now, n int64
+		want   bool
+	}{
+		{0, 3000, true},          // within the burst
+		{0, 1500, false},         // 4500 > 4000: refused, s unchanged
+		{0, 1000, true},          // 4000: the whole burst
+		{0, 1, false},            // nothing left
+		{1000 * ms, 1000, true},  // a second refilled 1000
+		{1000 * ms, 9000, false}, // larger than the burst, not idle
+		{5000 * ms, 9000, true},  // larger than the burst, idle: sent, 9 s of debt
+		{9000 * ms, 1, false},    // 5 s of the debt left: more than the burst
+		{11000 * ms, 1000, true}, // 3 s left + 1 s: fits the 4 s burst
+	}
+	for i, st := range steps {
+		next, ok := l.TakeN(s, st.now, st.n)
+		if ok != st.want {
+			t.Fatalf("step %d (%d events at %v): got %v, want %v", i, st.n, time.Duration(st.now), ok, st.want)
+		}
+		if !ok && next != s {
+			t.Fatalf("step %d: a refusal changed the state", i)
+		}
+		s = next
+	}
+	var a AtomicState
+	if !l.AllowNAtomic(&a, 0, 4000) || l.AllowNAtomic(&a, 0, 1) || !l.AllowNAtomic(&a, 2000*ms, 2000) {
+		t.Fatal("AllowNAtomic does not follow TakeN")
+	}
+	if _, ok := (Limit{}).TakeN(State{}, 0, 1<<40); !ok {
+		t.Fatal("the zero Limit refused")
+	}
+	// A slow limit and a huge n: no overflow, and the state stays ahead.
+	slow := mustLimit(t, 1e-9, 1)
+	if next, ok := slow.TakeN(State{}, int64(MaxSpan), math.MaxInt64); !ok || next.tat < int64(MaxSpan) {
+		t.Fatalf("huge cost from idle: got %v %v", next, ok)
+	}
+}

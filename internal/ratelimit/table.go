@@ -69,6 +69,23 @@ func (t *Table[K]) AllowWithin(l Limit, key K, maxKeys int) (bool, time.Duration
 	return true, 0
 }
 
+// Wait is how long from now until key would be admitted under l, without
+// counting an event: 0 if it would be now. A key the table does not hold
+// waits 0 (whether a full table would take it is Allow's to say).
+func (t *Table[K]) Wait(l Limit, key K) time.Duration {
+	if l.Unlimited() {
+		return 0
+	}
+	now := t.clock.Now()
+	t.mu.Lock()
+	s, known := t.states[key]
+	t.mu.Unlock()
+	if !known {
+		return 0
+	}
+	return l.Wait(s, now)
+}
+
 // sweep forgets idle keys, at most once per every nanoseconds, so a full
 // table costs one walk per period, not one per request. The caller holds
 // mu.

@@ -84,3 +84,37 @@ func TestTableUnlimited(t *testing.T) {
 		t.Errorf("Len = %d, want 0: unlimited keys are not held", got)
 	}
 }
+
+// Wait looks without counting: it says when the next event would be
+// admitted, and asking changes nothing.
+func TestTableWait(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	tab := ratelimit.NewTable[string](10, ratelimit.NewClock(clock.Now))
+	l, err := ratelimit.NewLimit(1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tab.Wait(l, "k"); got != 0 {
+		t.Fatalf("Wait of an unknown key = %v, want 0", got)
+	}
+	for range 2 {
+		if got := tab.Wait(l, "k"); got != 0 {
+			t.Fatalf("Wait within the burst = %v, want 0", got)
+		}
+		if ok, _ := tab.Allow(l, "k"); !ok {
+			t.Fatal("the burst was refused")
+		}
+	}
+	for range 3 {
+		if got := tab.Wait(l, "k"); got != time.Second {
+			t.Fatalf("Wait past the burst = %v, want 1s", got)
+		}
+	}
+	clock.Advance(time.Second)
+	if got := tab.Wait(l, "k"); got != 0 {
+		t.Fatalf("Wait a second later = %v, want 0", got)
+	}
+	if ok, _ := tab.Allow(l, "k"); !ok {
+		t.Fatal("the event Wait promised was refused")
+	}
+}

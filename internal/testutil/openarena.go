@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -21,7 +22,13 @@ type OpenArena struct {
 	Addr     string // its UDP query address on loopback
 	Hostname string // sv_hostname as set, colour codes included
 	Map      string
+
+	stop func()
 }
+
+// Stop ends the server before the test does (SIGTERM, then SIGKILL after
+// 5 s) and returns once it has exited.
+func (oa *OpenArena) Stop() { oa.stop() }
 
 // StartOpenArena runs a real OpenArena dedicated server on a free loopback
 // UDP port until the test ends, with the named bots (OpenArena's: Sarge,
@@ -32,6 +39,19 @@ type OpenArena struct {
 // second, so the readiness poll asks once a second, from 127.0.0.2.
 func StartOpenArena(t testing.TB, hostname string, maxClients int, bots ...string) *OpenArena {
 	t.Helper()
+	return startOpenArena(t, "", hostname, maxClients, bots)
+}
+
+// StartOpenArenaWithMaster is StartOpenArena for a public server (dedicated
+// 2) whose only master is master (host:port on loopback): it heartbeats
+// there when it starts, and every 5 minutes.
+func StartOpenArenaWithMaster(t testing.TB, master, hostname string, maxClients int, bots ...string) *OpenArena {
+	t.Helper()
+	return startOpenArena(t, master, hostname, maxClients, bots)
+}
+
+func startOpenArena(t testing.TB, master, hostname string, maxClients int, bots []string) *OpenArena {
+	t.Helper()
 	RequireDebianPeer(t, OpenArenaServerPath, "openarena-server")
 	dir, err := os.MkdirTemp("", "gamegate-openarena-")
 	if err != nil {
@@ -40,9 +60,16 @@ func StartOpenArena(t testing.TB, hostname string, maxClients int, bots ...strin
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	oa := &OpenArena{Addr: FreeUDPAddr(t), Hostname: hostname, Map: "oa_dm1"}
 	_, port, _ := net.SplitHostPort(oa.Addr)
-	args := []string{"+set", "net_ip", "127.0.0.1", "+set", "net_port", port, "+set", "net_enabled", "1", "+set", "dedicated", "1",
+	// ioquake3 heartbeats only as a public server (dedicated 2), to
+	// sv_master1…5; all are set so that it never looks up an outside one.
+	dedicated := "1"
+	if master != "" {
+		dedicated = "2"
+	}
+	args := []string{"+set", "net_ip", "127.0.0.1", "+set", "net_port", port, "+set", "net_enabled", "1", "+set", "dedicated", dedicated,
 		"+set", "sv_hostname", hostname, "+set", "sv_maxclients", strconv.Itoa(maxClients),
-		"+set", "sv_master1", "", "+set", "sv_master2", "", "+set", "sv_master3", "", "+map", oa.Map}
+		"+set", "sv_master1", master, "+set", "sv_master2", "", "+set", "sv_master3", "",
+		"+set", "sv_master4", "", "+set", "sv_master5", "", "+map", oa.Map}
 	for _, b := range bots {
 		args = append(args, "+addbot", b, "1")
 	}
@@ -51,6 +78,15 @@ func StartOpenArena(t testing.TB, hostname string, maxClients int, bots ...strin
 	cmd.Env = append(os.Environ(), "HOME="+dir)
 	var out bytes.Buffer
 	exited := startPeer(t, cmd, &out, dir)
+	oa.stop = func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}
 
 	// Poll from another loopback address than the tests' clients: ioquake3
 	// keeps a leaky bucket per source address (10 queries, one more a

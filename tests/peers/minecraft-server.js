@@ -5,7 +5,9 @@
 //   node minecraft-server.js <port> <mode>
 //
 // mode "modern": a chat-component MOTD, max players 20, three players online
-// in the sample, a favicon. mode "legacy-only": the MOTD as a string, and
+// in the sample, a favicon. mode "logins": the same, with the players who
+// have logged in (minecraft-client.js) as online count and sample, as a
+// vanilla server lists them. mode "legacy-only": the MOTD as a string, and
 // the modern ping refused (the connection closed), as a server older than
 // 1.7 would; the legacy ping is answered.
 // Prints "ready <port>" once listening.
@@ -29,6 +31,13 @@ const server = mc.createServer({
   // The three-argument form: answering false closes the connection.
   beforePing: (response, client, answer) => {
     if (legacyOnly) return answer(null, false)
+    if (mode === 'logins') {
+      // players.online is minecraft-protocol's count of logins.
+      response.players.sample = Object.values(server.clients)
+        .filter((c) => c.state === mc.states.PLAY)
+        .map((c) => ({ name: c.username, id: c.uuid }))
+      return answer(null, response)
+    }
     response.players.online = sample.length
     response.players.sample = sample
     answer(null, response)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ import (
 type Caddy struct {
 	// AdminAddr is the admin API's host:port on loopback.
 	AdminAddr string
+	// logFile, when set (StartLogged), receives Caddy's logs from level
+	// INFO, as JSON lines.
+	logFile string
 }
 
 // Start adapts caddyfile, points the admin API at a free loopback port,
@@ -40,6 +44,46 @@ func Start(t testing.TB, caddyfile string) *Caddy {
 		closeIdleHTTP()
 	})
 	return c
+}
+
+// StartLogged is Start with Caddy's logs from level INFO written, as JSON,
+// to a file that Logs reads.
+func StartLogged(t testing.TB, caddyfile string) *Caddy {
+	t.Helper()
+	c := &Caddy{AdminAddr: testutil.FreeTCPAddr(t), logFile: filepath.Join(t.TempDir(), "caddy.log")}
+	c.Load(t, caddyfile)
+	t.Cleanup(func() {
+		if err := caddy.Stop(); err != nil {
+			t.Errorf("stopping caddy: %v", err)
+		}
+		closeIdleHTTP()
+	})
+	return c
+}
+
+// Logs returns the entries Caddy has logged so far (StartLogged only), each
+// a JSON object: "level", "logger", "msg" and the entry's fields.
+func (c *Caddy) Logs(t testing.TB) []map[string]any {
+	t.Helper()
+	if c.logFile == "" {
+		t.Fatal("Logs needs a Caddy from StartLogged")
+	}
+	raw, err := os.ReadFile(c.logFile)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var entries []map[string]any
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		entries = append(entries, e)
+	}
+	return entries
 }
 
 // Load replaces the running configuration with caddyfile (a reload), and
@@ -75,7 +119,7 @@ func (c *Caddy) LoadFailing(t testing.TB, caddyfile string) error {
 
 // config is caddyfile as the JSON configuration Load gives Caddy: the
 // admin API on AdminAddr, not persisted, and logs at ERROR unless
-// GAMEGATE_TEST_LOG is set.
+// GAMEGATE_TEST_LOG is set (to a file from INFO for StartLogged).
 func (c *Caddy) config(t testing.TB, caddyfile string) []byte {
 	t.Helper()
 	cfg := AdaptCaddyfile(t, caddyfile)
@@ -83,7 +127,13 @@ func (c *Caddy) config(t testing.TB, caddyfile string) []byte {
 		"listen": c.AdminAddr,
 		"config": map[string]any{"persist": false},
 	}
-	if os.Getenv("GAMEGATE_TEST_LOG") == "" {
+	if c.logFile != "" {
+		cfg["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{
+			"level":   "INFO",
+			"writer":  map[string]any{"output": "file", "filename": c.logFile, "roll": false},
+			"encoder": map[string]any{"format": "json"},
+		}}}
+	} else if os.Getenv("GAMEGATE_TEST_LOG") == "" {
 		cfg["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
 	}
 	raw, err := json.Marshal(cfg)

@@ -1,0 +1,271 @@
+package caddymodule
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/handlers/master"
+)
+
+func init() {
+	caddy.RegisterModule(new(MasterProtocol))
+}
+
+// MasterProtocol is a master server of the Quake 3 / DarkPlaces family on
+// a gamegate UDP server, compatible with dpmaster: game servers register
+// by heartbeat (listed only once they answer a getinfo challenge sent to
+// their own address), clients read the list with getservers and
+// getserversExt. Every table it keeps is bounded, and list answers, which
+// are larger than the requests by nature, are bounded per request, per
+// source and in total (see docs/master.md).
+type MasterProtocol struct {
+	// Servers listed at most, from all addresses. Default: 4096.
+	MaxServers int `json:"max_servers,omitempty"`
+	// Servers listed at most from one IP address (on different ports).
+	// Default: 32.
+	MaxServersPerAddress int `json:"max_servers_per_address,omitempty"`
+	// How long a server stays listed after its last valid infoResponse;
+	// game servers heartbeat every 5 to 15 minutes. Default: 15m.
+	Expiry caddy.Duration `json:"expiry,omitempty"`
+	// How long a getinfo challenge waits for the server's infoResponse;
+	// heartbeats in the meantime do not extend it. Default: 2s.
+	ChallengeTimeout caddy.Duration `json:"challenge_timeout,omitempty"`
+	// Challenges waiting for an answer at most, from all addresses; a
+	// heartbeat past this makes one of them (at random) forgotten.
+	// Default: 1024.
+	MaxChallenges int `json:"max_challenges,omitempty"`
+	// Heartbeats per second from one source (an IPv4 address or an IPv6
+	// prefix of client_ipv6_prefix bits). Default: 1.
+	HeartbeatRate float64 `json:"heartbeat_rate,omitempty"`
+	// Heartbeats at once from one source. Default: 32 (one for each
+	// server max_servers_per_address allows).
+	HeartbeatBurst int `json:"heartbeat_burst,omitempty"`
+	// List requests (getservers, getserversExt) per second from one
+	// source. Default: 1.
+	ListRate float64 `json:"list_rate,omitempty"`
+	// List requests at once from one source. Default: 4.
+	ListBurst int `json:"list_burst,omitempty"`
+	// Sources each of the two per-source limits keeps at most. Default:
+	// 65536.
+	MaxSources int `json:"max_sources,omitempty"`
+	// Datagrams of one list answer at most, each at most 1400 bytes; a
+	// longer list is cut, its last datagram still ending it. Default: 8.
+	MaxReplyDatagrams int `json:"max_reply_datagrams,omitempty"`
+	// List datagrams per second to all sources together. Default: 1000.
+	ReplyRate float64 `json:"reply_rate,omitempty"`
+	// List datagrams at once to all sources together. Default: one
+	// second of reply_rate.
+	ReplyBurst int `json:"reply_burst,omitempty"`
+	// Prefix length, in bits, of the IPv6 addresses one source holds.
+	// Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
+	// Masters with the same name share their list, and a reloaded
+	// configuration takes the list over from the one it replaces.
+	// Default: master.
+	Name string `json:"name,omitempty"`
+
+	m       *master.Master
+	poolKey string
+}
+
+// CaddyModule returns the Caddy module information.
+func (*MasterProtocol) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gamegate.udp.protocols.master",
+		New: func() caddy.Module { return new(MasterProtocol) },
+	}
+}
+
+// config is the handler's configuration from the module's options.
+func (p *MasterProtocol) config() master.Config {
+	return master.Config{
+		MaxServers:           p.MaxServers,
+		MaxServersPerAddress: p.MaxServersPerAddress,
+		Expiry:               time.Duration(p.Expiry),
+		ChallengeTimeout:     time.Duration(p.ChallengeTimeout),
+		MaxChallenges:        p.MaxChallenges,
+		HeartbeatRate:        p.HeartbeatRate,
+		HeartbeatBurst:       p.HeartbeatBurst,
+		ListRate:             p.ListRate,
+		ListBurst:            p.ListBurst,
+		MaxSources:           p.MaxSources,
+		MaxReplyDatagrams:    p.MaxReplyDatagrams,
+		ReplyRate:            p.ReplyRate,
+		ReplyBurst:           p.ReplyBurst,
+		ClientIPv6Prefix:     p.ClientIPv6Prefix,
+	}
+}
+
+// masterRegistries keep each named master's list across reloads.
+var masterRegistries = caddy.NewUsagePool()
+
+type pooledRegistry struct{ *master.Registry }
+
+func (r pooledRegistry) Destruct() error {
+	liveMasterRegistries.remove(r.Registry)
+	return nil
+}
+
+// Provision builds the master, adopting the list of the configuration it
+// replaces.
+func (p *MasterProtocol) Provision(ctx caddy.Context) error {
+	if p.Name == "" {
+		p.Name = "master"
+	}
+	val, _, err := masterRegistries.LoadOrNew(p.Name, func() (caddy.Destructor, error) {
+		r := master.NewRegistry(nil)
+		liveMasterRegistries.add(r)
+		return pooledRegistry{r}, nil
+	})
+	if err != nil {
+		return err
+	}
+	p.poolKey = p.Name // Caddy calls Cleanup after a failed Provision too
+	cfg := p.config()
+	cfg.Registry = val.(pooledRegistry).Registry
+	cfg.Count = masterMetrics.datagrams.count
+	cfg.Sent = masterMetrics.sent
+	if p.m, err = master.New(cfg); err != nil {
+		return err
+	}
+	return masterMetrics.register(ctx.GetMetricsRegistry())
+}
+
+// Validate checks every option's range.
+func (p *MasterProtocol) Validate() error { return p.config().Validate() }
+
+// Cleanup releases the list; the configuration that replaces this one
+// has taken it over already.
+func (p *MasterProtocol) Cleanup() error {
+	if p.poolKey != "" {
+		_, err := masterRegistries.Delete(p.poolKey)
+		return err
+	}
+	return nil
+}
+
+// Match reports whether the datagram is a message a master receives.
+func (p *MasterProtocol) Match(datagram []byte) bool { return p.m.Match(datagram) }
+
+// ServeDatagram handles one heartbeat, infoResponse or list request.
+func (p *MasterProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	p.m.ServeDatagram(w, src, datagram)
+}
+
+// UnmarshalCaddyfile sets up the master from Caddyfile tokens. Syntax:
+//
+//	master {
+//		max_servers             <count>
+//		max_servers_per_address <count>
+//		expiry                  <duration>
+//		challenge_timeout       <duration>
+//		max_challenges          <count>
+//		heartbeat_rate          <per second>
+//		heartbeat_burst         <count>
+//		list_rate               <per second>
+//		list_burst              <count>
+//		max_sources             <count>
+//		max_reply_datagrams     <count>
+//		reply_rate              <datagrams per second>
+//		reply_burst             <datagrams>
+//		client_ipv6_prefix      <bits>
+//		name                    <name>
+//	}
+//
+// The ranges are the handler's (master.Config.Validate), checked once the
+// block is read.
+func (p *MasterProtocol) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	const module = "master"
+	positive := intRange{1, 1<<31 - 1} // the upper bounds are Validate's
+	err := parseModuleBlock(d, module, nil, func(opt string) error {
+		var err error
+		switch opt {
+		case "max_servers":
+			p.MaxServers, err = parseIntIn(d, positive)
+		case "max_servers_per_address":
+			p.MaxServersPerAddress, err = parseIntIn(d, positive)
+		case "expiry":
+			p.Expiry, err = parseDuration(d)
+		case "challenge_timeout":
+			p.ChallengeTimeout, err = parseDuration(d)
+		case "max_challenges":
+			p.MaxChallenges, err = parseIntIn(d, positive)
+		case "heartbeat_rate":
+			p.HeartbeatRate, err = parsePositiveFloat(d)
+		case "heartbeat_burst":
+			p.HeartbeatBurst, err = parseIntIn(d, positive)
+		case "list_rate":
+			p.ListRate, err = parsePositiveFloat(d)
+		case "list_burst":
+			p.ListBurst, err = parseIntIn(d, positive)
+		case "max_sources":
+			p.MaxSources, err = parseIntIn(d, positive)
+		case "max_reply_datagrams":
+			p.MaxReplyDatagrams, err = parseIntIn(d, positive)
+		case "reply_rate":
+			p.ReplyRate, err = parsePositiveFloat(d)
+		case "reply_burst":
+			p.ReplyBurst, err = parseIntIn(d, positive)
+		case "client_ipv6_prefix":
+			p.ClientIPv6Prefix, err = parseIntIn(d, positive)
+		case "name":
+			p.Name, err = parseSingleArg(d)
+		default:
+			return unknownOption(d, module, opt)
+		}
+		if err == nil {
+			if verr := p.Validate(); verr != nil {
+				return d.Errf("%s: %v", module, verr)
+			}
+		}
+		return err
+	})
+	return err
+}
+
+// masterMetrics count what every master does.
+var masterMetrics = newMasterMetrics()
+
+type masterMetricSet struct {
+	metricSet
+	datagrams enumCounters[master.Verdict]
+	replies   prometheus.Counter
+	bytes     prometheus.Counter
+}
+
+func (m *masterMetricSet) sent(n int) {
+	m.replies.Inc()
+	m.bytes.Add(float64(n))
+}
+
+// liveMasterRegistries are the lists of the running configuration(s).
+var liveMasterRegistries liveSet[*master.Registry]
+
+func newMasterMetrics() *masterMetricSet {
+	m := &masterMetricSet{metricSet: metricSet{subsystem: "master"}}
+	m.datagrams = newEnumCounters(&m.metricSet, "datagrams_total",
+		"Datagrams handled by the master servers, by verdict.", "verdict", master.NumVerdicts)
+	m.replies = m.counter("sent_datagrams_total", "Datagrams the master servers sent (getinfo challenges and list answers).")
+	m.bytes = m.counter("sent_bytes_total", "Bytes the master servers sent, UDP payload.")
+	m.gaugeFunc("servers", "Game servers listed by the master servers.", func() float64 {
+		return float64(liveMasterRegistries.sum(func(r *master.Registry) int { n, _ := r.Len(); return n }))
+	})
+	m.gaugeFunc("challenges", "Getinfo challenges waiting for an answer.", func() float64 {
+		return float64(liveMasterRegistries.sum(func(r *master.Registry) int { _, n := r.Len(); return n }))
+	})
+	return m
+}
+
+// Interface guards
+var (
+	_ dgram.Protocol        = (*MasterProtocol)(nil)
+	_ caddy.Provisioner     = (*MasterProtocol)(nil)
+	_ caddy.Validator       = (*MasterProtocol)(nil)
+	_ caddy.CleanerUpper    = (*MasterProtocol)(nil)
+	_ caddyfile.Unmarshaler = (*MasterProtocol)(nil)
+)

@@ -1,0 +1,217 @@
+package master
+
+import (
+	"bytes"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/gamegate/gamegate/internal/ratelimit"
+	wire "github.com/gamegate/gamegate/wire/master"
+)
+
+// Registry holds the listed servers and the challenges waiting for an
+// answer. It is safe for concurrent use and may serve several Masters in
+// turn (configurations reloaded): each call takes its limits from its
+// caller's Config.
+type Registry struct {
+	clock ratelimit.Clock
+
+	mu        sync.RWMutex
+	servers   []server // dense; index maps an address to its place
+	index     map[netip.AddrPort]int
+	perAddr   map[netip.Addr]int
+	pending   map[netip.AddrPort]challenge
+	nextSweep int64
+}
+
+// server is one listed server. Its buffers are reused when the slot is.
+type server struct {
+	addr                          netip.AddrPort
+	expires                       int64
+	name                          []byte
+	protocol, clients, maxClients int
+	gameType                      int
+	info                          []byte
+}
+
+// challenge is a getinfo challenge waiting for its infoResponse.
+type challenge struct {
+	expires int64
+	n       uint8
+	b       [maxChallengeSent]byte
+}
+
+// NewRegistry returns an empty registry reading the time from now (nil
+// means time.Now). The clock lives as long as the registry.
+func NewRegistry(now func() time.Time) *Registry {
+	return &Registry{
+		clock:   ratelimit.NewClock(now),
+		index:   make(map[netip.AddrPort]int),
+		perAddr: make(map[netip.Addr]int),
+		pending: make(map[netip.AddrPort]challenge),
+	}
+}
+
+// sweepEvery bounds how often expired servers and challenges are walked.
+const sweepEvery = int64(time.Second)
+
+// sweep forgets expired servers and challenges, at most once per
+// sweepEvery unless forced. The caller holds mu.
+func (r *Registry) sweep(now int64, force bool) {
+	if !force && now < r.nextSweep {
+		return
+	}
+	r.nextSweep = now + sweepEvery
+	for a, c := range r.pending {
+		if now >= c.expires {
+			delete(r.pending, a)
+		}
+	}
+	for i := 0; i < len(r.servers); {
+		if now >= r.servers[i].expires {
+			r.remove(i)
+			continue
+		}
+		i++
+	}
+}
+
+// remove drops the server at i, moving the last into its place. The
+// caller holds mu.
+func (r *Registry) remove(i int) {
+	s := r.servers[i]
+	delete(r.index, s.addr)
+	if r.perAddr[s.addr.Addr()]--; r.perAddr[s.addr.Addr()] <= 0 {
+		delete(r.perAddr, s.addr.Addr())
+	}
+	last := len(r.servers) - 1
+	if i != last {
+		r.servers[i], r.servers[last] = r.servers[last], s // keep s's buffers for reuse
+		r.index[r.servers[i].addr] = i
+	}
+	r.servers = r.servers[:last]
+}
+
+// challenge records c as the challenge sent to addr, unless one is
+// already waiting there (a heartbeat does not extend it). When
+// MaxChallenges wait already, one of them (at random) is forgotten to make
+// room: a flood of heartbeats from forged addresses then shortens the time
+// a real server has to answer (MaxChallenges over the flood's rate)
+// instead of locking every new server out while it lasts.
+func (r *Registry) challenge(addr netip.AddrPort, c []byte, cfg *Config) Verdict {
+	now := r.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.pending[addr]; ok && now < p.expires {
+		return HeartbeatPending
+	}
+	v := Challenged
+	if len(r.pending) >= cfg.MaxChallenges {
+		r.sweep(now, false)
+		for a := range r.pending {
+			if len(r.pending) < cfg.MaxChallenges {
+				break
+			}
+			delete(r.pending, a)
+			v = ChallengedEvicting
+		}
+	}
+	p := challenge{expires: now + int64(cfg.ChallengeTimeout), n: uint8(len(c))}
+	copy(p.b[:], c)
+	r.pending[addr] = p
+	return v
+}
+
+// waiting reports whether a challenge sent to addr is waiting: a cheap
+// test before an infoResponse is decoded.
+func (r *Registry) waiting(addr netip.AddrPort) bool {
+	r.mu.RLock()
+	_, ok := r.pending[addr]
+	r.mu.RUnlock()
+	return ok
+}
+
+// register lists or refreshes the server at addr if in answers the
+// challenge waiting there.
+func (r *Registry) register(addr netip.AddrPort, in *wire.Info, cfg *Config) Verdict {
+	now := r.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.pending[addr]
+	switch {
+	case !ok:
+		return DroppedUnexpected
+	case now >= p.expires:
+		delete(r.pending, addr)
+		return DroppedUnexpected
+	case !bytes.Equal(p.b[:p.n], in.Challenge):
+		return DroppedUnexpected // the right answer may still come
+	}
+	delete(r.pending, addr)
+	i, known := r.index[addr]
+	v := Refreshed
+	if !known {
+		if len(r.servers) >= cfg.MaxServers || r.perAddr[addr.Addr()] >= cfg.MaxServersPerAddress {
+			r.sweep(now, true)
+		}
+		if len(r.servers) >= cfg.MaxServers || r.perAddr[addr.Addr()] >= cfg.MaxServersPerAddress {
+			return DroppedServersFull
+		}
+		i, v = len(r.servers), Registered
+		if i < cap(r.servers) {
+			r.servers = r.servers[:i+1]
+		} else {
+			r.servers = append(r.servers, server{})
+		}
+		r.index[addr] = i
+		r.perAddr[addr.Addr()]++
+	}
+	s := &r.servers[i]
+	s.addr, s.expires = addr, now+int64(cfg.Expiry)
+	s.name = append(s.name[:0], in.Name()...)
+	s.protocol, s.clients, s.maxClients, s.gameType = in.Protocol, in.Clients, in.MaxClients, in.GameType
+	s.info = append(s.info[:0], in.Raw...)
+	r.sweep(now, false)
+	return v
+}
+
+// Len reports how many servers are listed and how many challenges wait,
+// forgetting expired ones first.
+func (r *Registry) Len() (servers, challenges int) {
+	now := r.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweep(now, true)
+	return len(r.servers), len(r.pending)
+}
+
+// Server is what the registry knows of a listed server.
+type Server struct {
+	Addr       netip.AddrPort
+	GameName   string
+	Protocol   int
+	Clients    int
+	MaxClients int
+	GameType   int
+	// Info is the info string of its last infoResponse, \key\value….
+	Info []byte
+	// Expires is when it leaves the list unless it answers again.
+	Expires time.Duration // from now
+}
+
+// Servers appends a copy of every listed server to dst.
+func (r *Registry) Servers(dst []Server) []Server {
+	now := r.clock.Now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for i := range r.servers {
+		s := &r.servers[i]
+		if now >= s.expires {
+			continue
+		}
+		dst = append(dst, Server{Addr: s.addr, GameName: string(s.name), Protocol: s.protocol, Clients: s.clients,
+			MaxClients: s.maxClients, GameType: s.gameType, Info: bytes.Clone(s.info), Expires: time.Duration(s.expires - now)})
+	}
+	return dst
+}

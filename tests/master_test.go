@@ -1,0 +1,363 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
+	wire "github.com/gamegate/gamegate/wire/master"
+)
+
+// startMaster serves a master on a free loopback port with options.
+func startMaster(t *testing.T, options string) (*testcaddy.Caddy, string) {
+	t.Helper()
+	addr := testutil.FreeUDPAddr(t)
+	gate := testcaddy.Start(t, fmt.Sprintf(`{
+	gamegate {
+		udp %s {
+			master {
+				%s
+			}
+		}
+	}
+}
+`, addr, strings.ReplaceAll(options, "\n", "\n\t\t\t\t")))
+	return gate, addr
+}
+
+// masterList asks the master for a list with query from c and returns
+// the servers, checking each datagram's size and that only the last ends
+// the list; it waits up to timeout for the first datagram.
+func masterList(t *testing.T, c *testutil.UDPClient, query string) (servers []string, datagrams, bytes int) {
+	t.Helper()
+	c.Send([]byte(wire.Header + query))
+	wait := 2 * time.Second
+	for {
+		d, ok := c.Recv(wait)
+		if !ok {
+			if datagrams > 0 {
+				t.Fatalf("%s: the list did not end (%d datagrams)", query, datagrams)
+			}
+			return nil, 0, 0
+		}
+		wait = time.Second
+		datagrams++
+		bytes += len(d)
+		if len(d) > wire.MaxResponseDatagram {
+			t.Fatalf("%s: a list datagram of %d bytes", query, len(d))
+		}
+		addrs, _, eot, err := wire.DecodeResponse(d, nil)
+		if err != nil {
+			t.Fatalf("%s: %q: %v", query, d, err)
+		}
+		for _, a := range addrs {
+			servers = append(servers, a.String())
+		}
+		if eot {
+			return servers, datagrams, bytes
+		}
+	}
+}
+
+// quakestatMaster runs quakestat against the master and returns the
+// master's server count and the addresses of the servers it then queried
+// and found online.
+func quakestatMaster(t *testing.T, kind, addr string) (count int, online []string) {
+	t.Helper()
+	out, err := exec.Command("quakestat", "-json", kind, addr).Output()
+	if err != nil {
+		t.Fatalf("quakestat %s %s: %v: %s", kind, addr, err, out)
+	}
+	t.Logf("quakestat %s %s: %s", kind, addr, out)
+	var rows []struct {
+		Protocol string
+		Address  string
+		Status   string
+		Servers  int
+		Name     string
+		Map      string
+	}
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("quakestat printed %s: %v", out, err)
+	}
+	for _, r := range rows {
+		switch {
+		case r.Address == addr:
+			count = r.Servers
+		case r.Status == "online":
+			online = append(online, r.Address)
+		}
+	}
+	return count, online
+}
+
+// A real OpenArena server registers through its own heartbeat; qstat
+// lists it from the master and queries it; an address that heartbeats but
+// never answers getinfo, and answers from the wrong port or too late, are
+// never listed; the stopped server leaves the list after the expiry.
+func TestMasterWithOpenArena(t *testing.T) {
+	testutil.RequireDebianPeer(t, "/usr/bin/quakestat", "qstat")
+	t.Logf("independent client: quakestat %s", testutil.QuakestatVersion(t))
+	const expiry = 25 * time.Second
+	// quakestat and the test's own client ask from 127.0.0.1: list_rate
+	// lets them.
+	gate, addr := startMaster(t, fmt.Sprintf("expiry %s\nchallenge_timeout 1s\nlist_rate 100", expiry))
+	registered := gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`)
+
+	oa := testutil.StartOpenArenaWithMaster(t, addr, "^2Master ^7Arena", 8, "Sarge", "Grism")
+	client := testutil.DialUDP(t, "127.0.0.1:0", addr)
+	testutil.WaitFor(t, "the OpenArena server to register", func() bool {
+		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`) > registered
+	})
+	listedAt := time.Now()
+
+	for _, kind := range []string{"-openarenam", "-q3m"} {
+		count, online := quakestatMaster(t, kind, addr)
+		want := 1
+		if kind == "-q3m" {
+			want = 0 // Quake III's protocol is 68; OpenArena's 71
+		}
+		if count != want || len(online) != want || want == 1 && online[0] != oa.Addr {
+			t.Fatalf("quakestat %s: master lists %d servers, online %v; want %d, %s", kind, count, online, want, oa.Addr)
+		}
+	}
+	if got, n, _ := masterList(t, client, "getserversExt Quake3Arena 71 empty full"); !slices.Equal(got, []string{oa.Addr}) {
+		t.Fatalf("getserversExt: got %v in %d datagrams, want [%s]; %v", got, n, oa.Addr, gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="dropped_rate_limited"}`))
+	}
+
+	// An address that heartbeats but does not answer: it gets its getinfo
+	// (to its exact address), and is never listed, whatever arrives from
+	// elsewhere or after the challenge's timeout.
+	victim := testutil.DialUDP(t, "127.0.0.3:0", addr)
+	victim.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
+	getinfo, ok := victim.Recv(5 * time.Second)
+	if !ok {
+		t.Fatal("no getinfo for the heartbeat")
+	}
+	challenge, err := wire.DecodeGetInfo(getinfo)
+	if err != nil {
+		t.Fatalf("getinfo %q: %v", getinfo, err)
+	}
+	victimAddr := victim.Conn.LocalAddr().String()
+	info := wire.AppendInfoResponse(nil, []byte(`\sv_maxclients\8\clients\1\protocol\71\gamename\Quake3Arena\challenge\`+string(challenge)))
+	other := testutil.DialUDP(t, "127.0.0.3:0", addr) // same host, another port
+	unexpected := gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="dropped_unexpected"}`)
+	other.Send(info)
+	testutil.WaitFor(t, "the challenges to time out", func() bool {
+		return gate.MustMetric(t, "gamegate_master_challenges") == 0
+	})
+	victim.Send(info) // the right challenge, too late
+	testutil.WaitFor(t, "the late answers to be refused", func() bool {
+		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="dropped_unexpected"}`) == unexpected+2
+	})
+	if got, _, _ := masterList(t, client, "getservers 71 empty full"); slices.Contains(got, victimAddr) || len(got) != 1 {
+		t.Fatalf("listed %v; the address %s never answered in time", got, victimAddr)
+	}
+
+	// Stopped, the server leaves the list once its expiry has passed.
+	oa.Stop()
+	var got []string
+	for deadline := listedAt.Add(expiry + 10*time.Second); ; time.Sleep(250 * time.Millisecond) {
+		if got, _, _ = masterList(t, client, "getservers 71 empty full"); len(got) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still listed %v, %s after it registered with an expiry of %s", got, time.Since(listedAt), expiry)
+		}
+	}
+	if n := gate.MustMetric(t, "gamegate_master_servers"); n != 0 {
+		t.Fatalf("gamegate_master_servers %v after the expiry, want 0", n)
+	}
+}
+
+// fakeServers registers n game servers through real sockets on ip, each
+// answering its getinfo as a game server does.
+func fakeServers(t *testing.T, addr, ip string, n int) []*testutil.UDPClient {
+	t.Helper()
+	var cs []*testutil.UDPClient
+	for range n {
+		c := testutil.DialUDP(t, ip+":0", addr)
+		c.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
+		d, ok := c.Recv(5 * time.Second)
+		if !ok {
+			t.Fatalf("server %d: no getinfo", len(cs))
+		}
+		ch, err := wire.DecodeGetInfo(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Send(wire.AppendInfoResponse(nil, []byte(`\sv_maxclients\8\clients\1\protocol\71\challenge\`+string(ch))))
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// The list answer is an amplifier by nature: a source gets at most
+// list_burst requests' worth of max_reply_datagrams datagrams, however
+// many it sends, and sources together at most reply_burst datagrams.
+func TestMasterAmplificationBounded(t *testing.T) {
+	const (
+		servers    = 600 // three and a bit datagrams' worth of IPv4 entries
+		replyDgram = 2
+		listBurst  = 3
+		replyBurst = 20
+	)
+	gate, addr := startMaster(t, fmt.Sprintf(`max_servers_per_address %d
+heartbeat_rate 100000
+list_rate 0.001
+list_burst %d
+max_reply_datagrams %d
+reply_rate 0.001
+reply_burst %d`, servers, listBurst, replyDgram, replyBurst))
+	fakeServers(t, addr, "127.0.0.1", servers)
+	testutil.WaitFor(t, "every server to register", func() bool {
+		return gate.MustMetric(t, "gamegate_master_servers") == servers
+	})
+
+	// One source asking over and over, then many sources (a spoofer's
+	// forged addresses) once each.
+	query := []byte(wire.Header + "getservers 71 empty full")
+	one := testutil.DialUDP(t, "127.0.0.2:0", addr)
+	many := make([]*testutil.UDPClient, 40)
+	for i := range many {
+		many[i] = testutil.DialUDP(t, fmt.Sprintf("127.0.3.%d:0", i+1), addr)
+	}
+	handled := func() float64 {
+		n := 0.0
+		for _, v := range []string{"listed", "list_cut", "dropped_rate_limited", "dropped_over_capacity"} {
+			n += gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="`+v+`"}`)
+		}
+		return n
+	}
+	before, sentBefore := handled(), gate.MustMetric(t, "gamegate_master_sent_datagrams_total")
+	for range 50 {
+		one.Send(query)
+	}
+	testutil.WaitFor(t, "the 50 requests to be handled", func() bool { return handled() == before+50 })
+	for _, c := range many {
+		c.Send(query)
+	}
+	testutil.WaitFor(t, "the 40 requests to be handled", func() bool { return handled() == before+90 })
+	sentDatagrams := gate.MustMetric(t, "gamegate_master_sent_datagrams_total") - sentBefore
+
+	got := receiveAll(t, append([]*testutil.UDPClient{one}, many...), int(sentDatagrams))
+	oneDatagrams, oneBytes := len(got[0]), 0
+	for _, d := range got[0] {
+		oneBytes += len(d)
+	}
+	t.Logf("one source: sent %d bytes in 50 requests, got %d bytes in %d datagrams", 50*len(query), oneBytes, oneDatagrams)
+	if oneDatagrams != listBurst*replyDgram || oneBytes > listBurst*replyDgram*wire.MaxResponseDatagram {
+		t.Fatalf("one source got %d datagrams, %d bytes; want its burst, %d datagrams", oneDatagrams, oneBytes, listBurst*replyDgram)
+	}
+	manyDatagrams := 0
+	for _, ds := range got[1:] {
+		manyDatagrams += len(ds)
+	}
+	t.Logf("40 sources: %d datagrams; %v sent in all", manyDatagrams, sentDatagrams)
+	if budget := replyBurst - listBurst*replyDgram; manyDatagrams > budget || sentDatagrams > replyBurst {
+		t.Fatalf("40 sources got %d datagrams (%v sent in all); want at most the %d left of reply_burst %d", manyDatagrams, sentDatagrams, budget, replyBurst)
+	}
+	if manyDatagrams == 0 {
+		t.Fatal("no source got a list: the budget was not tested")
+	}
+}
+
+// receiveAll reads the datagrams each of cs receives until want have
+// arrived in all (or 5 s have passed), checking each list datagram's
+// size.
+func receiveAll(t *testing.T, cs []*testutil.UDPClient, want int) [][][]byte {
+	t.Helper()
+	got := make([][][]byte, len(cs))
+	n := 0
+	for deadline := time.Now().Add(5 * time.Second); n < want && time.Now().Before(deadline); {
+		for i, c := range cs {
+			if d, ok := c.Recv(time.Millisecond); ok {
+				if len(d) > wire.MaxResponseDatagram {
+					t.Fatalf("a list datagram of %d bytes", len(d))
+				}
+				got[i] = append(got[i], d)
+				n++
+			}
+		}
+	}
+	if n != want {
+		t.Fatalf("received %d datagrams, the master sent %d", n, want)
+	}
+	return got
+}
+
+// A flood of heartbeats from many addresses and ports, none answering its
+// getinfo, and of list requests: every table stays within its bound, no
+// getinfo is larger than its heartbeat, and the master still registers a
+// real server afterwards.
+func TestMasterFloodBounded(t *testing.T) {
+	const maxChallenges, maxSources = 64, 128
+	gate, addr := startMaster(t, fmt.Sprintf(`max_challenges %d
+max_sources %d
+challenge_timeout 1s`, maxChallenges, maxSources))
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	target := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr))
+	var senders []*net.UDPConn
+	for i := range 300 {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, byte(4+i/200), byte(i%200+1))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		senders = append(senders, c)
+	}
+	hb := wire.AppendHeartbeat(nil, "QuakeArena-1")
+	list := []byte(wire.Header + "getservers 71 empty full")
+	sent := 0
+	for range 3 {
+		for _, c := range senders {
+			_, _ = c.WriteToUDP(hb, target)
+			_, _ = c.WriteToUDP(list, target)
+			sent += len(hb) + len(list)
+		}
+	}
+	// What came back, to all the flooding sockets.
+	got, gotMax := 0, 0
+	buf := make([]byte, 2048)
+	for _, c := range senders {
+		for {
+			_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+			n, err := c.Read(buf)
+			if err != nil {
+				break
+			}
+			got += n
+			gotMax = max(gotMax, n)
+		}
+	}
+	t.Logf("flood: %d bytes sent, %d bytes back (largest datagram %d)", sent, got, gotMax)
+	if got > sent {
+		t.Fatalf("the flood got %d bytes back for %d sent", got, sent)
+	}
+	if n := gate.MustMetric(t, "gamegate_master_challenges"); n > maxChallenges {
+		t.Fatalf("%v challenges waiting; want at most %d", n, maxChallenges)
+	}
+	if n := gate.MustMetric(t, "gamegate_master_servers"); n != 0 {
+		t.Fatalf("%v servers listed from heartbeats alone", n)
+	}
+	if n := gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="challenged_evicting"}`); n == 0 {
+		t.Fatal("the challenge table never filled: the flood did not test its bound")
+	}
+	// A real server registers right after the flood.
+	fakeServers(t, addr, "127.0.0.9", 1)
+	testutil.WaitFor(t, "a server to register after the flood", func() bool {
+		return gate.MustMetric(t, "gamegate_master_servers") == 1
+	})
+}
