@@ -101,14 +101,15 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if s.WriteBuffer == 0 {
 			s.WriteBuffer = defaultSocketBuffer
 		}
-		addrs, err := s.validate(i)
-		if err != nil {
+		if err := s.validate(i); err != nil {
 			return err
 		}
-		s.addrs = addrs
 		mods, err := ctx.LoadModule(s, "ProtocolsRaw")
 		if err != nil {
 			return fmt.Errorf("gamegate: udp[%d]: loading protocols: %w", i, err)
+		}
+		if s.addrs, err = s.listenAddresses(i); err != nil {
+			return err
 		}
 		var protocols []dgram.Protocol
 		s.protocols = nil
@@ -147,7 +148,10 @@ func (a *App) Validate() error {
 		return err
 	}
 	for i, s := range a.UDP {
-		if _, err := s.validate(i); err != nil {
+		if err := s.validate(i); err != nil {
+			return err
+		}
+		if _, err := s.listenAddresses(i); err != nil {
 			return err
 		}
 	}
@@ -255,22 +259,27 @@ func parseUDPListen(l string) (caddy.NetworkAddress, error) {
 	return na, nil
 }
 
-// validate checks a server's options and returns its parsed addresses.
-func (s *UDPServer) validate(i int) ([]caddy.NetworkAddress, error) {
+// validate checks a server's options but its addresses.
+func (s *UDPServer) validate(i int) error {
 	switch {
 	case len(s.Listen) == 0:
-		return nil, fmt.Errorf("gamegate: udp[%d]: listen is required", i)
+		return fmt.Errorf("gamegate: udp[%d]: listen is required", i)
 	case len(s.ProtocolsRaw) == 0 && s.server == nil:
-		return nil, fmt.Errorf("gamegate: udp[%d]: at least one protocol is required", i)
+		return fmt.Errorf("gamegate: udp[%d]: at least one protocol is required", i)
 	case s.Readers < 0 || s.Readers > 1024:
-		return nil, fmt.Errorf("gamegate: udp[%d]: readers must be in [1, 1024]", i)
+		return fmt.Errorf("gamegate: udp[%d]: readers must be in [1, 1024]", i)
 	case s.Batch < 0 || s.Batch > 1024:
-		return nil, fmt.Errorf("gamegate: udp[%d]: batch must be in [1, 1024]", i)
+		return fmt.Errorf("gamegate: udp[%d]: batch must be in [1, 1024]", i)
 	case s.ReadBuffer < 0 || s.ReadBuffer > 1<<30:
-		return nil, fmt.Errorf("gamegate: udp[%d]: read_buffer must be in [1, 1GiB]", i)
+		return fmt.Errorf("gamegate: udp[%d]: read_buffer must be in [1, 1GiB]", i)
 	case s.WriteBuffer < 0 || s.WriteBuffer > 1<<30:
-		return nil, fmt.Errorf("gamegate: udp[%d]: write_buffer must be in [1, 1GiB]", i)
+		return fmt.Errorf("gamegate: udp[%d]: write_buffer must be in [1, 1GiB]", i)
 	}
+	return nil
+}
+
+// listenAddresses parses and checks a server's listen addresses.
+func (s *UDPServer) listenAddresses(i int) ([]caddy.NetworkAddress, error) {
 	addrs := make([]caddy.NetworkAddress, 0, len(s.Listen))
 	var taken []udpListen
 	for _, l := range s.Listen {
