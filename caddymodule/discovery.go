@@ -17,7 +17,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/discovery"
+	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/internal/httpauth"
+	"github.com/gamegate/gamegate/store/redisstore"
 )
 
 func init() {
@@ -122,7 +124,10 @@ var discoveryOverrides = caddy.NewUsagePool()
 
 type pooledOverrides struct{ *discovery.Overrides }
 
-func (pooledOverrides) Destruct() error { return nil }
+func (p pooledOverrides) Destruct() error {
+	p.Unshare()
+	return nil
+}
 
 func (h *QoSDiscovery) setDefaults() {
 	if h.MaxAge == 0 {
@@ -177,6 +182,14 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	// With a storage that nodes share (storage redis), admin changes go
+	// through it, so that every node serves the same fleets.
+	overrides := val.(pooledOverrides).Overrides
+	if shared, ok := ctx.Storage().(*redisstore.Store); ok {
+		overrides.Share(shared, h.Name, h.logger)
+	} else {
+		overrides.Unshare()
+	}
 	inline := make(map[string][]discovery.Server, len(h.Fleets))
 	for id, list := range h.Fleets {
 		for _, s := range list {
@@ -208,6 +221,9 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		cfg.Health = &discovery.HealthConfig{
 			Fleets: hc.Fleets, Interval: time.Duration(hc.Interval), Failures: hc.Failures,
 			Requests: hc.Requests, Wait: time.Duration(hc.Wait),
+			// The QoS servers of this process answer these checks even
+			// while they ban the checker's address.
+			ProbeKey: qos.ProcessProbeKey(),
 		}
 	}
 	h.service, err = discovery.NewService(cfg)

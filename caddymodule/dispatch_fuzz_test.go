@@ -12,6 +12,7 @@ import (
 
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/relay"
+	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
@@ -19,8 +20,8 @@ import (
 
 const dispatchSecret = "fuzz-dispatch-secret-0123456789abcdef"
 
-// dispatchProtocols provisions a gamegate app serving QoS, relay and GQP on
-// one port, as the Caddyfile configures it, and returns its protocols in
+// dispatchProtocols provisions a gamegate app serving QoS, relay, GQP and
+// the A2S shield on one port, as the Caddyfile configures it, and returns its protocols in
 // the order the server offers them each datagram.
 func dispatchProtocols(tb testing.TB) ([]dgram.Protocol, *GQPProtocol) {
 	tb.Helper()
@@ -49,6 +50,9 @@ func dispatchProtocols(tb testing.TB) ([]dgram.Protocol, *GQPProtocol) {
 					url http://127.0.0.1:1/kick
 					protected
 				}
+			}
+			a2s_shield 127.0.0.1:1 {
+				upstream_timeout 100ms
 			}
 		}
 	}
@@ -139,6 +143,20 @@ func dispatchSeeds(tb testing.TB) [][]byte {
 		}
 		seeds = append(seeds, b)
 	}
+
+	// A2S requests, and the legacy challenge request bare and padded.
+	for _, q := range []wirea2s.Request{
+		{Type: wirea2s.TypeInfoRequest}, {Type: wirea2s.TypeInfoRequest, Challenge: 7, HasChallenge: true},
+		{Type: wirea2s.TypePlayerRequest, Challenge: wirea2s.NoChallenge, HasChallenge: true},
+		{Type: wirea2s.TypeRulesRequest, Challenge: 7, HasChallenge: true},
+		{Type: wirea2s.TypeChallengeRequest}, {Type: wirea2s.TypeChallengeRequest, Challenge: wirea2s.NoChallenge, HasChallenge: true},
+	} {
+		b, err := q.AppendTo(nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		seeds = append(seeds, b)
+	}
 	return seeds
 }
 
@@ -155,12 +173,13 @@ func dispatchSource(addr []byte, port uint16) netip.AddrPort {
 }
 
 // FuzzDispatch sends random datagrams from random sources through the
-// protocols of one port serving QoS, relay and GQP, as a reader does: no
-// panic, and a source the GQP responder neither trusts nor has validated
-// never gets back more bytes than it sent (QoS and the relay never
-// validate anyone beyond that: a relay answer to an unbound source is an
-// ERROR no longer than its message, and forwarding sends no more than it
-// received).
+// protocols of one port serving QoS, relay, GQP and the A2S shield, as a
+// reader does: no panic, and a source the GQP responder neither trusts nor
+// has validated never gets back more bytes than it sent (QoS and the relay
+// never validate anyone beyond that: a relay answer to an unbound source
+// is an ERROR no longer than its message, and forwarding sends no more
+// than it received; the A2S shield answers more only to a source that
+// sent the challenge it was given, which fuzzing does not guess).
 func FuzzDispatch(f *testing.F) {
 	protocols, g := dispatchProtocols(f)
 	for _, s := range dispatchSeeds(f) {
@@ -208,7 +227,7 @@ func TestDispatchSeedsReachEveryProtocol(t *testing.T) {
 			}
 		}
 	}
-	for i, name := range []string{"qos", "relay", "gqp"} {
+	for i, name := range []string{"qos", "relay", "gqp", "a2s_shield"} {
 		if answered[i] == 0 {
 			t.Errorf("no seed is answered by %s", name)
 		}

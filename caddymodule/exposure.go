@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"regexp"
 	"strings"
 
@@ -82,10 +83,22 @@ func beyondLoopback(addrs []string) (string, bool) {
 }
 
 // replaced returns v with its placeholders ({env.X}, {file.Y}, ...)
-// replaced. A value that comes out empty is refused: an unset environment
-// variable must not become an empty key, token, secret or password that
-// anyone can present. module and option name the value in the error.
+// replaced when the module is provisioned, and {env.X:default} with the
+// variable X, or default when X is unset or empty (Caddy's {env.X} has no
+// default). Unlike the Caddyfile's {$X}, which is replaced when the
+// Caddyfile is adapted, these keep the value out of the JSON configuration
+// (GET /config/, autosave.json): only the placeholder is stored there. A
+// value that comes out empty is refused: an unset environment variable must
+// not become an empty key, token, secret or password that anyone can
+// present. module and option name the value in the error.
 func replaced(repl *caddy.Replacer, module, option, v string) (string, error) {
+	v = envWithDefault.ReplaceAllStringFunc(v, func(m string) string {
+		sub := envWithDefault.FindStringSubmatch(m)
+		if value := os.Getenv(sub[1]); value != "" {
+			return value
+		}
+		return sub[2]
+	})
 	r := repl.ReplaceKnown(v, "")
 	if r == "" {
 		return "", fmt.Errorf("%s: %s: %q is empty after replacing placeholders", module, option, v)
@@ -107,7 +120,11 @@ func replacedEach(module, option string, values []string) ([][]byte, error) {
 	return out, nil
 }
 
-var envPlaceholder = regexp.MustCompile(`\{env\.([^}]+)\}`)
+// envPlaceholder matches {env.X} and {env.X:default}, X in group 1.
+var envPlaceholder = regexp.MustCompile(`\{env\.([^}:]+)(?::[^}]*)?\}`)
+
+// envWithDefault matches {env.X:default}: X in group 1, default in group 2.
+var envWithDefault = regexp.MustCompile(`\{env\.([A-Za-z_][A-Za-z0-9_]*):([^{}]*)\}`)
 
 // refuseWeakSecrets refuses development defaults, and values shorter than
 // minLen bytes, when the app running the module listens beyond loopback. raw are the configured values (naming the environment variable

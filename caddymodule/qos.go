@@ -1,8 +1,12 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,13 +71,21 @@ type QoSEcho struct {
 	Titles []string `json:"titles,omitempty"`
 	// Handlers with the same name (and max_sources and source_key) share
 	// their rate and ban state, and a reloaded configuration takes the state
-	// over from the one it replaces. Default: qos.
+	// over from the one it replaces. Default: the listener's own state: in
+	// the gamegate app, that of the server's listen addresses; in a layer4
+	// route, that of the local address each association arrived at.
 	Name string `json:"name,omitempty"`
 
-	engine   *qos.Engine
-	tableKey string
+	engine   *qos.Engine // nil: one per local address (byLocal)
+	tableKey string      // the table of engine
 	byPort   bool
+	inApp    bool // a protocol of the gamegate app: see useListener
 	logger   *zap.Logger
+
+	// A layer4 handler without a name learns its listener from each
+	// association: one engine per local address, each on its table.
+	mu      sync.Mutex
+	byLocal map[string]*qos.Engine // by table key
 }
 
 // CaddyModule returns the Caddy module information.
@@ -116,9 +128,6 @@ func (h *QoSEcho) setDefaults() {
 	if h.SourceKey == "" {
 		h.SourceKey = "ip"
 	}
-	if h.Name == "" {
-		h.Name = "qos"
-	}
 }
 
 func (h *QoSEcho) engineConfig() qos.Config {
@@ -131,6 +140,9 @@ func (h *QoSEcho) engineConfig() qos.Config {
 		Capacity:      h.Capacity,
 		CapacityBurst: h.CapacityBurst,
 		Titles:        h.Titles,
+		// Discovery's health checks from this process are answered even
+		// while forged requests have their address banned.
+		ProbeKey: qos.ProcessProbeKey(),
 	}
 }
 
@@ -142,29 +154,146 @@ func (h *QoSEcho) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.byPort = h.SourceKey == "ip_port"
-	h.tableKey = h.Name + "/" + strconv.Itoa(h.MaxSources) + "/" + h.SourceKey
-	val, _, err := sourceTables.LoadOrNew(h.tableKey, func() (caddy.Destructor, error) {
-		t := qos.NewSourceTable(h.MaxSources, nil, qosSweepInterval)
-		liveSourceTables.add(t)
-		return destructTable{t}, nil
-	})
-	if err != nil {
-		return err
+	switch {
+	case h.Name != "":
+		if err := h.useTable(h.Name); err != nil {
+			return err
+		}
+	case h.inApp:
+		// The app calls useListener with its server's addresses.
+	default:
+		// A layer4 route: the tables come with the associations
+		// (engineAt). Take over those of the configuration this one
+		// replaces now, so that their bans outlive the reload.
+		h.byLocal = make(map[string]*qos.Engine)
+		for _, key := range localTables.keys(h.tableSuffix()) {
+			if _, err := h.adopt(key); err != nil {
+				return err
+			}
+		}
 	}
-	engine, err := qos.NewEngine(h.engineConfig(), val.(destructTable).SourceTable)
-	if err != nil {
-		return err
-	}
-	h.engine = engine
 	return qosMetrics.register(ctx.GetMetricsRegistry())
 }
 
+// useTable sets up the handler's engine on the table of name.
+func (h *QoSEcho) useTable(name string) error {
+	key := name + h.tableSuffix()
+	engine, err := h.newEngine(key)
+	if err != nil {
+		return err
+	}
+	h.tableKey, h.engine = key, engine
+	return nil
+}
+
+// useListener gives a protocol of the gamegate app without a name its
+// server's own table.
+func (h *QoSEcho) useListener(listen []string) error {
+	if h.engine != nil {
+		return nil // named
+	}
+	return h.useTable("qos@" + strings.Join(listen, ","))
+}
+
+// tableSuffix is what a table key adds to the table's name: what the table
+// holds, so that two handlers never share a table of other settings.
+func (h *QoSEcho) tableSuffix() string {
+	return "/" + strconv.Itoa(h.MaxSources) + "/" + h.SourceKey
+}
+
+// newEngine returns an engine on the pooled table of key, taking a hold on
+// the table that Cleanup releases.
+func (h *QoSEcho) newEngine(key string) (*qos.Engine, error) {
+	val, _, err := sourceTables.LoadOrNew(key, func() (caddy.Destructor, error) {
+		t := qos.NewSourceTable(h.MaxSources, nil, qosSweepInterval)
+		liveSourceTables.add(t)
+		return destructTable{t, key}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	engine, err := qos.NewEngine(h.engineConfig(), val.(destructTable).SourceTable)
+	if err != nil {
+		_, _ = sourceTables.Delete(key)
+		return nil, err
+	}
+	return engine, nil
+}
+
+// adopt returns the engine of the table key, making it (and holding the
+// table) the first time. The caller holds h.mu or has h to itself.
+func (h *QoSEcho) adopt(key string) (*qos.Engine, error) {
+	if h.byLocal == nil {
+		return nil, errors.New("qos: the handler has been cleaned up")
+	}
+	if e := h.byLocal[key]; e != nil {
+		return e, nil
+	}
+	e, err := h.newEngine(key)
+	if err != nil {
+		return nil, err
+	}
+	h.byLocal[key] = e
+	localTables.add(key)
+	return e, nil
+}
+
+// engineAt returns the engine of the listener at local.
+func (h *QoSEcho) engineAt(local net.Addr) (*qos.Engine, error) {
+	if h.engine != nil {
+		return h.engine, nil
+	}
+	key := "qos@" + local.String() + h.tableSuffix()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.adopt(key)
+}
+
 // destructTable releases a source table when no configuration uses it.
-type destructTable struct{ *qos.SourceTable }
+type destructTable struct {
+	*qos.SourceTable
+	key string
+}
 
 func (d destructTable) Destruct() error {
 	liveSourceTables.remove(d.SourceTable)
+	localTables.remove(d.key)
 	return d.SourceTable.Destruct()
+}
+
+// localTables are the keys of the pooled tables layer4 handlers without a
+// name made for the local addresses their associations arrived at, so that
+// the configuration that replaces theirs takes them over.
+var localTables = tableKeys{byKey: make(map[string]bool)}
+
+type tableKeys struct {
+	mu    sync.Mutex
+	byKey map[string]bool
+}
+
+func (k *tableKeys) add(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.byKey[key] = true
+}
+
+func (k *tableKeys) remove(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.byKey, key)
+}
+
+// keys returns the keys that end in suffix.
+func (k *tableKeys) keys(suffix string) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for key := range k.byKey {
+		if strings.HasPrefix(key, "qos@") && strings.HasSuffix(key, suffix) {
+			out = append(out, key)
+		}
+	}
+	return out
 }
 
 // Ranges of the QoS handler's options.
@@ -199,13 +328,21 @@ func (h *QoSEcho) Validate() error {
 	return nil
 }
 
-// Cleanup releases the handler's hold on its source table.
+// Cleanup releases the handler's holds on its source tables.
 func (h *QoSEcho) Cleanup() error {
-	if h.tableKey == "" {
-		return nil
+	var errs []error
+	if h.tableKey != "" {
+		_, err := sourceTables.Delete(h.tableKey)
+		errs = append(errs, err)
 	}
-	_, err := sourceTables.Delete(h.tableKey)
-	return err
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key := range h.byLocal {
+		_, err := sourceTables.Delete(key)
+		errs = append(errs, err)
+	}
+	h.byLocal = nil
+	return errors.Join(errs...)
 }
 
 // Handle answers the datagrams of one client until the association ends.
@@ -213,10 +350,14 @@ func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 	if _, err := packetConnOf(cx, "the QoS echo protocol"); err != nil {
 		return err
 	}
+	engine, err := h.engineAt(cx.LocalAddr())
+	if err != nil {
+		return err
+	}
 	src := qos.SourceOf(cx.RemoteAddr(), h.byPort)
 	out := make([]byte, 0, wireqos.MaxPacket)
 	return readDatagrams(cx, func() { qosMetrics.count(qos.DroppedTooLong) }, func(datagram []byte) {
-		resp, v := h.engine.Handle(src, datagram, out[:0])
+		resp, v := engine.Handle(src, datagram, out[:0])
 		qosMetrics.count(v)
 		if v == qos.BannedRate || v == qos.BannedCapacity {
 			if ce := h.logger.Check(zap.DebugLevel, "banned QoS source"); ce != nil {
@@ -324,7 +465,7 @@ func (m *qosMetricSet) collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	counter(m.requests, total)
-	counter(m.responses, n[qos.Answered], "none")
+	counter(m.responses, n[qos.Answered]+n[qos.AnsweredProbe], "none")
 	counter(m.responses, n[qos.AnsweredBackoff], "backoff")
 	counter(m.responses, n[qos.BannedRate]+n[qos.BannedCapacity], "ban")
 	counter(m.bans, n[qos.BannedRate], "rate")

@@ -322,6 +322,9 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	// A shared storage (storage redis) also takes the limit decisions, so
+	// that every node enforces them together.
+	shared, _ := ctx.Storage().(relay.SharedLimits)
 	h.api, err = relay.NewAPI(relay.APIConfig{
 		Sealer:                   sealer,
 		Store:                    ctx.Storage(),
@@ -357,6 +360,8 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		Logger:                   h.logger,
 		OnAllocation:             relayAPIMetrics.allocations.Inc,
 		OnJoinCode:               relayAPIMetrics.joinCodes.Inc,
+		Shared:                   shared,
+		OnSharedFallback:         relayAPIMetrics.fallback,
 	})
 	if err != nil {
 		_, _ = relayAPILimiters.Delete(h.limitID)
@@ -624,6 +629,7 @@ type relayAPIMetricSet struct {
 	requests    *prometheus.CounterVec
 	allocations prometheus.Counter
 	joinCodes   prometheus.Counter
+	fallbacks   *prometheus.CounterVec
 }
 
 func newRelayAPIMetrics() *relayAPIMetricSet {
@@ -633,8 +639,12 @@ func newRelayAPIMetrics() *relayAPIMetricSet {
 	m.allocations = m.counter("allocations_total",
 		"Relay allocations handed out by the allocations API (/v1/allocate and /v1/join).")
 	m.joinCodes = m.counter("join_codes_total", "Join codes created by the allocations API.")
+	m.fallbacks = m.counterVec("api_local_limit_decisions_total",
+		"Relay allocations API limit decisions taken by this node alone because the shared store could not take them, by limit (rate, allocations).", "limit")
 	return m
 }
+
+func (m *relayAPIMetricSet) fallback(limit string) { m.fallbacks.WithLabelValues(limit).Inc() }
 
 func (m *relayAPIMetricSet) count(ep relay.APIEndpoint, code int) {
 	m.requests.WithLabelValues(ep.String(), strconv.Itoa(code)).Inc()

@@ -39,6 +39,13 @@ func (*QoSProtocol) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
+// Provision sets up the handler; unless it has a name, the app then gives
+// it the table of its server's listen addresses (useListener).
+func (p *QoSProtocol) Provision(ctx caddy.Context) error {
+	p.inApp = true
+	return p.QoSEcho.Provision(ctx)
+}
+
 // Match reports whether the datagram is a QoS echo request.
 func (p *QoSProtocol) Match(datagram []byte) bool { return matchesQoS(datagram) }
 

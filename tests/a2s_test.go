@@ -196,6 +196,65 @@ func TestA2SGamedigShapeWithBot(t *testing.T) {
 	}
 }
 
+// The legacy challenge request (FF FF FF FF 57) is answered by the shield
+// as by the game server behind it: S2C_CHALLENGE, whose challenge then
+// opens A2S_PLAYER. Only in a request at least as long as the answer (the
+// 5-byte form padded with int32 -1): the bare form, whose answer would be
+// longer than it, is dropped and counted, and reaches no game server.
+func TestA2SShieldLegacyChallengeRequest(t *testing.T) {
+	for _, h := range a2sHosts {
+		t.Run(h.name, func(t *testing.T) {
+			env := startA2S(t, "", h.inApp)
+			padded, _ := (&wirea2s.Request{Type: wirea2s.TypeChallengeRequest, Challenge: wirea2s.NoChallenge, HasChallenge: true}).AppendTo(nil)
+			bare, _ := (&wirea2s.Request{Type: wirea2s.TypeChallengeRequest}).AppendTo(nil)
+			ask := func(c *testutil.UDPClient, req []byte) []byte {
+				t.Helper()
+				for range 5 {
+					c.Send(req)
+					if b, ok := c.Recv(2 * time.Second); ok {
+						return b
+					}
+				}
+				t.Fatalf("no answer to %x", req)
+				return nil
+			}
+			// The game server's own answer, for comparison.
+			game := ask(testutil.DialUDP(t, "127.0.0.1:0", env.plain.Addr), padded)
+			client := testutil.DialUDP(t, "127.0.0.1:0", env.shield)
+			got := ask(client, padded)
+			t.Logf("to %x: game server %x, shield %x", padded, game, got)
+			if _, typ, err := wirea2s.Peek(game); err != nil || typ != wirea2s.TypeChallenge || len(game) != wirea2s.ChallengeLen {
+				t.Fatalf("the game server answered %x, want S2C_CHALLENGE (the test's premise)", game)
+			}
+			c, err := wirea2s.DecodeChallenge(got)
+			if err != nil || len(got) != len(game) || len(got) > len(padded) {
+				t.Fatalf("the shield answered %x, want S2C_CHALLENGE of %d bytes like the game server's (%v)", got, len(game), err)
+			}
+			before := env.plain.Received()
+			players, _ := (&wirea2s.Request{Type: wirea2s.TypePlayerRequest, Challenge: c, HasChallenge: true}).AppendTo(nil)
+			var m wirea2s.Players
+			if err := m.Decode(ask(client, players)); err != nil || len(m.Players) != 3 {
+				t.Fatalf("A2S_PLAYER with the challenge: %+v (%v)", m, err)
+			}
+
+			dropped := env.caddy.MustMetric(t, `gamegate_a2s_shield_requests_total{outcome="dropped_too_short"}`)
+			client.Send(bare)
+			testutil.WaitFor(t, "the bare request counted as dropped_too_short", func() bool {
+				v, _ := env.caddy.Metric(t, `gamegate_a2s_shield_requests_total{outcome="dropped_too_short"}`)
+				return v == dropped+1
+			})
+			if b, ok := client.Recv(100 * time.Millisecond); ok {
+				t.Fatalf("the bare %d-byte request got %x", len(bare), b)
+			}
+			// The game server saw one A2S_PLAYER (and its challenge
+			// request) for the shield's cache, nothing of the rest.
+			if n := env.plain.Received() - before; n > 2 {
+				t.Fatalf("the game server received %d datagrams after the challenge, want at most the 2 of one A2S_PLAYER", n)
+			}
+		})
+	}
+}
+
 // gamedigValve is the part of GameDig's answer for a valve-protocol game
 // that the test compares.
 type gamedigValve struct {

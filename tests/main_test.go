@@ -24,5 +24,8 @@ var httpClient = &http.Client{Timeout: 30 * time.Second}
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testutil.StopSharedRedis()
+	if clusterBinDir != "" {
+		os.RemoveAll(clusterBinDir)
+	}
 	os.Exit(code)
 }

@@ -391,8 +391,11 @@ func TestQoSMatcherRoutesOtherTraffic(t *testing.T) {
 // under the handler's name (README: "survives config reloads"). The reload
 // changes the rate, so it is a new configuration, not the same one again.
 func TestQoSBanSurvivesReload(t *testing.T) {
-	layer4 := func(addr string, rate, burst int) string {
-		return fmt.Sprintf(`{
+	// name is the handler's name option; without one, the table is the
+	// listener's own, kept across reloads all the same.
+	layer4 := func(name string) func(addr string, rate, burst int) string {
+		return func(addr string, rate, burst int) string {
+			return fmt.Sprintf(`{
 	layer4 {
 		udp/%s {
 			idle_timeout 10s
@@ -401,35 +404,40 @@ func TestQoSBanSurvivesReload(t *testing.T) {
 					rate %d
 					burst %d
 					ban_duration 10m
-					name ban-reload-layer4
+					%s
 				}
 			}
 		}
 	}
 }
-`, addr, rate, burst)
+`, addr, rate, burst, name)
+		}
 	}
-	app := func(addr string, rate, burst int) string {
-		return fmt.Sprintf(`{
+	app := func(name string) func(addr string, rate, burst int) string {
+		return func(addr string, rate, burst int) string {
+			return fmt.Sprintf(`{
 	gamegate {
 		udp %s {
 			qos {
 				rate %d
 				burst %d
 				ban_duration 10m
-				name ban-reload-app
+				%s
 			}
 		}
 	}
 }
-`, addr, rate, burst)
+`, addr, rate, burst, name)
+		}
 	}
 	for _, tc := range []struct {
 		name   string
 		config func(addr string, rate, burst int) string
 	}{
-		{"layer4", layer4},
-		{"gamegate app", app},
+		{"layer4", layer4("name ban-reload-layer4")},
+		{"gamegate app", app("name ban-reload-app")},
+		{"layer4 listener's table", layer4("source_key ip")},
+		{"gamegate app listener's table", app("source_key ip")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := testutil.FreeUDPAddr(t)

@@ -468,10 +468,13 @@ func TestRelayAPISharedStorage(t *testing.T) {
 	if again := joinCodeOK(t, env.b, relayAPIToken, host.AllocationID, http.StatusOK); again != code {
 		t.Fatalf("join code from the other instance: got %q, want %q", again, code)
 	}
+	// The joiner's allocation is on the host's relay (A's), whichever
+	// instance answered the join.
 	joiner := joinOK(t, env.b, "", code)
-	if !bytes.Equal(joiner.HostConnectionData, host.ConnectionData) || joiner.RelayServer.IPv4 != "203.0.113.8" {
-		t.Fatalf("join on the other instance: got host data equal %v at %s, want the host's data at B's relay address",
-			bytes.Equal(joiner.HostConnectionData, host.ConnectionData), joiner.RelayServer.IPv4)
+	if !bytes.Equal(joiner.HostConnectionData, host.ConnectionData) || joiner.RelayServer.IPv4 != "203.0.113.7" ||
+		len(joiner.ServerEndpoints) != 1 || joiner.ServerEndpoints[0].Host != "203.0.113.7" {
+		t.Fatalf("join on the other instance: got host data equal %v at %s (%+v), want the host's data at A's relay address",
+			bytes.Equal(joiner.HostConnectionData, host.ConnectionData), joiner.RelayServer.IPv4, joiner.ServerEndpoints)
 	}
 	// And the other way round.
 	hostB := allocateOK(t, env.b, "", `{"maxConnections": 2}`)

@@ -203,6 +203,43 @@ func TestShieldChallenges(t *testing.T) {
 	}
 }
 
+// The legacy challenge request (0x57) gets S2C_CHALLENGE, as from a game
+// server, and the challenge is good for the requests that follow; the
+// answer is never longer than the request, so the bare 5-byte form, whose
+// answer would be, gets nothing. Nothing reaches the upstream.
+func TestShieldLegacyChallengeRequest(t *testing.T) {
+	srv, _ := startCanned(t, false, wirea2s.LayoutSource)
+	s := newShield(t, srv.Addr, nil, false)
+	src := netip.MustParseAddrPort("127.0.0.9:40000")
+
+	bare, _ := (&wirea2s.Request{Type: wirea2s.TypeChallengeRequest}).AppendTo(nil)
+	if reply, _, serve, v := s.Classify(src, bare, nil); serve || v != DroppedTooShort || len(reply) != 0 {
+		t.Fatalf("the bare request (%d bytes): got %x serve %v verdict %v; want nothing, %v", len(bare), reply, serve, v, DroppedTooShort)
+	}
+	padded, _ := (&wirea2s.Request{Type: wirea2s.TypeChallengeRequest, Challenge: wirea2s.NoChallenge, HasChallenge: true}).AppendTo(nil)
+	reply, _, serve, v := s.Classify(src, padded, nil)
+	if serve || v != Challenged || len(reply) != wirea2s.ChallengeLen || len(reply) > len(padded) {
+		t.Fatalf("the padded request (%d bytes): got %x serve %v verdict %v", len(padded), reply, serve, v)
+	}
+	c, err := wirea2s.DecodeChallenge(reply)
+	if err != nil || !s.Valid(src, c) {
+		t.Fatalf("the answer %x is not a valid S2C_CHALLENGE for the source (%v)", reply, err)
+	}
+	// Whatever challenge it carries, the legacy request is answered, never
+	// served from the cache.
+	withC, _ := (&wirea2s.Request{Type: wirea2s.TypeChallengeRequest, Challenge: c, HasChallenge: true}).AppendTo(nil)
+	if reply, _, serve, v := s.Classify(src, withC, nil); serve || v != Challenged || len(reply) != wirea2s.ChallengeLen {
+		t.Fatalf("with a valid challenge: got %x serve %v verdict %v", reply, serve, v)
+	}
+	players, _ := (&wirea2s.Request{Type: wirea2s.TypePlayerRequest, Challenge: c, HasChallenge: true}).AppendTo(nil)
+	if _, typ, serve, _ := s.Classify(src, players, nil); !serve || typ != wirea2s.TypePlayerRequest {
+		t.Fatal("A2S_PLAYER with the challenge of the legacy request was refused")
+	}
+	if srv.Received() != 0 {
+		t.Fatalf("challenge requests reached the upstream: %d datagrams", srv.Received())
+	}
+}
+
 func TestShieldServesSplitAndCompressed(t *testing.T) {
 	for _, c := range []struct {
 		name                   string

@@ -25,6 +25,7 @@ const (
 	DroppedNoAnswer                   // the upstream has not answered and nothing is cached
 	DroppedSourceLimit                // the source had its answers or answer bytes for now
 	DroppedTotalLimit                 // all sources together had their answer bytes for now
+	DroppedTooShort                   // a request shorter than its answer, from a source that has not proven its address
 	NumVerdicts
 )
 
@@ -42,6 +43,8 @@ func (v Verdict) String() string {
 		return "dropped_source_limit"
 	case DroppedTotalLimit:
 		return "dropped_total_limit"
+	case DroppedTooShort:
+		return "dropped_too_short"
 	}
 	return "unknown"
 }
@@ -187,16 +190,21 @@ func (s *Shield) Challenge(out []byte, src netip.AddrPort) []byte {
 // S2C_CHALLENGE (written to out), a cached answer (ok: call Serve with
 // typ), or nothing. It never sends a source that has not proven its address
 // more bytes than it sent.
+//
+// The legacy challenge request (0x57) is answered as game servers answer
+// it, with S2C_CHALLENGE, when it is at least as long as that answer (9
+// bytes: the request and four bytes more, -1 say); sent alone (5 bytes)
+// it gets nothing (DroppedTooShort), as a reply would be larger than it.
 func (s *Shield) Classify(src netip.AddrPort, datagram []byte, out []byte) (reply []byte, typ wirea2s.Type, serve bool, v Verdict) {
 	var q wirea2s.Request
 	if err := q.Decode(datagram); err != nil {
 		return out, 0, false, DroppedMalformed
 	}
 	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
-	if !q.HasChallenge || q.Challenge == wirea2s.NoChallenge || !s.Valid(src, q.Challenge) {
+	if q.Type == wirea2s.TypeChallengeRequest || !q.HasChallenge || q.Challenge == wirea2s.NoChallenge || !s.Valid(src, q.Challenge) {
 		reply = s.Challenge(out, src)
 		if len(reply)-len(out) > len(datagram) {
-			return out, 0, false, DroppedMalformed // cannot happen: every request is at least 9 bytes
+			return out, 0, false, DroppedTooShort
 		}
 		return reply, 0, false, Challenged
 	}

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -85,12 +86,19 @@ func (a *Admin) Serve(w http.ResponseWriter, r *http.Request) error {
 			return adminError(http.StatusBadRequest, "fleet %q: %v", fleet, err)
 		}
 		if err := o.Set(fleet, servers); err != nil {
+			if errors.Is(err, ErrSharedUnavailable) {
+				return unavailable(w, err)
+			}
 			return adminError(http.StatusBadRequest, "%v", err)
 		}
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	case http.MethodDelete:
-		if !o.Delete(fleet) {
+		found, err := o.Delete(fleet)
+		if err != nil {
+			return unavailable(w, err)
+		}
+		if !found {
 			return adminError(http.StatusNotFound, "fleet %q has no override", fleet)
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -98,6 +106,13 @@ func (a *Admin) Serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Allow", "GET, PUT, POST, DELETE")
 	return adminError(http.StatusMethodNotAllowed, "method %s not allowed", r.Method)
+}
+
+// unavailable is the answer to a change the shared store could not take:
+// 503, to be tried again.
+func unavailable(w http.ResponseWriter, err error) error {
+	w.Header().Set("Retry-After", "1")
+	return adminError(http.StatusServiceUnavailable, "%v; nothing was changed: try again", err)
 }
 
 // adminServer is a server as the admin API writes it: the protocol

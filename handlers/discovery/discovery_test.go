@@ -247,7 +247,9 @@ func TestOverridesTakePrecedence(t *testing.T) {
 	if w.Header().Get("ETag") == before || strings.Contains(w.Body.String(), "456") {
 		t.Fatalf("after an override: got %s, want only the first server", w.Body)
 	}
-	o.Delete("f")
+	if _, err := o.Delete("f"); err != nil {
+		t.Fatal(err)
+	}
 	if get(s, "f").Header().Get("ETag") != before {
 		t.Fatal("after deleting the override: want the inline list and its ETag back")
 	}

@@ -305,6 +305,11 @@ type HealthConfig struct {
 	// wait for their responses.
 	Requests int
 	Wait     time.Duration
+	// ProbeKey signs the checks as health probes (qos.CheckConfig), which
+	// QoS engines holding the same key answer even while they ban the
+	// checker's address (as anyone who forges a burst from it can make
+	// them do). Default: none.
+	ProbeKey []byte
 }
 
 type healthState struct {
@@ -363,7 +368,7 @@ func (s *Service) healthRound() {
 	if len(targets) == 0 {
 		return
 	}
-	checker, err := qos.NewChecker(qos.CheckConfig{Requests: h.Requests, Wait: h.Wait, Title: "gamegate health check"})
+	checker, err := qos.NewChecker(qos.CheckConfig{Requests: h.Requests, Wait: h.Wait, Title: "gamegate health check", ProbeKey: h.ProbeKey})
 	if err != nil {
 		s.cfg.Logger.Error("health check", zap.Error(err))
 		return
@@ -451,6 +456,8 @@ type Overrides struct {
 	mu       sync.Mutex
 	m        map[string][]Server
 	services map[*Service]bool
+	shared   *sharing // nil: not shared
+	writes   sync.Mutex
 }
 
 // NewOverrides returns an empty set.
@@ -480,13 +487,21 @@ func (o *Overrides) all() map[string][]Server {
 	return out
 }
 
-// Set replaces fleet's list.
+// Set replaces fleet's list. When o is shared, the list is written to the
+// shared store first; if that fails (an error matching
+// ErrSharedUnavailable) nothing changes.
 func (o *Overrides) Set(fleet string, servers []Server) error {
 	if err := ValidateFleetID(fleet); err != nil {
 		return err
 	}
+	servers = Dedupe(servers)
+	o.writes.Lock()
+	defer o.writes.Unlock()
+	if err := o.writeShared(fleet, servers, false); err != nil {
+		return err
+	}
 	o.mu.Lock()
-	o.m[fleet] = Dedupe(servers)
+	o.m[fleet] = servers
 	services := o.attached()
 	o.mu.Unlock()
 	for _, s := range services {
@@ -495,17 +510,40 @@ func (o *Overrides) Set(fleet string, servers []Server) error {
 	return nil
 }
 
-// Delete removes fleet's override, reporting whether there was one.
-func (o *Overrides) Delete(fleet string) bool {
+// Delete removes fleet's override, reporting whether there was one. When
+// o is shared, it is deleted from the shared store first; if that fails
+// (an error matching ErrSharedUnavailable) nothing changes.
+func (o *Overrides) Delete(fleet string) (bool, error) {
+	o.writes.Lock()
+	defer o.writes.Unlock()
 	o.mu.Lock()
 	_, ok := o.m[fleet]
+	o.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	if err := o.writeShared(fleet, nil, true); err != nil {
+		return false, err
+	}
+	o.mu.Lock()
 	delete(o.m, fleet)
 	services := o.attached()
 	o.mu.Unlock()
 	for _, s := range services {
 		s.rebuild()
 	}
-	return ok
+	return ok, nil
+}
+
+// writeShared writes a change to the shared store, if o is shared.
+func (o *Overrides) writeShared(fleet string, servers []Server, deleted bool) error {
+	o.mu.Lock()
+	sh := o.shared
+	o.mu.Unlock()
+	if sh == nil {
+		return nil
+	}
+	return sh.write(fleet, servers, deleted)
 }
 
 // Get returns fleet's override.

@@ -42,6 +42,10 @@ type CheckConfig struct {
 	Margin time.Duration
 	// Local is the local address to send from. Default: any.
 	Local string
+	// ProbeKey, when set, signs every request as a health probe (see
+	// probe.go), which engines holding the same key answer whatever the
+	// state of the source address. Default: none.
+	ProbeKey []byte
 	// Now returns the current time. Default: time.Now.
 	Now func() time.Time
 }
@@ -91,9 +95,10 @@ func (r *ServerResult) Percentile(p float64) time.Duration {
 // skips a server until its back-off or ban (plus a margin) has passed. It is
 // safe for concurrent use, but checks sharing a Checker run one at a time.
 type Checker struct {
-	cfg  CheckConfig
-	mu   sync.Mutex
-	skip map[netip.AddrPort]time.Time
+	cfg    CheckConfig
+	prober *prober // nil: requests are not signed
+	mu     sync.Mutex
+	skip   map[netip.AddrPort]time.Time
 }
 
 // NewChecker returns a Checker with cfg's defaults filled in.
@@ -121,7 +126,11 @@ func NewChecker(cfg CheckConfig) (*Checker, error) {
 	case cfg.PacketSize > wireqos.MaxPacket:
 		return nil, fmt.Errorf("packet size over %d bytes", wireqos.MaxPacket)
 	}
-	return &Checker{cfg: cfg, skip: make(map[netip.AddrPort]time.Time)}, nil
+	c := &Checker{cfg: cfg, skip: make(map[netip.AddrPort]time.Time)}
+	if len(cfg.ProbeKey) > 0 {
+		c.prober = newProber(cfg.ProbeKey)
+	}
+	return c, nil
 }
 
 // The custom data this client sends: sequence u8, identifier u16 LE (random
@@ -196,7 +205,7 @@ func (c *Checker) Check(ctx context.Context, targets []Target) ([]*ServerResult,
 	sendDone := make(chan time.Time, 1)
 	go func() {
 		buf := make([]byte, 0, wireqos.MaxPacket)
-		custom := make([]byte, max(customLen, c.cfg.PacketSize))
+		custom := make([]byte, max(probeLen, c.cfg.PacketSize))
 		for _, addr := range contacted {
 			st := byAddr[addr]
 			dst := net.UDPAddrFromAddrPort(addr)
@@ -309,6 +318,11 @@ func (c *Checker) appendRequest(b, custom []byte, seq uint8, id uint16, sentAt t
 	binary.LittleEndian.PutUint16(custom[1:], id)
 	binary.LittleEndian.PutUint64(custom[3:], uint64(sentAt))
 	n := max(customLen, c.cfg.PacketSize-(3+len(c.cfg.Title)))
+	if c.prober != nil {
+		// A probe's custom data has its own length; it is not padded.
+		c.prober.sign(custom, time.Now())
+		n = probeLen
+	}
 	req := wireqos.Request{Title: []byte(c.cfg.Title), Custom: custom[:min(n, len(custom))]}
 	b, _ = req.AppendTo(b) // NewChecker bounded the title and size
 	return b

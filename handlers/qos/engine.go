@@ -42,6 +42,13 @@ type Config struct {
 	// Titles, when not empty, lists the game titles answered; requests
 	// with any other title are dropped.
 	Titles []string
+	// ProbeKey, when set, is the key of health probes (see probe.go): a
+	// valid probe is answered whatever the state of its source, and
+	// changes none. Default: none (probes are ordinary requests).
+	ProbeKey []byte
+	// Now is the wall clock probes' times are checked against. Default:
+	// time.Now.
+	Now func() time.Time
 }
 
 // Verdict is what the engine did with one datagram.
@@ -51,6 +58,7 @@ type Verdict uint8
 const (
 	Answered             Verdict = iota // echoed with no flow control
 	AnsweredBackoff                     // echoed with a voluntary back-off
+	AnsweredProbe                       // a health probe, echoed with no flow control
 	BannedRate                          // echoed with a ban: the source exceeded its rate
 	BannedCapacity                      // echoed with a ban: the engine was over capacity
 	DroppedBanned                       // the source is banned
@@ -66,7 +74,7 @@ const (
 )
 
 var verdictNames = [NumVerdicts]string{
-	"answered", "answered_backoff", "banned_rate", "banned_capacity", "banned",
+	"answered", "answered_backoff", "answered_probe", "banned_rate", "banned_capacity", "banned",
 	"title_not_allowed", "too_short", "too_long", "magic", "version", "flow",
 	"title_length", "title_encoding",
 }
@@ -91,6 +99,11 @@ type Engine struct {
 	capacity ratelimit.Limit // across all sources
 	budget   ratelimit.AtomicState
 	titles   map[string]struct{}
+
+	prober      *prober // nil: no probe key
+	probeLimit  ratelimit.Limit
+	probeBudget ratelimit.AtomicState
+	now         func() time.Time
 }
 
 // NewEngine returns an engine using table for per-source state. The table
@@ -108,6 +121,14 @@ func NewEngine(cfg Config, table *SourceTable) (*Engine, error) {
 	// Validate has checked both pairs.
 	e.rate, _ = ratelimit.NewLimit(cfg.Rate, cfg.Burst)
 	e.capacity, _ = ratelimit.NewLimit(cfg.Capacity, cfg.CapacityBurst)
+	if len(cfg.ProbeKey) > 0 {
+		e.prober = newProber(cfg.ProbeKey)
+		e.probeLimit, _ = ratelimit.NewLimit(ProbeRate, ProbeBurst)
+	}
+	e.now = cfg.Now
+	if e.now == nil {
+		e.now = time.Now
+	}
 	if len(cfg.Titles) > 0 {
 		e.titles = make(map[string]struct{}, len(cfg.Titles))
 		for _, t := range cfg.Titles {
@@ -153,6 +174,12 @@ func (e *Engine) Handle(src Source, datagram []byte, dst []byte) ([]byte, Verdic
 	var req wireqos.Request
 	if err := req.Decode(datagram); err != nil {
 		return nil, malformed(err)
+	}
+	// A health probe is answered before the title allow-list and the
+	// source's state: neither may keep the health checker out.
+	if e.prober != nil && len(req.Custom) == probeLen && e.prober.verify(req.Custom, e.now()) &&
+		e.probeLimit.AllowAtomic(&e.probeBudget, e.table.now()) {
+		return wireqos.AppendResponse(dst, wireqos.FlowNone, req.Custom), AnsweredProbe
 	}
 	if e.titles != nil {
 		if _, ok := e.titles[string(req.Title)]; !ok {

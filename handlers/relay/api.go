@@ -11,9 +11,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -164,7 +167,21 @@ type APIConfig struct {
 	// and each new join code made.
 	OnAllocation func()
 	OnJoinCode   func()
+	// Shared, if set, takes every limit decision for all the nodes
+	// sharing it: the rate limits (behind NewLimiter's), and the
+	// allocation counts by relay (PublicHost:PublicPort), client and
+	// network. When it cannot decide, this API's own limiters and Limiter
+	// do. Default: none (this API's own only).
+	Shared SharedLimits
+	// OnSharedFallback, if set, is called for each decision taken locally
+	// because Shared could not take it, with FallbackRate or
+	// FallbackAllocations.
+	OnSharedFallback func(limit string)
 }
+
+// storeRetryAfter is the Retry-After of a 503 for a store that could not
+// be reached: every request tries the store afresh.
+const storeRetryAfter = time.Second
 
 // API answers the allocations REST API. It is safe for concurrent use.
 type API struct {
@@ -174,6 +191,8 @@ type API struct {
 	relayServer APIRelayServer
 	endpoints   []APIServerEndpoint
 	codeLocks   keyedMutex
+	pool        string      // this API's relay as Shared counts it: PublicHost:PublicPort
+	sharedDown  atomic.Bool // Shared failed last: limits are local
 
 	// The rate limits: per client for each endpoint, per network for
 	// /v1/join and for failed authentications.
@@ -276,11 +295,9 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		cfg:         cfg,
 		relayServer: APIRelayServer{IPv4: cfg.PublicHost, Port: cfg.PublicPort},
 		// gamegate's relay speaks plain UDP only: no dtls or wss endpoint.
-		endpoints: []APIServerEndpoint{{
-			ConnectionType: "udp", Network: "udp", Reliable: false, Secure: false,
-			Host: cfg.PublicHost, Port: cfg.PublicPort,
-		}},
-		stop: make(chan struct{}),
+		endpoints: []APIServerEndpoint{relayEndpoint(cfg.PublicHost, cfg.PublicPort)},
+		pool:      net.JoinHostPort(cfg.PublicHost, strconv.Itoa(cfg.PublicPort)),
+		stop:      make(chan struct{}),
 	}
 	seen := make(map[string]bool)
 	for _, r := range cfg.Regions {
@@ -320,7 +337,11 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		{&a.joinNetworkRate, LimitJoinNetwork, cfg.JoinNetworkRate, cfg.JoinNetworkBurst},
 		{&a.authFailures, LimitAuthFailures, cfg.AuthFailureRate, cfg.AuthFailureBurst},
 	} {
-		if *t.dst, err = a.cfg.NewLimiter(t.name, t.rate, t.burst); err != nil {
+		local, err := a.cfg.NewLimiter(t.name, t.rate, t.burst)
+		if err == nil {
+			*t.dst, err = a.shareLimiter(t.name, t.rate, t.burst, local)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("relay api: %s rate: %w", t.name, err)
 		}
 	}
@@ -374,21 +395,41 @@ func (a *API) region(req *string) (string, *APIError) {
 	return "", errKindRegionNotFound.err(fmt.Sprintf("region %q %s", *req, problem), APIErrorDetail{Key: "region", Value: problem})
 }
 
+// internal is the answer to a failure of ours: 503 with Retry-After for a
+// store that could not be reached (the request may succeed when retried),
+// 500 otherwise. Neither carries the error's text.
 func (a *API) internal(what string, err error) *APIError {
+	if storeUnavailable(err) {
+		a.cfg.Logger.Debug("relay api: "+what+": the store is unavailable", zap.Error(err))
+		e := errKindUnavailable.err(what + " failed: the store is unavailable; try again in 1s")
+		e.retryAfter = storeRetryAfter
+		return e
+	}
 	a.cfg.Logger.Error("relay api: "+what, zap.Error(err))
 	return errKindInternal.err(what + " failed")
 }
 
-// newAllocation makes an allocation counted against the limit and seals it.
-// release gives its place back if the caller fails to hand it out.
-func (a *API) newAllocation(c caller, maxConnections int, region string) (alloc *Allocation, data []byte, release func(), e *APIError) {
+// newAllocation makes an allocation on this API's relay, counted against
+// the limits, and seals it. release gives its place back if the caller
+// fails to hand it out.
+func (a *API) newAllocation(ctx context.Context, c caller, maxConnections int, region string) (alloc *Allocation, data []byte, release func(), e *APIError) {
+	return a.newAllocationOn(ctx, c, maxConnections, region, a.pool)
+}
+
+// newAllocationOn is newAllocation on the relay at pool (host:port), in
+// whose allocation count it is counted.
+func (a *API) newAllocationOn(ctx context.Context, c caller, maxConnections int, region, pool string) (alloc *Allocation, data []byte, release func(), e *APIError) {
 	now := a.cfg.Now()
-	expires := now.Add(a.cfg.AllocationTTL)
+	alloc, err := NewAllocation(maxConnections, region, now.Add(a.cfg.AllocationTTL))
+	if err != nil {
+		return nil, nil, nil, a.internal("making an allocation", err)
+	}
 	holder := Holder{
 		Client: c.client, PerClient: a.cfg.MaxAllocationsPerClient,
 		Network: c.network, PerNetwork: a.cfg.MaxAllocationsPerNetwork,
 	}
-	switch reached, retry := a.cfg.Limiter.Reserve(now, expires, a.cfg.MaxAllocations, holder); reached {
+	reached, retry, release := a.reserve(ctx, pool, alloc, holder, now)
+	switch reached {
 	case LimitTotal:
 		e := errKindNoCapacity.err(fmt.Sprintf("this relay holds its limit of %d allocations; try again in %ds", a.cfg.MaxAllocations, ratelimit.RetryAfter(retry)))
 		e.retryAfter = retry
@@ -402,12 +443,7 @@ func (a *API) newAllocation(c caller, maxConnections int, region string) (alloc 
 		e.retryAfter = retry
 		return nil, nil, nil, e
 	}
-	release = func() { a.cfg.Limiter.Release(expires, holder) }
-	alloc, err := NewAllocation(maxConnections, region, expires)
-	if err == nil {
-		data, err = a.cfg.Sealer.Seal(alloc)
-	}
-	if err != nil {
+	if data, err = a.cfg.Sealer.Seal(alloc); err != nil {
 		release()
 		return nil, nil, nil, a.internal("making an allocation", err)
 	}
@@ -417,6 +453,7 @@ func (a *API) newAllocation(c caller, maxConnections int, region string) (alloc 
 	return alloc, data, release, nil
 }
 
+// view is alloc as the API answers it, on this API's relay.
 func (a *API) view(alloc *Allocation, data []byte) APIAllocation {
 	return APIAllocation{
 		AllocationID:      alloc.ID.String(),
@@ -446,11 +483,11 @@ func (a *API) allocate(w http.ResponseWriter, r *http.Request, c caller) (int, a
 	if e != nil {
 		return 0, nil, e
 	}
-	alloc, data, release, e := a.newAllocation(c, *req.MaxConnections, region)
+	alloc, data, release, e := a.newAllocation(r.Context(), c, *req.MaxConnections, region)
 	if e != nil {
 		return 0, nil, e
 	}
-	rec := storedAllocation{ConnectionData: data, Region: region, Expires: alloc.Expires, Owner: ownerProof(c.client, r)}
+	rec := storedAllocation{ConnectionData: data, Region: region, Expires: alloc.Expires, Owner: ownerProof(c.client, r), Relay: a.pool}
 	if err := a.store(r.Context(), allocationKey(alloc.ID), rec); err != nil {
 		release()
 		return 0, nil, a.internal("storing the allocation", err)
@@ -511,7 +548,7 @@ func (a *API) joinCode(w http.ResponseWriter, r *http.Request, c caller) (int, a
 	}
 	rec := storedJoinCode{
 		AllocationID: id.String(), ConnectionData: alloc.ConnectionData,
-		Region: alloc.Region, Expires: now.Add(a.cfg.JoinCodeTTL),
+		Region: alloc.Region, Expires: now.Add(a.cfg.JoinCodeTTL), Relay: alloc.Relay,
 	}
 	for range joinCodeAttempts {
 		code, err := NewJoinCode(a.cfg.Rand)
@@ -574,11 +611,19 @@ func (a *API) join(w http.ResponseWriter, r *http.Request, c caller) (int, any, 
 		}
 		return 0, nil, notFound
 	}
-	alloc, data, _, e := a.newAllocation(c, 1, rec.Region)
+	// The joiner's allocation is on the host's relay, which may be another
+	// node's: every node sharing the store and the secrets opens it.
+	host, port := a.cfg.PublicHost, a.cfg.PublicPort
+	if h, p, ok := splitRelay(rec.Relay); ok {
+		host, port = h, p
+	}
+	alloc, data, _, e := a.newAllocationOn(ctx, c, 1, rec.Region, net.JoinHostPort(host, strconv.Itoa(port)))
 	if e != nil {
 		return 0, nil, e
 	}
 	view := a.view(alloc, data)
+	view.RelayServer = APIRelayServer{IPv4: host, Port: port}
+	view.ServerEndpoints = []APIServerEndpoint{relayEndpoint(host, port)}
 	view.HostConnectionData = rec.ConnectionData
 	return http.StatusOK, AllocationData{Allocation: view}, nil
 }

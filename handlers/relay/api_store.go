@@ -78,6 +78,10 @@ type storedAllocation struct {
 	JoinCode       string    `json:"joinCode,omitempty"`
 	// Owner is the proof (ownerProof) a /v1/joincode request must match.
 	Owner string `json:"owner,omitempty"`
+	// Relay is the host:port of the relay the allocation is on, where
+	// its joiners' allocations are made too. Records written before relays
+	// were recorded have none: joins then use the joining node's relay.
+	Relay string `json:"relay,omitempty"`
 }
 
 // storedJoinCode is a join code's record, under
@@ -87,6 +91,7 @@ type storedJoinCode struct {
 	ConnectionData []byte    `json:"connectionData"`
 	Region         string    `json:"region"`
 	Expires        time.Time `json:"expires"`
+	Relay          string    `json:"relay,omitempty"` // as storedAllocation's
 }
 
 func allocationKey(id wirerelay.AllocationID) string { return apiAllocationsPrefix + "/" + id.String() }

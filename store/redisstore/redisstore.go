@@ -30,7 +30,18 @@ import (
 	"github.com/caddyserver/certmagic"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/store"
 )
+
+// go-redis prints every failed dial to standard error, past Caddy's logs:
+// an outage would print several lines a second. Failures reach the logs
+// through the callers instead, once per outage.
+func init() { redis.SetLogger(discardLogger{}) }
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // Defaults of Config.
 const (
@@ -640,7 +651,7 @@ func notExist(key string) error { return fmt.Errorf("%s: %w", key, fs.ErrNotExis
 
 // ErrUnavailable is matched (errors.Is) by every error of the server or of
 // reaching it.
-var ErrUnavailable = errors.New("storage unavailable")
+var ErrUnavailable = store.ErrUnavailable
 
 type storeError struct {
 	op, key string

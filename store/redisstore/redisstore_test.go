@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -368,3 +369,30 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// After the server restarts, the next operations succeed: pooled
+// connections to the old process and its script cache are gone.
+func TestServerRestart(t *testing.T) {
+	r := testutil.StartRedis(t, testutil.RedisOptions{AppendOnly: true})
+	s := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t)})
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 20 {
+		if err := s.Store(ctx, "k/"+strconv.Itoa(i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Stop(t)
+	if err := s.Store(ctx, "k", []byte("v")); !errors.Is(err, redisstore.ErrUnavailable) {
+		t.Fatalf("Store with the server stopped: got %v", err)
+	}
+	r.Start(t)
+	for i := range 20 {
+		if err := s.Store(ctx, "k/"+strconv.Itoa(i), []byte("again")); err != nil {
+			t.Fatalf("Store %d after the restart: %v", i, err)
+		}
+	}
+	if b, err := s.Load(ctx, "k/0"); err != nil || string(b) != "again" {
+		t.Fatalf("Load after the restart: %q, %v", b, err)
+	}
+}

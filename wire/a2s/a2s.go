@@ -17,11 +17,15 @@ const (
 	TypeInfoRequest   Type = 'T' // A2S_INFO
 	TypePlayerRequest Type = 'U' // A2S_PLAYER
 	TypeRulesRequest  Type = 'V' // A2S_RULES
-	TypeChallenge     Type = 'A' // S2C_CHALLENGE
-	TypeInfo          Type = 'I' // A2S_INFO answer, Source
-	TypeInfoGoldSrc   Type = 'm' // A2S_INFO answer, obsolete GoldSrc
-	TypePlayers       Type = 'D' // A2S_PLAYER answer
-	TypeRules         Type = 'E' // A2S_RULES answer
+	// TypeChallengeRequest is the legacy A2S_SERVERQUERY_GETCHALLENGE,
+	// answered with S2C_CHALLENGE by many servers still (GameDig's ffow
+	// type asks it).
+	TypeChallengeRequest Type = 'W'
+	TypeChallenge        Type = 'A' // S2C_CHALLENGE
+	TypeInfo             Type = 'I' // A2S_INFO answer, Source
+	TypeInfoGoldSrc      Type = 'm' // A2S_INFO answer, obsolete GoldSrc
+	TypePlayers          Type = 'D' // A2S_PLAYER answer
+	TypeRules            Type = 'E' // A2S_RULES answer
 )
 
 // Header values: the int32 a datagram starts with.
@@ -111,12 +115,15 @@ func appendString(b []byte, s []byte, field string, err *error) []byte {
 	return append(b, 0)
 }
 
-// Request is a client's query: A2S_INFO, A2S_PLAYER or A2S_RULES.
+// Request is a client's query: A2S_INFO, A2S_PLAYER, A2S_RULES, or the
+// legacy challenge request.
 type Request struct {
-	Type Type // TypeInfoRequest, TypePlayerRequest or TypeRulesRequest
+	Type Type // TypeInfoRequest, TypePlayerRequest, TypeRulesRequest or TypeChallengeRequest
 	// Challenge is the number the server gave in S2C_CHALLENGE, or
 	// NoChallenge to ask for one. An A2S_INFO request carries it only when
-	// HasChallenge; the others always do.
+	// HasChallenge; A2S_PLAYER and A2S_RULES always do. The legacy
+	// challenge request is the type byte alone, or with HasChallenge four
+	// more bytes (NoChallenge, say), which make it as long as its answer.
 	Challenge    int32
 	HasChallenge bool
 }
@@ -128,6 +135,8 @@ func (q *Request) Len() int {
 		return InfoRequestLen + 4
 	case q.Type == TypeInfoRequest:
 		return InfoRequestLen
+	case q.Type == TypeChallengeRequest && !q.HasChallenge:
+		return HeaderLen
 	}
 	return HeaderLen + 4
 }
@@ -146,26 +155,34 @@ func (q *Request) AppendTo(b []byte) ([]byte, error) {
 	case TypePlayerRequest, TypeRulesRequest:
 		b = appendHeader(b, q.Type)
 		b = binary.LittleEndian.AppendUint32(b, uint32(q.Challenge))
+	case TypeChallengeRequest:
+		b = appendHeader(b, q.Type)
+		if q.HasChallenge {
+			b = binary.LittleEndian.AppendUint32(b, uint32(q.Challenge))
+		}
 	default:
 		return b, wire.NewDecodeError("type", 4, wire.ErrRange)
 	}
 	return b, nil
 }
 
-// Decode parses a request. An A2S_INFO request's bytes after its string
-// are its challenge when there are exactly four of them; any other number
-// is refused ([wire.ErrTooLong], or [wire.ErrTruncated] for fewer), so a
-// padded request is not mistaken for one with a challenge.
+// Decode parses a request. An A2S_INFO request's bytes after its string,
+// and a legacy challenge request's after its type, are a challenge when
+// there are exactly four of them; any other number is refused
+// ([wire.ErrTooLong], or [wire.ErrTruncated] for fewer), so a padded
+// request is not mistaken for one with a challenge.
 func (q *Request) Decode(b []byte) error {
-	r, t, err := begin(b, TypeInfoRequest, TypePlayerRequest, TypeRulesRequest)
+	r, t, err := begin(b, TypeInfoRequest, TypePlayerRequest, TypeRulesRequest, TypeChallengeRequest)
 	if err != nil {
 		return err
 	}
 	*q = Request{Type: t}
-	if t == TypeInfoRequest {
+	if t == TypeInfoRequest || t == TypeChallengeRequest {
 		off := r.Offset()
-		if s := r.CString("payload"); r.Err() == nil && string(s) != infoPayload {
-			return wire.NewDecodeError("payload", off, wire.ErrMagic)
+		if t == TypeInfoRequest {
+			if s := r.CString("payload"); r.Err() == nil && string(s) != infoPayload {
+				return wire.NewDecodeError("payload", off, wire.ErrMagic)
+			}
 		}
 		if r.Len() == 0 {
 			return r.Err()

@@ -127,14 +127,36 @@ func (c *Caddy) config(t testing.TB, caddyfile string) []byte {
 		"listen": c.AdminAddr,
 		"config": map[string]any{"persist": false},
 	}
+	// The default log is set; the configuration's own logs (a site's
+	// access log) stay.
+	var defaultLog map[string]any
 	if c.logFile != "" {
-		cfg["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{
+		defaultLog = map[string]any{
 			"level":   "INFO",
 			"writer":  map[string]any{"output": "file", "filename": c.logFile, "roll": false},
 			"encoder": map[string]any{"format": "json"},
-		}}}
+		}
 	} else if os.Getenv("GAMEGATE_TEST_LOG") == "" {
-		cfg["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
+		defaultLog = map[string]any{"level": "ERROR"}
+	}
+	if defaultLog != nil {
+		logging, _ := cfg["logging"].(map[string]any)
+		if logging == nil {
+			logging = map[string]any{}
+			cfg["logging"] = logging
+		}
+		logs, _ := logging["logs"].(map[string]any)
+		if logs == nil {
+			logs = map[string]any{}
+			logging["logs"] = logs
+		}
+		if existing, ok := logs["default"].(map[string]any); ok {
+			for k, v := range defaultLog {
+				existing[k] = v // keeping what it excludes (the access logs)
+			}
+		} else {
+			logs["default"] = defaultLog
+		}
 	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
