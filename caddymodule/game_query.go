@@ -122,8 +122,9 @@ type GameQueryServer struct {
 	// The commands forwarded from HTTP besides the normalised status,
 	// which is always allowed (Caddyfile: commands <server> <command>...).
 	// Default: the protocol's read-only commands (gqp: identify, echo,
-	// extensions and its status_command); challenge, validate and
-	// protected commands are forwarded only if listed here.
+	// extensions and its status_command); commands that may change a
+	// game's state (gqp's challenge, validate and protected commands,
+	// freeciv's join) are forwarded only if listed here.
 	Commands []string `json:"commands,omitempty"`
 
 	protocol query.Protocol

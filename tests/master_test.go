@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os/exec"
 	"slices"
@@ -360,4 +361,94 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 	testutil.WaitFor(t, "a server to register after the flood", func() bool {
 		return gate.MustMetric(t, "gamegate_master_servers") == 1
 	})
+}
+
+// The HTTP list of a master's servers, under a path prefix: a real
+// OpenArena server registered through its heartbeat is listed with its
+// map and, once its status is queried, its bots, in the game query
+// result shape; filters apply; the ETag answers 304.
+func TestServerListWithOpenArena(t *testing.T) {
+	udp, web := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
+	gate := testcaddy.Start(t, fmt.Sprintf(`{
+	gamegate {
+		udp %s {
+			master
+		}
+	}
+}
+
+http://%s {
+	handle_path /servers/* {
+		server_list {
+			ttl 2s
+		}
+	}
+}
+`, udp, web))
+	registered := gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`)
+	bots := []string{"Grism", "Sarge"}
+	oa := testutil.StartOpenArenaWithMaster(t, udp, "^3List ^7Arena", 8, bots...)
+	testutil.WaitFor(t, "the OpenArena server to register", func() bool {
+		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`) > registered
+	})
+
+	type server struct {
+		Name       string
+		Map        string
+		Password   bool
+		NumPlayers int
+		MaxPlayers int
+		Players    []struct{ Name string }
+		Bots       []struct{ Name string }
+		Connect    string
+		Game       string
+		Protocol   string
+		Address    string
+	}
+	type page struct {
+		Total   int
+		Servers []server
+	}
+	base := "http://" + web + "/servers/"
+	var p page
+	testutil.WaitFor(t, "the server's bots to be listed", func() bool {
+		r := getJSON(t, base, &p)
+		if r.status != 200 {
+			t.Fatalf("GET /servers/: %d %s", r.status, r.body)
+		}
+		return len(p.Servers) == 1 && len(p.Servers[0].Bots) == len(bots)
+	})
+	s := p.Servers[0]
+	t.Logf("listed: %+v", s)
+	if p.Total != 1 || s.Address != oa.Addr || s.Connect != oa.Addr || s.Name != "List Arena" || s.Map != oa.Map ||
+		s.NumPlayers != 2 || s.MaxPlayers != 8 || s.Password || s.Game != "Quake3Arena" || s.Protocol != "quake3" ||
+		s.Bots[0].Name != "Grism" || s.Bots[1].Name != "Sarge" || len(s.Players) != 0 {
+		t.Fatalf("listed %+v", s)
+	}
+	for query, want := range map[string]int{"?not_empty&not_full&no_password": 1, "?game=Nexuiz": 0, "?map=oa_dm1": 1, "?map=q3dm17": 0} {
+		if r := getJSON(t, base+query, &p); r.status != 200 || p.Total != want {
+			t.Errorf("%s: %d, total %d, want %d", query, r.status, p.Total, want)
+		}
+	}
+	req, _ := http.NewRequest("GET", base, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	req.Header.Set("If-None-Match", etag)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The status may have been refreshed in between (its ping changes):
+	// then the list is new and 200 is right.
+	if etag == "" || resp.StatusCode != http.StatusNotModified && resp.Header.Get("ETag") == etag {
+		t.Fatalf("If-None-Match %s: %d with ETag %s", etag, resp.StatusCode, resp.Header.Get("ETag"))
+	}
+	if r := request(t, "GET", "http://"+web+"/elsewhere"); r.status == 200 && strings.Contains(r.body, oa.Addr) {
+		t.Fatal("the list answered outside its path prefix")
+	}
 }

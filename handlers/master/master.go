@@ -265,6 +265,11 @@ const (
 	scopeLoopback
 )
 
+// Visible reports whether a server at addr may be shown to a client at
+// client: loopback servers to loopback clients, private ones to private
+// and loopback clients, public ones to all.
+func Visible(addr, client netip.Addr) bool { return scope(addr.Unmap()) <= scope(client.Unmap()) }
+
 func scope(a netip.Addr) int {
 	switch {
 	case a.IsLoopback():

@@ -1,0 +1,148 @@
+package caddymodule
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/gamegate/gamegate/handlers/master"
+	"github.com/gamegate/gamegate/handlers/quake3"
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/handlers/serverlist"
+)
+
+func init() {
+	caddy.RegisterModule(new(ServerList))
+	httpcaddyfile.RegisterHandlerDirective("server_list", parseServerListDirective)
+	httpcaddyfile.RegisterDirectiveOrder("server_list", httpcaddyfile.Before, "respond")
+}
+
+// ServerList answers GET with the game servers registered with a master
+// (the gamegate app's master protocol), each with its live status in the
+// game query result shape, filtered (game, map, not_empty, not_full,
+// no_password), sorted and paged, with an ETag. It answers at any path, so
+// it works under a path prefix (handle_path /servers/*).
+type ServerList struct {
+	// The name of the master whose servers are listed. Default: master.
+	Master string `json:"master,omitempty"`
+	// How long a server's queried status is reused, and then served
+	// stale while one refresh runs. Default: 10s.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+	// Time allowed for one status query, retries included. Default: 3s.
+	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
+	// Status queries running at once; a server whose status is not
+	// cached yet is listed from its last infoResponse meanwhile. Default:
+	// 16.
+	MaxQueries int `json:"max_queries,omitempty"`
+
+	list    *serverlist.List
+	poolKey string
+}
+
+// CaddyModule returns the Caddy module information.
+func (*ServerList) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.server_list",
+		New: func() caddy.Module { return new(ServerList) },
+	}
+}
+
+func (h *ServerList) config() serverlist.Config {
+	return serverlist.Config{TTL: time.Duration(h.TTL), QueryTimeout: time.Duration(h.QueryTimeout), MaxQueries: h.MaxQueries}
+}
+
+// Provision shares the named master's list (the master may be configured
+// before or after this handler) and builds the handler.
+func (h *ServerList) Provision(ctx caddy.Context) error {
+	if h.Master == "" {
+		h.Master = "master"
+	}
+	val, _, err := masterRegistries.LoadOrNew(h.Master, func() (caddy.Destructor, error) {
+		r := master.NewRegistry(nil)
+		liveMasterRegistries.add(r)
+		return pooledRegistry{r}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.poolKey = h.Master
+	cfg := h.config()
+	cfg.Registry = val.(pooledRegistry).Registry
+	q3 := &quake3.QueryProtocol{UDPExchange: query.UDPExchange{Timeout: time.Second}}
+	cfg.Status = q3.Status
+	h.list, err = serverlist.New(cfg)
+	return err
+}
+
+// Validate checks the options' ranges.
+func (h *ServerList) Validate() error { return h.config().Validate() }
+
+// Cleanup ends the status queries running and releases the master's list.
+func (h *ServerList) Cleanup() error {
+	if h.list != nil {
+		h.list.Close()
+	}
+	if h.poolKey != "" {
+		_, err := masterRegistries.Delete(h.poolKey)
+		return err
+	}
+	return nil
+}
+
+// ServeHTTP answers with the list.
+func (h *ServerList) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	h.list.ServeHTTP(w, r)
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	server_list {
+//		master        <name>
+//		ttl           <duration>
+//		query_timeout <duration>
+//		max_queries   <count>
+//	}
+func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	const module = "server_list"
+	return parseModuleBlock(d, module, nil, func(opt string) error {
+		var err error
+		switch opt {
+		case "master":
+			h.Master, err = parseSingleArg(d)
+		case "ttl":
+			h.TTL, err = parseDuration(d)
+		case "query_timeout":
+			h.QueryTimeout, err = parseDuration(d)
+		case "max_queries":
+			h.MaxQueries, err = parseIntIn(d, intRange{1, 1<<31 - 1})
+		default:
+			return unknownOption(d, module, opt)
+		}
+		if err == nil {
+			if verr := h.Validate(); verr != nil {
+				return d.Errf("%s: %v", module, verr)
+			}
+		}
+		return err
+	})
+}
+
+func parseServerListDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(ServerList)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*ServerList)(nil)
+	_ caddy.Validator             = (*ServerList)(nil)
+	_ caddy.CleanerUpper          = (*ServerList)(nil)
+	_ caddyhttp.MiddlewareHandler = (*ServerList)(nil)
+	_ caddyfile.Unmarshaler       = (*ServerList)(nil)
+)

@@ -1,0 +1,192 @@
+package serverlist
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/handlers/master"
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/testutil"
+	wire "github.com/gamegate/gamegate/wire/master"
+)
+
+// register lists a server at src with info through a master's heartbeat
+// and answer.
+func register(t *testing.T, m *master.Master, src, info string) {
+	t.Helper()
+	p := []dgram.Protocol{m}
+	a := netip.MustParseAddrPort(src)
+	out, _ := dgram.Dispatch(p, a, wire.AppendHeartbeat(nil, "QuakeArena-1"))
+	if len(out) != 1 {
+		t.Fatalf("heartbeat: %v", out)
+	}
+	c, _ := wire.DecodeGetInfo(out[0].Data)
+	dgram.Dispatch(p, a, wire.AppendInfoResponse(nil, []byte(info+`\protocol\71\challenge\`+string(c))))
+}
+
+type rig struct {
+	list    *List
+	queries atomic.Int32
+	clock   *testutil.Clock
+}
+
+func newRig(t *testing.T, live map[string]*query.Status) *rig {
+	t.Helper()
+	r := &rig{clock: testutil.NewClock(time.Unix(1e9, 0))}
+	reg := master.NewRegistry(r.clock.Now)
+	m, err := master.New(master.Config{Registry: reg, Now: r.clock.Now, HeartbeatRate: 1e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(t, m, "127.0.0.1:1", `\hostname\^1Red ^7Arena\mapname\oa_dm1\clients\3\sv_maxclients\8\g_needpass\0`)
+	register(t, m, "127.0.0.1:2", `\hostname\Empty\mapname\oa_dm2\clients\0\sv_maxclients\8\g_needpass\1`)
+	register(t, m, "127.0.0.1:3", `\hostname\Full\mapname\dm3\clients\4\sv_maxclients\4\gamename\Nexuiz`)
+	register(t, m, "10.0.0.1:4", `\hostname\Private\mapname\oa_dm1\clients\1\sv_maxclients\8`)
+	r.list, err = New(Config{Registry: reg, Now: r.clock.Now, Status: func(ctx context.Context, addr string) (*query.Status, error) {
+		r.queries.Add(1)
+		if st, ok := live[addr]; ok {
+			return st, nil
+		}
+		return nil, fmt.Errorf("no answer")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.list.Close)
+	return r
+}
+
+func (r *rig) get(t *testing.T, from, target string, h http.Header) (*httptest.ResponseRecorder, Page) {
+	t.Helper()
+	req := httptest.NewRequest("GET", target, nil)
+	req.RemoteAddr = from
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	w := httptest.NewRecorder()
+	r.list.ServeHTTP(w, req)
+	var p Page
+	if w.Code == 200 {
+		var raw struct {
+			Total, Offset, Limit int
+			Servers              []map[string]any
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &raw); err != nil {
+			t.Fatalf("%s: %v: %s", target, err, w.Body)
+		}
+		p.Total, p.Offset, p.Limit = raw.Total, raw.Offset, raw.Limit
+		for _, s := range raw.Servers {
+			p.Servers = append(p.Servers, Server{Status: &query.Status{Name: s["name"].(string), Address: s["address"].(string)}, Game: s["game"].(string)})
+		}
+	}
+	return w, p
+}
+
+func names(p Page) string {
+	var out []string
+	for _, s := range p.Servers {
+		out = append(out, s.Status.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestFiltersSortPaging(t *testing.T) {
+	r := newRig(t, nil)
+	for _, tc := range []struct{ from, target, want string }{
+		{"127.0.0.1:9", "/", "Empty,Full,Private,Red Arena"},
+		{"203.0.113.1:9", "/", ""},
+		{"10.0.0.9:9", "/", "Private"},
+		{"127.0.0.1:9", "/?not_empty", "Full,Private,Red Arena"},
+		{"127.0.0.1:9", "/?not_full=1&not_empty=1", "Private,Red Arena"},
+		{"127.0.0.1:9", "/?no_password", "Full,Private,Red Arena"},
+		{"127.0.0.1:9", "/?map=OA_DM1", "Private,Red Arena"},
+		{"127.0.0.1:9", "/?game=nexuiz", "Full"},
+		{"127.0.0.1:9", "/?game=Quake3Arena", "Empty,Private,Red Arena"},
+		{"127.0.0.1:9", "/?sort=-players", "Full,Red Arena,Private,Empty"},
+		{"127.0.0.1:9", "/?sort=map", "Full,Private,Red Arena,Empty"},
+		{"127.0.0.1:9", "/?sort=-players&offset=1&limit=2", "Red Arena,Private"},
+		{"127.0.0.1:9", "/?offset=10", ""},
+	} {
+		w, p := r.get(t, tc.from, tc.target, nil)
+		if w.Code != 200 || names(p) != tc.want {
+			t.Errorf("%s from %s: %d %q, want %q", tc.target, tc.from, w.Code, names(p), tc.want)
+		}
+	}
+	_, p := r.get(t, "127.0.0.1:9", "/?sort=-players&offset=1&limit=2", nil)
+	if p.Total != 4 || p.Offset != 1 || p.Limit != 2 {
+		t.Errorf("paging: total %d offset %d limit %d", p.Total, p.Offset, p.Limit)
+	}
+	for _, bad := range []string{"/?limit=0", "/?limit=5000", "/?offset=-1", "/?sort=size", "/?not_empty=maybe"} {
+		if w, _ := r.get(t, "127.0.0.1:9", bad, nil); w.Code != 400 {
+			t.Errorf("%s: %d, want 400", bad, w.Code)
+		}
+	}
+}
+
+func TestShapeAndETag(t *testing.T) {
+	live := map[string]*query.Status{"127.0.0.1:1": {Name: "Live Arena", Map: "oa_dm1", NumPlayers: 3, MaxPlayers: 8,
+		Players: []query.Player{}, Bots: []query.Player{{Name: "Sarge"}}, Protocol: "quake3", Address: "127.0.0.1:1", Connect: "127.0.0.1:1"}}
+	r := newRig(t, live)
+	w, _ := r.get(t, "127.0.0.1:9", "/?game=Quake3Arena&map=oa_dm1", nil)
+	var body struct{ Servers []map[string]any }
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	// Before the queries answer: what the infoResponse said, in the
+	// result shape.
+	want := []string{"name", "map", "password", "numplayers", "maxplayers", "players", "bots", "connect", "queryPort", "ping", "version", "raw", "protocol", "address", "game"}
+	for _, k := range want {
+		if _, ok := body.Servers[0][k]; !ok {
+			t.Fatalf("no %q in %v", k, body.Servers[0])
+		}
+	}
+	testutil.WaitFor(t, "the live status", func() bool {
+		_, p := r.get(t, "127.0.0.1:9", "/?game=Quake3Arena", nil)
+		return strings.Contains(names(p), "Live Arena")
+	})
+	w, _ = r.get(t, "127.0.0.1:9", "/", nil)
+	etag := w.Header().Get("ETag")
+	if !strings.Contains(w.Body.String(), `"bots":[{"name":"Sarge"`) || etag == "" {
+		t.Fatalf("live status not listed, or no ETag (%q): %s", etag, w.Body)
+	}
+	if w, _ := r.get(t, "127.0.0.1:9", "/", http.Header{"If-None-Match": {etag}}); w.Code != 304 || w.Body.Len() != 0 {
+		t.Fatalf("If-None-Match: %d %q, want 304", w.Code, w.Body)
+	}
+	if w, _ := r.get(t, "127.0.0.1:9", "/?not_empty", http.Header{"If-None-Match": {etag}}); w.Code != 200 {
+		t.Fatalf("another page with the same ETag: %d, want 200", w.Code)
+	}
+	// Within the TTL the statuses come from the cache.
+	n := r.queries.Load()
+	for range 5 {
+		r.get(t, "127.0.0.1:9", "/", nil)
+	}
+	if got := r.queries.Load(); got != n {
+		t.Fatalf("%d queries for 5 requests within the TTL, want 0", got-n)
+	}
+}
+
+func TestMethods(t *testing.T) {
+	r := newRig(t, nil)
+	w := httptest.NewRecorder()
+	r.list.ServeHTTP(w, httptest.NewRequest("POST", "/", nil))
+	if w.Code != 405 {
+		t.Fatalf("POST: %d, want 405", w.Code)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{{TTL: -1}, {TTL: 48 * time.Hour}, {QueryTimeout: time.Hour}, {MaxQueries: -1}, {MaxQueries: 5000}} {
+		if c.Validate() == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}
