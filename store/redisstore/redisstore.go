@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -238,11 +239,40 @@ func New(cfg Config) *Store {
 			InsecureSkipVerify: cfg.TLSInsecureSkipVerify, //nolint:gosec // the operator's explicit choice
 		}
 	}
+	client := redis.NewUniversalClient(opts)
+	client.AddHook(roundTripCounter{})
 	return &Store{
 		cfg:    cfg,
-		client: redis.NewUniversalClient(opts),
+		client: client,
 		tag:    "{" + cfg.KeyPrefix + "}",
 		locks:  make(map[string]*heldLock),
+	}
+}
+
+// roundTrips counts the requests every Store of this process sent: a
+// command, a pipeline or a transaction is one.
+var roundTrips atomic.Int64
+
+// RoundTrips returns how many requests the Stores of this process have
+// sent to their servers, each waiting for its answer: a command (a script
+// included), a pipeline or a transaction counts one.
+func RoundTrips() int64 { return roundTrips.Load() }
+
+type roundTripCounter struct{}
+
+func (roundTripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (roundTripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		roundTrips.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (roundTripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		roundTrips.Add(1)
+		return next(ctx, cmds)
 	}
 }
 
