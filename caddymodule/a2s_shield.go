@@ -108,6 +108,7 @@ func (*A2SShield) CaddyModule() caddy.ModuleInfo {
 // Provision builds the shield.
 func (h *A2SShield) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	warnExposedLayer4(ctx)
 	if err := h.Validate(); err != nil {
 		return err
 	}

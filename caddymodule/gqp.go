@@ -141,6 +141,7 @@ func (*GQPResponder) CaddyModule() caddy.ModuleInfo {
 // Provision builds the GQP server.
 func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	warnExposedLayer4(ctx)
 	if err := h.Validate(); err != nil {
 		return err
 	}

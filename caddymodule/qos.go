@@ -149,6 +149,7 @@ func (h *QoSEcho) engineConfig() qos.Config {
 // Provision sets up the handler and adopts (or creates) its source table.
 func (h *QoSEcho) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	warnExposedLayer4(ctx)
 	h.setDefaults()
 	if err := h.Validate(); err != nil {
 		return err

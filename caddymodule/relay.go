@@ -80,6 +80,7 @@ func (p pooledRelayTable) Destruct() error {
 // Provision sets up the relay and adopts (or creates) its binding table.
 func (h *Relay) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	warnExposedLayer4(ctx)
 	if h.IdleTimeout == 0 {
 		h.IdleTimeout = caddy.Duration(relay.DefaultIdleTimeout)
 	}
