@@ -109,6 +109,16 @@ type GameQuery struct {
 	BatchConcurrency int `json:"batch_concurrency,omitempty"`
 	// Largest batch request body, in bytes. Default: 65536.
 	MaxBody int64 `json:"max_body,omitempty"`
+	// Most bytes of results in one batch answer (the answer is streamed,
+	// each result as it is ready; one that would pass this is answered
+	// with a short 413 error instead), in [1024, 67108864]. Default:
+	// 1048576 (1 MiB).
+	MaxBatchAnswer int64 `json:"max_batch_answer,omitempty"`
+	// Most batches per second per client network (an IPv4 /24, an IPv6
+	// /48); past it they answer 429 with Retry-After. Default: 2.
+	BatchRate float64 `json:"batch_rate,omitempty"`
+	// Batches per client network allowed at once. Default: 10.
+	BatchBurst int `json:"batch_burst,omitempty"`
 
 	gateway *query.Gateway
 }
@@ -226,6 +236,9 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		MaxBatch:             h.MaxBatch,
 		BatchConcurrency:     h.BatchConcurrency,
 		MaxBody:              h.MaxBody,
+		MaxBatchAnswer:       h.MaxBatchAnswer,
+		BatchRate:            h.BatchRate,
+		BatchBurst:           h.BatchBurst,
 		MaxAdHoc:             h.MaxAdHoc,
 		MaxAdHocPerNetwork:   h.MaxAdHocPerNetwork,
 		AdHocRate:            h.AdHocRate,
@@ -326,6 +339,8 @@ func (h *GameQuery) Validate() error {
 	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
 	c.optIn("batch_concurrency", int64(h.BatchConcurrency), gameQueryBatchConcurrencyRange)
 	c.optIn("max_body", h.MaxBody, gameQueryMaxBodyRange)
+	c.optIn("max_batch_answer", h.MaxBatchAnswer, gameQueryMaxBatchAnswerRange)
+	c.rate("batch_rate", "batch_burst", h.BatchRate, int64(h.BatchBurst))
 	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
 	return c.err
 }
@@ -336,6 +351,7 @@ var (
 	gameQueryMaxBatchRange         = intRange{1, 100000}
 	gameQueryBatchConcurrencyRange = intRange{1, 1024}
 	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
+	gameQueryMaxBatchAnswerRange   = intRange{1 << 10, 64 << 20}
 )
 
 // ServeHTTP answers game queries.
@@ -372,6 +388,9 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 //		max_batch              <count>
 //		batch_concurrency      <count>
 //		max_body               <bytes>
+//		max_batch_answer       <bytes>
+//		batch_rate             <batches_per_second>
+//		batch_burst            <batches>
 //	}
 //
 // A server's protocol defaults to gqp; server, ttl and commands may repeat
@@ -474,6 +493,12 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.BatchConcurrency, err = parseIntIn(d, gameQueryBatchConcurrencyRange)
 		case "max_body":
 			h.MaxBody, err = parseSize[int64](d, gameQueryMaxBodyRange)
+		case "max_batch_answer":
+			h.MaxBatchAnswer, err = parseSize[int64](d, gameQueryMaxBatchAnswerRange)
+		case "batch_rate":
+			h.BatchRate, err = parsePositiveFloat(d)
+		case "batch_burst":
+			h.BatchBurst, err = parseIntIn(d, burstRange)
 		default:
 			return unknownOption(d, "game_query", opt)
 		}

@@ -169,6 +169,16 @@ type RelayAllocations struct {
 	// Requests without a valid token one network may send at once.
 	// Default: 20.
 	AuthFailureBurst int `json:"auth_failure_burst,omitempty"`
+	// Bind each allocation to the network (network_ipv4_prefix,
+	// network_ipv6_prefix) of the client that asked for it: the relay
+	// then drops BINDs of it from addresses outside that network, so that
+	// a token holder cannot bind an allocation at someone else's address
+	// and have the relay send its peers' traffic there. Clients that
+	// reach the API and the relay from different networks cannot bind: an
+	// API reached over IPv6 with an IPv4 relay, a NAT that gives each flow
+	// an address from another network. Relays of earlier gamegate versions
+	// cannot open such allocations. Default: false.
+	BindToClientNetwork bool `json:"bind_to_client_network,omitempty"`
 
 	api     *relay.API
 	limitID string
@@ -356,6 +366,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		JoinNetworkBurst:         h.JoinNetworkBurst,
 		AuthFailureRate:          h.AuthFailureRate,
 		AuthFailureBurst:         h.AuthFailureBurst,
+		BindToClientNetwork:      h.BindToClientNetwork,
 		ClientIP:                 clientIP,
 		Logger:                   h.logger,
 		OnAllocation:             relayAPIMetrics.allocations.Inc,
@@ -512,6 +523,7 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 //		join_network_burst <count>
 //		auth_failure_rate  <per second>
 //		auth_failure_burst <count>
+//		bind_to_client_network
 //	}
 //
 // A description containing spaces is quoted with its ID:
@@ -583,6 +595,11 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AuthFailureRate, err = parsePositiveFloat(d)
 		case "auth_failure_burst":
 			h.AuthFailureBurst, err = parseIntRange(d, 1, 1<<30)
+		case "bind_to_client_network":
+			if d.NextArg() {
+				return d.Errf("relay_allocations: option 'bind_to_client_network' takes no value, got '%s'", d.Val())
+			}
+			h.BindToClientNetwork = true
 		case "any_client_joincode":
 			if d.NextArg() {
 				return d.Errf("relay_allocations: option 'any_client_joincode' takes no value, got '%s'", d.Val())

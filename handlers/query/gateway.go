@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
@@ -96,6 +97,15 @@ type Config struct {
 	BatchConcurrency int
 	// MaxBody bounds a batch request's body, in bytes.
 	MaxBody int64
+	// MaxBatchAnswer bounds the bytes of the results' bodies in one batch
+	// answer; a result that would pass it is answered with a short 413
+	// error instead. Default: DefaultMaxBatchAnswer.
+	MaxBatchAnswer int64
+	// BatchRate is the most batches per second per client network
+	// (clientaddr.Network), with BatchBurst at once; past it batches
+	// answer 429. Default: DefaultBatchRate, DefaultBatchBurst.
+	BatchRate  float64
+	BatchBurst int
 	// OnUpstream is called for every upstream query (metrics).
 	OnUpstream func(server string)
 	// Now gives the time. Default: time.Now.
@@ -124,6 +134,9 @@ type Gateway struct {
 	clientLimit ratelimit.Limit
 	clients     *ratelimit.Table[netip.Prefix] // ad-hoc requests per client
 	adHoc       *slots                         // ad-hoc upstream work running
+
+	batchLimit   ratelimit.Limit
+	batchClients *ratelimit.Table[netip.Prefix] // batches per client network
 }
 
 // budgets are a target's two upstream budgets: one for the status and
@@ -218,6 +231,15 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 64 << 10
 	}
+	if cfg.MaxBatchAnswer == 0 {
+		cfg.MaxBatchAnswer = DefaultMaxBatchAnswer
+	}
+	if cfg.BatchRate == 0 {
+		cfg.BatchRate = DefaultBatchRate
+	}
+	if cfg.BatchBurst == 0 {
+		cfg.BatchBurst = DefaultBatchBurst
+	}
 	if cfg.RateBurst == 0 {
 		cfg.RateBurst = ratelimit.DefaultBurst(cfg.RateLimit)
 	}
@@ -258,6 +280,10 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("query: ad-hoc rate: %w", err)
 	}
+	batchLimit, err := ratelimit.NewLimit(cfg.BatchRate, cfg.BatchBurst)
+	if err != nil {
+		return nil, fmt.Errorf("query: batch rate: %w", err)
+	}
 	clock := ratelimit.NewClock(cfg.Now)
 	g := &Gateway{
 		cfg:           cfg,
@@ -268,6 +294,8 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		named:         make(map[string]*target, len(cfg.Servers)),
 		adHocBudgets:  ratelimit.NewTable[adHocBudget](cfg.MaxEntries, clock),
 		clientLimit:   clientLimit,
+		batchLimit:    batchLimit,
+		batchClients:  ratelimit.NewTable[netip.Prefix](cfg.MaxEntries, clock),
 		clients:       ratelimit.NewTable[netip.Prefix](cfg.MaxEntries, clock),
 		adHoc:         newSlots(cfg.MaxAdHoc, cfg.MaxAdHocPerNetwork),
 	}
@@ -286,10 +314,13 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Defaults of the ad-hoc bounds.
+// Defaults of the ad-hoc and batch bounds.
 const (
 	DefaultMaxAdHoc           = 32
 	DefaultMaxAdHocPerNetwork = 4
+	DefaultMaxBatchAnswer     = 1 << 20
+	DefaultBatchRate          = 2
+	DefaultBatchBurst         = 10
 )
 
 func remoteIP(r *http.Request) netip.Addr {
@@ -677,12 +708,17 @@ type batchResult struct {
 }
 
 func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) int {
+	ip := g.cfg.ClientIP(r)
+	if ok, wait := g.batchClients.Allow(g.batchLimit, clientaddr.Network(ip, 0, 0)); !ok {
+		return g.writeError(w, r, "", &Error{HTTPStatus: http.StatusTooManyRequests, Type: TypeLimited, RetryAfter: wait,
+			Message: "too many batches from this network; try again shortly"})
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBody))
 	if err != nil {
 		return g.writeError(w, r, "", Errorf(http.StatusRequestEntityTooLarge, "the batch is larger than %d bytes", g.cfg.MaxBody))
 	}
 	var req batchRequest
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return g.writeError(w, r, "", Errorf(http.StatusBadRequest, "the batch is not valid JSON of the expected shape: %v", err))
@@ -704,32 +740,82 @@ func (g *Gateway) batch(w http.ResponseWriter, r *http.Request) int {
 	case n > g.cfg.MaxBatch:
 		return g.writeError(w, r, "", Errorf(http.StatusRequestEntityTooLarge, "the batch asks %d queries; at most %d are allowed", n, g.cfg.MaxBatch))
 	}
-	ip := g.cfg.ClientIP(r)
-	client := func() netip.Addr { return ip }
-	results := make([]batchResult, n)
-	sem := make(chan struct{}, g.cfg.BatchConcurrency)
-	var wg sync.WaitGroup
-	i := 0
+	// Each distinct question is asked and answered once: a repeated
+	// server × command × arguments adds nothing to the answer.
+	items := make([]batchResult, 0, n)
+	seen := make(map[resultKey]struct{}, n)
 	for _, s := range req.Servers {
 		for _, c := range cmds {
-			results[i] = batchResult{Server: s, Command: c.Name, Args: c.Args}
-			wg.Add(1)
-			go func(res *batchResult) {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				g.batchOne(r.Context(), client, res)
-			}(&results[i])
-			i++
+			k := resultKey{target: s, command: c.Name, args: argsKey(c.Args)}
+			if _, dup := seen[k]; dup {
+				continue
+			}
+			seen[k] = struct{}{}
+			items = append(items, batchResult{Server: s, Command: c.Name, Args: c.Args})
 		}
 	}
-	wg.Wait()
-	out, _ := json.Marshal(map[string]any{"results": results})
+	client := func() netip.Addr { return ip }
+
+	// The answer is streamed in the order of the questions: each result
+	// is written as soon as it and those before it are ready, its body the
+	// cached answer's own bytes, so a batch holds no copy of the answers
+	// it sends.
+	ready := make(chan int, len(items))
+	var next atomic.Int64
+	for range min(g.cfg.BatchConcurrency, len(items)) {
+		go func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(items) {
+					return
+				}
+				g.batchOne(r.Context(), client, &items[i])
+				ready <- i
+			}
+		}()
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	flush := http.NewResponseController(w).Flush
+	_, _ = io.WriteString(w, `{"results":[`)
+	var sent int64 // bytes of results' bodies written
+	done := make([]bool, len(items))
+	for i := range items {
+		for !done[i] {
+			done[<-ready] = true
+		}
+		res := &items[i]
+		if sent+int64(len(res.Body)) > g.cfg.MaxBatchAnswer {
+			res.Status, res.Cache = http.StatusRequestEntityTooLarge, ""
+			res.Body = errorAnswer(res.Server, Errorf(http.StatusRequestEntityTooLarge,
+				"the batch's answer reached its limit of %d bytes; ask for this one alone", g.cfg.MaxBatchAnswer)).body
+		}
+		sent += int64(len(res.Body))
+		head, _ := json.Marshal(batchResultHead{res.Server, res.Command, res.Args, res.Status, res.Cache})
+		if i > 0 {
+			_, _ = io.WriteString(w, ",")
+		}
+		_, _ = w.Write(head[:len(head)-1])
+		_, _ = io.WriteString(w, `,"body":`)
+		if _, err := w.Write(res.Body); err != nil {
+			break // the client is gone; the workers end with its context
+		}
+		_, _ = io.WriteString(w, "}")
+		res.Body = nil
+		_ = flush()
+	}
+	_, _ = io.WriteString(w, "]}")
 	return http.StatusOK
+}
+
+// batchResultHead is a batch result without its body, which is written
+// after it as it is.
+type batchResultHead struct {
+	Server  string   `json:"server"`
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	Status  int      `json:"status"`
+	Cache   string   `json:"cache,omitempty"`
 }
 
 func (g *Gateway) batchOne(ctx context.Context, client func() netip.Addr, res *batchResult) {

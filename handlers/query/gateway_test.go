@@ -694,3 +694,73 @@ func TestAdHocSlotsOnlyForUpstreamWork(t *testing.T) {
 		t.Fatalf("the refused target once slots are free: got %d %s, want 200", w.Code, w.Body)
 	}
 }
+
+// A batch answers each distinct question once, within its byte bound, and
+// each client network may send batch_burst batches at once.
+func TestBatchMergesRepeatsAndBoundsItsAnswer(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.BatchRate, c.BatchBurst = 1, 3 })
+	one := r.do("GET", "/arena", "")
+	if one.Code != 200 {
+		t.Fatalf("status: got %d", one.Code)
+	}
+	servers := strings.Repeat(`"arena",`, 24) + `"arena"`
+	w := r.do("POST", "/", `{"servers": [`+servers+`], "commands": ["status", "status", {"name": "echo", "args": ["x"]}, {"name": "echo", "args": ["x"]}]}`)
+	var out struct {
+		Results []struct {
+			Server, Command string
+			Args            []string
+			Status          int
+			Body            json.RawMessage
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || w.Code != 200 {
+		t.Fatalf("batch: got %d %s (%v)", w.Code, w.Body, err)
+	}
+	if len(out.Results) != 2 {
+		t.Fatalf("100 items asking 2 distinct questions: got %d results, want 2", len(out.Results))
+	}
+	if w.Body.Len() > 2*one.Body.Len()+300 {
+		t.Fatalf("the answer has %d bytes for two questions whose status alone has %d", w.Body.Len(), one.Body.Len())
+	}
+
+	// Past max_batch_answer, results are short errors.
+	r = newRig(t, func(c *Config) { c.MaxBatchAnswer = int64(one.Body.Len()) + 10 })
+	w = r.do("POST", "/", `{"servers": ["arena"], "commands": ["status", {"name": "echo", "args": ["x"]}, {"name": "echo", "args": ["y"]}]}`)
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || len(out.Results) != 3 {
+		t.Fatalf("batch past its bound: got %d %s (%v)", w.Code, w.Body, err)
+	}
+	tooLarge := 0
+	for _, res := range out.Results {
+		if res.Status == 413 {
+			tooLarge++
+			if !strings.Contains(string(res.Body), `"too_large"`) {
+				t.Fatalf("a result past the bound: got %s, want a too_large error", res.Body)
+			}
+		}
+	}
+	if tooLarge == 0 {
+		t.Fatalf("3 results in a bound of one: none answered 413: %s", w.Body)
+	}
+
+	// Batches per client network: the burst, then 429 with Retry-After,
+	// for any address of the network; another network is not affected.
+	r = newRig(t, func(c *Config) { c.BatchRate, c.BatchBurst = 1, 3 })
+	from := func(ip string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/", strings.NewReader(`{"servers": ["arena"], "commands": ["status"]}`))
+		req.RemoteAddr = ip + ":5000"
+		w := httptest.NewRecorder()
+		r.gw.ServeHTTP(w, req, "/")
+		return w
+	}
+	for i := range 3 {
+		if w := from("198.51.100." + strconv.Itoa(i+1)); w.Code != 200 {
+			t.Fatalf("batch %d of the burst: got %d", i+1, w.Code)
+		}
+	}
+	if w := from("198.51.100.200"); w.Code != 429 || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("a batch past its network's burst: got %d (Retry-After %q), want 429", w.Code, w.Header().Get("Retry-After"))
+	}
+	if w := from("203.0.113.1"); w.Code != 200 {
+		t.Fatalf("another network's batch: got %d", w.Code)
+	}
+}

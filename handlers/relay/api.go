@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,6 +135,13 @@ type APIConfig struct {
 	// tokens cannot be guessed faster than that. Defaults: 0.1 and 20.
 	AuthFailureRate  float64
 	AuthFailureBurst int
+	// BindToClientNetwork seals into each allocation the network of the
+	// client that asked for it (see NetworkKey), and the relay then binds
+	// it only from an address in that network. Clients whose UDP leaves
+	// from another network than their API requests (an API reached over
+	// IPv6 and a relay over IPv4, or a NAT that maps each flow to another
+	// pool) cannot bind. Default: false.
+	BindToClientNetwork bool
 	// NewLimiter returns the limiter of the named rate limit (one of the
 	// Limit constants) at rate per second and burst at once. Default:
 	// Rates' LocalLimiter of that name, admitting MaxClients keys.
@@ -442,6 +450,11 @@ func (a *API) newAllocationOn(ctx context.Context, c caller, maxConnections int,
 		e := errKindTooManyRequests.err(fmt.Sprintf("this client's network holds its limit of %d allocations; try again in %ds", a.cfg.MaxAllocationsPerNetwork, ratelimit.RetryAfter(retry)))
 		e.retryAfter = retry
 		return nil, nil, nil, e
+	}
+	if a.cfg.BindToClientNetwork {
+		// A client key that is not an IP address (no client address is
+		// known) binds nothing.
+		alloc.BindNetwork, _ = netip.ParsePrefix(c.network)
 	}
 	if data, err = a.cfg.Sealer.Seal(alloc); err != nil {
 		release()

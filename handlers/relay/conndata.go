@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,6 +29,9 @@ type Allocation struct {
 	// Expires bounds when the allocation may first be bound; a binding
 	// lives on while it has traffic.
 	Expires time.Time
+	// BindNetwork, when valid, is the only network the allocation may be
+	// bound from: BINDs from other addresses are dropped.
+	BindNetwork netip.Prefix
 }
 
 // Connection data layout (sealed with AES-256-GCM under a key derived from a
@@ -41,17 +45,27 @@ type Allocation struct {
 // holding the secret can open it: no shared database is needed to validate
 // a BIND. The version byte is authenticated as additional data.
 //
-// Version 2 keys are HKDF-SHA256(secret, info sealKeyInfo). Version 1 (keys
+// Version 3 is version 2 with the allocation's BindNetwork after the
+// expiry: its address (16 bytes; an IPv4 network as IPv4-mapped IPv6) and
+// prefix length (1 byte, in the bits of its own family), 136 bytes in all.
+// Only allocations with a BindNetwork are sealed with it, so relays of
+// earlier versions open every other allocation.
+//
+// Version 2 and 3 keys are HKDF-SHA256(secret, info sealKeyInfo). Version 1 (keys
 // were one SHA-256 of a context string and the secret) is still opened, so
 // that allocations made before an upgrade keep binding until they expire
 // (allocation_ttl); nothing is sealed with it.
 const (
 	sealVersion       = 2
+	boundSealVersion  = 3
 	legacySealVersion = 1
 	sealKeyInfo       = "gamegate relay connection data v2"
 	sealNonceLen      = 12
 	sealPlainLen      = 16 + wirerelay.KeySize + 2 + 8
 	ConnectionDataLen = 1 + sealNonceLen + sealPlainLen + 16
+
+	sealNetworkLen         = 16 + 1
+	ConnectionDataBoundLen = ConnectionDataLen + sealNetworkLen
 )
 
 // Errors from opening connection data.
@@ -115,17 +129,25 @@ func (s *Sealer) Seal(a *Allocation) ([]byte, error) {
 	if a.MaxConnections < 0 || a.MaxConnections > 0xFFFF {
 		return nil, errors.New("relay: max connections out of range")
 	}
-	out := make([]byte, 1+sealNonceLen, ConnectionDataLen)
+	out := make([]byte, 1+sealNonceLen, ConnectionDataBoundLen)
 	out[0] = sealVersion
 	if _, err := rand.Read(out[1 : 1+sealNonceLen]); err != nil {
 		return nil, err
 	}
-	var plain [sealPlainLen]byte
+	var plain [sealPlainLen + sealNetworkLen]byte
 	copy(plain[0:16], a.ID[:])
 	copy(plain[16:16+wirerelay.KeySize], a.Key[:])
 	binary.BigEndian.PutUint16(plain[80:82], uint16(a.MaxConnections))
 	binary.BigEndian.PutUint64(plain[82:90], uint64(a.Expires.UnixMilli()))
-	return s.aeads[0].Seal(out, out[1:1+sealNonceLen], plain[:], out[:1]), nil
+	n := sealPlainLen
+	if p := a.BindNetwork; p.IsValid() {
+		out[0] = boundSealVersion
+		addr := p.Masked().Addr().As16()
+		copy(plain[sealPlainLen:], addr[:])
+		plain[sealPlainLen+16] = byte(p.Bits())
+		n += sealNetworkLen
+	}
+	return s.aeads[0].Seal(out, out[1:1+sealNonceLen], plain[:n], out[:1]), nil
 }
 
 // Open authenticates and decrypts connection data (trailing bytes, such as
@@ -135,25 +157,42 @@ func (s *Sealer) Open(data []byte, a *Allocation) error {
 	if len(data) < ConnectionDataLen {
 		return ErrConnectionData
 	}
-	aeads := s.aeads
+	aeads, n := s.aeads, ConnectionDataLen
 	switch data[0] {
 	case sealVersion:
+	case boundSealVersion:
+		n = ConnectionDataBoundLen
 	case legacySealVersion:
 		aeads = s.legacy
 	default:
 		return ErrConnectionData
 	}
-	data = data[:ConnectionDataLen]
-	var plain [sealPlainLen]byte
+	if len(data) < n {
+		return ErrConnectionData
+	}
+	data = data[:n]
+	var plain [sealPlainLen + sealNetworkLen]byte
 	for _, aead := range aeads {
 		p, err := aead.Open(plain[:0], data[1:1+sealNonceLen], data[1+sealNonceLen:], data[:1])
 		if err != nil {
 			continue
 		}
+		var network netip.Prefix
+		if len(p) == sealPlainLen+sealNetworkLen {
+			addr := netip.AddrFrom16([16]byte(p[sealPlainLen : sealPlainLen+16]))
+			bits := int(p[sealPlainLen+16])
+			if addr.Is4In6() {
+				addr = addr.Unmap()
+			}
+			if network = netip.PrefixFrom(addr, bits); !network.IsValid() {
+				return ErrConnectionData // sealed by us, so never; but never trust a length
+			}
+		}
 		copy(a.ID[:], p[0:16])
 		copy(a.Key[:], p[16:16+wirerelay.KeySize])
 		a.MaxConnections = int(binary.BigEndian.Uint16(p[80:82]))
 		a.Expires = time.UnixMilli(int64(binary.BigEndian.Uint64(p[82:90])))
+		a.BindNetwork = network
 		return nil
 	}
 	return ErrConnectionData

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -135,9 +136,16 @@ func FuzzOpen(f *testing.F) {
 	f.Add(append(bytes.Clone(data), make([]byte, 255-len(data))...))
 	f.Add([]byte{1})
 	f.Add([]byte{})
+	// The same allocation bound to a network: version 3.
+	bound := *a
+	bound.BindNetwork = netip.MustParsePrefix("198.51.100.0/24")
+	boundData, _ := s.Seal(&bound)
+	f.Add(boundData)
+	f.Add(boundData[:ConnectionDataLen])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got Allocation
-		if s.Open(b, &got) == nil && (got.ID != a.ID || got.Key != a.Key || got.MaxConnections != a.MaxConnections || !got.Expires.Equal(a.Expires)) {
+		if s.Open(b, &got) == nil && (got.ID != a.ID || got.Key != a.Key || got.MaxConnections != a.MaxConnections || !got.Expires.Equal(a.Expires) ||
+			got.BindNetwork.IsValid() && got.BindNetwork != bound.BindNetwork) {
 			t.Fatalf("opened data the sealer never made: %x", b)
 		}
 	})

@@ -83,12 +83,14 @@ const (
 	DroppedTooLarge                    // RELAY content over MaxContent
 	DroppedUnanswerable                // an error that cannot be answered without amplification
 	DroppedUnexpected                  // a message type clients do not send
+	DroppedBindNetwork                 // BIND from outside the network its allocation is bound to
 	NumVerdicts
 )
 
 var verdictNames = [NumVerdicts]string{
 	"bound", "pinged", "accepted", "rejected", "relayed", "disconnected", "closed", "error_sent",
 	"malformed", "auth", "nonce", "table_full", "too_large", "unanswerable", "unexpected",
+	"bind_network",
 }
 
 func (v Verdict) String() string {
@@ -215,6 +217,12 @@ func (e *Engine) bind(src Peer, datagram []byte, out *Outbox) Verdict {
 	}
 	if wirerelay.Verify(datagram, a.Key[:]) != nil {
 		return DroppedAuth
+	}
+	// Whoever holds an allocation's key could otherwise bind it at any
+	// address, a forged one included, and have its peers' traffic sent
+	// there.
+	if a.BindNetwork.IsValid() && !a.BindNetwork.Contains(src.AddrPort.Addr()) {
+		return DroppedBindNetwork
 	}
 	v := e.table.bind(&a, src, m.Nonce)
 	switch v {

@@ -466,3 +466,35 @@ func mustTable(t testing.TB, cfg TableConfig) *Table {
 	t.Cleanup(func() { tab.Destruct() })
 	return tab
 }
+
+// An allocation bound to a network binds from any address and port in it,
+// and a BIND from outside it (a forged source, or the key's holder
+// pointing the allocation elsewhere) is dropped without an answer. Its
+// connection data is sealed as version 3 and opens with the network; an
+// allocation without one keeps version 2's length.
+func TestBindNetwork(t *testing.T) {
+	for _, tc := range []struct{ network, inside, outside string }{
+		{"198.51.100.0/24", "198.51.100.77:4000", "198.51.101.1:4000"},
+		{"2001:db8:7::/48", "[2001:db8:7:99::1]:4000", "[2001:db8:8::1]:4000"},
+	} {
+		r := newRig(t, 10)
+		c := r.newClient(tc.inside, 2)
+		c.alloc.BindNetwork = netip.MustParsePrefix(tc.network)
+		var err error
+		if c.data, err = r.sealer.Seal(c.alloc); err != nil {
+			t.Fatal(err)
+		}
+		var opened Allocation
+		if len(c.data) != ConnectionDataBoundLen || r.sealer.Open(c.data, &opened) != nil || opened.BindNetwork != c.alloc.BindNetwork || opened.ID != c.alloc.ID {
+			t.Fatalf("%s: sealed %d bytes opening to %v, want %d opening to the network", tc.network, len(c.data), opened.BindNetwork, ConnectionDataBoundLen)
+		}
+		if v, sends := r.handle(peerAt(tc.outside), c.bindMsg(t, 0)); v != DroppedBindNetwork || len(sends) != 0 {
+			t.Fatalf("%s: BIND from %s: got %v %v, want it dropped", tc.network, tc.outside, v, sends)
+		}
+		r.bind(c)
+	}
+	r := newRig(t, 10)
+	if c := r.newClient("192.0.2.1:1", 1); len(c.data) != ConnectionDataLen {
+		t.Fatalf("connection data without a network: %d bytes, want %d", len(c.data), ConnectionDataLen)
+	}
+}
