@@ -452,3 +452,41 @@ http://%s {
 		t.Fatal("the list answered outside its path prefix")
 	}
 }
+
+// The list outlives a configuration reload: servers registered before it
+// are listed after it, with the new configuration's limits.
+func TestMasterListSurvivesReload(t *testing.T) {
+	addr := testutil.FreeUDPAddr(t)
+	config := func(expiry string) string {
+		return fmt.Sprintf(`{
+	gamegate {
+		udp %s {
+			master {
+				expiry %s
+			}
+		}
+	}
+}
+`, addr, expiry)
+	}
+	gate := testcaddy.Start(t, config("10m"))
+	servers := fakeServers(t, addr, "127.0.0.1", 3)
+	testutil.WaitFor(t, "the servers to register", func() bool { return gate.MustMetric(t, "gamegate_master_servers") == 3 })
+	gate.Load(t, config("20m"))
+	client := testutil.DialUDP(t, "127.0.0.2:0", addr)
+	got, _, _ := masterList(t, client, "getservers 71 empty full")
+	var want []string
+	for _, s := range servers {
+		want = append(want, s.Conn.LocalAddr().String())
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("after the reload: listed %v, want %v", got, want)
+	}
+	// A name of its own starts an empty list.
+	gate.Load(t, strings.Replace(config("20m"), "expiry 20m", "expiry 20m\n\t\t\t\tname other", 1))
+	if got, _, _ := masterList(t, client, "getservers 71 empty full"); len(got) != 0 {
+		t.Fatalf("a master of another name lists %v", got)
+	}
+}
