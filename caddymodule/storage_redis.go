@@ -163,6 +163,11 @@ func (s *RedisStorage) Validate() error {
 	if s.LockExpiry != 0 {
 		c.durationIn("lock_expiry", s.LockExpiry, redisLockRange)
 	}
+	// Checked as configured: a password given as a placeholder that is
+	// empty where the configuration is validated is still a password.
+	if s.Username != "" && s.Password == "" {
+		c.fail("username", "needs a password")
+	}
 	if c.err != nil {
 		return c.err
 	}

@@ -120,9 +120,6 @@ func (c *Config) Validate() error {
 	if c.DB != 0 && len(c.Addresses) > 1 && c.MasterName == "" {
 		return errors.New("db must be 0 for a cluster (several addresses)")
 	}
-	if c.Password == "" && c.Username != "" {
-		return errors.New("username needs a password")
-	}
 	if !c.TLS && (c.TLSServerName != "" || c.TLSInsecureSkipVerify) {
 		return errors.New("tls_server_name and tls_insecure_skip_verify need tls")
 	}

@@ -348,7 +348,6 @@ func TestConfigValidate(t *testing.T) {
 		{"bare IPv6", redisstore.Config{Addresses: []string{"::1:6379"}}, "want host:port"},
 		{"negative db", redisstore.Config{DB: -1}, "db must be"},
 		{"db in a cluster", redisstore.Config{DB: 1, Addresses: []string{"a:1", "b:1"}}, "db must be 0"},
-		{"user without password", redisstore.Config{Username: "u"}, "username needs a password"},
 		{"server name without tls", redisstore.Config{TLSServerName: "x"}, "need tls"},
 		{"braces in prefix", redisstore.Config{KeyPrefix: "a{b}"}, "key_prefix"},
 		{"negative timeout", redisstore.Config{Timeout: -1}, "timeout must be"},
