@@ -149,9 +149,11 @@ func TestShapeAndETag(t *testing.T) {
 			t.Fatalf("no %q in %v", k, body.Servers[0])
 		}
 	}
-	testutil.WaitFor(t, "the live status", func() bool {
+	// Every server (four are visible from loopback) is queried once; the
+	// queries run in the background, so wait for all of them.
+	testutil.WaitFor(t, "the live status, and a query of every server", func() bool {
 		_, p := r.get(t, "127.0.0.1:9", "/?game=Quake3Arena", nil)
-		return strings.Contains(names(p), "Live Arena")
+		return strings.Contains(names(p), "Live Arena") && r.queries.Load() == 4
 	})
 	w, _ = r.get(t, "127.0.0.1:9", "/", nil)
 	etag := w.Header().Get("ETag")
@@ -165,13 +167,18 @@ func TestShapeAndETag(t *testing.T) {
 		t.Fatalf("another page with the same ETag: %d, want 200", w.Code)
 	}
 	// Within the TTL the statuses come from the cache.
-	n := r.queries.Load()
 	for range 5 {
 		r.get(t, "127.0.0.1:9", "/", nil)
 	}
-	if got := r.queries.Load(); got != n {
-		t.Fatalf("%d queries for 5 requests within the TTL, want 0", got-n)
+	if got := r.queries.Load(); got != 4 {
+		t.Fatalf("%d queries in all, want one per server (4) within the TTL", got)
 	}
+	// Past the TTL and its stale time, each server is queried again.
+	r.clock.Advance(3 * DefaultTTL)
+	testutil.WaitFor(t, "a second query of every server", func() bool {
+		r.get(t, "127.0.0.1:9", "/", nil)
+		return r.queries.Load() == 8
+	})
 }
 
 func TestMethods(t *testing.T) {
