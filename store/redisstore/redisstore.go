@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"path"
 	"slices"
 	"strconv"
@@ -196,6 +197,12 @@ type Store struct {
 
 	mu    sync.Mutex
 	locks map[string]*heldLock // the locks this Store holds, by name
+
+	// downUntil is when, in unix nanoseconds, the server may be asked
+	// again after it failed to answer: until then every operation fails at
+	// once with ErrDown instead of waiting out Timeout again, so that a
+	// request needing several operations fails within about one Timeout.
+	downUntil atomic.Int64
 }
 
 // heldLock is a lock this Store holds and renews.
@@ -237,13 +244,76 @@ func New(cfg Config) *Store {
 		}
 	}
 	client := redis.NewUniversalClient(opts)
-	client.AddHook(roundTripCounter{})
-	return &Store{
+	s := &Store{
 		cfg:    cfg,
 		client: client,
 		tag:    "{" + cfg.KeyPrefix + "}",
 		locks:  make(map[string]*heldLock),
 	}
+	client.AddHook(failFast{s})
+	client.AddHook(roundTripCounter{})
+	return s
+}
+
+// ErrDown is the error of an operation not sent because the server failed
+// to answer within the last Timeout; it matches ErrUnavailable too.
+var ErrDown error = downError{}
+
+type downError struct{}
+
+func (downError) Error() string {
+	return "not sent: the server did not answer within the last timeout"
+}
+func (downError) Is(target error) bool { return target == ErrUnavailable }
+
+// failFast fails every command at once while the server is known down
+// (Store.downUntil), and marks it down when a command finds it unreachable
+// or silent: a command, a script or a pipeline of the Client alike.
+type failFast struct{ s *Store }
+
+func (failFast) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f failFast) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if f.s.isDown() {
+			cmd.SetErr(ErrDown)
+			return ErrDown
+		}
+		err := next(ctx, cmd)
+		f.s.noteErr(err)
+		return err
+	}
+}
+
+func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if f.s.isDown() {
+			for _, cmd := range cmds {
+				cmd.SetErr(ErrDown)
+			}
+			return ErrDown
+		}
+		err := next(ctx, cmds)
+		f.s.noteErr(err)
+		return err
+	}
+}
+
+func (s *Store) isDown() bool {
+	until := s.downUntil.Load()
+	return until != 0 && time.Now().UnixNano() < until
+}
+
+// noteErr marks the server down for one Timeout if err says it did not
+// answer in time. An answer (redis.Nil, an error reply), a refused
+// connection (which costs nothing to retry) or the caller's cancellation
+// does not.
+func (s *Store) noteErr(err error) {
+	var ne net.Error
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()) {
+		return
+	}
+	s.downUntil.Store(time.Now().Add(s.cfg.Timeout).UnixNano())
 }
 
 // roundTrips counts the requests every Store of this process sent: a

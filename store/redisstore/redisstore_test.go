@@ -395,3 +395,43 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("Load after the restart: %q, %v", b, err)
 	}
 }
+
+// A server that stops answering (its process paused: connections are
+// accepted, nothing comes back) costs the first operation its timeout;
+// the operations after it fail at once with ErrDown, which is also
+// ErrUnavailable, instead of each waiting out the timeout again, so a
+// request needing several operations fails within about one timeout.
+// Once the server answers again, operations succeed without a restart.
+func TestStoreFailsFastWhileTheServerIsSilent(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.StartRedis(t, testutil.RedisOptions{})
+	cfg := redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t), Timeout: 300 * time.Millisecond}
+	s := redisstore.New(cfg)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Store(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+
+	r.Pause(t)
+	if _, err := s.Load(ctx, "k"); !errors.Is(err, redisstore.ErrUnavailable) || errors.Is(err, redisstore.ErrDown) {
+		t.Fatalf("the first operation on a silent server: got %v, want it to time out (ErrUnavailable)", err)
+	}
+	ops := map[string]func() error{
+		"Load":    func() error { _, err := s.Load(ctx, "k"); return err },
+		"Store":   func() error { return s.Store(ctx, "k2", []byte("v")) },
+		"Allow":   func() error { _, _, err := s.Allow(ctx, "x", time.Second, time.Second); return err },
+		"TryLock": func() error { _, err := s.TryLock(ctx, "l"); return err },
+		"Client":  func() error { return s.Client().Get(ctx, "raw").Err() },
+	}
+	for name, op := range ops {
+		if err := op(); !errors.Is(err, redisstore.ErrDown) || !errors.Is(err, redisstore.ErrUnavailable) {
+			t.Fatalf("%s right after a timeout: got %v, want ErrDown (and ErrUnavailable) at once", name, err)
+		}
+	}
+
+	r.Resume(t)
+	testutil.WaitFor(t, "the store to answer again", func() bool {
+		v, err := s.Load(ctx, "k")
+		return err == nil && string(v) == "v"
+	})
+}
