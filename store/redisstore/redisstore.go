@@ -195,8 +195,11 @@ type Store struct {
 	client redis.UniversalClient
 	tag    string // "{prefix}", the start of every key
 
-	mu    sync.Mutex
-	locks map[string]*heldLock // the locks this Store holds, by name
+	mu sync.Mutex
+	// locks are the holds this Store has, by name, oldest first: several
+	// when a hold expired on the server (its renewals did not reach it)
+	// and the name was taken again here before the first holder unlocked.
+	locks map[string][]*heldLock
 
 	// downUntil is when, in unix nanoseconds, the server may be asked
 	// again after it failed to answer: until then every operation fails at
@@ -248,7 +251,7 @@ func New(cfg Config) *Store {
 		cfg:    cfg,
 		client: client,
 		tag:    "{" + cfg.KeyPrefix + "}",
-		locks:  make(map[string]*heldLock),
+		locks:  make(map[string][]*heldLock),
 	}
 	client.AddHook(failFast{s})
 	client.AddHook(roundTripCounter{})
@@ -356,9 +359,11 @@ func (s *Store) Timeout() time.Duration { return s.cfg.Timeout }
 // Close releases the locks s holds and closes its connections.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	names := make([]string, 0, len(s.locks))
-	for name := range s.locks {
-		names = append(names, name)
+	var names []string
+	for name, hs := range s.locks {
+		for range hs {
+			names = append(names, name)
+		}
 	}
 	s.mu.Unlock()
 	for _, name := range names {
@@ -668,12 +673,14 @@ func (s *Store) TryLock(ctx context.Context, name string) (bool, error) {
 	rctx, stop := context.WithCancel(context.Background())
 	h := &heldLock{token: token, stop: stop, done: make(chan struct{})}
 	s.mu.Lock()
-	if old := s.locks[name]; old != nil {
+	for _, old := range s.locks[name] {
 		// Ours, expired while no renewal reached the server, and now taken
-		// afresh: the old renewal has nothing left to renew.
+		// afresh: the old renewal has nothing left to renew. The old hold
+		// stays listed, so that its holder's Unlock releases it (nothing)
+		// rather than this one.
 		old.stop()
 	}
-	s.locks[name] = h
+	s.locks[name] = append(s.locks[name], h)
 	s.mu.Unlock()
 	go s.renew(rctx, name, h)
 	return true, nil
@@ -727,11 +734,23 @@ return 0
 `)
 
 // Unlock releases the lock name that s holds. A lock that expired and was
-// taken by another holder is left to that holder.
+// taken by another holder is left to that holder. When s took name more
+// than once (a hold expired, and name was taken again before its holder
+// unlocked), Unlock releases the oldest hold: certmagic's Unlock names no
+// holder, and the holds of one name are taken in turn, so the oldest
+// holder is the one that took it first; an expired hold releases nothing.
 func (s *Store) Unlock(ctx context.Context, name string) error {
 	s.mu.Lock()
-	h := s.locks[name]
-	delete(s.locks, name)
+	hs := s.locks[name]
+	var h *heldLock
+	if len(hs) > 0 {
+		h = hs[0]
+		if len(hs) == 1 {
+			delete(s.locks, name)
+		} else {
+			s.locks[name] = slices.Delete(hs, 0, 1)
+		}
+	}
 	s.mu.Unlock()
 	if h == nil {
 		return fmt.Errorf("unlocking %q: not held", name)

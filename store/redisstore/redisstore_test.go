@@ -435,3 +435,47 @@ func TestStoreFailsFastWhileTheServerIsSilent(t *testing.T) {
 		return err == nil && string(v) == "v"
 	})
 }
+
+// Two holders of one lock name in one process, the first of whose lock
+// expired (its renewals did not reach the server) before the second took
+// it: the first holder's Unlock must not release the second's lock, or a
+// third holder (another node) would take it while the second still holds
+// it. Unlock releases the oldest of the holds it has by that name, and an
+// expired one releases nothing.
+func TestUnlockOfAnExpiredHoldLeavesTheNewHolder(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.SharedRedis(t)
+	prefix := testutil.RedisPrefix(t)
+	a := newStore(t, redisstore.Config{KeyPrefix: prefix})
+	other := newStore(t, redisstore.Config{KeyPrefix: prefix})
+
+	if ok, err := a.TryLock(ctx, "cert"); !ok || err != nil {
+		t.Fatalf("first TryLock: %v %v", ok, err)
+	}
+	// The first hold expires on the server (as after an outage longer
+	// than lock_expiry).
+	r.Do(t, "DEL", a.KeyPrefix()+"l:cert")
+	if ok, err := a.TryLock(ctx, "cert"); !ok || err != nil {
+		t.Fatalf("second TryLock after the first expired: %v %v", ok, err)
+	}
+	// The first holder finishes and unlocks.
+	if err := a.Unlock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := other.TryLock(ctx, "cert"); ok || err != nil {
+		t.Fatalf("another node took the lock while its second holder still held it (%v)", err)
+	}
+	// The second holder unlocks: the lock is free.
+	if err := a.Unlock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := other.TryLock(ctx, "cert"); !ok || err != nil {
+		t.Fatalf("the lock is not free after both holders unlocked: %v %v", ok, err)
+	}
+	if err := other.Unlock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx, "cert"); err == nil {
+		t.Fatal("a third Unlock of a lock held twice succeeded")
+	}
+}
