@@ -50,6 +50,12 @@ type Config struct {
 	MaxQueries int
 	// Now gives the time. Default: time.Now.
 	Now func() time.Time
+	// ClientIP gives a request's client address, which decides the
+	// servers it is shown (master.Visible). Behind a proxy it must be the
+	// client's, not the proxy's: a proxy on loopback would otherwise be
+	// shown every loopback and private server. Default: the address of
+	// the request's RemoteAddr.
+	ClientIP func(*http.Request) netip.Addr
 }
 
 // Bounds Validate checks.
@@ -343,7 +349,11 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 		return http.StatusBadRequest
 	}
 	client := netip.IPv4Unspecified() // unknown: public
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+	if l.cfg.ClientIP != nil {
+		if a := l.cfg.ClientIP(r); a.IsValid() {
+			client = a
+		}
+	} else if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		client = ap.Addr()
 	}
 	body, err := json.Marshal(f.Apply(l.Servers(client)))
