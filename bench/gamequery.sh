@@ -113,11 +113,11 @@ done
 
 # Upstream datagrams per 10 000 requests at a 1 s TTL.
 wait_http "http://127.0.0.1:$hport/query/bench/echo?arg=x"
-up0=$(metric "127.0.0.1:$aport" gamegate_game_query_upstream_queries_total)
+up0=$(metric "127.0.0.1:$aport" 'gamegate_game_query_upstream_queries_total{server="bench"}')
 gq0=$(metric "127.0.0.1:$aport" 'gamegate_gqp_queries_total{outcome="answered"}')
 req0=$(metric "127.0.0.1:$aport" 'gamegate_game_query_requests_total{code="200"}')
 rps "http://127.0.0.1:$hport/query/bench/echo?arg=x" >/dev/null
-up1=$(metric "127.0.0.1:$aport" gamegate_game_query_upstream_queries_total)
+up1=$(metric "127.0.0.1:$aport" 'gamegate_game_query_upstream_queries_total{server="bench"}')
 gq1=$(metric "127.0.0.1:$aport" 'gamegate_gqp_queries_total{outcome="answered"}')
 req1=$(metric "127.0.0.1:$aport" 'gamegate_game_query_requests_total{code="200"}')
 

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
+	"strings"
+	"sync"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -15,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/internal/netaddr"
 )
 
 func init() {
@@ -82,13 +86,34 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 
 const defaultSocketBuffer = 4 << 20
 
-// udpStats counts what every gamegate UDP server reads and drops.
-var udpStats = new(dgram.Stats)
+// udpStats counts what each gamegate UDP server reads and drops, by its
+// listener label (its listen addresses as configured): process-wide, so
+// counts go on across reloads, and labelled from the configuration only.
+var udpStats = struct {
+	sync.Mutex
+	by map[string]*dgram.Stats
+}{by: map[string]*dgram.Stats{}}
+
+// udpStatsOf returns the counts of the UDP server listening on listen.
+func udpStatsOf(listen []string) *dgram.Stats {
+	label := strings.Join(listen, " ")
+	udpStats.Lock()
+	defer udpStats.Unlock()
+	s, ok := udpStats.by[label]
+	if !ok {
+		s = new(dgram.Stats)
+		udpStats.by[label] = s
+	}
+	return s
+}
 
 // Provision loads each server's protocols and parses its addresses.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
+	if err := a.checkServers(); err != nil {
+		return err
+	}
 	for i, s := range a.UDP {
 		if s.Readers == 0 {
 			s.Readers = runtime.GOMAXPROCS(0)
@@ -105,19 +130,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if err := s.validate(i); err != nil {
 			return err
 		}
-		for _, l := range s.Listen {
-			na, err := caddy.ParseNetworkAddressWithDefaults(l, "udp", 0)
-			if err != nil {
-				return fmt.Errorf("gamegate: udp[%d]: listen %q: %w", i, l, err)
-			}
-			if na.Network != "udp" && na.Network != "udp4" && na.Network != "udp6" {
-				return fmt.Errorf("gamegate: udp[%d]: listen %q: not a UDP address", i, l)
-			}
-			s.addrs = append(s.addrs, na)
-		}
 		mods, err := ctx.LoadModule(s, "ProtocolsRaw")
 		if err != nil {
 			return fmt.Errorf("gamegate: udp[%d]: loading protocols: %w", i, err)
+		}
+		if s.addrs, err = s.listenAddresses(i); err != nil {
+			return err
 		}
 		var protocols []dgram.Protocol
 		s.protocols = nil
@@ -135,7 +153,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			Batch:       s.Batch,
 			ReadBuffer:  s.ReadBuffer,
 			WriteBuffer: s.WriteBuffer,
-			Stats:       udpStats,
+			Stats:       udpStatsOf(s.Listen),
 			Logger:      a.logger.With(zap.Strings("listen", s.Listen)),
 		}
 	}
@@ -148,21 +166,131 @@ func (a *App) Provision(ctx caddy.Context) error {
 func (a *App) ListenAddresses() []string {
 	var addrs []string
 	for _, s := range a.UDP {
-		addrs = append(addrs, s.Listen...)
+		if s != nil {
+			addrs = append(addrs, s.Listen...)
+		}
 	}
 	return addrs
 }
 
 // Validate checks the configuration.
 func (a *App) Validate() error {
+	if err := a.checkServers(); err != nil {
+		return err
+	}
 	for i, s := range a.UDP {
 		if err := s.validate(i); err != nil {
+			return err
+		}
+		if _, err := s.listenAddresses(i); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// checkServers refuses a null server and two servers on one address: the
+// kernel would split the port's datagrams between them, so each would
+// answer only some of its clients.
+func (a *App) checkServers() error {
+	var taken []udpListen
+	for i, s := range a.UDP {
+		if s == nil {
+			return fmt.Errorf("gamegate: udp[%d]: null; want a server with listen and protocols", i)
+		}
+		for _, l := range s.Listen {
+			na, err := parseUDPListen(l)
+			if err != nil {
+				continue // validate names it
+			}
+			if err := checkOverlap(taken, na, l); err != nil {
+				return fmt.Errorf("gamegate: udp[%d]: %w", i, err)
+			}
+			taken = append(taken, udpListen{na, l})
+		}
+	}
+	return nil
+}
+
+// udpListen is a parsed listen address and how it was written.
+type udpListen struct {
+	addr caddy.NetworkAddress
+	text string
+}
+
+// checkOverlap refuses na when one of taken shares a port with it on an
+// address both would receive on.
+func checkOverlap(taken []udpListen, na caddy.NetworkAddress, text string) error {
+	for _, t := range taken {
+		if na.StartPort > t.addr.EndPort || t.addr.StartPort > na.EndPort {
+			continue
+		}
+		if hostsOverlap(na, t.addr) {
+			return fmt.Errorf("listen %q: %q listens there already; give each address to one udp server", text, t.text)
+		}
+	}
+	return nil
+}
+
+// hostsOverlap reports whether sockets bound to a's and b's hosts would
+// share datagrams: the same host, or one of them every address of a family
+// the other is in ("udp" on "" or "::" is both families; "udp4" and "udp6",
+// an IPv4 and an IPv6 address, are apart).
+func hostsOverlap(a, b caddy.NetworkAddress) bool {
+	fa, fb := family(a), family(b)
+	if fa != 0 && fb != 0 && fa != fb {
+		return false
+	}
+	pa, erra := netip.ParseAddr(a.Host)
+	pb, errb := netip.ParseAddr(b.Host)
+	switch {
+	case a.Host == "" || b.Host == "" || erra == nil && pa.IsUnspecified() || errb == nil && pb.IsUnspecified():
+		return true
+	case erra == nil && errb == nil:
+		return pa.Unmap() == pb.Unmap()
+	}
+	return strings.EqualFold(strings.TrimSuffix(a.Host, "."), strings.TrimSuffix(b.Host, "."))
+}
+
+// family is the IP family a listen address receives on: 4, 6, or 0 for
+// both (or a host name, which may be either).
+func family(na caddy.NetworkAddress) int {
+	switch na.Network {
+	case "udp4":
+		return 4
+	case "udp6":
+		return 6
+	}
+	a, err := netip.ParseAddr(na.Host)
+	switch {
+	case err != nil || a == netip.IPv6Unspecified():
+		return 0
+	case a.Unmap().Is4():
+		return 4
+	}
+	return 6
+}
+
+// parseUDPListen parses a UDP server's listen address: a UDP network, a
+// port (a random one is no game port), and a host that is empty (all
+// addresses), an IP address or a host name.
+func parseUDPListen(l string) (caddy.NetworkAddress, error) {
+	na, err := caddy.ParseNetworkAddressWithDefaults(l, "udp", 0)
+	switch {
+	case err != nil:
+		return na, err
+	case na.Network != "udp" && na.Network != "udp4" && na.Network != "udp6":
+		return na, errors.New("not a UDP address")
+	case na.StartPort == 0:
+		return na, errors.New("needs a port")
+	}
+	if _, err := netip.ParseAddr(na.Host); err != nil && na.Host != "" && !netaddr.IsHostName(na.Host) {
+		return na, fmt.Errorf("%q is neither an IP address nor a host name", na.Host)
+	}
+	return na, nil
+}
+
+// validate checks a server's options but its addresses.
 func (s *UDPServer) validate(i int) error {
 	switch {
 	case len(s.Listen) == 0:
@@ -179,6 +307,24 @@ func (s *UDPServer) validate(i int) error {
 		return fmt.Errorf("gamegate: udp[%d]: write_buffer must be in [1, 1GiB]", i)
 	}
 	return nil
+}
+
+// listenAddresses parses and checks a server's listen addresses.
+func (s *UDPServer) listenAddresses(i int) ([]caddy.NetworkAddress, error) {
+	addrs := make([]caddy.NetworkAddress, 0, len(s.Listen))
+	var taken []udpListen
+	for _, l := range s.Listen {
+		na, err := parseUDPListen(l)
+		if err != nil {
+			return nil, fmt.Errorf("gamegate: udp[%d]: listen %q: %w", i, l, err)
+		}
+		if err := checkOverlap(taken, na, l); err != nil {
+			return nil, fmt.Errorf("gamegate: udp[%d]: %w", i, err)
+		}
+		taken = append(taken, udpListen{na, l})
+		addrs = append(addrs, na)
+	}
+	return addrs, nil
 }
 
 // Start opens each address's sockets through Caddy's listeners (a reload
@@ -274,7 +420,7 @@ func parseApp(d *caddyfile.Dispenser, existing any) (any, error) {
 		if opt != "udp" {
 			return unknownOption(d, "gamegate", opt)
 		}
-		s, err := parseUDPServer(d)
+		s, err := parseUDPServer(d, app.UDP)
 		if err != nil {
 			return err
 		}
@@ -287,10 +433,31 @@ func parseApp(d *caddyfile.Dispenser, existing any) (any, error) {
 	return httpcaddyfile.App{Name: "gamegate", Value: caddyconfig.JSON(app, nil)}, nil
 }
 
-func parseUDPServer(d *caddyfile.Dispenser) (*UDPServer, error) {
+// parseUDPServer parses a udp block; before are the servers above it.
+func parseUDPServer(d *caddyfile.Dispenser, before []*UDPServer) (*UDPServer, error) {
 	s := &UDPServer{Listen: d.RemainingArgs()}
 	if len(s.Listen) == 0 {
 		return nil, d.Errf("gamegate: udp takes one or more addresses")
+	}
+	var taken []udpListen
+	for _, b := range before {
+		if b != nil {
+			for _, l := range b.Listen {
+				if na, err := parseUDPListen(l); err == nil {
+					taken = append(taken, udpListen{na, l})
+				}
+			}
+		}
+	}
+	for _, l := range s.Listen {
+		na, err := parseUDPListen(l)
+		if err != nil {
+			return nil, d.Errf("gamegate: udp: '%s': %v", l, err)
+		}
+		if err := checkOverlap(taken, na, l); err != nil {
+			return nil, d.Errf("gamegate: udp: %v", err)
+		}
+		taken = append(taken, udpListen{na, l})
 	}
 	protocols := map[string]bool{}
 	err := parseBlock(d, "gamegate: udp", nil, func(opt string) error {
@@ -329,13 +496,17 @@ var udpMetrics = newUDPMetrics()
 
 func newUDPMetrics() *metricSet {
 	m := &metricSet{subsystem: "udp"}
-	received := m.desc("datagrams_total", "Datagrams read by gamegate's UDP servers.")
+	received := m.desc("datagrams_total", "Datagrams read by gamegate's UDP servers, by listener (the udp block's addresses as configured).", "listener")
 	dropped := m.desc("dropped_total",
-		"Datagrams gamegate's UDP servers dropped themselves, by reason (no_protocol, too_large, write_failed); protocols count their own drops.", "reason")
+		"Datagrams gamegate's UDP servers dropped themselves, by listener and reason (no_protocol, too_large, write_failed); protocols count their own drops.", "listener", "reason")
 	m.scraped(func(ch chan<- prometheus.Metric) {
-		ch <- prometheus.MustNewConstMetric(received, prometheus.CounterValue, float64(udpStats.Received()))
-		for r := dgram.DropReason(0); r < dgram.NumDropReasons; r++ {
-			ch <- prometheus.MustNewConstMetric(dropped, prometheus.CounterValue, float64(udpStats.Dropped(r)), r.String())
+		udpStats.Lock()
+		defer udpStats.Unlock()
+		for listener, s := range udpStats.by {
+			ch <- prometheus.MustNewConstMetric(received, prometheus.CounterValue, float64(s.Received()), listener)
+			for r := dgram.DropReason(0); r < dgram.NumDropReasons; r++ {
+				ch <- prometheus.MustNewConstMetric(dropped, prometheus.CounterValue, float64(s.Dropped(r)), listener, r.String())
+			}
 		}
 	}, received, dropped)
 	return m

@@ -419,6 +419,9 @@ func (h *QoSDiscovery) parseFleet(d *caddyfile.Dispenser) error {
 			if err != nil || ap.Port() == 0 {
 				return d.Errf("qos_discovery: fleet '%s': '%s' is not an ip:port address", id, a)
 			}
+			if ap.Addr().Unmap().IsUnspecified() {
+				return d.Errf("qos_discovery: fleet '%s': '%s' means every address of a machine, which no client can reach: give the address clients reach the server at", id, a)
+			}
 			if s.Port != 0 && s.Port != int(ap.Port()) {
 				return d.Errf("qos_discovery: fleet '%s': a server's IPv4 and IPv6 addresses must share one port", id)
 			}

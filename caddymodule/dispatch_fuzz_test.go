@@ -27,7 +27,7 @@ func dispatchProtocols(tb testing.TB) ([]dgram.Protocol, *GQPProtocol) {
 	tb.Helper()
 	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(`{
 	gamegate {
-		udp 127.0.0.1:0 {
+		udp 127.0.0.1:9 {
 			qos {
 				rate 1000
 				burst 1000

@@ -244,7 +244,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		AdHocRate:            h.AdHocRate,
 		AdHocBurst:           h.AdHocBurst,
 		ClientIPv6Prefix:     h.ClientIPv6Prefix,
-		OnUpstream:           func(string) { gameQueryMetrics.upstream.Inc() },
+		OnUpstream:           gameQueryMetrics.upstreamOf(h.Servers),
 		ClientIP: func(r *http.Request) netip.Addr {
 			a, _ := netip.ParseAddr(clientIP(r))
 			return a.Unmap()
@@ -570,15 +570,51 @@ var gameQueryMetrics = newGameQueryMetrics()
 type gameQueryMetricSet struct {
 	metricSet
 	requests codeCounters
-	upstream prometheus.Counter
+	upstream *prometheus.CounterVec   // by server
+	duration *prometheus.HistogramVec // by server
 }
+
+// adHocServer is the server label of every ad-hoc target: labels come from
+// the configuration, never from what clients ask.
+const adHocServer = "ad_hoc"
 
 func newGameQueryMetrics() *gameQueryMetricSet {
 	m := &gameQueryMetricSet{metricSet: metricSet{subsystem: "game_query"}}
 	m.requests = m.codeCounters("requests_total", "Game query HTTP requests answered, by status code.",
 		200, 304, 400, 403, 404, 429, 502, 503, 504)
-	m.upstream = m.counter("upstream_queries_total", "Queries sent to game servers (after caching and coalescing).")
+	m.upstream = m.counterVec("upstream_queries_total",
+		"Queries sent to game servers (after caching and coalescing), by configured server name (ad_hoc for ad-hoc targets).", "server")
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "gamegate", Subsystem: "game_query",
+		Name:    "upstream_query_duration_seconds",
+		Help:    "How long queries to game servers took, answered or not, in seconds, by configured server name (ad_hoc for ad-hoc targets).",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"server"})
+	m.collectors = append(m.collectors, m.duration)
 	return m
+}
+
+// upstreamOf returns the gateway's OnUpstream for servers: each configured
+// server's observer is looked up once, and ad-hoc targets share one.
+func (m *gameQueryMetricSet) upstreamOf(servers map[string]*GameQueryServer) func(string, time.Duration) {
+	type serverMetrics struct {
+		queries  prometheus.Counter
+		duration prometheus.Observer
+	}
+	of := func(name string) serverMetrics {
+		return serverMetrics{m.upstream.WithLabelValues(name), m.duration.WithLabelValues(name)}
+	}
+	by := make(map[string]serverMetrics, len(servers))
+	for name := range servers {
+		by[name] = of(name)
+	}
+	adHoc := of(adHocServer)
+	return func(server string, took time.Duration) {
+		s, ok := by[server]
+		if !ok {
+			s = adHoc
+		}
+		s.queries.Inc()
+		s.duration.Observe(took.Seconds())
+	}
 }
 
 // Interface guards

@@ -193,7 +193,8 @@ gamegate_discovery_withheld_servers{} "QoS servers failing their health checks, 
 gamegate_freeciv_guard_connections_total{} "Freeciv connections checked by the guard."
 gamegate_freeciv_guard_violations_total{reason} "Freeciv connections closed by the guard, by reason (framing, first_packet, rate)."
 gamegate_game_query_requests_total{code} "Game query HTTP requests answered, by status code."
-gamegate_game_query_upstream_queries_total{} "Queries sent to game servers (after caching and coalescing)."
+gamegate_game_query_upstream_queries_total{server} "Queries sent to game servers (after caching and coalescing), by configured server name (ad_hoc for ad-hoc targets)."
+gamegate_game_query_upstream_query_duration_seconds{server} "How long queries to game servers took, answered or not, in seconds, by configured server name (ad_hoc for ad-hoc targets)."
 gamegate_gqp_dropped_total{reason} "GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed, stopped)."
 gamegate_gqp_queries_total{outcome} "GQP queries handled by the responder, by outcome."
 gamegate_master_challenges{} "Getinfo challenges waiting for an answer."
@@ -212,8 +213,8 @@ gamegate_relay_api_requests_total{endpoint,code} "Relay allocations API requests
 gamegate_relay_bindings{} "Live relay bindings (allocations bound to a client address)."
 gamegate_relay_datagrams_total{outcome} "Relay datagrams handled, by outcome (relayed, bound, pinged, error_sent, dropped reasons, …)."
 gamegate_relay_join_codes_total{} "Join codes created by the allocations API."
-gamegate_udp_datagrams_total{} "Datagrams read by gamegate's UDP servers."
-gamegate_udp_dropped_total{reason} "Datagrams gamegate's UDP servers dropped themselves, by reason (no_protocol, too_large, write_failed); protocols count their own drops."
+gamegate_udp_datagrams_total{listener} "Datagrams read by gamegate's UDP servers, by listener (the udp block's addresses as configured)."
+gamegate_udp_dropped_total{listener,reason} "Datagrams gamegate's UDP servers dropped themselves, by listener and reason (no_protocol, too_large, write_failed); protocols count their own drops."
 `
 
 // gamegateCollectors returns the collectors of every gamegate metric set.

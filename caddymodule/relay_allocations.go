@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -316,7 +317,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		return err
 	}
 	addr := caddy.NewReplacer().ReplaceKnown(h.PublicAddress, "")
-	host, port, err := netaddr.SplitHostPort(addr)
+	host, port, err := splitPublicAddress(addr)
 	if err != nil {
 		return fmt.Errorf("relay_allocations: public_address: %q: %w", addr, err)
 	}
@@ -382,6 +383,20 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	return relayAPIMetrics.register(ctx.GetMetricsRegistry())
 }
 
+// splitPublicAddress splits the host:port clients reach the relay at,
+// refusing an unspecified host (0.0.0.0, ::): a socket may listen there,
+// but no client can send to it.
+func splitPublicAddress(s string) (string, uint16, error) {
+	host, port, err := netaddr.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	if a, err := netip.ParseAddr(host); err == nil && a.IsUnspecified() {
+		return "", 0, fmt.Errorf("%s means every address of this machine, which no client can reach: give the address clients reach the relay at", host)
+	}
+	return host, port, nil
+}
+
 // Validate checks the configuration.
 func (h *RelayAllocations) Validate() error {
 	switch {
@@ -439,7 +454,7 @@ func (h *RelayAllocations) Validate() error {
 		return c.err
 	}
 	if !strings.Contains(h.PublicAddress, "{") {
-		if _, _, err := netaddr.SplitHostPort(h.PublicAddress); err != nil {
+		if _, _, err := splitPublicAddress(h.PublicAddress); err != nil {
 			return fmt.Errorf("relay_allocations: public_address: %q: %w", h.PublicAddress, err)
 		}
 	}
@@ -532,7 +547,7 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			if !strings.Contains(h.PublicAddress, "{") {
-				if _, _, perr := netaddr.SplitHostPort(h.PublicAddress); perr != nil {
+				if _, _, perr := splitPublicAddress(h.PublicAddress); perr != nil {
 					return d.Errf("relay_allocations: option 'public_address': '%s': %v", h.PublicAddress, perr)
 				}
 			}

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -85,6 +86,15 @@ func newMasterList(name string, cfg serverlist.Config) (*serverlist.List, error)
 	cfg.Registry = val.(pooledRegistry).Registry
 	q3 := &quake3.QueryProtocol{UDPExchange: query.UDPExchange{Timeout: time.Second}}
 	cfg.Status = q3.Status
+	// The client as Caddy determined it (trusted_proxies), so that a
+	// client behind a proxy is not shown the servers of the proxy's scope.
+	cfg.ClientIP = func(r *http.Request) netip.Addr {
+		a, err := netip.ParseAddr(clientIP(r))
+		if err != nil {
+			return netip.Addr{} // unknown: public
+		}
+		return a.Unmap()
+	}
 	list, err := serverlist.New(cfg)
 	if err != nil {
 		_, _ = masterRegistries.Delete(name)

@@ -98,7 +98,7 @@ func testA2SShieldValidatedFlood(t *testing.T, inApp bool) {
 		}
 	}`, addr, game.Addr)
 	}
-	testcaddy.Start(t, fmt.Sprintf("{\n\tadmin off\n\t%s\n}\n", shield))
+	c := testcaddy.Start(t, fmt.Sprintf("{\n\tadmin off\n\t%s\n}\n", shield))
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +131,11 @@ func testA2SShieldValidatedFlood(t *testing.T, inApp bool) {
 		t.Fatal(err)
 	}
 
+	const (
+		limited   = `gamegate_a2s_shield_requests_total{outcome="dropped_source_limit"}`
+		sentBytes = `gamegate_a2s_shield_answer_bytes_total`
+	)
+	limitedBefore, bytesBefore := c.MustMetric(t, limited), c.MustMetric(t, sentBytes)
 	const requests = 2000
 	req, _ := (&wirea2s.Request{Type: wirea2s.TypeRulesRequest, Challenge: challenge, HasChallenge: true}).AppendTo(nil)
 	received := make(chan [2]int64)
@@ -189,6 +194,13 @@ func testA2SShieldValidatedFlood(t *testing.T, inApp bool) {
 		requests, sent, sentFor.Round(time.Millisecond), datagrams, answered, float64(answered)/float64(sent), elapsed.Round(time.Millisecond), bound)
 	if answered > bound {
 		t.Fatalf("answered %d bytes (×%.1f of the %d sent), want at most %d", answered, float64(answered)/float64(sent), sent, bound)
+	}
+	// The refusals and the bytes sent are counted.
+	if n := c.MustMetric(t, limited) - limitedBefore; n < 1 {
+		t.Fatalf("%s grew by %v, want refusals counted", limited, n)
+	}
+	if n := c.MustMetric(t, sentBytes) - bytesBefore; n < float64(answered) {
+		t.Fatalf("%s grew by %v, want at least the %d bytes the flood drew", sentBytes, n, answered)
 	}
 }
 

@@ -226,7 +226,7 @@ func TestGameQueryCoalesces(t *testing.T) {
 	up := startCountingGQP(t, engineAnswer(t))
 	env := startGameQuery(t, fmt.Sprintf("server counted %s gqp", up.addr), "ttl identify 1h")
 	url := env.base + "/query/counted/identify"
-	upstreamBefore := env.caddy.MustMetric(t, "gamegate_game_query_upstream_queries_total")
+	upstreamBefore := env.caddy.MustMetric(t, `gamegate_game_query_upstream_queries_total{server="counted"}`)
 	const n = 200
 	var wg sync.WaitGroup
 	var ok atomic.Int64
@@ -251,7 +251,7 @@ func TestGameQueryCoalesces(t *testing.T) {
 	if ok.Load() != n {
 		t.Fatalf("%d of %d requests succeeded", ok.Load(), n)
 	}
-	if got := env.caddy.MustMetric(t, "gamegate_game_query_upstream_queries_total") - upstreamBefore; got != 1 {
+	if got := env.caddy.MustMetric(t, `gamegate_game_query_upstream_queries_total{server="counted"}`) - upstreamBefore; got != 1 {
 		t.Fatalf("%d concurrent requests: gamegate_game_query_upstream_queries_total rose by %v, want 1", n, got)
 	}
 	// One query is one datagram, or two if the client's one retry (after a

@@ -151,11 +151,11 @@ func TestUDPAppServesQoSRelayGQPOnOnePort(t *testing.T) {
 		t.Fatal("GQP motd not answered")
 	}
 	// A datagram no protocol claims is dropped and counted.
-	before := env.caddy.MustMetric(t, `gamegate_udp_dropped_total{reason="no_protocol"}`)
+	before := env.caddy.MustMetric(t, `gamegate_udp_dropped_total{listener="`+env.addr+`",reason="no_protocol"}`)
 	junk := testutil.DialUDP(t, "127.0.0.1:0", env.addr)
 	junk.Send([]byte("no protocol starts like this"))
 	testutil.WaitFor(t, "the drop to be counted", func() bool {
-		return env.caddy.MustMetric(t, `gamegate_udp_dropped_total{reason="no_protocol"}`) > before
+		return env.caddy.MustMetric(t, `gamegate_udp_dropped_total{listener="`+env.addr+`",reason="no_protocol"}`) > before
 	})
 }
 
@@ -296,7 +296,7 @@ func TestUDPAppFlood(t *testing.T) {
 	if p := peakHeap.Load(); p > heapBound {
 		t.Fatalf("heap in use peaked at %d MiB during the flood, want under %d MiB", p>>20, heapBound>>20)
 	}
-	received := env.caddy.MustMetric(t, "gamegate_udp_datagrams_total")
+	received := env.caddy.MustMetric(t, `gamegate_udp_datagrams_total{listener="`+env.addr+`"}`)
 	t.Logf("flood: %d datagrams sent from 1200 sockets on 1200 loopback addresses, %v read by the server; "+
 		"answered during the flood: QoS %d, relay %d, GQP %d; all three answered %v after it ended; "+
 		"goroutines %d (baseline %d); peak heap in use %d MiB (bound %d MiB)",
@@ -358,7 +358,9 @@ func TestUDPAppScale(t *testing.T) {
 	if tracked := env.caddy.MustMetric(t, "gamegate_qos_tracked_sources"); tracked < sources*0.99 {
 		t.Fatalf("QoS tracked %v sources, want about %d", tracked, sources)
 	}
-	relayIn := func() float64 { return env.caddy.MustMetric(t, "gamegate_udp_datagrams_total") }
+	relayIn := func() float64 {
+		return env.caddy.MustMetric(t, `gamegate_udp_datagrams_total{listener="`+env.addr+`"}`)
+	}
 	ping := wirerelay.Ping{}
 	ping.AllocationID[0] = 1
 	pingBytes, _ := ping.AppendTo(nil)

@@ -121,11 +121,17 @@ func (s Server) Validate() error {
 		if err != nil || !a.Is4() || a.String() != s.IPv4 {
 			return fmt.Errorf("ipv4 %q is not a dotted-quad IPv4 address", s.IPv4)
 		}
+		if a.IsUnspecified() {
+			return fmt.Errorf("ipv4 %s means every address of a machine, which no client can reach", s.IPv4)
+		}
 	}
 	if s.IPv6 != "" {
 		a, err := netip.ParseAddr(s.IPv6)
 		if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
 			return fmt.Errorf("ipv6 %q is not an IPv6 address", s.IPv6)
+		}
+		if a.IsUnspecified() {
+			return fmt.Errorf("ipv6 %s means every address of a machine, which no client can reach", s.IPv6)
 		}
 	}
 	return nil

@@ -106,8 +106,10 @@ type Config struct {
 	// answer 429. Default: DefaultBatchRate, DefaultBatchBurst.
 	BatchRate  float64
 	BatchBurst int
-	// OnUpstream is called for every upstream query (metrics).
-	OnUpstream func(server string)
+	// OnUpstream is called for every upstream query (metrics), with the
+	// name of the configured server asked, or "" for an ad-hoc target, and
+	// how long the query took. Names come from the configuration only.
+	OnUpstream func(server string, took time.Duration)
 	// Now gives the time. Default: time.Now.
 	Now func() time.Time
 }
@@ -534,15 +536,20 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 			return nil, &Error{HTTPStatus: http.StatusServiceUnavailable, Type: TypeLimited, RetryAfter: wait,
 				Message: "the query rate limit for " + t.name + " is reached; try again shortly"}
 		}
-		if g.cfg.OnUpstream != nil {
-			g.cfg.OnUpstream(t.key)
-		}
 		var v any
 		var err error
+		start := time.Now()
 		if command == "status" {
 			v, err = t.protocol.Status(ctx, t.address)
 		} else {
 			v, err = t.protocol.Command(ctx, t.address, command, args)
+		}
+		if g.cfg.OnUpstream != nil {
+			server := ""
+			if t.named {
+				server = t.name
+			}
+			g.cfg.OnUpstream(server, time.Since(start))
 		}
 		if err != nil {
 			var e *Error

@@ -218,10 +218,7 @@ func (b *Browser) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return http.StatusMethodNotAllowed
 	}
-	client := netip.IPv4Unspecified() // unknown: public
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		client = ap.Addr()
-	}
+	client := b.cfg.List.Client(r) // as the list decides it (trusted proxies)
 	p := r.URL.Path
 	switch {
 	case p == "/" || p == "" || p == "/index.html":

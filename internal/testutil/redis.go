@@ -123,6 +123,33 @@ func (r *Redis) Start(t testing.TB) {
 	}
 }
 
+// Pause stops the server's process without ending it (SIGSTOP): its port
+// still accepts connections, and nothing answers, as a server that hangs
+// or a network that drops the replies. Resume (or the test's end) continues it.
+func (r *Redis) Pause(t testing.TB) {
+	t.Helper()
+	r.signal(t, syscall.SIGSTOP)
+	t.Cleanup(func() { r.signal(t, syscall.SIGCONT) })
+}
+
+// Resume continues a paused server.
+func (r *Redis) Resume(t testing.TB) {
+	t.Helper()
+	r.signal(t, syscall.SIGCONT)
+}
+
+func (r *Redis) signal(t testing.TB, sig syscall.Signal) {
+	r.mu.Lock()
+	cmd := r.cmd
+	r.mu.Unlock()
+	if cmd == nil {
+		t.Fatal("redis-server is not running")
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Do sends one command and returns its reply's first line (for tests that
 // read INFO or flush; other clients should be the code under test).
 func (r *Redis) Do(t testing.TB, args ...string) string {

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"path"
 	"slices"
 	"strconv"
@@ -194,8 +195,17 @@ type Store struct {
 	client redis.UniversalClient
 	tag    string // "{prefix}", the start of every key
 
-	mu    sync.Mutex
-	locks map[string]*heldLock // the locks this Store holds, by name
+	mu sync.Mutex
+	// locks are the holds this Store has, by name, oldest first: several
+	// when a hold expired on the server (its renewals did not reach it)
+	// and the name was taken again here before the first holder unlocked.
+	locks map[string][]*heldLock
+
+	// downUntil is when, in unix nanoseconds, the server may be asked
+	// again after it failed to answer: until then every operation fails at
+	// once with ErrDown instead of waiting out Timeout again, so that a
+	// request needing several operations fails within about one Timeout.
+	downUntil atomic.Int64
 }
 
 // heldLock is a lock this Store holds and renews.
@@ -237,13 +247,76 @@ func New(cfg Config) *Store {
 		}
 	}
 	client := redis.NewUniversalClient(opts)
-	client.AddHook(roundTripCounter{})
-	return &Store{
+	s := &Store{
 		cfg:    cfg,
 		client: client,
 		tag:    "{" + cfg.KeyPrefix + "}",
-		locks:  make(map[string]*heldLock),
+		locks:  make(map[string][]*heldLock),
 	}
+	client.AddHook(failFast{s})
+	client.AddHook(roundTripCounter{})
+	return s
+}
+
+// ErrDown is the error of an operation not sent because the server failed
+// to answer within the last Timeout; it matches ErrUnavailable too.
+var ErrDown error = downError{}
+
+type downError struct{}
+
+func (downError) Error() string {
+	return "not sent: the server did not answer within the last timeout"
+}
+func (downError) Is(target error) bool { return target == ErrUnavailable }
+
+// failFast fails every command at once while the server is known down
+// (Store.downUntil), and marks it down when a command finds it unreachable
+// or silent: a command, a script or a pipeline of the Client alike.
+type failFast struct{ s *Store }
+
+func (failFast) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f failFast) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if f.s.isDown() {
+			cmd.SetErr(ErrDown)
+			return ErrDown
+		}
+		err := next(ctx, cmd)
+		f.s.noteErr(err)
+		return err
+	}
+}
+
+func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if f.s.isDown() {
+			for _, cmd := range cmds {
+				cmd.SetErr(ErrDown)
+			}
+			return ErrDown
+		}
+		err := next(ctx, cmds)
+		f.s.noteErr(err)
+		return err
+	}
+}
+
+func (s *Store) isDown() bool {
+	until := s.downUntil.Load()
+	return until != 0 && time.Now().UnixNano() < until
+}
+
+// noteErr marks the server down for one Timeout if err says it did not
+// answer in time. An answer (redis.Nil, an error reply), a refused
+// connection (which costs nothing to retry) or the caller's cancellation
+// does not.
+func (s *Store) noteErr(err error) {
+	var ne net.Error
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()) {
+		return
+	}
+	s.downUntil.Store(time.Now().Add(s.cfg.Timeout).UnixNano())
 }
 
 // roundTrips counts the requests every Store of this process sent: a
@@ -286,9 +359,11 @@ func (s *Store) Timeout() time.Duration { return s.cfg.Timeout }
 // Close releases the locks s holds and closes its connections.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	names := make([]string, 0, len(s.locks))
-	for name := range s.locks {
-		names = append(names, name)
+	var names []string
+	for name, hs := range s.locks {
+		for range hs {
+			names = append(names, name)
+		}
 	}
 	s.mu.Unlock()
 	for _, name := range names {
@@ -598,12 +673,14 @@ func (s *Store) TryLock(ctx context.Context, name string) (bool, error) {
 	rctx, stop := context.WithCancel(context.Background())
 	h := &heldLock{token: token, stop: stop, done: make(chan struct{})}
 	s.mu.Lock()
-	if old := s.locks[name]; old != nil {
+	for _, old := range s.locks[name] {
 		// Ours, expired while no renewal reached the server, and now taken
-		// afresh: the old renewal has nothing left to renew.
+		// afresh: the old renewal has nothing left to renew. The old hold
+		// stays listed, so that its holder's Unlock releases it (nothing)
+		// rather than this one.
 		old.stop()
 	}
-	s.locks[name] = h
+	s.locks[name] = append(s.locks[name], h)
 	s.mu.Unlock()
 	go s.renew(rctx, name, h)
 	return true, nil
@@ -657,11 +734,23 @@ return 0
 `)
 
 // Unlock releases the lock name that s holds. A lock that expired and was
-// taken by another holder is left to that holder.
+// taken by another holder is left to that holder. When s took name more
+// than once (a hold expired, and name was taken again before its holder
+// unlocked), Unlock releases the oldest hold: certmagic's Unlock names no
+// holder, and the holds of one name are taken in turn, so the oldest
+// holder is the one that took it first; an expired hold releases nothing.
 func (s *Store) Unlock(ctx context.Context, name string) error {
 	s.mu.Lock()
-	h := s.locks[name]
-	delete(s.locks, name)
+	hs := s.locks[name]
+	var h *heldLock
+	if len(hs) > 0 {
+		h = hs[0]
+		if len(hs) == 1 {
+			delete(s.locks, name)
+		} else {
+			s.locks[name] = slices.Delete(hs, 0, 1)
+		}
+	}
 	s.mu.Unlock()
 	if h == nil {
 		return fmt.Errorf("unlocking %q: not held", name)

@@ -395,3 +395,87 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("Load after the restart: %q, %v", b, err)
 	}
 }
+
+// A server that stops answering (its process paused: connections are
+// accepted, nothing comes back) costs the first operation its timeout;
+// the operations after it fail at once with ErrDown, which is also
+// ErrUnavailable, instead of each waiting out the timeout again, so a
+// request needing several operations fails within about one timeout.
+// Once the server answers again, operations succeed without a restart.
+func TestStoreFailsFastWhileTheServerIsSilent(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.StartRedis(t, testutil.RedisOptions{})
+	cfg := redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t), Timeout: 300 * time.Millisecond}
+	s := redisstore.New(cfg)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Store(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+
+	r.Pause(t)
+	if _, err := s.Load(ctx, "k"); !errors.Is(err, redisstore.ErrUnavailable) || errors.Is(err, redisstore.ErrDown) {
+		t.Fatalf("the first operation on a silent server: got %v, want it to time out (ErrUnavailable)", err)
+	}
+	ops := map[string]func() error{
+		"Load":    func() error { _, err := s.Load(ctx, "k"); return err },
+		"Store":   func() error { return s.Store(ctx, "k2", []byte("v")) },
+		"Allow":   func() error { _, _, err := s.Allow(ctx, "x", time.Second, time.Second); return err },
+		"TryLock": func() error { _, err := s.TryLock(ctx, "l"); return err },
+		"Client":  func() error { return s.Client().Get(ctx, "raw").Err() },
+	}
+	for name, op := range ops {
+		if err := op(); !errors.Is(err, redisstore.ErrDown) || !errors.Is(err, redisstore.ErrUnavailable) {
+			t.Fatalf("%s right after a timeout: got %v, want ErrDown (and ErrUnavailable) at once", name, err)
+		}
+	}
+
+	r.Resume(t)
+	testutil.WaitFor(t, "the store to answer again", func() bool {
+		v, err := s.Load(ctx, "k")
+		return err == nil && string(v) == "v"
+	})
+}
+
+// Two holders of one lock name in one process, the first of whose lock
+// expired (its renewals did not reach the server) before the second took
+// it: the first holder's Unlock must not release the second's lock, or a
+// third holder (another node) would take it while the second still holds
+// it. Unlock releases the oldest of the holds it has by that name, and an
+// expired one releases nothing.
+func TestUnlockOfAnExpiredHoldLeavesTheNewHolder(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.SharedRedis(t)
+	prefix := testutil.RedisPrefix(t)
+	a := newStore(t, redisstore.Config{KeyPrefix: prefix})
+	other := newStore(t, redisstore.Config{KeyPrefix: prefix})
+
+	if ok, err := a.TryLock(ctx, "cert"); !ok || err != nil {
+		t.Fatalf("first TryLock: %v %v", ok, err)
+	}
+	// The first hold expires on the server (as after an outage longer
+	// than lock_expiry).
+	r.Do(t, "DEL", a.KeyPrefix()+"l:cert")
+	if ok, err := a.TryLock(ctx, "cert"); !ok || err != nil {
+		t.Fatalf("second TryLock after the first expired: %v %v", ok, err)
+	}
+	// The first holder finishes and unlocks.
+	if err := a.Unlock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := other.TryLock(ctx, "cert"); ok || err != nil {
+		t.Fatalf("another node took the lock while its second holder still held it (%v)", err)
+	}
+	// The second holder unlocks: the lock is free.
+	if err := a.Unlock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := other.TryLock(ctx, "cert"); !ok || err != nil {
+		t.Fatalf("the lock is not free after both holders unlocked: %v %v", ok, err)
+	}
+	if err := other.Unlock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx, "cert"); err == nil {
+		t.Fatal("a third Unlock of a lock held twice succeeded")
+	}
+}
