@@ -155,7 +155,7 @@ func New(cfg Config) (*Browser, error) {
 	page := strings.NewReplacer(
 		"{{TITLE}}", html.EscapeString(cfg.Title),
 		"{{REFRESH}}", strconv.Itoa(int(cfg.Refresh/time.Second)),
-		"{{HISTORY}}", html.EscapeString(cfg.History.String()),
+		"{{HISTORY}}", html.EscapeString(shortDuration(cfg.History)),
 		"{{CSS}}", pageCSS,
 		"{{JS}}", pageJS,
 	).Replace(pageHTML)
@@ -167,6 +167,18 @@ func New(cfg Config) (*Browser, error) {
 	b.cancel, b.done = cancel, make(chan struct{})
 	go b.sampleEvery(ctx, min(b.bucket/3, time.Minute))
 	return b, nil
+}
+
+// shortDuration is d as a person writes it: 24h, not 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Close stops the sampling.

@@ -182,3 +182,11 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("the defaults: %v", err)
 	}
 }
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{24 * time.Hour: "24h", 90 * time.Minute: "1h30m", 10 * time.Minute: "10m", 90 * time.Second: "1m30s", 168 * time.Hour: "168h"} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}
