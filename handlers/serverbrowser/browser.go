@@ -87,6 +87,9 @@ func (c Config) Validate() error {
 	if c.HistorySamples != 0 && (c.HistorySamples < MinHistorySamples || c.HistorySamples > MaxHistorySamples) {
 		return fmt.Errorf("history_samples must be in [%d, %d], not %d", MinHistorySamples, MaxHistorySamples, c.HistorySamples)
 	}
+	if c.History != 0 && c.HistorySamples != 0 && c.History/time.Duration(c.HistorySamples) < time.Second {
+		return fmt.Errorf("history_samples must leave each of history's buckets at least 1s: %s / %d is less", c.History, c.HistorySamples)
+	}
 	if c.MaxHistoryServers < 0 || c.MaxHistoryServers > master.MaxMaxServers {
 		return fmt.Errorf("max_history_servers must be in [1, %d], not %d", master.MaxMaxServers, c.MaxHistoryServers)
 	}

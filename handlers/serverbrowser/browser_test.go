@@ -173,6 +173,7 @@ func TestConfigValidate(t *testing.T) {
 		{Config{HistorySamples: 1}, "history_samples"},
 		{Config{MaxHistoryServers: -1}, "max_history_servers"},
 		{Config{Title: strings.Repeat("t", MaxTitle+1)}, "title"},
+		{Config{History: time.Minute, HistorySamples: 120}, "history_samples"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want an error naming %s", tc.cfg, err, tc.want)
