@@ -306,7 +306,14 @@ func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	discoveryMetrics.requests.count(h.handler.ServeFleet(w, r, fleet, clientIP(r)))
+	code := h.handler.ServeFleet(w, r, fleet, clientIP(r))
+	discoveryMetrics.requests.count(code)
+	if code == http.StatusOK || code == http.StatusNotModified {
+		// Only a fleet that exists is answered 200 or 304, so the label's
+		// values are the configured fleets (a Caddyfile, a fleets file or
+		// the authenticated admin API), never ids a request made up.
+		discoveryMetrics.fleetRequests.WithLabelValues(fleet).Inc()
+	}
 	return nil
 }
 
@@ -487,16 +494,19 @@ var discoveryMetrics = newDiscoveryMetrics()
 
 type discoveryMetricSet struct {
 	metricSet
-	requests   codeCounters
-	fileLoads  *prometheus.CounterVec
-	fileErrors *prometheus.CounterVec
-	fileOK     *prometheus.GaugeVec
+	requests      codeCounters
+	fleetRequests *prometheus.CounterVec
+	fileLoads     *prometheus.CounterVec
+	fileErrors    *prometheus.CounterVec
+	fileOK        *prometheus.GaugeVec
 }
 
 func newDiscoveryMetrics() *discoveryMetricSet {
 	m := &discoveryMetricSet{metricSet: metricSet{subsystem: "discovery"}}
 	m.requests = m.codeCounters("requests_total", "Discovery requests answered, by status code.",
 		200, 304, 401, 403, 404, 405, 500)
+	m.fleetRequests = m.counterVec("fleet_requests_total",
+		"Discovery requests answered with a fleet's servers (200 or 304), by fleet id.", "fleet")
 	m.fileLoads = m.counterVec("fleets_file_loads_total",
 		"Fleets files loaded successfully after a change, by handler name.", "name")
 	m.fileErrors = m.counterVec("fleets_file_errors_total",

@@ -185,6 +185,7 @@ gamegate_a2s_shield_answer_bytes_total{} "Bytes of answers the shield sent to so
 gamegate_a2s_shield_requests_dropped_busy_total{} "A2S requests dropped because the client already had requests waiting for the game server."
 gamegate_a2s_shield_requests_total{outcome} "A2S requests handled by the shield, by outcome."
 gamegate_a2s_shield_upstream_queries_total{} "Queries the shield sent to game servers."
+gamegate_discovery_fleet_requests_total{fleet} "Discovery requests answered with a fleet's servers (200 or 304), by fleet id."
 gamegate_discovery_fleets_file_errors_total{name} "Changes to a fleets file that could not be loaded (the last good list stays in service), by handler name."
 gamegate_discovery_fleets_file_loads_total{name} "Fleets files loaded successfully after a change, by handler name."
 gamegate_discovery_fleets_file_ok{name} "1 if the fleets file was last loaded successfully, 0 if not, by handler name."

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -61,21 +62,45 @@ func (h *ServerList) Provision(ctx caddy.Context) error {
 	if h.Master == "" {
 		h.Master = "master"
 	}
-	val, _, err := masterRegistries.LoadOrNew(h.Master, func() (caddy.Destructor, error) {
+	var err error
+	h.list, err = newMasterList(h.Master, h.config())
+	if err == nil {
+		h.poolKey = h.Master
+	}
+	return err
+}
+
+// newMasterList builds a list of the servers of the master named name,
+// querying their status with the Quake 3 protocol. The caller releases
+// the master's registry with masterRegistries.Delete(name) in its Cleanup
+// (and closes the list) once newMasterList has returned no error.
+func newMasterList(name string, cfg serverlist.Config) (*serverlist.List, error) {
+	val, _, err := masterRegistries.LoadOrNew(name, func() (caddy.Destructor, error) {
 		r := master.NewRegistry(nil)
 		liveMasterRegistries.add(r)
 		return pooledRegistry{r}, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.poolKey = h.Master
-	cfg := h.config()
 	cfg.Registry = val.(pooledRegistry).Registry
 	q3 := &quake3.QueryProtocol{UDPExchange: query.UDPExchange{Timeout: time.Second}}
 	cfg.Status = q3.Status
-	h.list, err = serverlist.New(cfg)
-	return err
+	// The client as Caddy determined it (trusted_proxies), so that a
+	// client behind a proxy is not shown the servers of the proxy's scope.
+	cfg.ClientIP = func(r *http.Request) netip.Addr {
+		a, err := netip.ParseAddr(clientIP(r))
+		if err != nil {
+			return netip.Addr{} // unknown: public
+		}
+		return a.Unmap()
+	}
+	list, err := serverlist.New(cfg)
+	if err != nil {
+		_, _ = masterRegistries.Delete(name)
+		return nil, err
+	}
+	return list, nil
 }
 
 // Validate checks the options' ranges.

@@ -185,20 +185,27 @@ func fakeServers(t *testing.T, addr, ip string, n int) []*testutil.UDPClient {
 	t.Helper()
 	var cs []*testutil.UDPClient
 	for range n {
-		c := testutil.DialUDP(t, ip+":0", addr)
-		c.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
-		d, ok := c.Recv(5 * time.Second)
-		if !ok {
-			t.Fatalf("server %d: no getinfo", len(cs))
-		}
-		ch, err := wire.DecodeGetInfo(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Send(wire.AppendInfoResponse(nil, []byte(`\sv_maxclients\8\clients\1\protocol\71\challenge\`+string(ch))))
-		cs = append(cs, c)
+		cs = append(cs, fakeServer(t, addr, ip, `\sv_maxclients\8\clients\1\protocol\71`))
 	}
 	return cs
+}
+
+// fakeServer registers a game server through a real socket on ip, which
+// answers its getinfo with info.
+func fakeServer(t *testing.T, addr, ip, info string) *testutil.UDPClient {
+	t.Helper()
+	c := testutil.DialUDP(t, ip+":0", addr)
+	c.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
+	d, ok := c.Recv(5 * time.Second)
+	if !ok {
+		t.Fatalf("server %s: no getinfo", c.Conn.LocalAddr())
+	}
+	ch, err := wire.DecodeGetInfo(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Send(wire.AppendInfoResponse(nil, []byte(info+`\challenge\`+string(ch))))
+	return c
 }
 
 // The list answer is an amplifier by nature: a source gets at most

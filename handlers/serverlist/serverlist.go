@@ -50,6 +50,12 @@ type Config struct {
 	MaxQueries int
 	// Now gives the time. Default: time.Now.
 	Now func() time.Time
+	// ClientIP gives a request's client address, which decides the
+	// servers it is shown (master.Visible). Behind a proxy it must be the
+	// client's, not the proxy's: a proxy on loopback would otherwise be
+	// shown every loopback and private server. Default: the address of
+	// the request's RemoteAddr.
+	ClientIP func(*http.Request) netip.Addr
 }
 
 // Bounds Validate checks.
@@ -326,6 +332,21 @@ func (f Filter) Apply(servers []Server) Page {
 	return p
 }
 
+// Client is the address of r's client that decides the servers it is
+// shown: Config.ClientIP's answer, else RemoteAddr's address; unknown, a
+// public address.
+func (l *List) Client(r *http.Request) netip.Addr {
+	client := netip.IPv4Unspecified() // unknown: public
+	if l.cfg.ClientIP != nil {
+		if a := l.cfg.ClientIP(r); a.IsValid() {
+			client = a
+		}
+	} else if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		client = ap.Addr()
+	}
+	return client
+}
+
 // ServeHTTP answers GET and HEAD at any path (so the list works under a
 // path prefix: handle_path /servers/*) with the Page the query string asks
 // for, as JSON with a strong ETag; If-None-Match gets 304.
@@ -342,11 +363,7 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 		_, _ = w.Write([]byte(`{"error":"invalid parameter ` + bad + `"}`))
 		return http.StatusBadRequest
 	}
-	client := netip.IPv4Unspecified() // unknown: public
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		client = ap.Addr()
-	}
-	body, err := json.Marshal(f.Apply(l.Servers(client)))
+	body, err := json.Marshal(f.Apply(l.Servers(l.Client(r))))
 	if err != nil {
 		http.Error(w, `{"error":"internal"}`, http.StatusInternalServerError)
 		return http.StatusInternalServerError

@@ -282,8 +282,9 @@ func (f failFast) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(ErrDown)
 			return ErrDown
 		}
+		start := time.Now()
 		err := next(ctx, cmd)
-		f.s.noteErr(err)
+		f.s.noteErr(err, start)
 		return err
 	}
 }
@@ -296,8 +297,9 @@ func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			}
 			return ErrDown
 		}
+		start := time.Now()
 		err := next(ctx, cmds)
-		f.s.noteErr(err)
+		f.s.noteErr(err, start)
 		return err
 	}
 }
@@ -307,13 +309,18 @@ func (s *Store) isDown() bool {
 	return until != 0 && time.Now().UnixNano() < until
 }
 
-// noteErr marks the server down for one Timeout if err says it did not
-// answer in time. An answer (redis.Nil, an error reply), a refused
-// connection (which costs nothing to retry) or the caller's cancellation
-// does not.
-func (s *Store) noteErr(err error) {
+// noteErr marks the server down for one Timeout if err, of a command sent
+// at start, says it did not answer in time, and the wait was long enough
+// to be the store's bounds (half the shorter of Timeout and ReadTimeout)
+// rather than a caller's shorter deadline. An answer (redis.Nil, an error
+// reply), a refused connection (which costs nothing to retry) or the
+// caller's cancellation does not.
+func (s *Store) noteErr(err error, start time.Time) {
 	var ne net.Error
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()) {
+		return
+	}
+	if time.Since(start) < min(s.cfg.Timeout, s.cfg.ReadTimeout)/2 {
 		return
 	}
 	s.downUntil.Store(time.Now().Add(s.cfg.Timeout).UnixNano())

@@ -479,3 +479,26 @@ func TestUnlockOfAnExpiredHoldLeavesTheNewHolder(t *testing.T) {
 		t.Fatal("a third Unlock of a lock held twice succeeded")
 	}
 }
+
+// A caller's own short deadline expiring while the server is slow does
+// not mark the server down: the next operation is sent (and, the server
+// answering again, succeeds) instead of failing with ErrDown.
+func TestCallerDeadlineDoesNotMarkTheServerDown(t *testing.T) {
+	r := testutil.StartRedis(t, testutil.RedisOptions{})
+	s := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t), Timeout: 2 * time.Second})
+	t.Cleanup(func() { s.Close() })
+	if err := s.Store(context.Background(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	r.Pause(t)
+	short, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	_, err := s.Load(short, "k")
+	cancel()
+	if !errors.Is(err, redisstore.ErrUnavailable) {
+		t.Fatalf("Load past the caller's deadline: got %v", err)
+	}
+	r.Resume(t)
+	if v, err := s.Load(context.Background(), "k"); err != nil || string(v) != "v" {
+		t.Fatalf("Load after the caller's own deadline passed: got %q, %v; want the value (the server was not marked down)", v, err)
+	}
+}

@@ -1,0 +1,336 @@
+// Package serverbrowser serves a server-browser page: the list of game
+// servers a master knows (from a serverlist.List, the same statuses the
+// server_list handler serves), sortable, filterable and refreshing, with
+// each server's player count over the last day and an SVG status badge
+// per server. The page is one embedded HTML file with its CSS and script
+// inline: it fetches nothing from elsewhere. It is free of Caddy.
+package serverbrowser
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/handlers/master"
+	"github.com/gamegate/gamegate/handlers/serverlist"
+)
+
+// Defaults of Config.
+const (
+	DefaultTitle             = "Game servers"
+	DefaultRefresh           = 30 * time.Second
+	DefaultHistory           = 24 * time.Hour
+	DefaultHistorySamples    = 96
+	DefaultMaxHistoryServers = 1024
+)
+
+// Bounds Validate checks.
+const (
+	MinRefresh        = time.Second
+	MaxRefresh        = time.Hour
+	MinHistory        = time.Minute
+	MaxHistory        = 7 * 24 * time.Hour
+	MinHistorySamples = 2
+	MaxHistorySamples = 1440
+	MaxTitle          = 200
+)
+
+// Config is the behaviour of a Browser.
+type Config struct {
+	// List gives the servers and their statuses. Required.
+	List *serverlist.List
+	// Title heads the page. Default: Game servers.
+	Title string
+	// Refresh is how often the page fetches the list again. Default: 30s.
+	Refresh time.Duration
+	// History is the time the player-count chart spans. Default: 24h.
+	History time.Duration
+	// HistorySamples is the number of buckets History is split into; a
+	// bucket keeps its peak. Default: 96.
+	HistorySamples int
+	// MaxHistoryServers bounds the servers whose history is kept.
+	// Default: 1024.
+	MaxHistoryServers int
+	// Now gives the time. Default: time.Now.
+	Now func() time.Time
+}
+
+// Validate checks the options' ranges; zero values (the defaults) pass.
+// The names are the options'.
+func (c Config) Validate() error {
+	dur := func(name string, v, lo, hi time.Duration) error {
+		if v != 0 && (v < lo || v > hi) {
+			return fmt.Errorf("%s must be a duration in [%s, %s], not %s", name, lo, hi, v)
+		}
+		return nil
+	}
+	if len(c.Title) > MaxTitle {
+		return fmt.Errorf("title must be at most %d bytes, not %d", MaxTitle, len(c.Title))
+	}
+	if err := dur("refresh", c.Refresh, MinRefresh, MaxRefresh); err != nil {
+		return err
+	}
+	if err := dur("history", c.History, MinHistory, MaxHistory); err != nil {
+		return err
+	}
+	if c.HistorySamples != 0 && (c.HistorySamples < MinHistorySamples || c.HistorySamples > MaxHistorySamples) {
+		return fmt.Errorf("history_samples must be in [%d, %d], not %d", MinHistorySamples, MaxHistorySamples, c.HistorySamples)
+	}
+	if c.History != 0 && c.HistorySamples != 0 && c.History/time.Duration(c.HistorySamples) < time.Second {
+		return fmt.Errorf("history_samples must leave each of history's buckets at least 1s: %s / %d is less", c.History, c.HistorySamples)
+	}
+	if c.MaxHistoryServers < 0 || c.MaxHistoryServers > master.MaxMaxServers {
+		return fmt.Errorf("max_history_servers must be in [1, %d], not %d", master.MaxMaxServers, c.MaxHistoryServers)
+	}
+	return nil
+}
+
+// Browser serves the page, the list as JSON, the history and the badges.
+type Browser struct {
+	cfg     Config
+	history *History
+	bucket  time.Duration
+	page    []byte
+	pageTag string
+	csp     string
+
+	sampleMu   sync.Mutex
+	lastSample time.Time
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var (
+	//go:embed page/index.html
+	pageHTML string
+	//go:embed page/browser.css
+	pageCSS string
+	//go:embed page/browser.js
+	pageJS string
+)
+
+func cspHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
+
+// New returns a Browser with cfg, sampling the list's player counts into
+// its history until Close.
+func New(cfg Config) (*Browser, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.List == nil {
+		return nil, fmt.Errorf("no server list")
+	}
+	if cfg.Title == "" {
+		cfg.Title = DefaultTitle
+	}
+	if cfg.Refresh == 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	if cfg.History == 0 {
+		cfg.History = DefaultHistory
+	}
+	if cfg.HistorySamples == 0 {
+		cfg.HistorySamples = DefaultHistorySamples
+	}
+	if cfg.MaxHistoryServers == 0 {
+		cfg.MaxHistoryServers = DefaultMaxHistoryServers
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	b := &Browser{cfg: cfg, bucket: max(cfg.History/time.Duration(cfg.HistorySamples), time.Second)}
+	b.history = NewHistory(b.bucket, cfg.HistorySamples, cfg.MaxHistoryServers)
+	page := strings.NewReplacer(
+		"{{TITLE}}", html.EscapeString(cfg.Title),
+		"{{REFRESH}}", strconv.Itoa(int(cfg.Refresh/time.Second)),
+		"{{HISTORY}}", html.EscapeString(shortDuration(cfg.History)),
+		"{{CSS}}", pageCSS,
+		"{{JS}}", pageJS,
+	).Replace(pageHTML)
+	b.page = []byte(page)
+	b.pageTag = cache.ETag(b.page, false)
+	b.csp = "default-src 'none'; script-src " + cspHash(pageJS) + "; style-src " + cspHash(pageCSS) +
+		"; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel, b.done = cancel, make(chan struct{})
+	go b.sampleEvery(ctx, min(b.bucket/3, time.Minute))
+	return b, nil
+}
+
+// shortDuration is d as a person writes it: 24h, not 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// Close stops the sampling.
+func (b *Browser) Close() {
+	b.cancel()
+	<-b.done
+}
+
+func (b *Browser) sampleEvery(ctx context.Context, every time.Duration) {
+	defer close(b.done)
+	t := time.NewTicker(max(every, time.Second))
+	defer t.Stop()
+	for {
+		b.sample(0)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sample records every listed server's player count from the list's
+// cached statuses, unless the last sample is more recent than minGap.
+func (b *Browser) sample(minGap time.Duration) {
+	now := b.cfg.Now()
+	b.sampleMu.Lock()
+	if minGap > 0 && now.Sub(b.lastSample) < minGap {
+		b.sampleMu.Unlock()
+		return
+	}
+	b.lastSample = now
+	b.sampleMu.Unlock()
+	for _, s := range b.cfg.List.Servers(netip.IPv6Loopback()) { // every server
+		st := s.Status
+		b.history.Record(now, st.Address, st.Name, st.NumPlayers, st.MaxPlayers)
+	}
+	b.history.Prune(now)
+}
+
+// ServeHTTP answers, at paths relative to where the browser is mounted
+// (handle_path /browser/*): / the page, /servers.json the list (the
+// server_list handler's answer, with its query parameters),
+// /history.json the player counts, /badge/<address>.svg a server's
+// badge. Any other path gets 404.
+func (b *Browser) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return http.StatusMethodNotAllowed
+	}
+	client := b.cfg.List.Client(r) // as the list decides it (trusted proxies)
+	p := r.URL.Path
+	switch {
+	case p == "/" || p == "" || p == "/index.html":
+		h := w.Header()
+		h.Set("Content-Security-Policy", b.csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		return serveBody(w, r, "text/html; charset=utf-8", "no-cache", b.page, b.pageTag)
+	case p == "/servers.json":
+		return b.cfg.List.ServeHTTP(w, r)
+	case p == "/history.json":
+		return b.serveHistory(w, r, client)
+	case strings.HasPrefix(p, "/badge/") && strings.HasSuffix(p, ".svg"):
+		return b.serveBadge(w, r, client, strings.TrimSuffix(strings.TrimPrefix(p, "/badge/"), ".svg"))
+	}
+	http.NotFound(w, r)
+	return http.StatusNotFound
+}
+
+// serveBody answers with body and its ETag, or 304.
+func serveBody(w http.ResponseWriter, r *http.Request, contentType, cacheControl string, body []byte, etag string) int {
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", cacheControl)
+	if cache.IfNoneMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return http.StatusNotModified
+	}
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(body)
+	}
+	return http.StatusOK
+}
+
+// HistoryPage is the answer of /history.json: for each server (by its
+// address), its player counts over the window ending at End, oldest
+// first, one per bucket of Bucket seconds, -1 where none was sampled.
+type HistoryPage struct {
+	Bucket  int64            `json:"bucket"`
+	End     int64            `json:"end"`
+	Servers map[string][]int `json:"servers"`
+}
+
+func (b *Browser) serveHistory(w http.ResponseWriter, r *http.Request, client netip.Addr) int {
+	b.sample(time.Second)
+	now := b.cfg.Now()
+	page := HistoryPage{Bucket: int64(b.bucket / time.Second), End: (now.UnixNano()/int64(b.bucket) + 1) * int64(b.bucket/time.Second), Servers: map[string][]int{}}
+	for _, s := range b.history.Servers(nil) {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil || !master.Visible(ap.Addr(), client) {
+			continue
+		}
+		if samples, _, _, ok := b.history.Samples(now, s, nil); ok {
+			page.Servers[s] = samples
+		}
+	}
+	body, err := json.Marshal(page)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return http.StatusInternalServerError
+	}
+	return serveBody(w, r, "application/json", "no-cache", body, cache.ETag(body, false))
+}
+
+// serveBadge answers with the badge of the server at address: up with its
+// players while it is listed, down while its history still holds it, 404
+// otherwise (and for a server the client may not see).
+func (b *Browser) serveBadge(w http.ResponseWriter, r *http.Request, client netip.Addr, address string) int {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || !master.Visible(ap.Addr(), client) {
+		http.NotFound(w, r)
+		return http.StatusNotFound
+	}
+	id := ap.String()
+	var badge Badge
+	found := false
+	for _, s := range b.cfg.List.Servers(client) {
+		if s.Status.Address == id {
+			badge, found = Badge{Name: s.Status.Name, Players: s.Status.NumPlayers, MaxPlayers: s.Status.MaxPlayers, Up: true}, true
+			break
+		}
+	}
+	if !found {
+		_, name, _, ok := b.history.Samples(b.cfg.Now(), id, nil)
+		if !ok {
+			http.NotFound(w, r)
+			return http.StatusNotFound
+		}
+		badge = Badge{Name: name}
+	}
+	body := badge.AppendSVG(nil)
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	maxAge := strconv.Itoa(int(b.cfg.Refresh / time.Second))
+	return serveBody(w, r, "image/svg+xml", "public, max-age="+maxAge, body, cache.ETag(body, false))
+}

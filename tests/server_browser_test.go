@@ -1,0 +1,176 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// chromium runs headless Chromium with args and url and returns what it
+// printed; it fails the test when Chromium is missing on CI and skips it
+// elsewhere.
+func chromium(t *testing.T, url string, args ...string) string {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing: run scripts/peers (it installs Debian's chromium)", chromiumPath)
+		}
+		t.Skipf("%s is missing, so the page is not tested in a browser: run scripts/peers (it installs Debian's chromium)", chromiumPath)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + t.TempDir(),
+		"--virtual-time-budget=5000"}, args...)
+	cmd := exec.CommandContext(ctx, chromiumPath, append(args, url)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %s: %v: %s", url, err, stderr.String())
+	}
+	return string(out)
+}
+
+// artifactsDir is where a test keeps what a person may want to look at:
+// $GAMEGATE_TEST_ARTIFACTS, else the test's temporary directory.
+func artifactsDir(t *testing.T) string {
+	if dir := os.Getenv("GAMEGATE_TEST_ARTIFACTS"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	return t.TempDir()
+}
+
+// The server-browser page in a real browser: a real OpenArena server with
+// bots registered through its heartbeat and a server whose name is
+// markup are both shown, the name as text; the page honours a filter in
+// its query string; each server has its chart; the badge shows the
+// server's players. A screenshot is kept.
+func TestServerBrowserInChromium(t *testing.T) {
+	udp, web := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
+	gate := testcaddy.Start(t, fmt.Sprintf(`{
+	gamegate {
+		udp %s {
+			master
+		}
+	}
+}
+
+http://%s {
+	handle_path /browser/* {
+		server_browser {
+			title "LAN servers"
+			refresh 2s
+		}
+	}
+}
+`, udp, web))
+	registered := gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`)
+	oa := testutil.StartOpenArenaWithMaster(t, udp, "^2Browser ^7Arena", 8, "Grism", "Sarge")
+	testutil.WaitFor(t, "the OpenArena server to register", func() bool {
+		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`) > registered
+	})
+	const hostile = `<script>document.title='pwned'</script><b id="injected">bold</b>`
+	fake := fakeServer(t, udp, "127.0.0.5", `\hostname\`+hostile+`\mapname\q3dm17\clients\0\sv_maxclients\16\protocol\71`)
+	fakeAddr := fake.Conn.LocalAddr().String()
+
+	base := "http://" + web + "/browser/"
+	var p struct {
+		Total   int
+		Servers []struct {
+			Address string
+			Bots    []struct{ Name string }
+		}
+	}
+	testutil.WaitFor(t, "both servers, and the OpenArena server's bots, to be listed", func() bool {
+		if r := getJSON(t, base+"servers.json", &p); r.status != 200 {
+			t.Fatalf("GET servers.json: %d %s", r.status, r.body)
+		}
+		for _, s := range p.Servers {
+			if s.Address == oa.Addr && len(s.Bots) == 2 {
+				return p.Total == 2
+			}
+		}
+		return false
+	})
+
+	rows := func(dom string) []string {
+		var out []string
+		for _, part := range strings.Split(dom, `<tr class="server`)[1:] {
+			out = append(out, part[:strings.Index(part, "</tr>")])
+		}
+		return out
+	}
+	row := func(rows []string, addr string) string {
+		for _, r := range rows {
+			if strings.Contains(r, `data-address="`+addr+`"`) {
+				return r
+			}
+		}
+		return ""
+	}
+
+	dom := chromium(t, base, "--dump-dom")
+	all := rows(dom)
+	t.Logf("rendered %d rows:\n%s", len(all), strings.Join(all, "\n"))
+	if len(all) != 2 {
+		t.Fatalf("the page shows %d servers, want 2:\n%s", len(all), dom)
+	}
+	oaRow, fakeRow := row(all, oa.Addr), row(all, fakeAddr)
+	for what, ok := range map[string]bool{
+		"the OpenArena server's name":        strings.Contains(oaRow, ">Browser Arena<"),
+		"its map":                            strings.Contains(oaRow, ">"+oa.Map+"<"),
+		"its players (two bots) of its max":  strings.Contains(oaRow, ">2/8<"),
+		"its game":                           strings.Contains(oaRow, ">Quake3Arena<"),
+		"its chart with a sample":            strings.Contains(oaRow, "<polyline"),
+		"the markup name, as text":           strings.Contains(fakeRow, "&lt;script&gt;document.title='pwned'&lt;/script&gt;&lt;b id=\"injected\"&gt;bold&lt;/b&gt;"),
+		"the empty server's players":         strings.Contains(fakeRow, ">0/16<"),
+		"no element from a server's name":    !strings.Contains(dom, `<b id="injected">`),
+		"no script run from a server's name": strings.Contains(dom, "<title>LAN servers</title>"),
+		"the count":                          strings.Contains(dom, "2 of 2 servers, 2 players"),
+	} {
+		if !ok {
+			t.Errorf("the page does not show %s:\n%s", what, dom)
+		}
+	}
+
+	// The filter in the query string: only the server with players.
+	dom = chromium(t, base+"?not_empty=1", "--dump-dom")
+	filtered := rows(dom)
+	if len(filtered) != 1 || row(filtered, oa.Addr) == "" || !strings.Contains(dom, "1 of 2 servers") {
+		t.Fatalf("?not_empty=1 shows %d rows, want the OpenArena server's alone:\n%s", len(filtered), dom)
+	}
+	shot := filepath.Join(artifactsDir(t), "server-browser.png")
+	chromium(t, base, "--screenshot="+shot, "--window-size=1200,800", "--hide-scrollbars")
+	info, err := os.Stat(shot)
+	if err != nil || info.Size() < 10000 {
+		t.Fatalf("screenshot %s: %v", shot, err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", shot, info.Size())
+
+	// The badge sites embed.
+	r := request(t, "GET", base+"badge/"+oa.Addr+".svg")
+	if r.status != 200 || !strings.Contains(r.body, ">Browser Arena<") || !strings.Contains(r.body, ">2/8<") {
+		t.Fatalf("badge: %d %s", r.status, r.body)
+	}
+	if r := request(t, "GET", base+"badge/"+fakeAddr+".svg"); r.status != 200 || strings.Contains(r.body, "<script") || strings.Contains(r.body, "<b ") {
+		t.Fatalf("badge of the markup name: %d %s", r.status, r.body)
+	}
+	if r := request(t, "GET", base+"badge/127.0.0.1:1.svg"); r.status != http.StatusNotFound {
+		t.Fatalf("badge of an unknown server: %d, want 404", r.status)
+	}
+}
