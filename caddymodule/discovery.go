@@ -254,9 +254,6 @@ func (h *QoSDiscovery) Validate() error {
 	if _, err := discovery.ParseFieldNames(h.FieldNames); err != nil {
 		return fmt.Errorf("qos_discovery: field_names: %w", err)
 	}
-	if h.MaxAge < 0 {
-		return fmt.Errorf("qos_discovery: max_age must be a positive duration, not %s", fmtDuration(h.MaxAge))
-	}
 	for _, a := range h.Allow {
 		if _, err := parsePrefix(a); err != nil {
 			return fmt.Errorf("qos_discovery: allow: %q is not a CIDR or IP address", a)
@@ -273,9 +270,10 @@ func (h *QoSDiscovery) Validate() error {
 		}
 	}
 	c := newChecker("qos_discovery")
-	c.duration("file_poll", h.FilePoll)
+	c.durationIn("max_age", h.MaxAge, ttlRange)
+	c.durationIn("file_poll", h.FilePoll, ttlRange)
 	if hc := h.HealthCheck; hc != nil {
-		c.duration("health_check interval", hc.Interval)
+		c.durationIn("health_check interval", hc.Interval, ttlRange)
 		c.optIn("health_check failures", int64(hc.Failures), discoveryFailuresRange)
 		c.optIn("health_check requests", int64(hc.Requests), discoveryRequestsRange)
 		c.durationIn("health_check wait", hc.Wait, timeoutRange)

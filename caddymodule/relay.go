@@ -157,8 +157,8 @@ func (h *Relay) Validate() error {
 	if len(h.Secrets) == 0 {
 		c.fail("secrets", "is required")
 	}
-	c.duration("idle_timeout", h.IdleTimeout)
-	c.duration("alone_timeout", h.AloneTimeout)
+	c.durationIn("idle_timeout", h.IdleTimeout, ttlRange)
+	c.durationIn("alone_timeout", h.AloneTimeout, ttlRange)
 	c.optIn("max_content", int64(h.MaxContent), relayMaxContentRange)
 	c.optIn("max_bindings", int64(h.MaxBindings), relayMaxBindingsRange)
 	c.oneOf("nonce_byte_order", h.NonceByteOrder, "little", "big")

@@ -74,7 +74,8 @@ var (
 	// windows challenges stay valid in.
 	timeoutRange = durationRange{0, time.Hour}
 	// ttlRange bounds how long answers are cached and served stale, and
-	// the other lifetimes (bans, lockouts, authorisations, polls).
+	// the other lifetimes (bans, lockouts, authorisations, polls, idle
+	// bindings, health-check intervals).
 	ttlRange = durationRange{0, 24 * time.Hour}
 	// challengeWindowRange bounds how long a challenge stays valid: under
 	// a second, a client's answer arrives after its challenge ended.
@@ -88,13 +89,6 @@ var (
 func (c *checker) durationIn(field string, d caddy.Duration, r durationRange) {
 	if d != 0 && !r.contains(d) {
 		c.fail(field, "must be a duration in [%s, %s], not %s", fmtDuration(caddy.Duration(r.lo)), fmtDuration(caddy.Duration(r.hi)), fmtDuration(d))
-	}
-}
-
-// duration checks that d is not negative (0 is the default).
-func (c *checker) duration(field string, d caddy.Duration) {
-	if d < 0 {
-		c.fail(field, "must be a positive duration, not %s", fmtDuration(d))
 	}
 }
 
