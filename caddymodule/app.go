@@ -38,6 +38,7 @@ type App struct {
 	UDP []*UDPServer `json:"udp,omitempty"`
 
 	ctx    caddy.Context
+	held   []string // the addresses Start counted in heldUDP
 	logger *zap.Logger
 }
 
@@ -336,6 +337,10 @@ func (a *App) Start() error {
 	for _, s := range a.UDP {
 		for _, na := range s.addrs {
 			for port := range na.PortRangeSize() {
+				if err := a.hold(na, port); err != nil {
+					_ = a.Stop()
+					return err
+				}
 				var granted dgram.Buffers
 				var local net.Addr
 				for i := range s.Readers {
@@ -377,8 +382,49 @@ func (a *App) serve(s *dgram.Server, pc net.PacketConn) {
 	}
 }
 
+// heldUDP counts, per UDP address, this process's running configurations
+// that serve it. A reload starts the new configuration before it stops
+// the old one, so an address held here is handed over, not checked.
+var heldUDP = struct {
+	sync.Mutex
+	n map[string]int
+}{n: make(map[string]int)}
+
+// hold counts the address na serves at port offset as this process's and,
+// when no configuration of this process serves it yet, refuses it if
+// another process does: with SO_REUSEPORT both would bind it, and each
+// would get part of its datagrams.
+func (a *App) hold(na caddy.NetworkAddress, port uint) error {
+	hostport := na.JoinHostPort(port)
+	key := na.Network + "/" + hostport
+	if ua, err := net.ResolveUDPAddr(na.Network, hostport); err == nil {
+		key = na.Network + "/" + ua.String()
+	}
+	heldUDP.Lock()
+	defer heldUDP.Unlock()
+	if heldUDP.n[key] == 0 {
+		if err := dgram.CheckUnused(na.Network, hostport); err != nil {
+			if errors.Is(err, dgram.ErrAddressInUse) {
+				return fmt.Errorf("gamegate: listening on %s/%s: %w (another gamegate, or another program, serves it; two processes on one UDP address would split its datagrams)", na.Network, hostport, err)
+			}
+			return fmt.Errorf("gamegate: listening on %s/%s: %w", na.Network, hostport, err)
+		}
+	}
+	heldUDP.n[key]++
+	a.held = append(a.held, key)
+	return nil
+}
+
 // Stop stops the readers and closes the sockets.
 func (a *App) Stop() error {
+	heldUDP.Lock()
+	for _, key := range a.held {
+		if heldUDP.n[key]--; heldUDP.n[key] <= 0 {
+			delete(heldUDP.n, key)
+		}
+	}
+	heldUDP.Unlock()
+	a.held = nil
 	var errs []error
 	for _, s := range a.UDP {
 		if s.server != nil {
