@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/testutil"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
 
@@ -103,7 +104,9 @@ func TestProbeAllocatesNothing(t *testing.T) {
 	probe := probeRequest(t, testProbeKey, clock)
 	dst := make([]byte, 0, wireqos.MaxPacket)
 	e.Handle(src("192.0.2.1:1"), probe, dst[:0])
-	if allocs := testing.AllocsPerRun(100, func() { e.Handle(src("192.0.2.1:1"), probe, dst[:0]) }); allocs != 0 {
+	// The MACs are pooled: under the race detector sync.Pool drops a share
+	// of what is put back, so only the count without it is held to 0.
+	if allocs := testing.AllocsPerRun(100, func() { e.Handle(src("192.0.2.1:1"), probe, dst[:0]) }); allocs != 0 && !testutil.Race {
 		t.Fatalf("got %v allocations per probe, want 0", allocs)
 	}
 }
