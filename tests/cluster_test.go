@@ -163,6 +163,24 @@ func clusterRequest(t *testing.T, method, url, body string, header ...string) (i
 	return resp.StatusCode, resp.Header, string(b)
 }
 
+// allocateOnAJoinOnB makes a host allocation and its join code on a and
+// joins it on b.
+func allocateOnAJoinOnB(t *testing.T, a, b *node) (host *relay.APIAllocation, code string, joiner *relay.APIAllocation) {
+	t.Helper()
+	ctx := context.Background()
+	host, err := a.api.Allocate(ctx, 2, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err = a.api.JoinCode(ctx, host.AllocationID); err != nil {
+		t.Fatal(err)
+	}
+	if joiner, err = b.api.Join(ctx, code); err != nil {
+		t.Fatalf("join on node %s of a code made on node %s: %v", b.name, a.name, err)
+	}
+	return host, code, joiner
+}
+
 // An allocation and a join code made on node A join on node B; the
 // joiner's allocation names A's relay, and the two clients talk through it.
 func TestClusterJoinOnAnotherNode(t *testing.T) {
@@ -170,20 +188,7 @@ func TestClusterJoinOnAnotherNode(t *testing.T) {
 	prefix := testutil.RedisPrefix(t)
 	a := startNode(t, "A", r.Addr, prefix)
 	b := startNode(t, "B", r.Addr, prefix)
-	ctx := context.Background()
-
-	hostAlloc, err := a.api.Allocate(ctx, 2, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, err := a.api.JoinCode(ctx, hostAlloc.AllocationID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	joinAlloc, err := b.api.Join(ctx, code)
-	if err != nil {
-		t.Fatalf("join on node B of a code made on node A: %v", err)
-	}
+	hostAlloc, _, joinAlloc := allocateOnAJoinOnB(t, a, b)
 	if got := fmt.Sprintf("%s:%d", joinAlloc.RelayServer.IPv4, joinAlloc.RelayServer.Port); got != a.relay {
 		t.Fatalf("the joiner's relay: got %s, want the host's, node A's %s (node B's is %s)", got, a.relay, b.relay)
 	}
@@ -193,7 +198,7 @@ func TestClusterJoinOnAnotherNode(t *testing.T) {
 
 	host := dialClusterRelay(t, hostAlloc)
 	hostID, _ := relay.ParseAllocationID(hostAlloc.AllocationID)
-	hctx, cancel := context.WithCancel(ctx)
+	hctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, hostDone := echoHost(hctx, t, host)
 	joiner := dialClusterRelay(t, joinAlloc)
@@ -319,19 +324,7 @@ func TestClusterRedisOutage(t *testing.T) {
 	a := startNode(t, "A", r.Addr, prefix)
 	b := startNode(t, "B", r.Addr, prefix)
 	ctx := context.Background()
-
-	hostAlloc, err := a.api.Allocate(ctx, 2, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, err := a.api.JoinCode(ctx, hostAlloc.AllocationID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	joinAlloc, err := b.api.Join(ctx, code)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hostAlloc, code, joinAlloc := allocateOnAJoinOnB(t, a, b)
 	host := dialClusterRelay(t, hostAlloc)
 	hostID, _ := relay.ParseAllocationID(hostAlloc.AllocationID)
 	hctx, cancel := context.WithCancel(ctx)
