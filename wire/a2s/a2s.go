@@ -44,6 +44,9 @@ const (
 	// InfoRequestLen is the length of an A2S_INFO request without a
 	// challenge; with one it is 4 bytes longer.
 	InfoRequestLen = HeaderLen + len(infoPayload) + 1
+	// MaxRequestLen is the length of the longest request: A2S_INFO with a
+	// challenge.
+	MaxRequestLen = InfoRequestLen + 4
 	// MaxPlayers is the most players an A2S_PLAYER answer can count.
 	MaxPlayers = 255
 	// MaxRules is the most rules an A2S_RULES answer can count (int16).
@@ -81,6 +84,22 @@ func Peek(b []byte) (header uint32, typ Type, err error) {
 		return header, Type(b[4]), nil
 	}
 	return 0, 0, wire.NewDecodeError("header", 0, wire.ErrMagic)
+}
+
+// PeekRequest reports, from its length, header and type byte alone,
+// whether datagram is a request a game server answers: A2S_INFO,
+// A2S_PLAYER, A2S_RULES or the legacy challenge request. Request.Decode
+// tells a well-formed one from the rest.
+func PeekRequest(datagram []byte) bool {
+	if len(datagram) < HeaderLen || len(datagram) > MaxRequestLen ||
+		binary.LittleEndian.Uint32(datagram) != HeaderSingle {
+		return false
+	}
+	switch Type(datagram[4]) {
+	case TypeInfoRequest, TypePlayerRequest, TypeRulesRequest, TypeChallengeRequest:
+		return true
+	}
+	return false
 }
 
 // begin checks a message's header and type and returns a Reader after them.
