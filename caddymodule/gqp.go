@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/gqp"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -248,7 +249,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 		return err
 	}
 	remote := cx.RemoteAddr()
-	src := gqpSource(remote)
+	src := netaddr.AddrPortOf(remote)
 	queue := make(chan []byte, gqpQueueLen)
 	done := make(chan struct{})
 	go func() {

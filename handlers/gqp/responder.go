@@ -296,8 +296,8 @@ func (r *Responder) Close() {
 }
 
 // Match reports whether the datagram may be a GQP query (wire/gqp's
-// PeekQuery).
-func (r *Responder) Match(datagram []byte) bool { return wiregqp.PeekQuery(datagram) }
+// LooksLikeQuery).
+func (r *Responder) Match(datagram []byte) bool { return wiregqp.LooksLikeQuery(datagram) }
 
 // ServeDatagram answers the query, or queues it for a worker when it needs
 // an upstream (see Responder).

@@ -44,9 +44,6 @@ const (
 	// InfoRequestLen is the length of an A2S_INFO request without a
 	// challenge; with one it is 4 bytes longer.
 	InfoRequestLen = HeaderLen + len(infoPayload) + 1
-	// MaxRequestLen is the length of the longest request: A2S_INFO with a
-	// challenge.
-	MaxRequestLen = InfoRequestLen + 4
 	// MaxPlayers is the most players an A2S_PLAYER answer can count.
 	MaxPlayers = 255
 	// MaxRules is the most rules an A2S_RULES answer can count (int16).
@@ -86,16 +83,21 @@ func Peek(b []byte) (header uint32, typ Type, err error) {
 	return 0, 0, wire.NewDecodeError("header", 0, wire.ErrMagic)
 }
 
-// PeekRequest reports, from its length, header and type byte alone,
-// whether datagram is a request a game server answers: A2S_INFO,
-// A2S_PLAYER, A2S_RULES or the legacy challenge request. Request.Decode
-// tells a well-formed one from the rest.
-func PeekRequest(datagram []byte) bool {
-	if len(datagram) < HeaderLen || len(datagram) > MaxRequestLen ||
-		binary.LittleEndian.Uint32(datagram) != HeaderSingle {
+// MaxRequest is the longest request LooksLikeRequest accepts, in bytes:
+// the longest request (A2S_INFO with a challenge) is 29 bytes; the rest is
+// slack for clients that pad.
+const MaxRequest = 63
+
+// LooksLikeRequest reports whether b has the shape of a request at fixed
+// offsets: 5 to MaxRequest bytes, the single-datagram header, and the type
+// of A2S_INFO, A2S_PLAYER, A2S_RULES or the legacy challenge request. It is
+// the cheap test that tells a request from another protocol's datagram on
+// a shared port; Request.Decode checks the rest.
+func LooksLikeRequest(b []byte) bool {
+	if len(b) < HeaderLen || len(b) > MaxRequest || binary.LittleEndian.Uint32(b) != HeaderSingle {
 		return false
 	}
-	switch Type(datagram[4]) {
+	switch Type(b[4]) {
 	case TypeInfoRequest, TypePlayerRequest, TypeRulesRequest, TypeChallengeRequest:
 		return true
 	}

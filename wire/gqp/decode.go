@@ -2,51 +2,19 @@ package gqp
 
 import "github.com/gamegate/gamegate/wire"
 
-// PeekQuery reports cheaply whether b may be a query, without decoding
-// it: at most MaxQuery bytes, and either an encoding header naming another
-// encoding than Identity (its body is opaque; the server refuses it with
-// StatusUnsupportedEncoding), or a command name or identity header first,
-// EOT last, and only text and the query's control codes (SOH, ACK, GS, RS,
-// US, EOT) between. A datagram starting with four 0xFF bytes is not taken
-// for one: that is the header of the Valve and Quake family's
-// connectionless messages (A2S, the Quake 3 query and master protocols),
-// so GQP can share a port with them. Every query Decode accepts, or
-// refuses with ErrUnsupportedEncoding, passes, but for that header; Decode
-// tells a well-formed query from the rest.
-func PeekQuery(b []byte) bool {
+// LooksLikeQuery reports whether b has the shape of a query at its ends:
+// 2 to MaxQuery bytes, and either an encoding header's SOH first (a query
+// in an encoding a server refuses need not end with EOT; it is answered
+// with status 40) or a printable byte (a command's name) first and EOT
+// last. It is the cheap test that tells a query from another protocol's
+// datagram on a shared port; Decode checks the grammar between.
+func LooksLikeQuery(b []byte) bool {
 	if len(b) < 2 || len(b) > MaxQuery {
 		return false
 	}
-	if b[0] == SOH {
-		enc, _, err := decodeHeader(b)
-		if err != nil {
-			return enc != nil // a named encoding, not Identity
-		}
-	} else if textEnd(b[:1], 0) == 0 || (len(b) >= 4 && b[0] == 0xFF && b[1] == 0xFF && b[2] == 0xFF && b[3] == 0xFF) {
-		return false
-	}
-	if b[len(b)-1] != EOT {
-		return false
-	}
-	for _, c := range b {
-		if !inQuery[c] {
-			return false
-		}
-	}
-	return true
+	c := b[0]
+	return c == SOH || (c >= 0x20 && c != DEL && b[len(b)-1] == EOT)
 }
-
-// inQuery marks the bytes a query may hold: text, and the control codes of
-// a query's grammar.
-var inQuery = func() (t [256]bool) {
-	for c := 0x20; c < 0x100; c++ {
-		t[c] = c != int(DEL)
-	}
-	for _, c := range []byte{SOH, ACK, GS, RS, US, EOT} {
-		t[c] = true
-	}
-	return t
-}()
 
 // Decode parses one whole query, EOT included, into q. Commands and their
 // slices alias b, and q's slices are reused. On error q holds whatever was

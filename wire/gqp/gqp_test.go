@@ -782,43 +782,13 @@ func FuzzQuery(f *testing.F) {
 	var reused Query
 	f.Fuzz(func(t *testing.T, in []byte) {
 		q, err := testutil.RoundTrip(t, in, &reused, vs["multi-query"].Bytes, dumpQuery)
+		if (err == nil || errors.Is(err, ErrUnsupportedEncoding)) && !LooksLikeQuery(in) {
+			t.Fatalf("LooksLikeQuery refuses %x, which decodes", in)
+		}
 		if errors.Is(err, ErrUnsupportedEncoding) && (len(q.Encoding) == 0 || len(q.Commands) != 0) {
 			t.Fatalf("after ErrUnsupportedEncoding: got encoding %q and %d commands", q.Encoding, len(q.Commands))
 		}
-		if (err == nil || errors.Is(err, ErrUnsupportedEncoding)) && !bytes.HasPrefix(in, []byte{0xFF, 0xFF, 0xFF, 0xFF}) && !PeekQuery(in) {
-			t.Fatalf("PeekQuery(%q) is false for a query Decode takes (%v)", in, err)
-		}
 	})
-}
-
-// PeekQuery takes every query Decode takes, and what it refuses by its
-// first bytes, its last or a byte no query holds.
-func TestPeekQuery(t *testing.T) {
-	vs := testutil.Vectors(t)
-	for _, tc := range []struct {
-		name string
-		in   []byte
-		want bool
-	}{
-		{"multi-query", vs["multi-query"].Bytes, true},
-		{"identity header", []byte("\x01identity\x06echo\x04"), true},
-		{"other encoding, opaque body", []byte("\x01gzip\x06\x00\x8b\x00"), true},
-		{"malformed but query-shaped", []byte("a\x1d\x04"), true},
-		{"empty", nil, false},
-		{"EOT alone", []byte{EOT}, false},
-		{"no EOT", []byte("echo"), false},
-		{"NUL inside", []byte("ec\x00ho\x04"), false},
-		{"DEL inside", []byte("ec\x7fho\x04"), false},
-		{"control first", []byte("\x1decho\x04"), false},
-		{"connectionless header", []byte("\xff\xff\xff\xffUABC\x04"), false},
-		{"too long", append(bytes.Repeat([]byte("a"), MaxQuery), EOT), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := PeekQuery(tc.in); got != tc.want {
-				t.Fatalf("PeekQuery(%q): got %v, want %v", tc.in, got, tc.want)
-			}
-		})
-	}
 }
 
 func FuzzResponse(f *testing.F) {
@@ -869,4 +839,28 @@ func BenchmarkResponseEncode(b *testing.B) {
 		b.Fatal(err)
 	}
 	testutil.BenchEncode(b, &r)
+}
+
+func TestLooksLikeQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want bool
+	}{
+		{"command", []byte("ping\x04"), true},
+		{"encoding header", []byte("\x01identity\x06ping\x04"), true},
+		{"unsupported encoding", []byte("\x01gzip\x06\x1f\x8b"), true},
+		{"command with arguments", []byte("players\x1e1\x04"), true},
+		{"EOT only", []byte{EOT}, false},
+		{"no EOT", []byte("ping"), false},
+		{"control byte first", []byte("\x02ping\x04"), false},
+		{"DEL first", []byte("\x7fping\x04"), false},
+		{"longer than MaxQuery", append(bytes.Repeat([]byte("a"), MaxQuery), EOT), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LooksLikeQuery(tc.in); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
