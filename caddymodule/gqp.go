@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/gqp"
-	"github.com/gamegate/gamegate/internal/netaddr"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -34,6 +32,12 @@ func init() {
 // most auth_amplification times their query; other clients pad their
 // queries (the "pad" extension, which gamegate's own query client uses) to
 // get full answers.
+//
+// Answers that need no upstream are sent at once. A query that needs a
+// command's upstream waits for one of a few workers, behind a queue shared
+// by every source (and, on a gamegate UDP server, by its readers), and only
+// if its source is trusted or has validated; anyone else's query starts
+// the request and is dropped, and its retry finds the answer cached.
 type GQPResponder struct {
 	// What identify answers. Default: empty names and versions.
 	Identify *GQPIdentify `json:"identify,omitempty"`
@@ -236,47 +240,11 @@ func (h *GQPResponder) Validate() error {
 	return cfg.Validate()
 }
 
-// gqpQueueLen is how many queries of one client may wait while an earlier
-// one waits for an upstream; more are dropped, so the read loop never blocks.
-const gqpQueueLen = 4
-
-// Handle answers the queries of one client address until the association
-// ends. Answers are computed off the read loop (an upstream may be slow),
-// so the shared socket keeps being read for every other client.
+// Handle serves the association's datagrams with the responder: answered
+// at once, or queued for its workers, which the gamegate app's servers
+// share (see gqp.Responder).
 func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	pc, err := packetConnOf(cx, "GQP")
-	if err != nil {
-		return err
-	}
-	remote := cx.RemoteAddr()
-	src := netaddr.AddrPortOf(remote)
-	queue := make(chan []byte, gqpQueueLen)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for q := range queue {
-			out, v := h.responder.Answer(context.Background(), src, q)
-			gqpMetrics.queries.count(v)
-			for _, d := range out {
-				if _, err := pc.WriteTo(d, remote); err != nil {
-					gqpMetrics.drops.count(gqp.DropWriteFailed)
-				}
-			}
-		}
-	}()
-	defer func() { close(queue); <-done }()
-	drop := func() { gqpMetrics.queries.count(gqp.DroppedMalformed) }
-	return readDatagrams(cx, drop, func(datagram []byte) {
-		if len(datagram) > wiregqp.MaxQuery {
-			gqpMetrics.drops.count(gqp.DropTooLarge)
-			return
-		}
-		select {
-		case queue <- append([]byte(nil), datagram...):
-		default:
-			gqpMetrics.drops.count(gqp.DropQueueFull)
-		}
-	})
+	return serveDatagrams(cx, h.responder, "GQP")
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

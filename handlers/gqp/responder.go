@@ -331,16 +331,10 @@ func (r *Responder) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram 
 	}
 }
 
-// Answer answers a query as the workers do, waiting at most for an
-// upstream request and a second.
-func (r *Responder) Answer(ctx context.Context, src netip.AddrPort, query []byte) ([][]byte, Verdict) {
-	ctx, cancel := context.WithTimeout(ctx, r.answerBy)
-	defer cancel()
-	return r.server.Answer(ctx, src, query)
-}
-
 func (r *Responder) answer(stop context.Context, j *job) {
-	out, v := r.Answer(stop, j.src, j.query[:j.n])
+	ctx, cancel := context.WithTimeout(stop, r.answerBy)
+	out, v := r.server.Answer(ctx, j.src, j.query[:j.n])
+	cancel()
 	if stop.Err() != nil {
 		// Cut short by Close: the readers are gone and their socket
 		// closed, so there is no one to send an answer through.
