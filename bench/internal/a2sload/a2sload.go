@@ -64,7 +64,7 @@ func Run(cfg Config) (*benchutil.Workload, error) {
 		return nil, err
 	}
 	defer bare.Close()
-	app, l4 := benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+	var app, l4 string
 	// No limit of the shield's should bind: every client is on 127.0.0.1,
 	// one source.
 	const limits = `ttl 1h
@@ -74,7 +74,9 @@ func Run(cfg Config) (*benchutil.Workload, error) {
 				byte_burst 1073741824
 				total_byte_rate 1073741824
 				total_byte_burst 1073741824`
-	if err := benchutil.StartCaddy(fmt.Sprintf(`{
+	if err := benchutil.StartCaddyOnFreePorts(func() string {
+		app, l4 = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+		return fmt.Sprintf(`{
 	layer4 {
 		udp/%[2]s {
 			route {
@@ -92,7 +94,8 @@ func Run(cfg Config) (*benchutil.Workload, error) {
 		}
 	}
 }
-`, app, l4, game.Addr, limits)); err != nil {
+`, app, l4, game.Addr, limits)
+	}); err != nil {
 		return nil, err
 	}
 	defer caddy.Stop() //nolint:errcheck

@@ -41,6 +41,19 @@ func StartCaddy(caddyfile string) error {
 	return caddy.Load(cfg, false)
 }
 
+// StartCaddyOnFreePorts loads the Caddyfile config returns, calling it
+// again (for new ports from FreeAddr) when a port it chose was taken in
+// the meantime: the machine may be shared.
+func StartCaddyOnFreePorts(config func() string) error {
+	var err error
+	for range 5 {
+		if err = StartCaddy(config()); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+	}
+	return err
+}
+
 // FreeAddr returns a loopback address whose port (udp or tcp) was free a
 // moment ago.
 func FreeAddr(network string) string {

@@ -90,9 +90,12 @@ func Run(cfg Config) ([]*benchutil.Workload, error) {
 		return nil, err
 	}
 	defer game.Close()
-	files, web := benchutil.FreeAddr("tcp"), benchutil.FreeAddr("tcp")
-	gqp, shield, masterAddr := benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
-	if err := benchutil.StartCaddy(fmt.Sprintf(`{
+	var files, web, gqp, shield, masterAddr string
+	if err := benchutil.StartCaddyOnFreePorts(func() string {
+		files, web = benchutil.FreeAddr("tcp"), benchutil.FreeAddr("tcp")
+		gqp, shield, masterAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+		return fmt.Sprintf(`{
+	default_bind 127.0.0.1
 	gamegate {
 		udp %[3]s {
 			gqp {
@@ -136,7 +139,8 @@ http://%[2]s {
 		}
 	}
 }
-`, files, web, gqp, shield, game.Addr, masterAddr, filepath.Join(dir, "www"), fleets, max(cfg.Servers, 1))); err != nil {
+`, files, web, gqp, shield, game.Addr, masterAddr, filepath.Join(dir, "www"), fleets, max(cfg.Servers, 1))
+	}); err != nil {
 		return nil, err
 	}
 	defer caddy.Stop() //nolint:errcheck

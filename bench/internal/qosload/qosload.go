@@ -130,9 +130,10 @@ const title = "QoS request"
 const requestCustomOffset = 3 + len(title)
 
 func startCaddy() (echoAddr, qosAddr, gg1Addr, ggAddr string, err error) {
-	echoAddr, qosAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
-	gg1Addr, ggAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
-	return echoAddr, qosAddr, gg1Addr, ggAddr, benchutil.StartCaddy(fmt.Sprintf(`{
+	err = benchutil.StartCaddyOnFreePorts(func() string {
+		echoAddr, qosAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+		gg1Addr, ggAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+		return fmt.Sprintf(`{
 	layer4 {
 		udp/%[1]s {
 			route {
@@ -165,7 +166,9 @@ func startCaddy() (echoAddr, qosAddr, gg1Addr, ggAddr string, err error) {
 		}
 	}
 }
-`, echoAddr, qosAddr, gg1Addr, ggAddr))
+`, echoAddr, qosAddr, gg1Addr, ggAddr)
+	})
+	return echoAddr, qosAddr, gg1Addr, ggAddr, err
 }
 
 type target struct {

@@ -89,9 +89,11 @@ func Run(cfg Config) (*Result, error) {
 		_ = c.SetReadBuffer(4 << 20)
 		_ = c.SetWriteBuffer(4 << 20)
 	}
-	proxyAddr, l4Addr := benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
-	gg1Addr, ggAddr := benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
-	if err := benchutil.StartCaddy(fmt.Sprintf(`{
+	var proxyAddr, l4Addr, gg1Addr, ggAddr string
+	if err := benchutil.StartCaddyOnFreePorts(func() string {
+		proxyAddr, l4Addr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+		gg1Addr, ggAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+		return fmt.Sprintf(`{
 	layer4 {
 		udp/%[1]s {
 			route {
@@ -126,7 +128,8 @@ func Run(cfg Config) (*Result, error) {
 		}
 	}
 }
-`, l4Addr, proxyAddr, gg1Addr, ggAddr, secret, bConn.LocalAddr())); err != nil {
+`, l4Addr, proxyAddr, gg1Addr, ggAddr, secret, bConn.LocalAddr())
+	}); err != nil {
 		return nil, err
 	}
 	defer caddy.Stop() //nolint:errcheck
