@@ -39,6 +39,11 @@ type MasterProtocol struct {
 	// heartbeat past this makes one of them (at random) forgotten.
 	// Default: 1024.
 	MaxChallenges int `json:"max_challenges,omitempty"`
+	// Challenges waiting for an answer at most from one source (an IPv4
+	// address or an IPv6 prefix of client_ipv6_prefix bits); its further
+	// heartbeats are dropped meanwhile, so that heartbeats forged from one
+	// source never make another's challenges forgotten. Default: 32.
+	MaxChallengesPerAddress int `json:"max_challenges_per_address,omitempty"`
 	// Heartbeats per second from one source (an IPv4 address or an IPv6
 	// prefix of client_ipv6_prefix bits). Default: 1.
 	HeartbeatRate float64 `json:"heartbeat_rate,omitempty"`
@@ -84,20 +89,21 @@ func (*MasterProtocol) CaddyModule() caddy.ModuleInfo {
 // config is the handler's configuration from the module's options.
 func (p *MasterProtocol) config() master.Config {
 	return master.Config{
-		MaxServers:           p.MaxServers,
-		MaxServersPerAddress: p.MaxServersPerAddress,
-		Expiry:               time.Duration(p.Expiry),
-		ChallengeTimeout:     time.Duration(p.ChallengeTimeout),
-		MaxChallenges:        p.MaxChallenges,
-		HeartbeatRate:        p.HeartbeatRate,
-		HeartbeatBurst:       p.HeartbeatBurst,
-		ListRate:             p.ListRate,
-		ListBurst:            p.ListBurst,
-		MaxSources:           p.MaxSources,
-		MaxReplyDatagrams:    p.MaxReplyDatagrams,
-		ReplyRate:            p.ReplyRate,
-		ReplyBurst:           p.ReplyBurst,
-		ClientIPv6Prefix:     p.ClientIPv6Prefix,
+		MaxServers:              p.MaxServers,
+		MaxServersPerAddress:    p.MaxServersPerAddress,
+		Expiry:                  time.Duration(p.Expiry),
+		ChallengeTimeout:        time.Duration(p.ChallengeTimeout),
+		MaxChallenges:           p.MaxChallenges,
+		MaxChallengesPerAddress: p.MaxChallengesPerAddress,
+		HeartbeatRate:           p.HeartbeatRate,
+		HeartbeatBurst:          p.HeartbeatBurst,
+		ListRate:                p.ListRate,
+		ListBurst:               p.ListBurst,
+		MaxSources:              p.MaxSources,
+		MaxReplyDatagrams:       p.MaxReplyDatagrams,
+		ReplyRate:               p.ReplyRate,
+		ReplyBurst:              p.ReplyBurst,
+		ClientIPv6Prefix:        p.ClientIPv6Prefix,
 	}
 }
 
@@ -165,6 +171,7 @@ func (p *MasterProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, data
 //		expiry                  <duration>
 //		challenge_timeout       <duration>
 //		max_challenges          <count>
+//		max_challenges_per_address <count>
 //		heartbeat_rate          <per second>
 //		heartbeat_burst         <count>
 //		list_rate               <per second>
@@ -195,6 +202,8 @@ func (p *MasterProtocol) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			p.ChallengeTimeout, err = parseDuration(d)
 		case "max_challenges":
 			p.MaxChallenges, err = parseIntIn(d, positive)
+		case "max_challenges_per_address":
+			p.MaxChallengesPerAddress, err = parseIntIn(d, positive)
 		case "heartbeat_rate":
 			p.HeartbeatRate, err = parsePositiveFloat(d)
 		case "heartbeat_burst":
