@@ -10,6 +10,9 @@ import (
 
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/master"
+	"github.com/gamegate/gamegate/handlers/quake3"
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/handlers/serverlist"
 )
 
 func init() {
@@ -107,14 +110,39 @@ func (p *MasterProtocol) config() master.Config {
 	}
 }
 
-// masterRegistries keep each named master's list across reloads.
+// masterRegistries keep each named master's list, and its servers' live
+// statuses, across reloads.
 var masterRegistries = caddy.NewUsagePool()
 
-type pooledRegistry struct{ *master.Registry }
+type pooledRegistry struct {
+	*master.Registry
+	statuses *serverlist.Statuses
+}
 
 func (r pooledRegistry) Destruct() error {
 	liveMasterRegistries.remove(r.Registry)
+	r.statuses.Close()
 	return nil
+}
+
+// loadMasterRegistry returns the registry of the master named name; the
+// caller releases it with masterRegistries.Delete(name). The statuses of
+// its servers are queried with the Quake 3 protocol.
+func loadMasterRegistry(name string) (pooledRegistry, error) {
+	val, _, err := masterRegistries.LoadOrNew(name, func() (caddy.Destructor, error) {
+		q3 := &quake3.QueryProtocol{UDPExchange: query.UDPExchange{Timeout: time.Second}}
+		statuses, err := serverlist.NewStatuses(q3.Status, nil)
+		if err != nil {
+			return nil, err
+		}
+		r := master.NewRegistry(nil)
+		liveMasterRegistries.add(r)
+		return pooledRegistry{r, statuses}, nil
+	})
+	if err != nil {
+		return pooledRegistry{}, err
+	}
+	return val.(pooledRegistry), nil
 }
 
 // Provision builds the master, adopting the list of the configuration it
@@ -123,17 +151,13 @@ func (p *MasterProtocol) Provision(ctx caddy.Context) error {
 	if p.Name == "" {
 		p.Name = "master"
 	}
-	val, _, err := masterRegistries.LoadOrNew(p.Name, func() (caddy.Destructor, error) {
-		r := master.NewRegistry(nil)
-		liveMasterRegistries.add(r)
-		return pooledRegistry{r}, nil
-	})
+	reg, err := loadMasterRegistry(p.Name)
 	if err != nil {
 		return err
 	}
 	p.poolKey = p.Name // Caddy calls Cleanup after a failed Provision too
 	cfg := p.config()
-	cfg.Registry = val.(pooledRegistry).Registry
+	cfg.Registry = reg.Registry
 	cfg.Count = masterMetrics.datagrams.count
 	cfg.Sent = masterMetrics.sent
 	if p.m, err = master.New(cfg); err != nil {
