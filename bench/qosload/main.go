@@ -36,6 +36,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,7 @@ func main() {
 	jsonOut := flag.Bool("json", false, "print JSON")
 	only := flag.String("only", "", "measure only this target, beside bare, echo and l4-qos (for profiling)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured rounds to this file")
+	traceOut := flag.String("trace", "", "write an execution trace of the measured rounds to this file (scheduling and network waits: go tool trace)")
 	flag.Parse()
 
 	bare, err := startBareEcho()
@@ -96,6 +98,16 @@ func main() {
 			fatal(err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			fatal(err)
+		}
+		if err := trace.Start(f); err != nil {
+			fatal(err)
+		}
+		defer trace.Stop()
 	}
 	loads := benchutil.Rounds(*rounds, *pause, targets, func(_, _ int, t *target) {
 		res, err := runLoad(t, *clients, *inflight, *duration)
