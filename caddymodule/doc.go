@@ -6,5 +6,5 @@
 // The layer4 handlers follow caddy-l4's UDP model: one goroutine per remote
 // address reading until the association ends (readDatagrams), sends to
 // other clients through the shared socket (packetConnOf), matchers that read
-// once. DEVELOPERS.md explains why, and what it costs.
+// once. CONTRIBUTING.md explains why, and what it costs.
 package caddymodule

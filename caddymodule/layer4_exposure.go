@@ -15,7 +15,7 @@ import (
 
 // gamegate's UDP handlers are also caddy-l4 handlers, for ports that mix
 // them into layer4 routes. caddy-l4 v0.1.2 serves UDP with a goroutine per
-// source address and can deadlock a port under a flood (DEVELOPERS.md,
+// source address and can deadlock a port under a flood (CONTRIBUTING.md,
 // "caddy-l4's UDP model"), so a layer4 UDP server running them beyond
 // loopback gets a warning when its configuration starts.
 
