@@ -18,6 +18,7 @@ import (
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/a2s"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
@@ -261,7 +262,7 @@ func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 		return err
 	}
 	remote := cx.RemoteAddr()
-	src := gqpSource(remote)
+	src := netaddr.AddrPortOf(remote)
 	queue := make(chan wirea2s.Type, a2sQueueLen)
 	done := make(chan struct{})
 	go func() {
@@ -395,7 +396,7 @@ func (m *MatchA2S) Match(cx *layer4.Connection) (bool, error) {
 	if _, ok := cx.Conn.(net.PacketConn); !ok {
 		return false, nil
 	}
-	var buf [a2sMaxRequest + 1]byte
+	var buf [wirea2s.MaxRequest + 1]byte
 	n, err := cx.Read(buf[:])
 	if err != nil {
 		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
@@ -403,15 +404,8 @@ func (m *MatchA2S) Match(cx *layer4.Connection) (bool, error) {
 	return matchesA2S(buf[:n]), nil
 }
 
-// a2sMaxRequest bounds what is taken for an A2S request: the longest one
-// (A2S_INFO's payload and a challenge) is 29 bytes.
-const a2sMaxRequest = 63
-
-// matchesA2S reports whether a datagram is an A2S request.
-func matchesA2S(datagram []byte) bool {
-	var q wirea2s.Request
-	return len(datagram) <= a2sMaxRequest && q.Decode(datagram) == nil
-}
+// matchesA2S reports whether a datagram looks like an A2S request.
+func matchesA2S(datagram []byte) bool { return wirea2s.LooksLikeRequest(datagram) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //

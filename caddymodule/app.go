@@ -42,13 +42,6 @@ type App struct {
 	logger *zap.Logger
 }
 
-// listenerState is a protocol whose state, unless configured otherwise, is
-// its server's own: the app tells it the server's listen addresses once
-// it is provisioned.
-type listenerState interface {
-	useListener(listen []string) error
-}
-
 // UDPServer serves protocols on UDP addresses.
 type UDPServer struct {
 	// Addresses to listen on (Caddy network addresses, UDP: "host:port",
@@ -141,12 +134,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 		var protocols []dgram.Protocol
 		s.protocols = nil
 		for _, m := range mods.([]any) {
-			if ls, ok := m.(listenerState); ok {
-				if err := ls.useListener(s.Listen); err != nil {
-					return fmt.Errorf("gamegate: udp[%d]: %w", i, err)
-				}
+			// A protocol whose state is its listener's (QoS without a
+			// name) gets its server's: the listen addresses as written.
+			p, err := dgram.ProtocolAt(m, strings.Join(s.Listen, ","))
+			if err != nil {
+				return fmt.Errorf("gamegate: udp[%d]: %w", i, err)
 			}
-			protocols = append(protocols, m.(dgram.Protocol))
+			protocols = append(protocols, p)
 			s.protocols = append(s.protocols, m.(caddy.Module).CaddyModule().ID.Name())
 		}
 		s.server = &dgram.Server{

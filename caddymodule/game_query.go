@@ -6,9 +6,12 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -119,9 +122,14 @@ type GameQuery struct {
 	BatchRate float64 `json:"batch_rate,omitempty"`
 	// Batches per client network allowed at once. Default: 10.
 	BatchBurst int `json:"batch_burst,omitempty"`
+	// server_list handlers naming this name list the servers configured
+	// here, with their statuses from this handler's cache. Default:
+	// game_query.
+	Name string `json:"name,omitempty"`
 
 	adHoc   query.Protocol
 	gateway *query.Gateway
+	listed  *gatewaySet
 }
 
 // GameQueryServer is one named game server.
@@ -137,6 +145,10 @@ type GameQueryServer struct {
 	// game's state (gqp's challenge, validate and protected commands,
 	// freeciv's join) are forwarded only if listed here.
 	Commands []string `json:"commands,omitempty"`
+	// Where the server is, as server_list shows it (and filters it by):
+	// at most 64 bytes, no spaces or control characters. Default: none
+	// (unknown).
+	Region string `json:"region,omitempty"`
 
 	protocol query.Protocol
 }
@@ -221,7 +233,78 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.gateway = gw
+	if h.Name == "" {
+		h.Name = defaultGameQueryName
+	}
+	if h.listed, err = loadGatewaySet(h.Name); err != nil {
+		return err
+	}
+	h.listed.add(gw)
 	return gameQueryMetrics.register(ctx.GetMetricsRegistry())
+}
+
+// Cleanup takes the servers off the lists and ends the queries running.
+func (h *GameQuery) Cleanup() error {
+	if h.gateway != nil {
+		h.gateway.Close()
+	}
+	if h.listed != nil {
+		h.listed.remove(h.gateway)
+		_, err := gameQueryGateways.Delete(h.Name)
+		return err
+	}
+	return nil
+}
+
+// defaultGameQueryName is the name of game_query handlers, and of the
+// ones server_list lists, unless they are given one.
+const defaultGameQueryName = "game_query"
+
+// gameQueryGateways hold the gateways of the game_query handlers by name,
+// for the server lists (server_list, server_browser) to list their
+// servers. Handlers of either kind may be provisioned first.
+var gameQueryGateways = caddy.NewUsagePool()
+
+// gatewaySet is the gateways of the running configuration(s) under one
+// name, oldest first: while a reload runs, the old configuration's and
+// the new one's.
+type gatewaySet struct {
+	mu       sync.Mutex
+	gateways []*query.Gateway
+}
+
+func (*gatewaySet) Destruct() error { return nil }
+
+// loadGatewaySet returns the set under name; the caller releases it with
+// gameQueryGateways.Delete(name).
+func loadGatewaySet(name string) (*gatewaySet, error) {
+	v, _, err := gameQueryGateways.LoadOrNew(name, func() (caddy.Destructor, error) { return new(gatewaySet), nil })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*gatewaySet), nil
+}
+
+func (s *gatewaySet) add(g *query.Gateway) {
+	s.mu.Lock()
+	s.gateways = append(s.gateways, g)
+	s.mu.Unlock()
+}
+
+func (s *gatewaySet) remove(g *query.Gateway) {
+	s.mu.Lock()
+	s.gateways = slices.DeleteFunc(s.gateways, func(x *query.Gateway) bool { return x == g })
+	s.mu.Unlock()
+}
+
+// newestFirst returns the gateways, the newest first: a server that two
+// configurations name is listed from the newer one.
+func (s *gatewaySet) newestFirst() []*query.Gateway {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := slices.Clone(s.gateways)
+	slices.Reverse(out)
+	return out
 }
 
 // config is the gateway's configuration as given: the gateway fills in
@@ -253,7 +336,7 @@ func (h *GameQuery) config() query.Config {
 	}
 	for name, s := range h.Servers {
 		if s != nil {
-			cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: s.protocol, Commands: s.Commands}
+			cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: s.protocol, Commands: s.Commands, Region: s.Region}
 		}
 	}
 	for _, a := range h.AllowTargets {
@@ -279,6 +362,9 @@ func (h *GameQuery) Validate() error {
 		if _, err := parsePrefix(a); err != nil {
 			return fmt.Errorf("allow_targets: %q is not a CIDR or IP address", a)
 		}
+	}
+	if strings.ContainsFunc(h.Name, unicode.IsSpace) || len(h.Name) > 64 {
+		return fmt.Errorf("name %q: at most 64 bytes, without spaces", h.Name)
 	}
 	return h.config().Validate()
 }
@@ -333,12 +419,15 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 //		max_batch_answer       <bytes>
 //		batch_rate             <batches_per_second>
 //		batch_burst            <batches>
+//		region                 <server> <region>
+//		name                   <name>
 //	}
 //
-// A server's protocol defaults to gqp; server, ttl and commands may repeat
-// (commands once per server, after its server line).
+// A server's protocol defaults to gqp; server, ttl, commands and region
+// may repeat (commands and region once per server, after its server
+// line).
 func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseRenamedModuleBlock(d, "game_query", []string{"server", "ttl", "commands"}, gameQueryFormerNames, func(opt string) error {
+	return parseRenamedModuleBlock(d, "game_query", []string{"server", "ttl", "commands", "region"}, gameQueryFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "server":
@@ -402,6 +491,24 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("game_query: duplicate commands for '%s'", args[0])
 			}
 			s.Commands = args[1:]
+		case "region":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("game_query: region takes <server> <region>")
+			}
+			s, ok := h.Servers[args[0]]
+			switch {
+			case !ok:
+				return d.Errf("game_query: region: no server '%s' above", args[0])
+			case s.Region != "":
+				return d.Errf("game_query: duplicate region for '%s'", args[0])
+			}
+			if err := query.ValidateRegion(args[1]); err != nil {
+				return d.Errf("game_query: region %s: %v", args[0], err)
+			}
+			s.Region = args[1]
+		case "name":
+			h.Name, err = parseSingleArg(d)
 		case "max_ad_hoc":
 			h.MaxAdHoc, err = parseIntIn(d, gameQueryMaxAdHocRange)
 		case "max_ad_hoc_per_network":
@@ -577,6 +684,7 @@ func (m *gameQueryMetricSet) upstreamOf(servers map[string]*GameQueryServer) fun
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*GameQuery)(nil)
+	_ caddy.CleanerUpper          = (*GameQuery)(nil)
 	_ caddy.Validator             = (*GameQuery)(nil)
 	_ caddyfile.Unmarshaler       = (*GameQuery)(nil)
 	_ caddyhttp.MiddlewareHandler = (*GameQuery)(nil)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/gqp"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -295,7 +296,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 		return err
 	}
 	remote := cx.RemoteAddr()
-	src := gqpSource(remote)
+	src := netaddr.AddrPortOf(remote)
 	queue := make(chan []byte, gqpQueueLen)
 	done := make(chan struct{})
 	go func() {

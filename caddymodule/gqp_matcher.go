@@ -1,9 +1,7 @@
 package caddymodule
 
 import (
-	"errors"
 	"net"
-	"net/netip"
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
@@ -17,9 +15,9 @@ func init() {
 	caddy.RegisterModule(new(MatchGQP))
 }
 
-// MatchGQP matches a UDP association whose first datagram is a GQP query
-// (one that decodes, or one in an encoding the responder will refuse with
-// status 40), so GQP can share a port with other protocols.
+// MatchGQP matches a UDP association whose first datagram looks like a GQP
+// query (a command's name first and EOT last, or an encoding header), so
+// GQP can share a port with other protocols.
 type MatchGQP struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -48,31 +46,15 @@ func (m *MatchGQP) Match(cx *layer4.Connection) (bool, error) {
 	return matchesGQP(buf[:n]), nil
 }
 
-// matchesGQP reports whether a datagram is a GQP query: one that decodes,
-// or one in an encoding the responder refuses with status 40.
-func matchesGQP(datagram []byte) bool {
-	if len(datagram) == 0 || len(datagram) > wiregqp.MaxQuery {
-		return false
-	}
-	var q wiregqp.Query
-	err := q.Decode(datagram)
-	return err == nil || errors.Is(err, wiregqp.ErrUnsupportedEncoding)
-}
+// matchesGQP reports whether a datagram looks like a GQP query, or one in
+// an encoding the responder refuses with status 40.
+func matchesGQP(datagram []byte) bool { return wiregqp.LooksLikeQuery(datagram) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //
 //	gqp
 func (m *MatchGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseNoOptions(d, "gqp matcher")
-}
-
-func gqpSource(a net.Addr) netip.AddrPort {
-	if u, ok := a.(*net.UDPAddr); ok {
-		ap := u.AddrPort()
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	}
-	ap, _ := netip.ParseAddrPort(a.String())
-	return ap
 }
 
 // Interface guards

@@ -10,6 +10,9 @@ import (
 
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/master"
+	"github.com/gamegate/gamegate/handlers/quake3"
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/handlers/serverlist"
 )
 
 func init() {
@@ -39,6 +42,11 @@ type MasterProtocol struct {
 	// heartbeat past this makes one of them (at random) forgotten.
 	// Default: 1024.
 	MaxChallenges int `json:"max_challenges,omitempty"`
+	// Challenges waiting for an answer at most from one source (an IPv4
+	// address or an IPv6 prefix of client_ipv6_prefix bits); its further
+	// heartbeats are dropped meanwhile, so that heartbeats forged from one
+	// source never make another's challenges forgotten. Default: 32.
+	MaxChallengesPerAddress int `json:"max_challenges_per_address,omitempty"`
 	// Heartbeats per second from one source (an IPv4 address or an IPv6
 	// prefix of client_ipv6_prefix bits). Default: 1.
 	HeartbeatRate float64 `json:"heartbeat_rate,omitempty"`
@@ -84,31 +92,57 @@ func (*MasterProtocol) CaddyModule() caddy.ModuleInfo {
 // config is the handler's configuration from the module's options.
 func (p *MasterProtocol) config() master.Config {
 	return master.Config{
-		MaxServers:           p.MaxServers,
-		MaxServersPerAddress: p.MaxServersPerAddress,
-		Expiry:               time.Duration(p.Expiry),
-		ChallengeTimeout:     time.Duration(p.ChallengeTimeout),
-		MaxChallenges:        p.MaxChallenges,
-		HeartbeatRate:        p.HeartbeatRate,
-		HeartbeatBurst:       p.HeartbeatBurst,
-		ListRate:             p.ListRate,
-		ListBurst:            p.ListBurst,
-		MaxSources:           p.MaxSources,
-		MaxReplyDatagrams:    p.MaxReplyDatagrams,
-		ReplyRate:            p.ReplyRate,
-		ReplyBurst:           p.ReplyBurst,
-		ClientIPv6Prefix:     p.ClientIPv6Prefix,
+		MaxServers:              p.MaxServers,
+		MaxServersPerAddress:    p.MaxServersPerAddress,
+		Expiry:                  time.Duration(p.Expiry),
+		ChallengeTimeout:        time.Duration(p.ChallengeTimeout),
+		MaxChallenges:           p.MaxChallenges,
+		MaxChallengesPerAddress: p.MaxChallengesPerAddress,
+		HeartbeatRate:           p.HeartbeatRate,
+		HeartbeatBurst:          p.HeartbeatBurst,
+		ListRate:                p.ListRate,
+		ListBurst:               p.ListBurst,
+		MaxSources:              p.MaxSources,
+		MaxReplyDatagrams:       p.MaxReplyDatagrams,
+		ReplyRate:               p.ReplyRate,
+		ReplyBurst:              p.ReplyBurst,
+		ClientIPv6Prefix:        p.ClientIPv6Prefix,
 	}
 }
 
-// masterRegistries keep each named master's list across reloads.
+// masterRegistries keep each named master's list, and its servers' live
+// statuses, across reloads.
 var masterRegistries = caddy.NewUsagePool()
 
-type pooledRegistry struct{ *master.Registry }
+type pooledRegistry struct {
+	*master.Registry
+	statuses *serverlist.Statuses
+}
 
 func (r pooledRegistry) Destruct() error {
 	liveMasterRegistries.remove(r.Registry)
+	r.statuses.Close()
 	return nil
+}
+
+// loadMasterRegistry returns the registry of the master named name; the
+// caller releases it with masterRegistries.Delete(name). The statuses of
+// its servers are queried with the Quake 3 protocol.
+func loadMasterRegistry(name string) (pooledRegistry, error) {
+	val, _, err := masterRegistries.LoadOrNew(name, func() (caddy.Destructor, error) {
+		q3 := &quake3.QueryProtocol{UDPExchange: query.UDPExchange{Timeout: time.Second}}
+		statuses, err := serverlist.NewStatuses(q3.Status, nil)
+		if err != nil {
+			return nil, err
+		}
+		r := master.NewRegistry(nil)
+		liveMasterRegistries.add(r)
+		return pooledRegistry{r, statuses}, nil
+	})
+	if err != nil {
+		return pooledRegistry{}, err
+	}
+	return val.(pooledRegistry), nil
 }
 
 // Provision builds the master, adopting the list of the configuration it
@@ -117,17 +151,13 @@ func (p *MasterProtocol) Provision(ctx caddy.Context) error {
 	if p.Name == "" {
 		p.Name = "master"
 	}
-	val, _, err := masterRegistries.LoadOrNew(p.Name, func() (caddy.Destructor, error) {
-		r := master.NewRegistry(nil)
-		liveMasterRegistries.add(r)
-		return pooledRegistry{r}, nil
-	})
+	reg, err := loadMasterRegistry(p.Name)
 	if err != nil {
 		return err
 	}
 	p.poolKey = p.Name // Caddy calls Cleanup after a failed Provision too
 	cfg := p.config()
-	cfg.Registry = val.(pooledRegistry).Registry
+	cfg.Registry = reg.Registry
 	cfg.Count = masterMetrics.datagrams.count
 	cfg.Sent = masterMetrics.sent
 	if p.m, err = master.New(cfg); err != nil {
@@ -165,6 +195,7 @@ func (p *MasterProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, data
 //		expiry                  <duration>
 //		challenge_timeout       <duration>
 //		max_challenges          <count>
+//		max_challenges_per_address <count>
 //		heartbeat_rate          <per second>
 //		heartbeat_burst         <count>
 //		list_rate               <per second>
@@ -195,6 +226,8 @@ func (p *MasterProtocol) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			p.ChallengeTimeout, err = parseDuration(d)
 		case "max_challenges":
 			p.MaxChallenges, err = parseIntIn(d, positive)
+		case "max_challenges_per_address":
+			p.MaxChallengesPerAddress, err = parseIntIn(d, positive)
 		case "heartbeat_rate":
 			p.HeartbeatRate, err = parsePositiveFloat(d)
 		case "heartbeat_burst":

@@ -3,7 +3,7 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
@@ -76,16 +77,16 @@ type QoSEcho struct {
 	// route, that of the local address each association arrived at.
 	Name string `json:"name,omitempty"`
 
-	engine   *qos.Engine // nil: one per local address (byLocal)
-	tableKey string      // the table of engine
+	named    *qosServer // with a name: served on every listener
+	tableKey string     // the table of named
 	byPort   bool
-	inApp    bool // a protocol of the gamegate app: see useListener
+	inApp    bool // a protocol of the gamegate app: see ForListener
 	logger   *zap.Logger
 
-	// A layer4 handler without a name learns its listener from each
-	// association: one engine per local address, each on its table.
+	// Without a name, each listener has its own engine on its own table
+	// (ForListener).
 	mu      sync.Mutex
-	byLocal map[string]*qos.Engine // by table key
+	byLocal map[string]*qosServer // by table key
 }
 
 // CaddyModule returns the Caddy module information.
@@ -155,18 +156,21 @@ func (h *QoSEcho) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.byPort = h.SourceKey == "ip_port"
+	h.byLocal = make(map[string]*qosServer)
 	switch {
 	case h.Name != "":
-		if err := h.useTable(h.Name); err != nil {
+		key := h.Name + h.tableSuffix()
+		engine, err := h.newEngine(key)
+		if err != nil {
 			return err
 		}
+		h.tableKey, h.named = key, &qosServer{h, engine}
 	case h.inApp:
-		// The app calls useListener with its server's addresses.
+		// The app calls ForListener with its server's addresses.
 	default:
 		// A layer4 route: the tables come with the associations
-		// (engineAt). Take over those of the configuration this one
+		// (ForListener). Take over those of the configuration this one
 		// replaces now, so that their bans outlive the reload.
-		h.byLocal = make(map[string]*qos.Engine)
 		for _, key := range localTables.keys(h.tableSuffix()) {
 			if _, err := h.adopt(key); err != nil {
 				return err
@@ -176,24 +180,16 @@ func (h *QoSEcho) Provision(ctx caddy.Context) error {
 	return qosMetrics.register(ctx.GetMetricsRegistry())
 }
 
-// useTable sets up the handler's engine on the table of name.
-func (h *QoSEcho) useTable(name string) error {
-	key := name + h.tableSuffix()
-	engine, err := h.newEngine(key)
-	if err != nil {
-		return err
+// ForListener returns the server of the listener named listener: the
+// handler's own with a name, else one on the listener's own table.
+func (h *QoSEcho) ForListener(listener string) (dgram.Protocol, error) {
+	if h.named != nil {
+		return h.named, nil
 	}
-	h.tableKey, h.engine = key, engine
-	return nil
-}
-
-// useListener gives a protocol of the gamegate app without a name its
-// server's own table.
-func (h *QoSEcho) useListener(listen []string) error {
-	if h.engine != nil {
-		return nil // named
-	}
-	return h.useTable("qos@" + strings.Join(listen, ","))
+	key := "qos@" + listener + h.tableSuffix()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.adopt(key)
 }
 
 // tableSuffix is what a table key adds to the table's name: what the table
@@ -221,33 +217,49 @@ func (h *QoSEcho) newEngine(key string) (*qos.Engine, error) {
 	return engine, nil
 }
 
-// adopt returns the engine of the table key, making it (and holding the
+// adopt returns the server of the table key, making it (and holding the
 // table) the first time. The caller holds h.mu or has h to itself.
-func (h *QoSEcho) adopt(key string) (*qos.Engine, error) {
+func (h *QoSEcho) adopt(key string) (*qosServer, error) {
 	if h.byLocal == nil {
-		return nil, errors.New("qos: the handler has been cleaned up")
+		return nil, errors.New("the handler has been cleaned up")
 	}
-	if e := h.byLocal[key]; e != nil {
-		return e, nil
+	if s := h.byLocal[key]; s != nil {
+		return s, nil
 	}
 	e, err := h.newEngine(key)
 	if err != nil {
 		return nil, err
 	}
-	h.byLocal[key] = e
-	localTables.add(key)
-	return e, nil
+	s := &qosServer{h, e}
+	h.byLocal[key] = s
+	if !h.inApp {
+		localTables.add(key)
+	}
+	return s, nil
 }
 
-// engineAt returns the engine of the listener at local.
-func (h *QoSEcho) engineAt(local net.Addr) (*qos.Engine, error) {
-	if h.engine != nil {
-		return h.engine, nil
+// qosServer serves QoS requests with one engine.
+type qosServer struct {
+	h      *QoSEcho
+	engine *qos.Engine
+}
+
+// Match reports whether the datagram looks like a QoS echo request.
+func (s *qosServer) Match(datagram []byte) bool { return matchesQoS(datagram) }
+
+// ServeDatagram answers one QoS request, appending the response to w.
+func (s *qosServer) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	source := qos.SourceOfAddrPort(src, s.h.byPort)
+	resp, v := s.engine.Handle(source, datagram, w.Buffer(wireqos.MaxPacket))
+	qosMetrics.count(v)
+	if v == qos.BannedRate || v == qos.BannedCapacity {
+		if ce := s.h.logger.Check(zap.DebugLevel, "banned QoS source"); ce != nil {
+			ce.Write(zap.Stringer("source", source), zap.Stringer("cause", v))
+		}
 	}
-	key := "qos@" + local.String() + h.tableSuffix()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.adopt(key)
+	if resp != nil {
+		w.WriteTo(resp, src)
+	}
 }
 
 // destructTable releases a source table when no configuration uses it.
@@ -348,32 +360,7 @@ func (h *QoSEcho) Cleanup() error {
 
 // Handle answers the datagrams of one client until the association ends.
 func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	if _, err := packetConnOf(cx, "the QoS echo protocol"); err != nil {
-		return err
-	}
-	engine, err := h.engineAt(cx.LocalAddr())
-	if err != nil {
-		return err
-	}
-	src := qos.SourceOf(cx.RemoteAddr(), h.byPort)
-	out := make([]byte, 0, wireqos.MaxPacket)
-	return readDatagrams(cx, func() { qosMetrics.count(qos.DroppedTooLong) }, func(datagram []byte) {
-		resp, v := engine.Handle(src, datagram, out[:0])
-		qosMetrics.count(v)
-		if v == qos.BannedRate || v == qos.BannedCapacity {
-			if ce := h.logger.Check(zap.DebugLevel, "banned QoS source"); ce != nil {
-				ce.Write(zap.Stringer("source", src), zap.Stringer("cause", v))
-			}
-		}
-		if resp == nil {
-			return
-		}
-		if _, err := cx.Write(resp); err != nil {
-			if ce := h.logger.Check(zap.DebugLevel, "writing QoS response"); ce != nil {
-				ce.Write(zap.Stringer("source", src), zap.Error(err))
-			}
-		}
-	})
+	return serveDatagrams(cx, h, "the QoS echo protocol")
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -485,4 +472,5 @@ var (
 	_ caddy.CleanerUpper    = (*QoSEcho)(nil)
 	_ caddyfile.Unmarshaler = (*QoSEcho)(nil)
 	_ layer4.NextHandler    = (*QoSEcho)(nil)
+	_ dgram.ListenerScoped  = (*QoSEcho)(nil)
 )

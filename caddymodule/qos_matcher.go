@@ -15,10 +15,9 @@ func init() {
 	caddy.RegisterModule(new(MatchQoS))
 }
 
-// MatchQoS matches a UDP association whose first datagram is a well-formed
-// QoS echo request (magic 0x59, version 0, flow control 0, a title length
-// that fits, a UTF-8 title, at most 1500 bytes), so QoS can share a port with
-// other protocols.
+// MatchQoS matches a UDP association whose first datagram looks like a QoS
+// echo request (at most 1500 bytes, magic 0x59, version 0, flow control 0,
+// a title length that fits), so QoS can share a port with other protocols.
 type MatchQoS struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -50,11 +49,8 @@ func (m *MatchQoS) Match(cx *layer4.Connection) (bool, error) {
 	return n > 0 && matchesQoS(buf[:n]), nil
 }
 
-// matchesQoS reports whether a datagram is a well-formed QoS echo request.
-func matchesQoS(datagram []byte) bool {
-	var req wireqos.Request
-	return req.Decode(datagram) == nil
-}
+// matchesQoS reports whether a datagram looks like a QoS echo request.
+func matchesQoS(datagram []byte) bool { return wireqos.LooksLikeRequest(datagram) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //

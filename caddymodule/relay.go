@@ -2,7 +2,8 @@ package caddymodule
 
 import (
 	"fmt"
-	"net"
+	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -10,6 +11,7 @@ import (
 	"github.com/mholt/caddy-l4/layer4"
 	"go.uber.org/zap"
 
+	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/relay"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
@@ -177,29 +179,25 @@ func (h *Relay) Cleanup() error {
 // Handle relays the datagrams of one client address until the association
 // ends. Messages for other clients go out through the shared socket.
 func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	pc, err := packetConnOf(cx, "the relay protocol")
-	if err != nil {
-		return err
+	return serveDatagrams(cx, h, "the relay protocol")
+}
+
+// outboxes hold the relay engine's sends for one datagram; a reader takes
+// one per datagram, so nothing is allocated once the pool is warm.
+var outboxes = sync.Pool{New: func() any { return relay.NewOutbox() }}
+
+// Match reports whether the datagram starts with a relay header.
+func (h *Relay) Match(datagram []byte) bool { return matchesRelay(datagram) }
+
+// ServeDatagram relays one datagram, appending what it sends to w.
+func (h *Relay) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	out := outboxes.Get().(*relay.Outbox)
+	v := h.engine.Handle(relay.Peer{AddrPort: src}, datagram, out)
+	relayMetrics.datagrams.count(v)
+	for _, s := range out.Sends {
+		w.WriteTo(s.Data, s.To)
 	}
-	src := relay.PeerOf(cx.RemoteAddr())
-	out := relay.NewOutbox()
-	return readDatagrams(cx, func() { relayMetrics.datagrams.count(relay.DroppedMalformed) }, func(datagram []byte) {
-		v := h.engine.Handle(src, datagram, out)
-		relayMetrics.datagrams.count(v)
-		for _, s := range out.Sends {
-			var err error
-			if s.To == src.AddrPort {
-				_, err = cx.Write(s.Data)
-			} else {
-				_, err = pc.WriteTo(s.Data, net.UDPAddrFromAddrPort(s.To))
-			}
-			if err != nil {
-				if ce := h.logger.Check(zap.DebugLevel, "relay send"); ce != nil {
-					ce.Write(zap.Stringer("to", s.To), zap.Error(err))
-				}
-			}
-		}
-	})
+	outboxes.Put(out)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -263,4 +261,5 @@ var (
 	_ caddy.CleanerUpper    = (*Relay)(nil)
 	_ caddyfile.Unmarshaler = (*Relay)(nil)
 	_ layer4.NextHandler    = (*Relay)(nil)
+	_ dgram.Protocol        = (*Relay)(nil)
 )

@@ -42,13 +42,7 @@ func (m *MatchRelay) Match(cx *layer4.Connection) (bool, error) {
 
 // matchesRelay reports whether a datagram starts with the relay protocol's
 // header.
-func matchesRelay(datagram []byte) bool {
-	if len(datagram) < wirerelay.HeaderLen {
-		return false
-	}
-	_, err := wirerelay.PeekHeader(datagram)
-	return err == nil
-}
+func matchesRelay(datagram []byte) bool { return wirerelay.LooksLikeMessage(datagram) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //

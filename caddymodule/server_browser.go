@@ -21,7 +21,8 @@ func init() {
 }
 
 // ServerBrowser serves a server-browser page for the game servers
-// registered with a master: sortable, filterable, refreshing, with each
+// registered with a master and configured in game_query handlers (the
+// servers server_list lists, from the same statuses): sortable, filterable, refreshing, with each
 // server's player count over the last day and an SVG status badge per
 // server (badge/<address>.svg). The page is self-contained (it fetches
 // nothing from elsewhere) and reads the list from servers.json beside it.
@@ -29,6 +30,9 @@ func init() {
 type ServerBrowser struct {
 	// The name of the master whose servers are listed. Default: master.
 	Master string `json:"master,omitempty"`
+	// The name of the game_query handlers whose servers are listed too.
+	// Default: game_query.
+	GameQuery string `json:"game_query,omitempty"`
 	// The page's title. Default: Game servers.
 	Title string `json:"title,omitempty"`
 	// How often the page fetches the list again, from 1s to 1h.
@@ -47,7 +51,7 @@ type ServerBrowser struct {
 
 	browser *serverbrowser.Browser
 	list    *serverlist.List
-	poolKey string
+	held    masterList
 }
 
 // CaddyModule returns the Caddy module information.
@@ -69,11 +73,13 @@ func (h *ServerBrowser) Provision(ctx caddy.Context) error {
 	if h.Master == "" {
 		h.Master = "master"
 	}
+	if h.GameQuery == "" {
+		h.GameQuery = defaultGameQueryName
+	}
 	var err error
-	if h.list, err = newMasterList(h.Master, serverlist.Config{}); err != nil {
+	if h.list, err = h.held.open(h.Master, h.GameQuery, serverlist.Config{}); err != nil {
 		return err
 	}
-	h.poolKey = h.Master
 	cfg := h.config()
 	cfg.List = h.list
 	h.browser, err = serverbrowser.New(cfg)
@@ -92,11 +98,7 @@ func (h *ServerBrowser) Cleanup() error {
 	if h.list != nil {
 		h.list.Close()
 	}
-	if h.poolKey != "" {
-		_, err := masterRegistries.Delete(h.poolKey)
-		return err
-	}
-	return nil
+	return h.held.release()
 }
 
 // ServeHTTP answers with the page, the list, the history or a badge.
@@ -109,6 +111,7 @@ func (h *ServerBrowser) ServeHTTP(w http.ResponseWriter, r *http.Request, _ cadd
 //
 //	server_browser {
 //		master              <name>
+//		game_query          <name>
 //		title               <text>
 //		refresh             <duration>
 //		history             <duration>
@@ -122,6 +125,8 @@ func (h *ServerBrowser) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch opt {
 		case "master":
 			h.Master, err = parseSingleArg(d)
+		case "game_query":
+			h.GameQuery, err = parseSingleArg(d)
 		case "title":
 			h.Title, err = parseSingleArg(d)
 		case "refresh":

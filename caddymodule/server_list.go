@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"errors"
 	"net/http"
 	"net/netip"
 	"time"
@@ -10,9 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/gamegate/gamegate/handlers/master"
-	"github.com/gamegate/gamegate/handlers/quake3"
-	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/handlers/serverlist"
 )
 
@@ -23,13 +21,18 @@ func init() {
 }
 
 // ServerList answers GET with the game servers registered with a master
-// (the gamegate app's master protocol), each with its live status in the
-// game query result shape, filtered (game, map, not_empty, not_full,
-// no_password), sorted and paged, with an ETag. It answers at any path, so
-// it works under a path prefix (handle_path /servers/*).
+// (the gamegate app's master protocol) and those game_query handlers are
+// configured with, each with its live status in the game query result
+// shape, filtered (game, map, region, not_empty, not_full, no_password),
+// sorted and paged, with an ETag. It answers at any path, so it works
+// under a path prefix (handle_path /servers/*).
 type ServerList struct {
 	// The name of the master whose servers are listed. Default: master.
 	Master string `json:"master,omitempty"`
+	// The name of the game_query handlers whose servers are listed too,
+	// with their statuses from those handlers' caches. Default:
+	// game_query.
+	GameQuery string `json:"game_query,omitempty"`
 	// How long a server's queried status is reused, and then served
 	// stale while one refresh runs. Default: 10s.
 	TTL caddy.Duration `json:"ttl,omitempty"`
@@ -40,8 +43,8 @@ type ServerList struct {
 	// 16.
 	MaxQueries int `json:"max_queries,omitempty"`
 
-	list    *serverlist.List
-	poolKey string
+	list *serverlist.List
+	held masterList
 }
 
 // CaddyModule returns the Caddy module information.
@@ -56,36 +59,42 @@ func (h *ServerList) config() serverlist.Config {
 	return serverlist.Config{TTL: time.Duration(h.TTL), QueryTimeout: time.Duration(h.QueryTimeout), MaxQueries: h.MaxQueries}
 }
 
-// Provision shares the named master's list (the master may be configured
-// before or after this handler) and builds the handler.
+// Provision shares the named master's list and its servers' statuses,
+// and the named game_query handlers' servers (either may be configured
+// before or after this handler), and builds the handler.
 func (h *ServerList) Provision(ctx caddy.Context) error {
 	if h.Master == "" {
 		h.Master = "master"
 	}
-	var err error
-	h.list, err = newMasterList(h.Master, h.config())
-	if err == nil {
-		h.poolKey = h.Master
+	if h.GameQuery == "" {
+		h.GameQuery = defaultGameQueryName
 	}
+	var err error
+	h.list, err = h.held.open(h.Master, h.GameQuery, h.config())
 	return err
 }
 
-// newMasterList builds a list of the servers of the master named name,
-// querying their status with the Quake 3 protocol. The caller releases
-// the master's registry with masterRegistries.Delete(name) in its Cleanup
-// (and closes the list) once newMasterList has returned no error.
-func newMasterList(name string, cfg serverlist.Config) (*serverlist.List, error) {
-	val, _, err := masterRegistries.LoadOrNew(name, func() (caddy.Destructor, error) {
-		r := master.NewRegistry(nil)
-		liveMasterRegistries.add(r)
-		return pooledRegistry{r}, nil
-	})
+// masterList is what a list holds of the pools: a master's registry and
+// statuses, and a set of game_query gateways.
+type masterList struct {
+	master, gameQuery string // the pool keys held
+}
+
+// open builds a list of the servers of the master named masterName and of
+// the game_query handlers named gameQueryName, taking both from their
+// pools; release gives them back (also after an error).
+func (m *masterList) open(masterName, gameQueryName string, cfg serverlist.Config) (*serverlist.List, error) {
+	reg, err := loadMasterRegistry(masterName)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Registry = val.(pooledRegistry).Registry
-	q3 := &quake3.QueryProtocol{UDPExchange: query.UDPExchange{Timeout: time.Second}}
-	cfg.Status = q3.Status
+	m.master = masterName
+	gateways, err := loadGatewaySet(gameQueryName)
+	if err != nil {
+		return nil, err
+	}
+	m.gameQuery = gameQueryName
+	cfg.Registry, cfg.Statuses, cfg.Gateways = reg.Registry, reg.statuses, gateways.newestFirst
 	// The client as Caddy determined it (trusted_proxies), so that a
 	// client behind a proxy is not shown the servers of the proxy's scope.
 	cfg.ClientIP = func(r *http.Request) netip.Addr {
@@ -95,27 +104,33 @@ func newMasterList(name string, cfg serverlist.Config) (*serverlist.List, error)
 		}
 		return a.Unmap()
 	}
-	list, err := serverlist.New(cfg)
-	if err != nil {
-		_, _ = masterRegistries.Delete(name)
-		return nil, err
+	return serverlist.New(cfg)
+}
+
+// release gives back what open took.
+func (m *masterList) release() error {
+	var errs []error
+	if m.master != "" {
+		_, err := masterRegistries.Delete(m.master)
+		errs = append(errs, err)
 	}
-	return list, nil
+	if m.gameQuery != "" {
+		_, err := gameQueryGateways.Delete(m.gameQuery)
+		errs = append(errs, err)
+	}
+	*m = masterList{}
+	return errors.Join(errs...)
 }
 
 // Validate checks the options' ranges.
 func (h *ServerList) Validate() error { return h.config().Validate() }
 
-// Cleanup ends the status queries running and releases the master's list.
+// Cleanup stops starting status queries and releases the lists.
 func (h *ServerList) Cleanup() error {
 	if h.list != nil {
 		h.list.Close()
 	}
-	if h.poolKey != "" {
-		_, err := masterRegistries.Delete(h.poolKey)
-		return err
-	}
-	return nil
+	return h.held.release()
 }
 
 // ServeHTTP answers with the list.
@@ -128,6 +143,7 @@ func (h *ServerList) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyht
 //
 //	server_list {
 //		master        <name>
+//		game_query    <name>
 //		ttl           <duration>
 //		query_timeout <duration>
 //		max_queries   <count>
@@ -139,6 +155,8 @@ func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch opt {
 		case "master":
 			h.Master, err = parseSingleArg(d)
+		case "game_query":
+			h.GameQuery, err = parseSingleArg(d)
 		case "ttl":
 			h.TTL, err = parseDuration(d)
 		case "query_timeout":

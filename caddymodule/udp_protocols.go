@@ -3,17 +3,12 @@ package caddymodule
 import (
 	"context"
 	"net/netip"
-	"sync"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/dgram"
-	"github.com/gamegate/gamegate/handlers/qos"
-	"github.com/gamegate/gamegate/handlers/relay"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
-	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
 
 // The protocols of the gamegate app's UDP servers are the layer4 handlers
@@ -40,28 +35,10 @@ func (*QoSProtocol) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision sets up the handler; unless it has a name, the app then gives
-// it the table of its server's listen addresses (useListener).
+// it the table of its server's listen addresses (ForListener).
 func (p *QoSProtocol) Provision(ctx caddy.Context) error {
 	p.inApp = true
 	return p.QoSEcho.Provision(ctx)
-}
-
-// Match reports whether the datagram is a QoS echo request.
-func (p *QoSProtocol) Match(datagram []byte) bool { return matchesQoS(datagram) }
-
-// ServeDatagram answers one QoS request, appending the response to w.
-func (p *QoSProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
-	source := qos.SourceOfAddrPort(src, p.byPort)
-	resp, v := p.engine.Handle(source, datagram, w.Buffer(wireqos.MaxPacket))
-	qosMetrics.count(v)
-	if v == qos.BannedRate || v == qos.BannedCapacity {
-		if ce := p.logger.Check(zap.DebugLevel, "banned QoS source"); ce != nil {
-			ce.Write(zap.Stringer("source", source), zap.Stringer("cause", v))
-		}
-	}
-	if resp != nil {
-		w.WriteTo(resp, src)
-	}
 }
 
 // RelayProtocol serves the relay handler (layer4.handlers.relay) on a
@@ -75,24 +52,6 @@ func (*RelayProtocol) CaddyModule() caddy.ModuleInfo {
 		ID:  "gamegate.udp.protocols.relay",
 		New: func() caddy.Module { return new(RelayProtocol) },
 	}
-}
-
-// outboxes hold the relay engine's sends for one datagram; a reader takes
-// one per datagram, so nothing is allocated once the pool is warm.
-var outboxes = sync.Pool{New: func() any { return relay.NewOutbox() }}
-
-// Match reports whether the datagram starts with a relay header.
-func (p *RelayProtocol) Match(datagram []byte) bool { return matchesRelay(datagram) }
-
-// ServeDatagram relays one datagram, appending what it sends to w.
-func (p *RelayProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
-	out := outboxes.Get().(*relay.Outbox)
-	v := p.engine.Handle(relay.Peer{AddrPort: src}, datagram, out)
-	relayMetrics.datagrams.count(v)
-	for _, s := range out.Sends {
-		w.WriteTo(s.Data, s.To)
-	}
-	outboxes.Put(out)
 }
 
 // GQPProtocol serves the GQP responder (layer4.handlers.gqp) on a gamegate
@@ -220,7 +179,7 @@ func (p *GQPProtocol) release(j *gqpJob) {
 
 // Interface guards
 var (
-	_ dgram.Protocol        = (*QoSProtocol)(nil)
+	_ dgram.ListenerScoped  = (*QoSProtocol)(nil)
 	_ caddy.Provisioner     = (*QoSProtocol)(nil)
 	_ caddy.Validator       = (*QoSProtocol)(nil)
 	_ caddy.CleanerUpper    = (*QoSProtocol)(nil)

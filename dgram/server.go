@@ -10,10 +10,40 @@
 // table. Nothing a protocol is handed may block: work that may (an HTTP
 // upstream) goes to a bounded queue of the protocol's own that drops when
 // full.
+//
+// # Transports
+//
+// A Protocol does not know what reads its datagrams. Server is one
+// transport: it reads sockets itself, offers each datagram to each
+// protocol's Match and hands it to the first that matches. Another is a
+// caddy-l4 UDP route: caddy-l4 reads the socket and hands each client
+// address's datagrams, one at a time, to that address's goroutine, where an
+// adapter calls ServeDatagram with a Writer from NewWriter over NewConn of
+// the route's shared socket, and flushes it after each datagram. A route's
+// matchers choose its handler for a whole association (they call the
+// protocol's peek on the first datagram), so under caddy-l4 ServeDatagram
+// also receives datagrams that Match would refuse: it must drop them, as
+// it must drop anything malformed that passes Match. Match is a cheap peek
+// at fixed offsets; ServeDatagram decodes, once.
+//
+// # State per listener
+//
+// A protocol whose state (a table of sources, say) belongs to the listener
+// it serves on, unless its configuration names a shared one, implements
+// ListenerScoped instead of (or beside) Protocol. Every transport resolves
+// what it was configured with through ProtocolAt before it hands over a
+// datagram from a listener, and serves the Protocol that returns there:
+// Server's owner (the gamegate app) once per server, with the server's
+// listen addresses as configured joined by commas; the caddy-l4 adapter
+// once per association, with the association's local address
+// (cx.LocalAddr().String()), so ForListener keeps what it returns per
+// listener name. A protocol with no such state (the relay, whose bindings
+// are shared by name across listeners) is a plain Protocol.
 package dgram
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -37,6 +67,30 @@ type Protocol interface {
 	// ServeDatagram handles one datagram from src, appending what it sends
 	// to w. The datagram is valid only during the call.
 	ServeDatagram(w *Writer, src netip.AddrPort, datagram []byte)
+}
+
+// ListenerScoped makes the Protocol of each listener, for a protocol whose
+// state belongs to the listener that serves it (see "State per listener"
+// in the package documentation).
+type ListenerScoped interface {
+	// ForListener returns the protocol to serve on the listener named
+	// listener (its address, or its addresses joined by commas). It may
+	// return the same value for every listener, and is called once per
+	// caddy-l4 association: return what was made for the name before.
+	ForListener(listener string) (Protocol, error)
+}
+
+// ProtocolAt returns what serves on the listener named listener: v's
+// ForListener if v is ListenerScoped, else v itself if it is a Protocol.
+// Every transport resolves a configured protocol through it.
+func ProtocolAt(v any, listener string) (Protocol, error) {
+	if ls, ok := v.(ListenerScoped); ok {
+		return ls.ForListener(listener)
+	}
+	if p, ok := v.(Protocol); ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("dgram: %T is not a datagram protocol", v)
 }
 
 // Server reads datagrams from sockets and dispatches each to its protocol.
@@ -249,7 +303,7 @@ func newReader(s *Server, conn *net.UDPConn) *reader {
 	for i := range r.in {
 		r.in[i].buf = bufs[i*(MaxDatagram+1) : (i+1)*(MaxDatagram+1)]
 	}
-	r.w.init(r.io, &Conn{conn: conn}, s.Batch, &r.counts)
+	r.w.init(r.io, &Conn{udp: conn}, s.Batch, &r.counts)
 	return r
 }
 

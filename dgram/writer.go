@@ -22,16 +22,45 @@ type Writer struct {
 }
 
 func (w *Writer) init(io packetIO, conn *Conn, batch int, counts *[numCounts]uint64) {
+	w.initArena(io, conn, batch, counts, arenaSize)
+}
+
+func (w *Writer) initArena(io packetIO, conn *Conn, batch int, counts *[numCounts]uint64, arena int) {
 	w.io, w.conn, w.counts = io, conn, counts
 	w.out = make([]message, 0, batch)
-	w.arena = make([]byte, 0, arenaSize)
+	w.arena = make([]byte, 0, arena)
+}
+
+// NewWriter returns a Writer that sends through c, one datagram per system
+// call, when flushed: what a transport that hands a protocol one datagram
+// at a time (a caddy-l4 association) gives ServeDatagram. Flush it after
+// each datagram. Its replies are copied into room for one largest datagram;
+// longer ones are sent at once.
+func NewWriter(c *Conn) *Writer {
+	w := new(Writer)
+	w.initArena(connIO{c}, c, 4, new([numCounts]uint64), MaxDatagram)
+	return w
+}
+
+// connIO writes through a Conn; it reads nothing.
+type connIO struct{ c *Conn }
+
+func (c connIO) read([]message) (int, error) { return 0, ErrServerClosed }
+
+func (c connIO) write(out []message) (int, error) {
+	for i := range out {
+		if err := c.c.WriteTo(out[i].buf[:out[i].n], out[i].addr); err != nil {
+			return i, err
+		}
+	}
+	return len(out), nil
 }
 
 // Buffer returns an empty slice with room for at least n bytes, to append a
 // reply into and pass to WriteTo without a copy. It is valid until the next
 // call of Buffer or WriteTo.
 func (w *Writer) Buffer(n int) []byte {
-	if n > arenaSize {
+	if n > cap(w.arena) {
 		return make([]byte, 0, n)
 	}
 	if cap(w.arena)-len(w.arena) < n {
@@ -43,7 +72,7 @@ func (w *Writer) Buffer(n int) []byte {
 // WriteTo queues b for to. b is copied unless it was appended to the slice
 // Buffer returned; either way the caller may reuse b when WriteTo returns.
 func (w *Writer) WriteTo(b []byte, to netip.AddrPort) {
-	if len(b) > arenaSize {
+	if len(b) > cap(w.arena) {
 		if err := w.conn.WriteTo(b, to); err != nil {
 			w.counts[countDropWriteFailed]++
 		}
@@ -87,14 +116,33 @@ func (w *Writer) Flush() {
 func (w *Writer) Conn() *Conn { return w.conn }
 
 // Conn is a socket a protocol may write to from any goroutine.
-type Conn struct{ conn *net.UDPConn }
+type Conn struct {
+	udp *net.UDPConn   // written without allocating
+	pc  net.PacketConn // any other packet socket (caddy-l4's)
+}
+
+// NewConn returns a Conn that writes through pc: a *net.UDPConn, one that
+// wraps it (an Unwrap() net.PacketConn method, as Caddy's listeners have),
+// or any other packet socket, such as the shared socket of a caddy-l4 UDP
+// association (cx.Conn.(net.PacketConn)), whose WriteTo sends to any
+// address without touching the association's reads.
+func NewConn(pc net.PacketConn) *Conn {
+	if udp, err := udpConnOf(pc); err == nil {
+		return &Conn{udp: udp}
+	}
+	return &Conn{pc: pc}
+}
 
 // WriteTo sends b to to at once. The Conn of Dispatch has no socket: its
 // writes fail with net.ErrClosed.
 func (c *Conn) WriteTo(b []byte, to netip.AddrPort) error {
-	if c.conn == nil {
-		return net.ErrClosed
+	switch {
+	case c.udp != nil:
+		_, err := c.udp.WriteToUDPAddrPort(b, to)
+		return err
+	case c.pc != nil:
+		_, err := c.pc.WriteTo(b, net.UDPAddrFromAddrPort(to))
+		return err
 	}
-	_, err := c.conn.WriteToUDPAddrPort(b, to)
-	return err
+	return net.ErrClosed
 }

@@ -3,7 +3,6 @@ package discovery
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -292,7 +291,7 @@ func qosEcho(t *testing.T) netip.AddrPort {
 		t.Fatal(err)
 	}
 	return testutil.ServeUDP(t, func(from netip.AddrPort, req []byte) [][]byte {
-		if resp, _ := e.Handle(qos.SourceOf(net.UDPAddrFromAddrPort(from), true), req, nil); resp != nil {
+		if resp, _ := e.Handle(qos.SourceOfAddrPort(from, true), req, nil); resp != nil {
 			return [][]byte{resp}
 		}
 		return nil

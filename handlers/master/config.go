@@ -22,6 +22,7 @@ const (
 	DefaultExpiry               = 15 * time.Minute
 	DefaultChallengeTimeout     = 2 * time.Second
 	DefaultMaxChallenges        = 1024
+	DefaultMaxChallengesPerAddr = 32
 	DefaultHeartbeatRate        = 1.0
 	DefaultHeartbeatBurst       = 32
 	DefaultListRate             = 1.0
@@ -56,6 +57,11 @@ type Config struct {
 	ChallengeTimeout time.Duration
 	// MaxChallenges bounds the challenges waiting for an answer.
 	MaxChallenges int
+	// MaxChallengesPerAddress bounds the challenges waiting for an answer
+	// at one source (an IPv4 address, an IPv6 prefix of ClientIPv6Prefix
+	// bits); a heartbeat past it is dropped, so that heartbeats forged
+	// from one source never make another source's challenges forgotten.
+	MaxChallengesPerAddress int
 	// HeartbeatRate and HeartbeatBurst limit the heartbeats of one source
 	// (an IPv4 address, an IPv6 prefix of ClientIPv6Prefix bits).
 	HeartbeatRate  float64
@@ -98,6 +104,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.MaxServers, DefaultMaxServers)
 	def(&c.MaxServersPerAddress, DefaultMaxServersPerAddress)
 	def(&c.MaxChallenges, DefaultMaxChallenges)
+	def(&c.MaxChallengesPerAddress, DefaultMaxChallengesPerAddr)
 	def(&c.MaxSources, DefaultMaxSources)
 	def(&c.MaxReplyDatagrams, DefaultMaxReplyDatagrams)
 	def(&c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
@@ -155,6 +162,7 @@ func (c Config) Validate() error {
 	dur("expiry", c.Expiry, MinExpiry, MaxExpiry)
 	dur("challenge_timeout", c.ChallengeTimeout, MinChallengeTimeout, MaxChallengeTimeout)
 	in("max_challenges", c.MaxChallenges, 1, MaxMaxChallenges)
+	in("max_challenges_per_address", c.MaxChallengesPerAddress, 1, MaxMaxChallenges)
 	rate("heartbeat_rate", "heartbeat_burst", c.HeartbeatRate, c.HeartbeatBurst)
 	rate("list_rate", "list_burst", c.ListRate, c.ListBurst)
 	in("max_sources", c.MaxSources, 1, MaxMaxSources)

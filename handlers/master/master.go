@@ -16,18 +16,19 @@ type Verdict uint8
 
 // Verdicts.
 const (
-	Challenged          Verdict = iota // a heartbeat was answered with getinfo
-	ChallengedEvicting                 // a heartbeat was answered with getinfo, forgetting another waiting challenge (max_challenges)
-	HeartbeatPending                   // a heartbeat came while a challenge to its address waits: ignored
-	Registered                         // an infoResponse with the right challenge listed a new server
-	Refreshed                          // an infoResponse with the right challenge refreshed a listed server
-	Listed                             // a list request was answered in full
-	ListCut                            // a list request was answered with max_reply_datagrams, the list cut
-	DroppedMalformed                   // not a valid message, or a heartbeat too short to answer
-	DroppedRateLimited                 // a heartbeat or list request over its source's rate
-	DroppedUnexpected                  // an infoResponse no challenge waits for, or with another challenge
-	DroppedServersFull                 // a new server past max_servers or max_servers_per_address
-	DroppedOverCapacity                // a list request past the reply_rate budget of all sources
+	Challenged            Verdict = iota // a heartbeat was answered with getinfo
+	ChallengedEvicting                   // a heartbeat was answered with getinfo, forgetting another waiting challenge (max_challenges)
+	HeartbeatPending                     // a heartbeat came while a challenge to its address waits: ignored
+	Registered                           // an infoResponse with the right challenge listed a new server
+	Refreshed                            // an infoResponse with the right challenge refreshed a listed server
+	Listed                               // a list request was answered in full
+	ListCut                              // a list request was answered with max_reply_datagrams, the list cut
+	DroppedMalformed                     // not a valid message, or a heartbeat too short to answer
+	DroppedRateLimited                   // a heartbeat or list request over its source's rate
+	DroppedUnexpected                    // an infoResponse no challenge waits for, or with another challenge
+	DroppedServersFull                   // a new server past max_servers or max_servers_per_address
+	DroppedChallengesFull                // a heartbeat from a source with max_challenges_per_address waiting
+	DroppedOverCapacity                  // a list request past the reply_rate budget of all sources
 	NumVerdicts
 )
 
@@ -55,6 +56,8 @@ func (v Verdict) String() string {
 		return "dropped_unexpected"
 	case DroppedServersFull:
 		return "dropped_servers_full"
+	case DroppedChallengesFull:
+		return "dropped_challenges_full"
 	case DroppedOverCapacity:
 		return "dropped_over_capacity"
 	}
@@ -177,7 +180,7 @@ func (m *Master) heartbeatFrom(w sender, src netip.AddrPort, datagram []byte) Ve
 		c[i] = challengeAlphabet[c[i]&63]
 	}
 	v := m.reg.challenge(src, c[:n], &m.cfg)
-	if v == HeartbeatPending {
+	if v == HeartbeatPending || v == DroppedChallengesFull {
 		return v
 	}
 	out, err := wire.AppendGetInfo(w.Buffer(wire.GetInfoLen(n)), c[:n])

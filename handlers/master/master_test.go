@@ -504,3 +504,75 @@ func FuzzServe(f *testing.F) {
 		}
 	})
 }
+
+// Heartbeats forged from one source (here its ports) never make another
+// source's waiting challenge forgotten: past max_challenges_per_address
+// that source's heartbeats are dropped, and the victim's challenge still
+// registers it.
+func TestForgedHeartbeatsKeepOthersChallenges(t *testing.T) {
+	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: time.Minute})
+	const victim = "127.0.0.5:27960"
+	c := r.challenge(victim)
+	for i := 1; i <= 1000; i++ {
+		r.send(fmt.Sprintf("127.0.0.66:%d", i), heartbeat)
+	}
+	if _, n := r.m.Registry().Len(); n != 9 || r.counts[DroppedChallengesFull] != 992 || r.counts[ChallengedEvicting] != 0 {
+		t.Fatalf("%d challenges waiting, %v; want 9 and 992 heartbeats dropped", n, r.counts)
+	}
+	r.send(victim, infoResponse(c, ""))
+	if r.counts[Registered] != 1 {
+		t.Fatalf("the victim's answer did not register it: %v", r.counts)
+	}
+}
+
+// When max_challenges wait in all, from many sources, the one forgotten
+// to make room is mostly one of the source with the most waiting: a
+// flood from a few sources forgets its own challenges, not a lone
+// server's.
+func TestChallengeEvictionPrefersTheBusiestSource(t *testing.T) {
+	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 32, HeartbeatRate: 1e6, ChallengeTimeout: time.Minute})
+	victims := []string{"127.0.1.1:27960", "127.0.1.2:27960", "127.0.1.3:27960", "127.0.1.4:27960"}
+	challenges := make([][]byte, len(victims))
+	for i, v := range victims {
+		challenges[i] = r.challenge(v)
+	}
+	// Two flooding sources of 32 each fill the table, then keep coming
+	// (each heartbeat takes the place of one forgotten).
+	for round := range 20 {
+		for i := 1; i <= 32; i++ {
+			r.send(fmt.Sprintf("127.0.0.%d:%d", 66+round%2, 1000*round+i), heartbeat)
+		}
+	}
+	if _, n := r.m.Registry().Len(); n != 64 || r.counts[ChallengedEvicting] == 0 {
+		t.Fatalf("%d challenges waiting, %v", n, r.counts)
+	}
+	for i, v := range victims {
+		r.send(v, infoResponse(challenges[i], ""))
+	}
+	if r.counts[Registered] != len(victims) {
+		t.Fatalf("%d of %d lone servers registered after the flood: %v", r.counts[Registered], len(victims), r.counts)
+	}
+}
+
+// What the registry keeps of an infoResponse is bounded: the keys a list
+// shows, each value cut to MaxInfoValue bytes, whatever the server sent.
+func TestRegistryKeepsBoundedInfo(t *testing.T) {
+	r := newRig(t, Config{HeartbeatRate: 1e6})
+	long := strings.Repeat("N", 3000)
+	r.register("127.0.0.1:27960", `\hostname\`+long+`\junk\`+strings.Repeat("j", 500))
+	servers := r.m.Registry().Servers(nil)
+	if len(servers) != 1 {
+		t.Fatalf("%d servers listed", len(servers))
+	}
+	info := servers[0].Info
+	name, ok := wire.InfoValue(info, "hostname")
+	if !ok || len(name) != MaxInfoValue || bytes.Contains(info, []byte("junk")) {
+		t.Fatalf("kept %d bytes of info, a hostname of %d bytes (want %d), junk kept: %v", len(info), len(name), MaxInfoValue, bytes.Contains(info, []byte("junk")))
+	}
+	if m, _ := wire.InfoValue(info, "mapname"); string(m) != "oa_dm1" {
+		t.Fatalf("mapname %q", m)
+	}
+	if max := len(InfoKeys) * (MaxInfoValue + 16); len(info) > max {
+		t.Fatalf("kept %d bytes of info, want at most %d", len(info), max)
+	}
+}

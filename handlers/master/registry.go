@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	wire "github.com/gamegate/gamegate/wire/master"
 )
@@ -22,6 +23,7 @@ type Registry struct {
 	index     map[netip.AddrPort]int
 	perAddr   map[netip.Addr]int
 	pending   map[netip.AddrPort]challenge
+	perSource map[netip.Prefix]int // challenges waiting, by source
 	nextSweep int64
 }
 
@@ -38,6 +40,7 @@ type server struct {
 // challenge is a getinfo challenge waiting for its infoResponse.
 type challenge struct {
 	expires int64
+	source  netip.Prefix // the key it is counted under in perSource
 	n       uint8
 	b       [maxChallengeSent]byte
 }
@@ -46,10 +49,11 @@ type challenge struct {
 // means time.Now). The clock lives as long as the registry.
 func NewRegistry(now func() time.Time) *Registry {
 	return &Registry{
-		clock:   ratelimit.NewClock(now),
-		index:   make(map[netip.AddrPort]int),
-		perAddr: make(map[netip.Addr]int),
-		pending: make(map[netip.AddrPort]challenge),
+		clock:     ratelimit.NewClock(now),
+		index:     make(map[netip.AddrPort]int),
+		perAddr:   make(map[netip.Addr]int),
+		pending:   make(map[netip.AddrPort]challenge),
+		perSource: make(map[netip.Prefix]int),
 	}
 }
 
@@ -65,7 +69,7 @@ func (r *Registry) sweep(now int64, force bool) {
 	r.nextSweep = now + sweepEvery
 	for a, c := range r.pending {
 		if now >= c.expires {
-			delete(r.pending, a)
+			r.forget(a, c)
 		}
 	}
 	for i := 0; i < len(r.servers); {
@@ -93,33 +97,67 @@ func (r *Registry) remove(i int) {
 	r.servers = r.servers[:last]
 }
 
+// forget drops the challenge c waiting at addr. The caller holds mu.
+func (r *Registry) forget(addr netip.AddrPort, c challenge) {
+	delete(r.pending, addr)
+	if r.perSource[c.source]--; r.perSource[c.source] <= 0 {
+		delete(r.perSource, c.source)
+	}
+}
+
+// evictSample is how many waiting challenges are looked at to choose the
+// one forgotten when max_challenges wait.
+const evictSample = 8
+
 // challenge records c as the challenge sent to addr, unless one is
-// already waiting there (a heartbeat does not extend it). When
-// MaxChallenges wait already, one of them (at random) is forgotten to make
-// room: a flood of heartbeats from forged addresses then shortens the time
+// already waiting there (a heartbeat does not extend it), or
+// MaxChallengesPerAddress wait at its source already: heartbeats forged
+// from one source then never make another source's challenge forgotten.
+// When MaxChallenges wait in all, one is forgotten to make room: of a
+// few taken at random, one of the source with the most waiting, so that a
+// flood from forged sources mostly forgets its own; it shortens the time
 // a real server has to answer (MaxChallenges over the flood's rate)
 // instead of locking every new server out while it lasts.
 func (r *Registry) challenge(addr netip.AddrPort, c []byte, cfg *Config) Verdict {
 	now := r.clock.Now()
+	source := clientaddr.Key(addr.Addr(), cfg.ClientIPv6Prefix)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p, ok := r.pending[addr]; ok && now < p.expires {
-		return HeartbeatPending
+	if p, ok := r.pending[addr]; ok {
+		if now < p.expires {
+			return HeartbeatPending
+		}
+		r.forget(addr, p)
+	}
+	if r.perSource[source] >= cfg.MaxChallengesPerAddress {
+		r.sweep(now, false)
+		if r.perSource[source] >= cfg.MaxChallengesPerAddress {
+			return DroppedChallengesFull
+		}
 	}
 	v := Challenged
 	if len(r.pending) >= cfg.MaxChallenges {
 		r.sweep(now, false)
-		for a := range r.pending {
-			if len(r.pending) < cfg.MaxChallenges {
-				break
+		for len(r.pending) >= cfg.MaxChallenges {
+			var victim netip.AddrPort
+			var vc challenge
+			most, seen := -1, 0
+			for a, p := range r.pending {
+				if n := r.perSource[p.source]; n > most {
+					victim, vc, most = a, p, n
+				}
+				if seen++; seen == evictSample {
+					break
+				}
 			}
-			delete(r.pending, a)
+			r.forget(victim, vc)
 			v = ChallengedEvicting
 		}
 	}
-	p := challenge{expires: now + int64(cfg.ChallengeTimeout), n: uint8(len(c))}
+	p := challenge{expires: now + int64(cfg.ChallengeTimeout), source: source, n: uint8(len(c))}
 	copy(p.b[:], c)
 	r.pending[addr] = p
+	r.perSource[source]++
 	return v
 }
 
@@ -143,12 +181,12 @@ func (r *Registry) register(addr netip.AddrPort, in *wire.Info, cfg *Config) Ver
 	case !ok:
 		return DroppedUnexpected
 	case now >= p.expires:
-		delete(r.pending, addr)
+		r.forget(addr, p)
 		return DroppedUnexpected
 	case !bytes.Equal(p.b[:p.n], in.Challenge):
 		return DroppedUnexpected // the right answer may still come
 	}
-	delete(r.pending, addr)
+	r.forget(addr, p)
 	i, known := r.index[addr]
 	v := Refreshed
 	if !known {
@@ -171,9 +209,39 @@ func (r *Registry) register(addr netip.AddrPort, in *wire.Info, cfg *Config) Ver
 	s.addr, s.expires = addr, now+int64(cfg.Expiry)
 	s.name = append(s.name[:0], in.Name()...)
 	s.protocol, s.clients, s.maxClients, s.gameType = in.Protocol, in.Clients, in.MaxClients, in.GameType
-	s.info = append(s.info[:0], in.Raw...)
+	s.info = AppendKeptInfo(s.info[:0], in.Raw)
 	r.sweep(now, false)
 	return v
+}
+
+// InfoKeys are the keys of an infoResponse the registry keeps, in this
+// order: what a list shows of a server before its status is queried.
+var InfoKeys = []string{"hostname", "mapname", "gamename", "gametype", "protocol", "clients", "sv_maxclients",
+	"g_needpass", "g_humanplayers", "bots"}
+
+// MaxInfoValue bounds each value the registry keeps of an infoResponse,
+// in bytes; a longer one is cut.
+const MaxInfoValue = 128
+
+// AppendKeptInfo appends to dst what the registry keeps of the info
+// string info (\key\value…): the values of InfoKeys, each cut to
+// MaxInfoValue bytes: at most len(InfoKeys) × (MaxInfoValue + 16) bytes
+// in all.
+func AppendKeptInfo(dst, info []byte) []byte {
+	for _, k := range InfoKeys {
+		v, ok := wire.InfoValue(info, k)
+		if !ok {
+			continue
+		}
+		if len(v) > MaxInfoValue {
+			v = v[:MaxInfoValue]
+		}
+		dst = append(dst, '\\')
+		dst = append(dst, k...)
+		dst = append(dst, '\\')
+		dst = append(dst, v...)
+	}
+	return dst
 }
 
 // Len reports how many servers are listed and how many challenges wait,

@@ -3,7 +3,6 @@ package qos
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -266,19 +265,19 @@ func TestSweepKeepsBans(t *testing.T) {
 
 func TestSourceOf(t *testing.T) {
 	tests := []struct {
-		addr   net.Addr
+		addr   string
 		byPort bool
 		want   string
 	}{
-		{&net.UDPAddr{IP: net.ParseIP("192.0.2.1"), Port: 9}, false, "192.0.2.1"},
-		{&net.UDPAddr{IP: net.ParseIP("192.0.2.1"), Port: 9}, true, "192.0.2.1:9"},
-		{&net.UDPAddr{IP: net.ParseIP("::ffff:192.0.2.1"), Port: 9}, false, "192.0.2.1"},
-		{&net.UDPAddr{IP: net.ParseIP("2001:db8:1:2:3:4:5:6"), Port: 9}, false, "2001:db8:1:2::"},
-		{&net.UDPAddr{IP: net.ParseIP("2001:db8:1:2:3:4:5:6"), Port: 9}, true, "[2001:db8:1:2:3:4:5:6]:9"},
+		{"192.0.2.1:9", false, "192.0.2.1"},
+		{"192.0.2.1:9", true, "192.0.2.1:9"},
+		{"[::ffff:192.0.2.1]:9", false, "192.0.2.1"},
+		{"[2001:db8:1:2:3:4:5:6]:9", false, "2001:db8:1:2::"},
+		{"[2001:db8:1:2:3:4:5:6]:9", true, "[2001:db8:1:2:3:4:5:6]:9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			if got := SourceOf(tt.addr, tt.byPort).String(); got != tt.want {
+			if got := SourceOfAddrPort(netip.MustParseAddrPort(tt.addr), tt.byPort).String(); got != tt.want {
 				t.Fatalf("got %s, want %s", got, tt.want)
 			}
 		})

@@ -3,7 +3,6 @@ package qos
 import (
 	"encoding/binary"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -20,23 +19,9 @@ import (
 // the engine keys sources by address and port.
 type Source netip.AddrPort
 
-// SourceOf returns the Source for a client address. With byPort false the
-// port is dropped and IPv6 addresses are reduced to their /64 prefix.
-func SourceOf(addr net.Addr, byPort bool) Source {
-	var ap netip.AddrPort
-	switch a := addr.(type) {
-	case *net.UDPAddr:
-		ap = a.AddrPort()
-	case *net.TCPAddr:
-		ap = a.AddrPort()
-	default:
-		ap, _ = netip.ParseAddrPort(addr.String())
-	}
-	return SourceOfAddrPort(ap, byPort)
-}
-
-// SourceOfAddrPort is SourceOf for an address already in netip form: what a
-// datagram server reads, without allocating.
+// SourceOfAddrPort returns the Source for a client address. With byPort
+// false the port is dropped and IPv6 addresses are reduced to their /64
+// prefix. It allocates nothing.
 func SourceOfAddrPort(ap netip.AddrPort, byPort bool) Source {
 	ip := ap.Addr().Unmap().WithZone("")
 	if byPort {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/netaddr"
@@ -49,6 +50,7 @@ const (
 	MaxMaxAdHoc         = 1 << 16 // max_ad_hoc, max_ad_hoc_per_network
 	MaxAdHocBurst       = 1 << 20
 	MaxBurst            = ratelimit.MaxBurst // upstream_burst, batch_burst
+	MaxRegion           = 64                 // a server's Region, in bytes
 )
 
 // Validate checks cfg: every option's range, named as the game_query
@@ -109,6 +111,25 @@ func (s Server) validate(name string) error {
 		if !IsCommandName(cmd) {
 			return fmt.Errorf("server %q: commands: %q is not a command name", name, cmd)
 		}
+	}
+	if s.Region != "" {
+		if err := ValidateRegion(s.Region); err != nil {
+			return fmt.Errorf("server %q: region: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// ValidateRegion checks a server's region: at most MaxRegion bytes,
+// without spaces or control characters.
+func ValidateRegion(r string) error {
+	switch {
+	case r == "":
+		return errors.New("empty")
+	case len(r) > MaxRegion:
+		return fmt.Errorf("'%.16s…' is longer than %d bytes", r, MaxRegion)
+	case strings.ContainsFunc(r, func(c rune) bool { return c <= ' ' || c == 0x7f || !unicode.IsPrint(c) }):
+		return fmt.Errorf("'%s' holds spaces or control characters", r)
 	}
 	return nil
 }

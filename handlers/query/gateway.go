@@ -31,6 +31,9 @@ type Server struct {
 	// status (which is always allowed). Nil: the protocol's read-only
 	// commands (see ReadOnlyCommander).
 	Commands []string
+	// Region is where the server is, as a server list shows it; "" is
+	// unknown.
+	Region string
 }
 
 // Config is the behaviour of a Gateway.
@@ -187,6 +190,9 @@ type answer struct {
 	body   []byte
 	etag   string
 	length string // Content-Length
+	// value is the normalised status a status answer was made of, for
+	// server lists (never changed once cached).
+	value *Status
 }
 
 func newAnswer(status int, body []byte, etag string) *answer {
@@ -515,8 +521,59 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 		if err != nil {
 			return nil, err
 		}
-		return newAnswer(http.StatusOK, body, cache.ETag(body, true)), nil
+		a := newAnswer(http.StatusOK, body, cache.ETag(body, true))
+		a.value, _ = v.(*Status)
+		return a, nil
 	}
+}
+
+// Listed is a configured server as a server list shows it.
+type Listed struct {
+	Name, Address, Region string
+	Protocol              string // the protocol's name
+}
+
+// Listed appends the configured servers to dst, sorted by name.
+func (g *Gateway) Listed(dst []Listed) []Listed {
+	start := len(dst)
+	for name, t := range g.named {
+		dst = append(dst, Listed{Name: name, Address: t.address, Region: g.cfg.Servers[name].Region, Protocol: t.protocol.Name()})
+	}
+	slices.SortFunc(dst[start:], func(a, b Listed) int { return strings.Compare(a.Name, b.Name) })
+	return dst
+}
+
+// CachedStatus returns the configured server name's status as a GET of
+// it would be answered from the cache now, without querying: ok is false
+// when there is none (nothing cached, a failure cached, or a value a GET
+// would have to load or refresh first). loading reports that a query of
+// it is running.
+func (g *Gateway) CachedStatus(name string) (st *Status, ok, loading bool) {
+	t, named := g.named[name]
+	if !named {
+		return nil, false, false
+	}
+	res, ok, loading := g.plain.Peek(resultKey{target: t.key, command: "status"}, g.policy("status"))
+	if !ok || res.Err != nil || res.Value == nil || res.Value.value == nil {
+		return nil, false, loading
+	}
+	return res.Value.value, true, loading
+}
+
+// LoadStatus brings the configured server name's status into the cache
+// as a GET of it does (its query rate and timeout), and returns once it
+// is there or ctx ends.
+func (g *Gateway) LoadStatus(ctx context.Context, name string) {
+	if t, named := g.named[name]; named {
+		_, _, _ = g.result(ctx, t, "status", nil)
+	}
+}
+
+// Close ends the queries running and starts no more: for a gateway whose
+// configuration is unloaded while lists may still ask it.
+func (g *Gateway) Close() {
+	g.plain.Close()
+	g.other.Close()
 }
 
 // errorBody is an error answer: {"error": {"type": …, "message": …,

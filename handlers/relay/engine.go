@@ -6,7 +6,6 @@ package relay
 
 import (
 	"errors"
-	"net"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -30,17 +29,6 @@ type Config struct {
 // plain value, so a datagram server hands one to Handle without allocating.
 type Peer struct {
 	AddrPort netip.AddrPort
-}
-
-// PeerOf makes a Peer of a client address.
-func PeerOf(a net.Addr) Peer {
-	var ap netip.AddrPort
-	if u, ok := a.(*net.UDPAddr); ok {
-		ap = u.AddrPort()
-	} else {
-		ap, _ = netip.ParseAddrPort(a.String())
-	}
-	return Peer{AddrPort: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())}
 }
 
 // Send is one datagram the engine wants sent.

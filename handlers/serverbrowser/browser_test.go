@@ -43,9 +43,14 @@ func newBrowser(t *testing.T, clock *testutil.Clock) *Browser {
 	}
 	register(t, m, "127.0.0.1:1", `\hostname\`+hostile+`\mapname\oa_dm1\clients\3\sv_maxclients\8`)
 	register(t, m, "10.0.0.1:2", `\hostname\Private\mapname\oa_dm1\clients\1\sv_maxclients\8`)
-	list, err := serverlist.New(serverlist.Config{Registry: reg, Now: clock.Now, Status: func(context.Context, string) (*query.Status, error) {
+	statuses, err := serverlist.NewStatuses(func(context.Context, string) (*query.Status, error) {
 		return nil, errors.New("no answer")
-	}})
+	}, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(statuses.Close)
+	list, err := serverlist.New(serverlist.Config{Registry: reg, Statuses: statuses, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package serverlist answers HTTP requests for the list of game servers a
-// master knows, each with its live status in the game query result shape
-// (GameDig's), filtered, sorted and paged, with an ETag. It is free of
-// Caddy.
+// master knows and game query gateways are configured with, each with its
+// live status in the game query result shape (GameDig's), filtered,
+// sorted and paged, with an ETag. It is free of Caddy.
 package serverlist
 
 import (
@@ -34,11 +34,16 @@ const (
 
 // Config is the behaviour of a List.
 type Config struct {
-	// Registry holds the servers listed. Required.
+	// Registry holds the master's servers. Required.
 	Registry *master.Registry
-	// Status queries a server's live status (the Quake 3 protocol).
-	// Required.
-	Status func(ctx context.Context, address string) (*query.Status, error)
+	// Statuses are the master's servers' live statuses, shared by every
+	// list of the master. Required.
+	Statuses *Statuses
+	// Gateways returns the game query gateways whose configured servers
+	// are listed too, each with its status from the gateway's own cache;
+	// the newest first: a server two of them configure is listed from the
+	// first. Default: none.
+	Gateways func() []*query.Gateway
 	// TTL is how long a status is reused; it is served stale for as long
 	// again while one refresh runs. Default: 10s.
 	TTL time.Duration
@@ -79,18 +84,43 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Statuses are the live statuses of a master's servers, queried with one
+// protocol and cached by address: every list of the master reads them,
+// so that a server is queried once per TTL however many lists show it.
+type Statuses struct {
+	cache *cache.Results[netip.AddrPort, *query.Status]
+	query func(ctx context.Context, address string) (*query.Status, error)
+}
+
+// NewStatuses returns an empty cache of statuses queried with query (the
+// Quake 3 protocol's Status), on the clock now (nil: time.Now).
+func NewStatuses(status func(ctx context.Context, address string) (*query.Status, error), now func() time.Time) (*Statuses, error) {
+	c, err := cache.NewResults[netip.AddrPort, *query.Status](master.MaxMaxServers, now)
+	if err != nil {
+		return nil, err
+	}
+	return &Statuses{cache: c, query: status}, nil
+}
+
+// Close ends the queries running and starts no more.
+func (s *Statuses) Close() { s.cache.Close() }
+
 // List serves the server list.
 type List struct {
 	cfg     Config
-	cache   *cache.Results[netip.AddrPort, *query.Status]
 	policy  cache.Policy
 	queries chan struct{}
+	life    context.Context
+	end     context.CancelFunc
 }
 
 // New returns a List with cfg.
 func New(cfg Config) (*List, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Registry == nil || cfg.Statuses == nil {
+		return nil, fmt.Errorf("serverlist: no registry or statuses")
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultTTL
@@ -104,37 +134,45 @@ func New(cfg Config) (*List, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	c, err := cache.NewResults[netip.AddrPort, *query.Status](master.MaxMaxServers, cfg.Now)
-	if err != nil {
-		return nil, err
+	if cfg.Gateways == nil {
+		cfg.Gateways = func() []*query.Gateway { return nil }
 	}
+	life, end := context.WithCancel(context.Background())
 	return &List{
 		cfg:     cfg,
-		cache:   c,
 		policy:  cache.Policy{TTL: cfg.TTL, StaleWhileRevalidate: cfg.TTL, StaleIfError: cfg.TTL, NegativeTTL: cfg.TTL, LoadTimeout: cfg.QueryTimeout},
 		queries: make(chan struct{}, cfg.MaxQueries),
+		life:    life,
+		end:     end,
 	}, nil
 }
 
-// Close ends the status queries running and starts no more.
-func (l *List) Close() { l.cache.Close() }
+// Close starts no more status queries; those running end at their
+// timeout (the caches they fill are shared).
+func (l *List) Close() { l.end() }
 
 // Server is one entry of the list: a status in the game query result
-// shape, and the game name the server registered with.
+// shape, the game name the server registered with (or its status
+// names), and its region where known.
 type Server struct {
 	Status *query.Status
 	Game   string
+	Region string
 }
 
-// MarshalJSON writes the status with "game" beside its fields.
+// MarshalJSON writes the status with "game" and "region" beside its
+// fields.
 func (s Server) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(s.Status)
 	if err != nil || len(b) < 2 {
 		return b, err
 	}
 	game, _ := json.Marshal(s.Game)
+	region, _ := json.Marshal(s.Region)
 	out := append(b[:len(b)-1:len(b)-1], `,"game":`...)
 	out = append(out, game...)
+	out = append(out, `,"region":`...)
+	out = append(out, region...)
 	return append(out, '}'), nil
 }
 
@@ -152,37 +190,115 @@ type Page struct {
 // said, while a query (at most MaxQueries at once) fetches the live one.
 // Only servers visible to client are listed (master.Visible: no loopback
 // or private address to a client farther away).
+//
+// The servers of the gateways follow, each once (a server the master
+// lists too is listed once, with the gateway's status): the live status
+// where cached, as a GET of it through the gateway would be answered,
+// otherwise its configured name and address while a query (taking one of
+// the same MaxQueries) fetches it through the gateway. A gateway's server
+// whose address is an IP address is shown under master.Visible's rule
+// too; one named by a host name is shown to all.
 func (l *List) Servers(client netip.Addr) []Server {
 	regs := l.cfg.Registry.Servers(nil)
-	out := make([]Server, 0, len(regs))
+	gateways := l.cfg.Gateways()
+	var configured []query.Listed
+	type source struct {
+		gw *query.Gateway
+		at int // index in configured
+	}
+	byAddr := map[string]source{}
+	for _, gw := range gateways {
+		from := len(configured)
+		configured = gw.Listed(configured)
+		for i := from; i < len(configured); i++ {
+			key := addrKey(configured[i].Address)
+			if _, dup := byAddr[key]; !dup { // else listed from a newer gateway
+				byAddr[key] = source{gw, i}
+			}
+		}
+	}
+	out := make([]Server, 0, len(regs)+len(configured))
+	games := map[string]string{} // registered game names of configured servers
 	for _, r := range regs {
 		if !master.Visible(r.Addr.Addr(), client) {
 			continue
 		}
-		st := l.status(r)
-		out = append(out, Server{Status: st, Game: r.GameName})
+		if _, dup := byAddr[r.Addr.String()]; dup {
+			games[r.Addr.String()] = r.GameName
+			continue
+		}
+		out = append(out, Server{Status: l.status(r), Game: r.GameName})
+	}
+	for key, src := range byAddr {
+		c := configured[src.at]
+		if ap, err := netip.ParseAddrPort(c.Address); err == nil && !master.Visible(ap.Addr(), client) {
+			continue
+		}
+		st := l.configuredStatus(src.gw, c)
+		game := games[key]
+		if game == "" {
+			if g, ok := st.Raw["gamename"].(string); ok && len(g) <= wiremaster.MaxGameName {
+				game = g
+			}
+		}
+		out = append(out, Server{Status: st, Game: game, Region: c.Region})
 	}
 	return out
 }
 
+// addrKey is the key two spellings of one address share: an IP address
+// and port as netip prints them, else the address as given.
+func addrKey(address string) string {
+	if ap, err := netip.ParseAddrPort(address); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
+	}
+	return address
+}
+
+// startQuery runs load in the background if one of MaxQueries is free.
+func (l *List) startQuery(load func(ctx context.Context)) {
+	if l.life.Err() != nil {
+		return
+	}
+	select {
+	case l.queries <- struct{}{}:
+		go func() {
+			defer func() { <-l.queries }()
+			load(l.life)
+		}()
+	default:
+	}
+}
+
 func (l *List) status(r master.Server) *query.Status {
-	res, ok, loading := l.cache.Peek(r.Addr, l.policy)
+	c := l.cfg.Statuses
+	res, ok, loading := c.cache.Peek(r.Addr, l.policy)
 	if ok && res.Err == nil && res.Value != nil {
 		return res.Value
 	}
 	if !loading {
-		select {
-		case l.queries <- struct{}{}:
-			go func() {
-				defer func() { <-l.queries }()
-				_, _ = l.cache.Get(context.Background(), r.Addr, l.policy, func(ctx context.Context) (*query.Status, error) {
-					return l.cfg.Status(ctx, r.Addr.String())
-				})
-			}()
-		default:
-		}
+		l.startQuery(func(ctx context.Context) {
+			_, _ = c.cache.Get(ctx, r.Addr, l.policy, func(ctx context.Context) (*query.Status, error) {
+				return c.query(ctx, r.Addr.String())
+			})
+		})
 	}
 	return fromInfo(r)
+}
+
+// configuredStatus is the status of a gateway's server c: the cached one,
+// else its name and address while a query fetches it.
+func (l *List) configuredStatus(gw *query.Gateway, c query.Listed) *query.Status {
+	st, ok, loading := gw.CachedStatus(c.Name)
+	if ok {
+		return st
+	}
+	if !loading {
+		l.startQuery(func(ctx context.Context) { gw.LoadStatus(ctx, c.Name) })
+	}
+	st = &query.Status{Name: c.Name, Protocol: c.Protocol, Players: []query.Player{}, Bots: []query.Player{}, Raw: map[string]any{}}
+	st.SetAddress(c.Address, 0)
+	return st
 }
 
 // fromInfo is a server's status as its last infoResponse gave it.
@@ -208,10 +324,11 @@ func fromInfo(r master.Server) *query.Status {
 }
 
 // Filter is what a request asks for, from its query string: game, map,
-// not_empty, not_full, no_password, sort (name, map, game, players,
-// maxplayers, ping; a leading - for descending), offset and limit.
+// region, not_empty, not_full, no_password (Steam's master server
+// filters), sort (name, map, game, region, players, maxplayers, ping; a
+// leading - for descending), offset and limit.
 type Filter struct {
-	Game, Map                     string
+	Game, Map, Region             string
 	NotEmpty, NotFull, NoPassword bool
 	Sort                          string
 	Desc                          bool
@@ -240,7 +357,7 @@ func ParseFilter(q map[string][]string) (Filter, string) {
 		}
 		return false, false
 	}
-	f.Game, f.Map = get("game"), get("map")
+	f.Game, f.Map, f.Region = get("game"), get("map"), get("region")
 	var ok bool
 	if f.NotEmpty, ok = flag("not_empty"); !ok {
 		return f, "not_empty"
@@ -254,7 +371,7 @@ func ParseFilter(q map[string][]string) (Filter, string) {
 	if s := get("sort"); s != "" {
 		f.Sort, f.Desc = strings.CutPrefix(s, "-")
 		switch f.Sort {
-		case "name", "map", "game", "players", "maxplayers", "ping":
+		case "name", "map", "game", "region", "players", "maxplayers", "ping":
 		default:
 			return f, "sort"
 		}
@@ -288,6 +405,7 @@ func (f Filter) Apply(servers []Server) Page {
 		switch {
 		case f.Game != "" && !strings.EqualFold(s.Game, f.Game),
 			f.Map != "" && !strings.EqualFold(st.Map, f.Map),
+			f.Region != "" && !strings.EqualFold(s.Region, f.Region),
 			f.NotEmpty && st.NumPlayers == 0,
 			f.NotFull && st.MaxPlayers > 0 && st.NumPlayers >= st.MaxPlayers,
 			f.NoPassword && st.Password:
@@ -301,6 +419,8 @@ func (f Filter) Apply(servers []Server) Page {
 			return strings.ToLower(s.Status.Map), 0
 		case "game":
 			return strings.ToLower(s.Game), 0
+		case "region":
+			return strings.ToLower(s.Region), 0
 		case "players":
 			return "", int64(s.Status.NumPlayers)
 		case "maxplayers":

@@ -34,9 +34,11 @@ func register(t *testing.T, m *master.Master, src, info string) {
 }
 
 type rig struct {
-	list    *List
-	queries atomic.Int32
-	clock   *testutil.Clock
+	list     *List
+	queries  atomic.Int32
+	clock    *testutil.Clock
+	reg      *master.Registry
+	statuses *Statuses
 }
 
 func newRig(t *testing.T, live map[string]*query.Status) *rig {
@@ -51,18 +53,32 @@ func newRig(t *testing.T, live map[string]*query.Status) *rig {
 	register(t, m, "127.0.0.1:2", `\hostname\Empty\mapname\oa_dm2\clients\0\sv_maxclients\8\g_needpass\1`)
 	register(t, m, "127.0.0.1:3", `\hostname\Full\mapname\dm3\clients\4\sv_maxclients\4\gamename\Nexuiz`)
 	register(t, m, "10.0.0.1:4", `\hostname\Private\mapname\oa_dm1\clients\1\sv_maxclients\8`)
-	r.list, err = New(Config{Registry: reg, Now: r.clock.Now, Status: func(ctx context.Context, addr string) (*query.Status, error) {
+	r.reg = reg
+	r.statuses, err = NewStatuses(func(ctx context.Context, addr string) (*query.Status, error) {
 		r.queries.Add(1)
 		if st, ok := live[addr]; ok {
 			return st, nil
 		}
 		return nil, fmt.Errorf("no answer")
-	}})
+	}, r.clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(r.list.Close)
+	t.Cleanup(r.statuses.Close)
+	r.list = r.newList(t, Config{})
 	return r
+}
+
+// newList returns another list of the rig's master with cfg.
+func (r *rig) newList(t *testing.T, cfg Config) *List {
+	t.Helper()
+	cfg.Registry, cfg.Statuses, cfg.Now = r.reg, r.statuses, r.clock.Now
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
 }
 
 func (r *rig) get(t *testing.T, from, target string, h http.Header) (*httptest.ResponseRecorder, Page) {
@@ -195,5 +211,112 @@ func TestConfigValidate(t *testing.T) {
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+// fakeProtocol answers every status with its address's entry.
+type fakeProtocol struct {
+	live    map[string]*query.Status
+	queries atomic.Int32
+}
+
+func (*fakeProtocol) Name() string { return "fake" }
+func (p *fakeProtocol) Status(_ context.Context, addr string) (*query.Status, error) {
+	p.queries.Add(1)
+	if st, ok := p.live[addr]; ok {
+		return st, nil
+	}
+	return nil, fmt.Errorf("no answer")
+}
+func (*fakeProtocol) Command(context.Context, string, string, []string) (any, error) {
+	return nil, query.Errorf(http.StatusNotFound, "no commands")
+}
+
+// The servers a game query gateway is configured with are listed beside
+// the master's, each once (one both registered and configured is listed
+// with the gateway's status and the game it registered), with its region,
+// under the same visibility rule for IP addresses, and filtered by
+// region; their statuses come from the gateway's cache: a GET through the
+// gateway afterwards queries nothing more.
+func TestGatewayServersListed(t *testing.T) {
+	r := newRig(t, nil)
+	p := &fakeProtocol{live: map[string]*query.Status{
+		"127.0.0.1:1":     {Name: "Alpha Live", NumPlayers: 5, MaxPlayers: 8, Raw: map[string]any{}},
+		"127.0.0.1:50":    {Name: "Beta", NumPlayers: 1, MaxPlayers: 8, Raw: map[string]any{"gamename": "Xonotic"}},
+		"host.test:27960": {Name: "Gamma", NumPlayers: 0, MaxPlayers: 8, Raw: map[string]any{}},
+		"10.0.0.2:5":      {Name: "Delta", NumPlayers: 2, MaxPlayers: 8, Raw: map[string]any{}},
+	}}
+	gw, err := query.NewGateway(query.Config{Now: r.clock.Now, Servers: map[string]query.Server{
+		"alpha": {Name: "alpha", Address: "127.0.0.1:1", Protocol: p},
+		"beta":  {Name: "beta", Address: "127.0.0.1:50", Protocol: p, Region: "eu-west"},
+		"gamma": {Name: "gamma", Address: "host.test:27960", Protocol: p, Region: "us-east"},
+		"delta": {Name: "delta", Address: "10.0.0.2:5", Protocol: p, Region: "us-east"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	r.list = r.newList(t, Config{Gateways: func() []*query.Gateway { return []*query.Gateway{gw} }})
+	// Until they answer: their names and addresses.
+	if _, pg := r.get(t, "127.0.0.1:9", "/?region=us-east", nil); names(pg) != "delta,gamma" {
+		t.Fatalf("before any answer: %q, want delta,gamma", names(pg))
+	}
+	testutil.WaitFor(t, "every configured server's status", func() bool {
+		_, pg := r.get(t, "127.0.0.1:9", "/", nil)
+		return names(pg) == "Alpha Live,Beta,Delta,Empty,Full,Gamma,Private"
+	})
+	for _, tc := range []struct{ from, target, want string }{
+		{"127.0.0.1:9", "/?region=EU-West", "Beta"},
+		{"127.0.0.1:9", "/?region=us-east&sort=-players", "Delta,Gamma"},
+		{"127.0.0.1:9", "/?game=Xonotic", "Beta"},
+		{"127.0.0.1:9", "/?game=Quake3Arena&not_empty", "Alpha Live,Private"},
+		{"203.0.113.1:9", "/", "Gamma"},
+		{"10.0.0.9:9", "/?region=us-east", "Delta,Gamma"},
+	} {
+		if w, pg := r.get(t, tc.from, tc.target, nil); w.Code != 200 || names(pg) != tc.want {
+			t.Errorf("%s from %s: %d %q, want %q", tc.target, tc.from, w.Code, names(pg), tc.want)
+		}
+	}
+	w, _ := r.get(t, "127.0.0.1:9", "/?region=eu-west", nil)
+	if !strings.Contains(w.Body.String(), `"game":"Xonotic","region":"eu-west"`) {
+		t.Fatalf("no game and region in %s", w.Body)
+	}
+	// The master's own query of 127.0.0.1:1 is not made: the gateway's
+	// status stands for it.
+	if got := p.queries.Load(); got != 4 {
+		t.Fatalf("%d gateway queries, want 4", got)
+	}
+	rec := httptest.NewRecorder()
+	gw.ServeHTTP(rec, httptest.NewRequest("GET", "/beta", nil), "/beta")
+	if rec.Code != 200 || rec.Header().Get("X-Gamegate-Cache") != "hit" || p.queries.Load() != 4 {
+		t.Fatalf("GET /beta through the gateway: %d, cache %q, %d queries; want a hit of the list's query", rec.Code, rec.Header().Get("X-Gamegate-Cache"), p.queries.Load())
+	}
+}
+
+// Two lists of one master (server_list's and server_browser's) with
+// different TTLs share its statuses: each server is queried once.
+func TestListsShareStatuses(t *testing.T) {
+	live := map[string]*query.Status{"127.0.0.1:1": {Name: "Live", Raw: map[string]any{}}}
+	r := newRig(t, live)
+	other := r.newList(t, Config{TTL: time.Hour})
+	testutil.WaitFor(t, "both lists to show the live status", func() bool {
+		a := r.list.Servers(netip.IPv6Loopback())
+		b := other.Servers(netip.IPv6Loopback())
+		has := func(s []Server) bool {
+			for _, x := range s {
+				if x.Status.Name == "Live" {
+					return true
+				}
+			}
+			return false
+		}
+		return has(a) && has(b) && r.queries.Load() == 4
+	})
+	for range 5 {
+		r.list.Servers(netip.IPv6Loopback())
+		other.Servers(netip.IPv6Loopback())
+	}
+	if got := r.queries.Load(); got != 4 {
+		t.Fatalf("%d queries for 4 servers shown by two lists, want 4", got)
 	}
 }

@@ -92,3 +92,22 @@ func IsHostName(s string) bool {
 	last := labels[len(labels)-1]
 	return strings.ContainsFunc(last, func(r rune) bool { return r < '0' || r > '9' })
 }
+
+// AddrPortOf returns the IP address and port of a (a *net.UDPAddr, a
+// *net.TCPAddr, or anything whose String is ip:port), the IP unmapped so
+// that one IPv4 client has one form on dual-stack sockets. It returns the
+// zero AddrPort for an address it cannot read.
+func AddrPortOf(a net.Addr) netip.AddrPort {
+	var ap netip.AddrPort
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		ap = a.AddrPort()
+	case *net.TCPAddr:
+		ap = a.AddrPort()
+	case nil:
+		return netip.AddrPort{}
+	default:
+		ap, _ = netip.ParseAddrPort(a.String())
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}

@@ -3,6 +3,7 @@ package netaddr
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -82,5 +83,33 @@ func TestIsHostName(t *testing.T) {
 		if got := IsHostName(in); got != want {
 			t.Errorf("IsHostName(%q): got %v, want %v", in, got, want)
 		}
+	}
+}
+
+type textAddr string
+
+func (a textAddr) Network() string { return "test" }
+func (a textAddr) String() string  { return string(a) }
+
+func TestAddrPortOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   net.Addr
+		want netip.AddrPort
+	}{
+		{"udp4", &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 7}, netip.MustParseAddrPort("192.0.2.1:7")},
+		{"udp mapped", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("[::ffff:192.0.2.1]:7")), netip.MustParseAddrPort("192.0.2.1:7")},
+		{"udp6", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("[2001:db8::1]:9")), netip.MustParseAddrPort("[2001:db8::1]:9")},
+		{"tcp mapped", net.TCPAddrFromAddrPort(netip.MustParseAddrPort("[::ffff:10.0.0.1]:80")), netip.MustParseAddrPort("10.0.0.1:80")},
+		{"text mapped", textAddr("[::ffff:10.0.0.1]:80"), netip.MustParseAddrPort("10.0.0.1:80")},
+		{"text not an address", textAddr("pipe"), netip.AddrPort{}},
+		{"nil", nil, netip.AddrPort{}},
+		{"nil udp", (*net.UDPAddr)(nil), netip.AddrPort{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := AddrPortOf(tc.in); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -83,6 +83,27 @@ func Peek(b []byte) (header uint32, typ Type, err error) {
 	return 0, 0, wire.NewDecodeError("header", 0, wire.ErrMagic)
 }
 
+// MaxRequest is the longest request LooksLikeRequest accepts, in bytes:
+// the longest request (A2S_INFO with a challenge) is 29 bytes; the rest is
+// slack for clients that pad.
+const MaxRequest = 63
+
+// LooksLikeRequest reports whether b has the shape of a request at fixed
+// offsets: 5 to MaxRequest bytes, the single-datagram header, and the type
+// of A2S_INFO, A2S_PLAYER, A2S_RULES or the legacy challenge request. It is
+// the cheap test that tells a request from another protocol's datagram on
+// a shared port; Request.Decode checks the rest.
+func LooksLikeRequest(b []byte) bool {
+	if len(b) < HeaderLen || len(b) > MaxRequest || binary.LittleEndian.Uint32(b) != HeaderSingle {
+		return false
+	}
+	switch Type(b[4]) {
+	case TypeInfoRequest, TypePlayerRequest, TypeRulesRequest, TypeChallengeRequest:
+		return true
+	}
+	return false
+}
+
 // begin checks a message's header and type and returns a Reader after them.
 func begin(b []byte, want ...Type) (wire.Reader, Type, error) {
 	h, t, err := Peek(b)

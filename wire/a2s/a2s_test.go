@@ -408,3 +408,27 @@ func TestConcatenatedStreamAllocs(t *testing.T) {
 	}
 	t.Logf("a %d-byte answer of two streams: %d bytes allocated, %v", len(frag), perRun, err)
 }
+
+func TestLooksLikeRequest(t *testing.T) {
+	info, _ := (&Request{Type: TypeInfoRequest, HasChallenge: true, Challenge: 7}).AppendTo(nil)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want bool
+	}{
+		{"A2S_INFO", info, true},
+		{"A2S_PLAYER", []byte{0xFF, 0xFF, 0xFF, 0xFF, 'U', 0xFF, 0xFF, 0xFF, 0xFF}, true},
+		{"A2S_RULES", []byte{0xFF, 0xFF, 0xFF, 0xFF, 'V', 1, 2, 3, 4}, true},
+		{"challenge request", []byte{0xFF, 0xFF, 0xFF, 0xFF, 'W'}, true},
+		{"header only", []byte{0xFF, 0xFF, 0xFF, 0xFF}, false},
+		{"split header", []byte{0xFE, 0xFF, 0xFF, 0xFF, 'T'}, false},
+		{"an answer", []byte{0xFF, 0xFF, 0xFF, 0xFF, 'I', 17}, false},
+		{"longer than MaxRequest", append(append([]byte(nil), info...), make([]byte, MaxRequest)...), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LooksLikeRequest(tc.in); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

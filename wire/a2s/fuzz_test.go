@@ -19,6 +19,9 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, kind := range []string{"request", "challenge", "info", "players", "rules"} {
 			out, err := codec(kind, b)
+			if kind == "request" && err == nil && len(b) <= MaxRequest && !LooksLikeRequest(b) {
+				t.Fatalf("LooksLikeRequest refuses %x, which decodes", b)
+			}
 			if err != nil {
 				var de *wire.DecodeError
 				if !errors.As(err, &de) {

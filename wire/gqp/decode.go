@@ -2,6 +2,20 @@ package gqp
 
 import "github.com/gamegate/gamegate/wire"
 
+// LooksLikeQuery reports whether b has the shape of a query at its ends:
+// 2 to MaxQuery bytes, and either an encoding header's SOH first (a query
+// in an encoding a server refuses need not end with EOT; it is answered
+// with status 40) or a printable byte (a command's name) first and EOT
+// last. It is the cheap test that tells a query from another protocol's
+// datagram on a shared port; Decode checks the grammar between.
+func LooksLikeQuery(b []byte) bool {
+	if len(b) < 2 || len(b) > MaxQuery {
+		return false
+	}
+	c := b[0]
+	return c == SOH || (c >= 0x20 && c != DEL && b[len(b)-1] == EOT)
+}
+
 // Decode parses one whole query, EOT included, into q. Commands and their
 // slices alias b, and q's slices are reused. On error q holds whatever was
 // decoded before it, except that after [ErrUnsupportedEncoding] q.Encoding

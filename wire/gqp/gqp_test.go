@@ -782,6 +782,9 @@ func FuzzQuery(f *testing.F) {
 	var reused Query
 	f.Fuzz(func(t *testing.T, in []byte) {
 		q, err := testutil.RoundTrip(t, in, &reused, vs["multi-query"].Bytes, dumpQuery)
+		if (err == nil || errors.Is(err, ErrUnsupportedEncoding)) && !LooksLikeQuery(in) {
+			t.Fatalf("LooksLikeQuery refuses %x, which decodes", in)
+		}
 		if errors.Is(err, ErrUnsupportedEncoding) && (len(q.Encoding) == 0 || len(q.Commands) != 0) {
 			t.Fatalf("after ErrUnsupportedEncoding: got encoding %q and %d commands", q.Encoding, len(q.Commands))
 		}
@@ -836,4 +839,28 @@ func BenchmarkResponseEncode(b *testing.B) {
 		b.Fatal(err)
 	}
 	testutil.BenchEncode(b, &r)
+}
+
+func TestLooksLikeQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want bool
+	}{
+		{"command", []byte("ping\x04"), true},
+		{"encoding header", []byte("\x01identity\x06ping\x04"), true},
+		{"unsupported encoding", []byte("\x01gzip\x06\x1f\x8b"), true},
+		{"command with arguments", []byte("players\x1e1\x04"), true},
+		{"EOT only", []byte{EOT}, false},
+		{"no EOT", []byte("ping"), false},
+		{"control byte first", []byte("\x02ping\x04"), false},
+		{"DEL first", []byte("\x7fping\x04"), false},
+		{"longer than MaxQuery", append(bytes.Repeat([]byte("a"), MaxQuery), EOT), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LooksLikeQuery(tc.in); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -135,6 +135,17 @@ type Request struct {
 	Custom  []byte // the client's data, echoed in the response
 }
 
+// LooksLikeRequest reports whether b has the shape of a request at fixed
+// offsets: 3 to 1500 bytes, magic 0x59, version 0 and flow control 0, and a
+// title length that is not zero and ends within b. It is the cheap test
+// that tells a request from another protocol's datagram on a shared port;
+// Decode checks the rest (the title's encoding).
+func LooksLikeRequest(b []byte) bool {
+	return len(b) >= MinRequest && len(b) <= MaxPacket &&
+		b[0] == RequestMagic && b[1] == Version<<4 &&
+		b[2] != 0 && headerLen+int(b[2]) <= len(b)
+}
+
 // Decode parses b into r. Title and Custom alias b.
 func (r *Request) Decode(b []byte) error {
 	switch {

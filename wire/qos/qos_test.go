@@ -254,6 +254,9 @@ func FuzzRequest(f *testing.F) {
 		if !testutil.Decodes(t, in, r.Decode) {
 			return
 		}
+		if !LooksLikeRequest(in) {
+			t.Fatalf("LooksLikeRequest refuses %x, which decodes", in)
+		}
 		out, err := r.AppendTo(nil)
 		if err != nil {
 			t.Fatalf("re-encoding a decoded request: %v", err)
@@ -305,4 +308,30 @@ func BenchmarkResponseEncode(b *testing.B) {
 func BenchmarkResponseDecode(b *testing.B) {
 	var r Response
 	testutil.BenchDecode(b, testutil.Vectors(b)["unity-response"].Bytes, r.Decode)
+}
+
+func TestLooksLikeRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want bool
+	}{
+		{"empty title", []byte{0x59, 0x00, 0x01}, true},
+		{"title and custom", []byte{0x59, 0x00, 0x03, 'a', 'b', 1, 2}, true},
+		{"title not UTF-8 (Decode's to refuse)", []byte{0x59, 0x00, 0x02, 0xFF}, true},
+		{"short", []byte{0x59, 0x00}, false},
+		{"response magic", []byte{0x95, 0x00, 0x01}, false},
+		{"version 1", []byte{0x59, 0x10, 0x01}, false},
+		{"flow set", []byte{0x59, 0x01, 0x01}, false},
+		{"title length zero", []byte{0x59, 0x00, 0x00}, false},
+		{"title past the end", []byte{0x59, 0x00, 0x03, 'a'}, false},
+		{"1501 bytes", append([]byte{0x59, 0x00, 0x01}, make([]byte, MaxPacket-2)...), false},
+		{"1500 bytes", append([]byte{0x59, 0x00, 0x01}, make([]byte, MaxPacket-3)...), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LooksLikeRequest(tc.in); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

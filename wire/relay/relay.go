@@ -252,6 +252,14 @@ func PeekHeader(b []byte) (Type, error) {
 	return t, nil
 }
 
+// LooksLikeMessage reports whether b starts with a header PeekHeader
+// accepts: the cheap test that tells a relay message from another
+// protocol's datagram on a shared port.
+func LooksLikeMessage(b []byte) bool {
+	_, err := PeekHeader(b)
+	return err == nil
+}
+
 // checkHeader checks that b starts with a version-0 header of type t.
 func checkHeader(b []byte, t Type) error {
 	switch {

@@ -41,6 +41,19 @@ func StartCaddy(caddyfile string) error {
 	return caddy.Load(cfg, false)
 }
 
+// StartCaddyOnFreePorts loads the Caddyfile config returns, calling it
+// again (for new ports from FreeAddr) when a port it chose was taken in
+// the meantime: the machine may be shared.
+func StartCaddyOnFreePorts(config func() string) error {
+	var err error
+	for range 5 {
+		if err = StartCaddy(config()); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+	}
+	return err
+}
+
 // FreeAddr returns a loopback address whose port (udp or tcp) was free a
 // moment ago.
 func FreeAddr(network string) string {
@@ -149,4 +162,25 @@ func Rounds[T any](rounds int, pause time.Duration, targets []T, run func(round,
 		loads = append(loads, LoadAverage())
 	}
 	return loads
+}
+
+// ListenEcho starts the bare baseline of the UDP workloads: a plain Go
+// echo loop on loopback (one reader, ReadFrom, WriteTo), the floor of what
+// any UDP echo in Go costs. Closing the connection stops it.
+func ListenEcho() (*net.UDPConn, error) {
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			_, _ = conn.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	return conn, nil
 }

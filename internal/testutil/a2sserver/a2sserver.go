@@ -55,15 +55,31 @@ type Config struct {
 // Start starts a canned A2S server; it stops with the test.
 func Start(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	s, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Listen starts a canned A2S server outside a test (a benchmark's
+// upstream); Close stops it.
+func Listen(cfg Config) (*Server, error) {
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{Addr: conn.LocalAddr().String(), conn: conn, cfg: cfg, challenge: 0x2A5B3C4D}
 	s.wg.Add(1)
 	go s.serve()
-	t.Cleanup(func() { conn.Close(); s.wg.Wait() })
-	return s
+	return s, nil
+}
+
+// Close stops the server and waits for it.
+func (s *Server) Close() {
+	s.conn.Close()
+	s.wg.Wait()
 }
 
 // Received is how many datagrams the server has received.

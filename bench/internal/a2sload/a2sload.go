@@ -1,0 +1,247 @@
+// Package a2sload measures cached A2S_INFO answers per second through
+// gamegate's A2S shield, on the gamegate app and on a caddy-l4 route, in
+// front of a real A2S game server (internal/testutil/a2sserver), against a
+// bare Go echo loop measured in the same rounds.
+//
+// The clients query as real ones do: an A2S_INFO request without a
+// challenge, the shield's S2C_CHALLENGE, the request again with it, the
+// answer: two round trips per answer. Against the echo loop the same client
+// sends the same datagrams, and the echo of each plays the answer's part, so
+// a query is two round trips there too. Every client socket keeps a window
+// of queries in flight. The answers come from the shield's cache: the game
+// server is asked once per ttl.
+package a2sload
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/gamegate/gamegate/bench/internal/benchutil"
+	"github.com/gamegate/gamegate/internal/testutil/a2sserver"
+	wirea2s "github.com/gamegate/gamegate/wire/a2s"
+)
+
+// Config is one run's load and rounds.
+type Config struct {
+	Clients  int           // client sockets per target
+	Inflight int           // queries in flight per client socket
+	Duration time.Duration // measuring time per target per round
+	Rounds   int           // rounds over all targets
+	Pause    time.Duration // idle time between rounds
+	Warmup   time.Duration // load on every target before the rounds
+	// CPUProfile, if set, is written with a CPU profile of the rounds.
+	CPUProfile string
+}
+
+type target struct {
+	name, label, addr string
+	rates             []float64
+	lost              int
+}
+
+// Run starts the game server, the echo loop and the shields in this
+// process, measures them and stops them.
+func Run(cfg Config) (*benchutil.Workload, error) {
+	game, err := a2sserver.Listen(a2sserver.Config{InfoChallenge: true, Info: wirea2s.Info{
+		Protocol: 17, Name: []byte("gamegate bench"), Map: []byte("de_dust2"), Folder: []byte("csgo"),
+		Game: []byte("Counter-Strike 2"), AppID: 730, Players: 12, MaxPlayers: 24, ServerType: 'd',
+		Environment: 'l', VAC: 1, Version: []byte("1.40.1.2"), EDF: wirea2s.EDFPort, Port: 27015,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	defer game.Close()
+	bare, err := benchutil.ListenEcho()
+	if err != nil {
+		return nil, err
+	}
+	defer bare.Close()
+	var app, l4 string
+	// No limit of the shield's should bind: every client is on 127.0.0.1,
+	// one source.
+	const limits = `ttl 1h
+				rate 1000000000
+				burst 1000000000
+				byte_rate 1073741824
+				byte_burst 1073741824
+				total_byte_rate 1073741824
+				total_byte_burst 1073741824`
+	if err := benchutil.StartCaddyOnFreePorts(func() string {
+		app, l4 = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+		return fmt.Sprintf(`{
+	layer4 {
+		udp/%[2]s {
+			route {
+				a2s_shield %[3]s {
+				%[4]s
+				}
+			}
+		}
+	}
+	gamegate {
+		udp %[1]s {
+			a2s_shield %[3]s {
+				%[4]s
+			}
+		}
+	}
+}
+`, app, l4, game.Addr, limits)
+	}); err != nil {
+		return nil, err
+	}
+	defer caddy.Stop() //nolint:errcheck
+
+	targets := []*target{
+		{name: "bare", label: "bare Go echo loop", addr: bare.LocalAddr().String()},
+		{name: "gg-a2s", label: "gamegate app `a2s_shield`, default readers", addr: app},
+		{name: "l4-a2s", label: "layer4 `a2s_shield` route", addr: l4},
+	}
+	for _, t := range targets {
+		if _, _, err := runLoad(t.addr, cfg.Clients, cfg.Inflight, max(cfg.Warmup, 100*time.Millisecond)); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var runErr error
+	loads := benchutil.Rounds(cfg.Rounds, cfg.Pause, targets, func(_, _ int, t *target) {
+		if runErr != nil {
+			return
+		}
+		rate, lost, err := runLoad(t.addr, cfg.Clients, cfg.Inflight, cfg.Duration)
+		if err != nil {
+			runErr = fmt.Errorf("%s: %w", t.name, err)
+		}
+		t.rates = append(t.rates, rate)
+		t.lost += lost
+	})
+	if runErr != nil {
+		return nil, runErr
+	}
+	if n := game.ReceivedOf(wirea2s.TypeInfoRequest); n > 4*int64(cfg.Rounds+2) {
+		return nil, fmt.Errorf("the game server was asked %d times: the answers did not come from the cache", n)
+	}
+	w := &benchutil.Workload{
+		Unit: "answers/s", Loads: loads,
+		Command: fmt.Sprintf("go run ./bench/run -only a2s -rounds %d -duration %v", cfg.Rounds, cfg.Duration),
+		Comparisons: []benchutil.Comparison{
+			{Target: "gg-a2s", Baseline: "bare", Goal: 0.9},
+			{Target: "l4-a2s", Baseline: "bare"},
+		},
+	}
+	for _, t := range targets {
+		w.Targets = append(w.Targets, &benchutil.Target{Name: t.name, Label: t.label, Rates: t.rates,
+			Extra: fmt.Sprintf("%d lost", t.lost)})
+	}
+	return w, nil
+}
+
+// runLoad keeps inflight queries outstanding on each of clients sockets
+// for d and returns the answers per second (echo: queries of two round
+// trips each) and the datagrams never answered.
+func runLoad(addr string, clients, inflight int, d time.Duration) (float64, int, error) {
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return 0, 0, err
+	}
+	var first, again []byte
+	first, _ = (&wirea2s.Request{Type: wirea2s.TypeInfoRequest}).AppendTo(nil)
+	again, _ = (&wirea2s.Request{Type: wirea2s.TypeInfoRequest, HasChallenge: true}).AppendTo(nil)
+	start := time.Now()
+	stopAt := start.Add(d)
+	var wg sync.WaitGroup
+	var answers, lost atomic.Int64
+	errs := make(chan error, clients)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := net.DialUDP("udp", nil, raddr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close()
+			_ = conn.SetReadBuffer(1 << 20)
+			out := make([]byte, len(again))
+			sent, received, n := 0, 0, 0
+			send := func(b []byte) {
+				if _, err := conn.Write(b); err == nil {
+					sent++
+				}
+			}
+			for range inflight {
+				send(first)
+			}
+			buf := make([]byte, 2048)
+			for time.Now().Before(stopAt) {
+				_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+				k, err := conn.Read(buf)
+				if err != nil {
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() {
+						for range inflight { // the window is lost: refill it
+							send(first)
+						}
+						continue
+					}
+					errs <- err
+					return
+				}
+				received++
+				switch {
+				case k == wirea2s.ChallengeLen && buf[4] == byte(wirea2s.TypeChallenge):
+					// The shield's challenge: ask again with it.
+					copy(out, again)
+					copy(out[len(out)-4:], buf[5:9])
+					send(out)
+				case k == len(first):
+					// The echo of a first request plays the challenge.
+					send(again)
+				default: // an answer (or the echo of a request with a challenge)
+					n++
+					send(first)
+				}
+			}
+			// Late answers count as received, not as answered in time.
+			for received < sent {
+				_ = conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+				if _, err := conn.Read(buf); err != nil {
+					break
+				}
+				received++
+			}
+			answers.Add(int64(n))
+			lost.Add(int64(sent - received))
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, 0, err
+	default:
+	}
+	elapsed := time.Since(start)
+	if d > 0 {
+		elapsed = d
+	}
+	return float64(answers.Load()) / elapsed.Seconds(), int(lost.Load()), nil
+}

@@ -1,0 +1,489 @@
+// Package relayload measures messages forwarded between two loopback
+// clients per second, their round-trip time and the messages lost, through:
+//
+//   - direct: no forwarder at all (the clients' own cost, for reference);
+//   - bare: a plain Go UDP forwarder (one goroutine, ReadFrom/WriteTo);
+//   - proxy: caddy-l4's own UDP proxy route;
+//   - l4-relay: gamegate's relay as a caddy-l4 handler;
+//   - gg-relay-1: the relay on gamegate's own UDP server, one reader
+//     (recvmmsg/sendmmsg batches of 32);
+//   - gg-relay: the same with the default readers (one per CPU, each on
+//     its own SO_REUSEPORT socket).
+//
+// The relay targets forward RELAY messages between bound, connected
+// allocations, unchanged; the others carry datagrams of the same size.
+// Client A keeps a window of messages in flight to B, which sends each one
+// straight back, so every round trip is two forwarded messages. Targets are
+// measured in rounds, in alternating order; each round's throughput is
+// divided by the bare forwarder's and caddy-l4 proxy's of the same round,
+// and the median and range of those ratios are reported with the machine's
+// load average. The command is bench/relayload; bench/run runs it too.
+package relayload
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/gamegate/gamegate/bench/internal/benchutil"
+	"github.com/gamegate/gamegate/handlers/relay"
+	wirerelay "github.com/gamegate/gamegate/wire/relay"
+)
+
+const secret = "relayload-secret-0123456789abcdef"
+
+type target struct {
+	name, label string
+	to, bTo     string // where A sends, and where B answers (empty: the sender)
+	relay       bool   // forwards RELAY messages between bound allocations
+	msg, reply  []byte
+	res         []result
+}
+
+// Config is one run's load and rounds.
+type Config struct {
+	Window     int           // messages in flight
+	Size       int           // content bytes per message
+	Duration   time.Duration // measuring time per target per round
+	Rounds     int           // rounds over all targets
+	Pause      time.Duration // idle time between rounds (the machine is shared)
+	Warmup     time.Duration // load on every target before the rounds
+	Only       string        // measure only this target, beside direct, bare and proxy
+	CPUProfile string        // write a CPU profile of the measured rounds here
+}
+
+// Result is what a run measured.
+type Result struct {
+	Config  Config
+	Targets []*target
+	Loads   []string // load average before the rounds and after each
+	At      time.Time
+}
+
+// Run starts the forwarders in this process, measures them and stops them.
+func Run(cfg Config) (*Result, error) {
+	// B listens on a fixed port so that the proxy route can name it.
+	bConn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	defer bConn.Close()
+	aConn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	defer aConn.Close()
+	for _, c := range []*net.UDPConn{aConn, bConn} {
+		_ = c.SetReadBuffer(4 << 20)
+		_ = c.SetWriteBuffer(4 << 20)
+	}
+	var proxyAddr, l4Addr, gg1Addr, ggAddr string
+	if err := benchutil.StartCaddyOnFreePorts(func() string {
+		proxyAddr, l4Addr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+		gg1Addr, ggAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
+		return fmt.Sprintf(`{
+	layer4 {
+		udp/%[1]s {
+			route {
+				relay {
+					secrets %[5]s
+					name l4
+					idle_timeout 10m
+				}
+			}
+		}
+		udp/%[2]s {
+			route {
+				proxy udp/%[6]s
+			}
+		}
+	}
+	gamegate {
+		udp %[3]s {
+			readers 1
+			relay {
+				secrets %[5]s
+				name gg1
+				idle_timeout 10m
+			}
+		}
+		udp %[4]s {
+			relay {
+				secrets %[5]s
+				name gg
+				idle_timeout 10m
+			}
+		}
+	}
+}
+`, l4Addr, proxyAddr, gg1Addr, ggAddr, secret, bConn.LocalAddr())
+	}); err != nil {
+		return nil, err
+	}
+	defer caddy.Stop() //nolint:errcheck
+	bare, err := startBareForwarder(aConn.LocalAddr().(*net.UDPAddr), bConn.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		return nil, err
+	}
+	defer bare.Close()
+
+	raw := make([]byte, wirerelay.HeaderLen+16+16+2+cfg.Size) // the size of a RELAY with Size content bytes
+	targets := []*target{
+		{name: "direct", label: "direct, no forwarder", to: bConn.LocalAddr().String(), bTo: aConn.LocalAddr().String(), msg: raw, reply: raw},
+		{name: "bare", label: "bare Go forwarder", to: bare.LocalAddr().String(), msg: raw, reply: raw},
+		{name: "proxy", label: "caddy-l4 `proxy`", to: proxyAddr, msg: raw, reply: raw},
+		{name: "l4-relay", label: "layer4 `relay` route", to: l4Addr, relay: true},
+		{name: "gg-relay-1", label: "gamegate app `relay`, 1 reader", to: gg1Addr, relay: true},
+		{name: "gg-relay", label: "gamegate app `relay`, default readers", to: ggAddr, relay: true},
+	}
+	for _, t := range targets {
+		if t.relay {
+			aID, bID, err := bindPair(aConn, bConn, t.to)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", t.name, err)
+			}
+			t.msg, _ = (&wirerelay.Relay{From: aID, To: bID, Content: make([]byte, cfg.Size)}).AppendTo(nil)
+			t.reply, _ = (&wirerelay.Relay{From: bID, To: aID, Content: make([]byte, cfg.Size)}).AppendTo(nil)
+		}
+	}
+	if cfg.Only != "" {
+		targets = slices.DeleteFunc(targets, func(t *target) bool {
+			return t.name != cfg.Only && t.name != "direct" && t.name != "bare" && t.name != "proxy"
+		})
+	}
+	run := func(t *target, run uint32, d time.Duration) result {
+		return measure(aConn, bConn, t, run, cfg.Window, d)
+	}
+	for i, t := range targets {
+		run(t, uint32(i), cfg.Warmup)
+	}
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	loads := benchutil.Rounds(cfg.Rounds, cfg.Pause, targets, func(r, i int, t *target) {
+		t.res = append(t.res, run(t, uint32(len(targets)*(r+1)+i), cfg.Duration))
+	})
+	return &Result{Config: cfg, Targets: targets, Loads: loads, At: time.Now()}, nil
+}
+
+// Print writes the result as a table.
+func (r *Result) Print(w io.Writer) {
+	targets := r.Targets
+	byName := map[string]*target{}
+	for _, t := range targets {
+		byName[t.name] = t
+	}
+	fmt.Fprintf(w, "%s: one client pair, %d messages in flight, %d-byte datagrams, %d rounds × %v per target\n",
+		r.At.UTC().Format(time.RFC3339), r.Config.Window, len(targets[0].msg), r.Config.Rounds, r.Config.Duration)
+	fmt.Fprintf(w, "load average (1 min) before the rounds and after each: %s (%d CPUs)\n", strings.Join(r.Loads, ", "), runtime.NumCPU())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tFORWARDED/S\tRTT P50\tRTT P99\tLOST/SENT\tVS BARE: MEDIAN (RANGE)\tVS CADDY-L4 PROXY: MEDIAN (RANGE)\tCPU/MESSAGE: MEDIAN (RANGE)")
+	for _, t := range targets {
+		s := summarize(t.res)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0fµs\t%.0fµs\t%d/%d\t%s\t%s\t%s\n", t.name, s.forwarded, s.p50, s.p99, s.lost, s.sent,
+			ratios(t, byName["bare"]), ratios(t, byName["proxy"]), cpuPerMessage(t, byName["direct"]))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "CPU/MESSAGE: the forwarder's CPU time (user and system) per message forwarded: the process's per round trip,")
+	fmt.Fprintln(w, "less the clients' own (direct's in the same round), halved; it hardly depends on the machine's load.")
+}
+
+// cpuPerMessage formats the median and range of t's CPU time per message
+// forwarded, or "-" for the direct target.
+func cpuPerMessage(t, direct *target) string {
+	if direct == nil || t == direct {
+		return "-"
+	}
+	m, lo, hi := benchutil.Spread(forwarderCPU(t, direct))
+	return fmt.Sprintf("%.2fµs (%.2f–%.2f)", m, lo, hi)
+}
+
+// Workload returns the result for the benchmark page: messages forwarded
+// per second, round by round, and the gamegate paths over the bare
+// forwarder (goal 1.0×) and over caddy-l4's proxy.
+func (r *Result) Workload(id, title, about string) *benchutil.Workload {
+	w := &benchutil.Workload{
+		ID: id, Title: title, About: about, Unit: "forwarded/s", Loads: r.Loads,
+		Command: fmt.Sprintf("go run ./bench/relayload -window %d -rounds %d -duration %v", r.Config.Window, r.Config.Rounds, r.Config.Duration),
+		Notes: []string{"CPU/message: the forwarder's CPU time (user and system) per message forwarded: the process's per " +
+			"round trip less the clients' own (the direct target's in the same round), halved; it depends far less on " +
+			"the machine's load than throughput does."},
+	}
+	var direct *target
+	for _, t := range r.Targets {
+		if t.name == "direct" {
+			direct = t
+		}
+	}
+	for _, t := range r.Targets {
+		s := summarize(t.res)
+		bt := &benchutil.Target{Name: t.name, Label: t.label, P50: s.p50, P99: s.p99,
+			Extra: fmt.Sprintf("%d/%d lost, CPU/message %s", s.lost, s.sent, cpuPerMessage(t, direct))}
+		for _, res := range t.res {
+			bt.Rates = append(bt.Rates, res.rate())
+		}
+		w.Targets = append(w.Targets, bt)
+	}
+	for _, c := range []benchutil.Comparison{
+		{Target: "gg-relay", Baseline: "bare", Goal: 1}, {Target: "gg-relay", Baseline: "proxy", Goal: 1},
+		{Target: "gg-relay-1", Baseline: "bare"}, {Target: "l4-relay", Baseline: "bare"}, {Target: "proxy", Baseline: "bare"},
+	} {
+		if w.Target(c.Target) != nil && w.Target(c.Baseline) != nil {
+			w.Comparisons = append(w.Comparisons, c)
+		}
+	}
+	return w
+}
+
+// ratios formats the median and range of t's throughput over base's, round
+// by round.
+func ratios(t, base *target) string {
+	if base == nil {
+		return "-"
+	}
+	var xs []float64
+	for i := range t.res {
+		xs = append(xs, t.res[i].rate()/base.res[i].rate())
+	}
+	return benchutil.FormatSpread(xs)
+}
+
+// startBareForwarder forwards every datagram from a to b and from b to a.
+func startBareForwarder(a, b *net.UDPAddr) (*net.UDPConn, error) {
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	ap, bp := a.AddrPort(), b.AddrPort()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			to := bp
+			if from == bp {
+				to = ap
+			}
+			_, _ = conn.WriteToUDPAddrPort(buf[:n], to)
+		}
+	}()
+	return conn, nil
+}
+
+// bindPair binds A and B to the relay (B as the host) and connects A to B.
+func bindPair(aConn, bConn *net.UDPConn, relayAddr string) (wirerelay.AllocationID, wirerelay.AllocationID, error) {
+	var ids [2]wirerelay.AllocationID
+	sealer, err := relay.NewSealer([]byte(secret))
+	if err != nil {
+		return ids[0], ids[1], err
+	}
+	ra, err := net.ResolveUDPAddr("udp", relayAddr)
+	if err != nil {
+		return ids[0], ids[1], err
+	}
+	var datas [2][]byte
+	for i, c := range []*net.UDPConn{aConn, bConn} {
+		alloc, _ := relay.NewAllocation(1, "bench", time.Now().Add(time.Hour))
+		data, _ := sealer.Seal(alloc)
+		ids[i], datas[i] = alloc.ID, data
+		m := wirerelay.Bind{ConnectionData: data}
+		if err := m.Sign(alloc.Key[:], wirerelay.Options{Padded: true}); err != nil {
+			return ids[0], ids[1], err
+		}
+		b, _ := m.AppendShipped(nil)
+		if err := expect(c, ra, b, wirerelay.TypeBindReceived); err != nil {
+			return ids[0], ids[1], err
+		}
+	}
+	req, _ := (&wirerelay.ConnectRequest{AllocationID: ids[0], ToConnectionData: datas[1]}).AppendShipped(nil)
+	return ids[0], ids[1], expect(aConn, ra, req, wirerelay.TypeAccepted)
+}
+
+func expect(c *net.UDPConn, to *net.UDPAddr, msg []byte, want wirerelay.Type) error {
+	buf := make([]byte, 2048)
+	for range 20 {
+		_, _ = c.WriteToUDP(msg, to)
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		n, _, err := c.ReadFromUDP(buf)
+		if err == nil {
+			if t, _ := wirerelay.PeekHeader(buf[:n]); t == want {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no %v from the relay", want)
+}
+
+type result struct {
+	roundTrips int
+	cpu        time.Duration // the process's CPU time while measuring
+	sent, lost int
+	elapsed    time.Duration
+	rtts       []time.Duration
+}
+
+// rate is messages forwarded per second (two per round trip).
+func (r result) rate() float64 { return 2 * float64(r.roundTrips) / r.elapsed.Seconds() }
+
+// cpuPerRoundTrip is the process's CPU time per round trip: both clients'
+// and the forwarder's.
+func (r result) cpuPerRoundTrip() time.Duration { return r.cpu / time.Duration(max(1, r.roundTrips)) }
+
+// forwarderCPU returns t's CPU time per forwarded message, round by round:
+// the process's CPU time per round trip less the clients' own (the direct
+// target's of the same round), halved (two messages per round trip).
+func forwarderCPU(t, direct *target) []float64 {
+	var xs []float64
+	for i := range t.res {
+		xs = append(xs, float64(t.res[i].cpuPerRoundTrip()-direct.res[i].cpuPerRoundTrip())/2/1000)
+	}
+	return xs
+}
+
+type summary struct {
+	forwarded, p50, p99 float64
+	sent, lost          int
+}
+
+func summarize(rs []result) summary {
+	var s summary
+	var rtts []time.Duration
+	var el time.Duration
+	n := 0
+	for _, r := range rs {
+		n += r.roundTrips
+		s.sent += r.sent
+		s.lost += r.lost
+		el += r.elapsed
+		rtts = append(rtts, r.rtts...)
+	}
+	rtts = benchutil.Sorted(rtts)
+	s.forwarded = 2 * float64(n) / el.Seconds()
+	s.p50, s.p99 = benchutil.Percentile(rtts, 0.5), benchutil.Percentile(rtts, 0.99)
+	return s
+}
+
+// measure runs A's closed loop against t for d. B answers each message
+// with t.reply carrying A's sequence and timestamp (raw forwarders: the
+// message as is), to t.bTo if set, else to where the message came from.
+// Each message carries the run's number and its sequence: lost is what A
+// sent minus what came back to it, late answers included, and answers to
+// an earlier run are ignored.
+func measure(aConn, bConn *net.UDPConn, t *target, run uint32, window int, d time.Duration) result {
+	dst, _ := net.ResolveUDPAddr("udp", t.to)
+	var bDst *net.UDPAddr
+	if t.bTo != "" {
+		bDst, _ = net.ResolveUDPAddr("udp", t.bTo)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The payload's first 16 bytes (after the RELAY header) carry the run,
+	// a sequence and a send time.
+	const off = wirerelay.HeaderLen + 16 + 16 + 2
+	bDone := make(chan struct{})
+	go func() {
+		defer close(bDone)
+		buf := make([]byte, 2048)
+		out := append([]byte(nil), t.reply...)
+		for ctx.Err() == nil {
+			_ = bConn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			n, from, err := bConn.ReadFromUDP(buf)
+			if err != nil || n < off+16 {
+				continue
+			}
+			if t.relay {
+				copy(out[off:off+16], buf[off:off+16])
+			} else {
+				out = append(out[:0], buf[:n]...) // raw forwarders: echo as is
+			}
+			to := from
+			if bDst != nil {
+				to = bDst
+			}
+			_, _ = bConn.WriteToUDP(out, to)
+		}
+	}()
+	start, cpu0 := time.Now(), benchutil.ProcessCPU()
+	var res result
+	out := append([]byte(nil), t.msg...)
+	binary.BigEndian.PutUint32(out[off:], run)
+	seq := uint32(0)
+	send := func() {
+		binary.BigEndian.PutUint32(out[off+4:], seq)
+		binary.BigEndian.PutUint64(out[off+8:], uint64(time.Since(start)))
+		if _, err := aConn.WriteToUDP(out, dst); err == nil {
+			res.sent++
+		}
+		seq++
+	}
+	for range window {
+		send()
+	}
+	buf := make([]byte, 2048)
+	received := 0
+	// recv reads one answer of this run; false on a timeout.
+	recv := func(timeout time.Duration) (time.Duration, bool) {
+		_ = aConn.SetReadDeadline(time.Now().Add(timeout))
+		for {
+			n, _, err := aConn.ReadFromUDP(buf)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					return 0, false
+				}
+				continue
+			}
+			if n < off+16 || binary.BigEndian.Uint32(buf[off:]) != run {
+				continue
+			}
+			received++
+			return time.Since(start) - time.Duration(binary.BigEndian.Uint64(buf[off+8:])), true
+		}
+	}
+	stop := start.Add(d)
+	for time.Now().Before(stop) {
+		rtt, ok := recv(200 * time.Millisecond)
+		if !ok {
+			for range window { // the window is lost: refill it
+				send()
+			}
+			continue
+		}
+		res.rtts = append(res.rtts, rtt)
+		res.roundTrips++
+		send()
+	}
+	res.elapsed, res.cpu = time.Since(start), benchutil.ProcessCPU()-cpu0
+	// Late answers count as received, not as forwarded in time.
+	for received < res.sent {
+		if _, ok := recv(200 * time.Millisecond); !ok {
+			break
+		}
+	}
+	res.lost = res.sent - received
+	cancel()
+	<-bDone
+	return res
+}

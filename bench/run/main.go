@@ -1,0 +1,212 @@
+// Command run measures every gamegate workload against its baseline, in
+// the same run and in interleaved rounds, and writes BENCHMARKS.md at the
+// repository's root with a chart per workload (bench/charts/*.svg). Run it
+// from anywhere in the repository:
+//
+//	go run ./bench/run            # everything, about 10 minutes on 2 CPUs
+//	go run ./bench/run -quick     # one short round of each: checks, not figures
+//	go run ./bench/run -only game-query -cpuprofile gq.prof
+//
+// See -h for the knobs. Everything listens on loopback; the load
+// generators run in this process, on the same CPUs as the servers, so
+// every figure is reported beside a baseline measured in the same rounds.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gamegate/gamegate/bench/internal/a2sload"
+	"github.com/gamegate/gamegate/bench/internal/benchutil"
+	"github.com/gamegate/gamegate/bench/internal/httpload"
+	"github.com/gamegate/gamegate/bench/internal/qosload"
+	"github.com/gamegate/gamegate/bench/internal/relayload"
+)
+
+// Options are bench/run's flags.
+type Options struct {
+	Rounds     int
+	Duration   time.Duration // UDP workloads, per target per round
+	HTTP       time.Duration // HTTP workloads, per target per round
+	Pause      time.Duration
+	Conns      int
+	Servers    int
+	Only       []string
+	Out        string // the directory BENCHMARKS.md is written to
+	CPUProfile string
+	Quick      bool
+	Log        io.Writer
+}
+
+// Workload IDs, in the page's order.
+var workloadIDs = []string{"qos", "qos-one", "relay", "a2s", "dgram", httpload.Discovery, httpload.GameQuery, httpload.ServerList}
+
+func main() {
+	o := Options{Log: os.Stderr}
+	flag.IntVar(&o.Rounds, "rounds", 5, "interleaved rounds of each workload")
+	flag.DurationVar(&o.Duration, "duration", 2*time.Second, "measuring time per target per round, UDP workloads")
+	flag.DurationVar(&o.HTTP, "http-duration", 3*time.Second, "measuring time per target per round, HTTP workloads")
+	flag.DurationVar(&o.Pause, "pause", 2*time.Second, "idle time between rounds")
+	flag.IntVar(&o.Conns, "conns", 32, "HTTP connections kept busy")
+	flag.IntVar(&o.Servers, "servers", 50, "game servers registered with the master for server_list")
+	only := flag.String("only", "", "comma-separated workloads to run (default all): "+strings.Join(workloadIDs, ", "))
+	flag.StringVar(&o.Out, "out", "", "directory to write BENCHMARKS.md and charts/ to (default: the repository's root, charts in bench/charts)")
+	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured rounds (with -only naming one workload)")
+	flag.BoolVar(&o.Quick, "quick", false, "one short round of each workload: checks that everything runs, measures nothing worth keeping")
+	flag.Parse()
+	if *only != "" {
+		o.Only = strings.Split(*only, ",")
+	}
+	if o.Out == "" {
+		root, err := repoRoot()
+		if err != nil {
+			benchutil.Fatal(err)
+		}
+		o.Out = root
+	}
+	start := time.Now()
+	path, err := Run(o)
+	if err != nil {
+		benchutil.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s in %v\n", path, time.Since(start).Round(time.Second))
+}
+
+// Run runs the workloads o names and writes the page and the charts,
+// returning the page's path.
+func Run(o Options) (string, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Quick {
+		o.Rounds, o.Duration, o.HTTP, o.Pause = 1, 100*time.Millisecond, 100*time.Millisecond, 0
+		o.Conns, o.Servers = min(max(o.Conns, 1), 8), min(max(o.Servers, 1), 5)
+	}
+	if o.Rounds < 1 || o.Duration <= 0 || o.HTTP <= 0 || o.Conns < 1 || o.Servers < 1 {
+		return "", fmt.Errorf("rounds, durations, conns and servers must be positive")
+	}
+	for _, id := range o.Only {
+		if !slices.Contains(workloadIDs, id) {
+			return "", fmt.Errorf("no workload %q (there are %s)", id, strings.Join(workloadIDs, ", "))
+		}
+	}
+	if o.CPUProfile != "" && len(o.Only) != 1 {
+		return "", fmt.Errorf("-cpuprofile profiles one workload: name it with -only")
+	}
+	want := func(id string) bool { return len(o.Only) == 0 || slices.Contains(o.Only, id) }
+	warmup := 500 * time.Millisecond
+	if o.Quick {
+		warmup = 0
+	}
+	page := Page{Machine: machine(), Quick: o.Quick, Started: time.Now(), LoadBefore: loadAverages()}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(o.Log, "bench: %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+	udp := func(id string, run func() (*benchutil.Workload, error)) error {
+		if !want(id) {
+			return nil
+		}
+		logf("%s", id)
+		w, err := run()
+		if err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		page.Workloads = append(page.Workloads, w)
+		return nil
+	}
+	steps := []struct {
+		id  string
+		run func() (*benchutil.Workload, error)
+	}{
+		{"qos", func() (*benchutil.Workload, error) {
+			r, err := qosload.Run(qosload.Config{Clients: 8, Inflight: 16, Duration: o.Duration, Rounds: o.Rounds,
+				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
+			if err != nil {
+				return nil, err
+			}
+			return r.Workload("qos", "QoS echo under load", qosAbout), nil
+		}},
+		{"qos-one", func() (*benchutil.Workload, error) {
+			r, err := qosload.Run(qosload.Config{Clients: 1, Inflight: 1, Duration: o.Duration, Rounds: o.Rounds,
+				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
+			if err != nil {
+				return nil, err
+			}
+			return r.Workload("qos-one", "QoS echo, one request in flight", qosOneAbout), nil
+		}},
+		{"relay", func() (*benchutil.Workload, error) {
+			r, err := relayload.Run(relayload.Config{Window: 64, Size: 100, Duration: o.Duration, Rounds: o.Rounds,
+				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
+			if err != nil {
+				return nil, err
+			}
+			return r.Workload("relay", "Relay forwarding", relayAbout), nil
+		}},
+		{"a2s", func() (*benchutil.Workload, error) {
+			w, err := a2sload.Run(a2sload.Config{Clients: 8, Inflight: 8, Duration: o.Duration, Rounds: o.Rounds,
+				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
+			if err != nil {
+				return nil, err
+			}
+			w.ID, w.Title, w.About = "a2s", "A2S shield: cached A2S_INFO over UDP", a2sAbout
+			return w, nil
+		}},
+		{"dgram", func() (*benchutil.Workload, error) {
+			benchtime := "1s"
+			if o.Quick {
+				benchtime = "1000x"
+			}
+			w, err := dgramWorkload(o.Rounds, benchtime, o.Pause, o.Log)
+			if err != nil {
+				return nil, err
+			}
+			w.ID, w.Title, w.About = "dgram", "dgram's echo benchmark", dgramAbout
+			return w, nil
+		}},
+	}
+	for _, s := range steps {
+		if err := udp(s.id, s.run); err != nil {
+			return "", err
+		}
+	}
+	var httpIDs []string
+	for _, id := range []string{httpload.Discovery, httpload.GameQuery, httpload.ServerList} {
+		if want(id) {
+			httpIDs = append(httpIDs, id)
+		}
+	}
+	if len(httpIDs) > 0 {
+		logf("%s", strings.Join(httpIDs, ", "))
+		ws, err := httpload.Run(httpload.Config{Conns: o.Conns, Duration: o.HTTP, Rounds: o.Rounds, Pause: o.Pause,
+			Warmup: warmup, Servers: o.Servers, Workloads: httpIDs, CPUProfile: o.CPUProfile})
+		if err != nil {
+			return "", fmt.Errorf("http: %w", err)
+		}
+		for _, w := range ws {
+			w.Title, w.About = httpText[w.ID][0], httpText[w.ID][1]
+		}
+		page.Workloads = append(page.Workloads, ws...)
+	}
+	page.Finished, page.LoadAfter = time.Now(), loadAverages()
+	return page.Write(o.Out)
+}
+
+// repoRoot finds the module's root from the working directory.
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("run bench/run inside the gamegate repository, or give -out")
+	}
+	return filepath.Dir(mod), nil
+}
