@@ -427,7 +427,7 @@ func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 type A2SShieldProtocol struct {
 	A2SShield
 
-	workers workers[a2sJob]
+	workers dgram.Workers[a2sJob]
 }
 
 // a2sJob is a validated request waiting for the game server's answer.
@@ -455,7 +455,7 @@ func (p *A2SShieldProtocol) Provision(ctx caddy.Context) error {
 	if err := p.A2SShield.Provision(ctx); err != nil {
 		return err
 	}
-	p.workers.start(a2sWorkers, a2sQueueCap, p.serve, func(a2sJob) {
+	p.workers.Start(a2sWorkers, a2sQueueCap, p.serve, func(a2sJob) {
 		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
 	})
 	return nil
@@ -466,7 +466,7 @@ func (p *A2SShieldProtocol) Provision(ctx caddy.Context) error {
 // wait for it, and the upstream queries end with the configuration. In
 // that order, so that no worker takes a query's end for an answer.
 func (p *A2SShieldProtocol) Cleanup() error {
-	p.workers.close()
+	p.workers.Close()
 	return p.A2SShield.Cleanup()
 }
 
@@ -498,7 +498,7 @@ func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, d
 	case !pending:
 		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
 	default:
-		if !p.workers.offer(a2sJob{conn: w.Conn(), src: src, typ: typ}) {
+		if !p.workers.Offer(a2sJob{conn: w.Conn(), src: src, typ: typ}) {
 			a2sShieldMetrics.busy.Inc()
 		}
 	}

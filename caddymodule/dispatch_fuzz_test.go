@@ -194,7 +194,7 @@ func FuzzDispatch(f *testing.F) {
 		}
 		src := dispatchSource(addr, port)
 		sent, _ := dgram.Dispatch(protocols, src, datagram)
-		validated := g.server.Trusted(src.Addr()) || g.server.Authorized(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
+		validated := g.responder.Server().Trusted(src.Addr()) || g.responder.Server().Authorized(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
 		if validated {
 			return
 		}

@@ -1,11 +1,11 @@
 package caddymodule
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"net/http"
+	"maps"
 	"net/netip"
-	"net/url"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/handlers/gqp"
-	"github.com/gamegate/gamegate/internal/netaddr"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
@@ -33,6 +32,12 @@ func init() {
 // most auth_amplification times their query; other clients pad their
 // queries (the "pad" extension, which gamegate's own query client uses) to
 // get full answers.
+//
+// Answers that need no upstream are sent at once. A query that needs a
+// command's upstream waits for one of a few workers, behind a queue shared
+// by every source (and, on a gamegate UDP server, by its readers), and only
+// if its source is trusted or has validated; anyone else's query starts
+// the request and is dropped, and its retry finds the answer cached.
 type GQPResponder struct {
 	// What identify answers. Default: empty names and versions.
 	Identify *GQPIdentify `json:"identify,omitempty"`
@@ -81,8 +86,7 @@ type GQPResponder struct {
 	// Largest datagram an answer is cut into, in bytes. Default: 1400.
 	MaxDatagram int `json:"max_datagram,omitempty"`
 
-	server    *gqp.Server
-	upstreams []*gqp.HTTPCommand // closed by Cleanup
+	responder *gqp.Responder
 	logger    *zap.Logger
 }
 
@@ -139,14 +143,11 @@ func (*GQPResponder) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision builds the GQP server.
-func (h *GQPResponder) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
-	warnExposedLayer4(ctx)
-	if err := h.Validate(); err != nil {
-		return err
-	}
-	cfg := gqp.ServerConfig{
+// config is the handler's configuration from the module's options, with
+// the logins' passwords as given (placeholders unreplaced).
+func (h *GQPResponder) config() (gqp.Config, error) {
+	cfg := gqp.Config{
+		Logins:               h.Logins,
 		AuthTTL:              time.Duration(h.AuthTTL),
 		AuthAmplification:    h.AuthAmplification,
 		MaxChallengeFailures: h.MaxChallengeFailures,
@@ -154,178 +155,96 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 		MaxAuthorized:        h.MaxAuthorized,
 		ClientIPv6Prefix:     h.ClientIPv6Prefix,
 		MaxDatagram:          h.MaxDatagram,
-		Logins:               map[string]string{},
+		UpstreamTimeout:      time.Duration(h.UpstreamTimeout),
 	}
 	if h.Identify != nil {
 		cfg.Identity = gqp.Identity{GameName: h.Identify.GameName, GameVer: h.Identify.GameVer, NetVer: h.Identify.NetVer}
 	}
-	if len(h.TrustedNetworks) > 0 {
-		cfg.Trusted = []netip.Prefix{}
-		for _, n := range h.TrustedNetworks {
-			if n != "none" {
-				p, _ := parsePrefix(n)
-				cfg.Trusted = append(cfg.Trusted, p)
-			}
+	for _, name := range slices.Sorted(maps.Keys(h.Commands)) {
+		c := h.Commands[name]
+		if c == nil {
+			return cfg, fmt.Errorf("command %q: give url or records", name)
 		}
-	}
-	repl := caddy.NewReplacer()
-	for login, pw := range h.Logins {
-		pw, err := replaced(repl, "gqp", fmt.Sprintf("login %q", login), pw)
-		if err != nil {
-			return err
-		}
-		cfg.Logins[login] = pw
-	}
-	timeout := time.Duration(h.UpstreamTimeout)
-	if timeout == 0 {
-		timeout = gqp.DefaultUpstreamTimeout
-	}
-	client := &http.Client{Timeout: timeout}
-	for name, c := range h.Commands {
-		cmd := gqp.Command{Name: name, MinArgs: c.MinArgs, Protected: c.Protected}
-		if c.URL != "" {
-			log := h.logger.With(zap.String("command", name))
-			hc := &gqp.HTTPCommand{URL: c.URL, TTL: time.Duration(c.TTL), Timeout: timeout, Rate: c.UpstreamRate, Burst: c.UpstreamBurst, Client: client,
-				Log: func(err error) { log.Warn("GQP command upstream failed", zap.Error(err)) }}
-			cmd.Run, cmd.Cached = hc.Run, hc.Cached
-			h.upstreams = append(h.upstreams, hc)
-		} else {
-			pairs := make([]gqp.Pair, len(c.Records))
-			for i, r := range c.Records {
-				pairs[i] = gqp.Pair{Name: r.Name, Value: r.Value}
-			}
-			cmd.Run, cmd.Cached = gqp.StaticReply(pairs)
+		cmd := gqp.CommandConfig{Name: name, URL: c.URL, Protected: c.Protected, MinArgs: c.MinArgs,
+			TTL: time.Duration(c.TTL), UpstreamRate: c.UpstreamRate, UpstreamBurst: c.UpstreamBurst}
+		for _, r := range c.Records {
+			cmd.Records = append(cmd.Records, gqp.Pair{Name: r.Name, Value: r.Value})
 		}
 		cfg.Commands = append(cfg.Commands, cmd)
 	}
-	var err error
-	if h.server, err = gqp.NewServer(cfg); err != nil {
-		return fmt.Errorf("gqp: %w", err)
+	if len(h.TrustedNetworks) > 0 {
+		cfg.Trusted = []netip.Prefix{}
+		for _, n := range h.TrustedNetworks {
+			if n == "none" {
+				if len(h.TrustedNetworks) > 1 {
+					return cfg, errors.New("trusted_networks: none must stand alone")
+				}
+				continue
+			}
+			p, err := parsePrefix(n)
+			if err != nil {
+				return cfg, fmt.Errorf("trusted_networks: %q is not a CIDR or IP address", n)
+			}
+			cfg.Trusted = append(cfg.Trusted, p)
+		}
+	}
+	return cfg, nil
+}
+
+// Provision builds the responder and starts its workers.
+func (h *GQPResponder) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	warnExposedLayer4(ctx)
+	cfg, err := h.config()
+	if err != nil {
+		return err
+	}
+	repl := caddy.NewReplacer()
+	cfg.Logins = make(map[string]string, len(h.Logins))
+	for login, pw := range h.Logins {
+		if cfg.Logins[login], err = replaced(repl, "gqp", fmt.Sprintf("login %q", login), pw); err != nil {
+			return err
+		}
+	}
+	cfg.Count = gqpMetrics.queries.count
+	cfg.Dropped = gqpMetrics.drops.count
+	cfg.UpstreamFailed = func(command string, err error) {
+		h.logger.Warn("GQP command upstream failed", zap.String("command", command), zap.Error(err))
+	}
+	cfg.WriteFailed = func(to netip.AddrPort, err error) {
+		if ce := h.logger.Check(zap.DebugLevel, "writing GQP answer"); ce != nil {
+			ce.Write(zap.Stringer("to", to), zap.Error(err))
+		}
+	}
+	if h.responder, err = gqp.NewResponder(cfg); err != nil {
+		return err
 	}
 	return gqpMetrics.register(ctx.GetMetricsRegistry())
 }
 
-// Cleanup ends the commands' upstream requests. They are shared by every
-// query asking, so no query's end cancels them: without this, those of a
-// configuration being unloaded would run on until upstream_timeout.
+// Cleanup stops the workers, then ends the commands' upstream requests
+// (gqp.Responder.Close): a reload or stop does not wait for an upstream.
 func (h *GQPResponder) Cleanup() error {
-	for _, c := range h.upstreams {
-		c.Close()
+	if h.responder != nil {
+		h.responder.Close()
 	}
 	return nil
 }
 
-// Ranges of the GQP responder's options.
-var (
-	gqpMinArgsRange     = intRange{0, wiregqp.MaxArgs}
-	gqpMaxDatagramRange = intRange{64, 65000}
-)
-
-// Validate checks the configuration.
+// Validate checks the configuration (gqp.Config.Validate).
 func (h *GQPResponder) Validate() error {
-	c := newChecker("gqp")
-	for name, cmd := range h.Commands {
-		f := func(field string) string { return fmt.Sprintf("command %q: %s", name, field) }
-		if cmd == nil {
-			c.fail(fmt.Sprintf("command %q:", name), "give url or records")
-			continue
-		}
-		switch {
-		case name == "":
-			c.fail("commands", "needs names, got an empty one")
-		case cmd.URL != "" && len(cmd.Records) > 0:
-			c.fail(fmt.Sprintf("command %q:", name), "give url or records, not both")
-		case cmd.URL == "" && len(cmd.Records) == 0:
-			c.fail(fmt.Sprintf("command %q:", name), "give url or records")
-		}
-		c.in(f("min_args"), int64(cmd.MinArgs), gqpMinArgsRange)
-		c.durationIn(f("ttl"), cmd.TTL, ttlRange)
-		c.rate(f("upstream_rate"), f("upstream_burst"), cmd.UpstreamRate, int64(cmd.UpstreamBurst))
-		if cmd.URL != "" {
-			u, err := url.Parse(cmd.URL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				c.fail(f("url"), "%q is not an http(s) URL", cmd.URL)
-			}
-		}
-	}
-	for login := range h.Logins {
-		if login == "" {
-			c.fail("logins", "needs names, got an empty one")
-		}
-	}
-	for _, n := range h.TrustedNetworks {
-		if n == "none" {
-			if len(h.TrustedNetworks) > 1 {
-				c.fail("trusted_networks", "none must stand alone")
-			}
-			continue
-		}
-		if _, err := parsePrefix(n); err != nil {
-			c.fail("trusted_networks", "%q is not a CIDR or IP address", n)
-		}
-	}
-	c.optIn("auth_amplification", int64(h.AuthAmplification), intRange{1, 100})
-	c.optIn("max_challenge_failures", int64(h.MaxChallengeFailures), intRange{1, 1000})
-	c.optIn("max_authorized", int64(h.MaxAuthorized), intRange{1, 1 << 20})
-	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
-	c.durationIn("challenge_lockout", h.ChallengeLockout, ttlRange)
-	c.durationIn("auth_ttl", h.AuthTTL, ttlRange)
-	c.durationIn("upstream_timeout", h.UpstreamTimeout, timeoutRange)
-	c.optIn("max_datagram", int64(h.MaxDatagram), gqpMaxDatagramRange)
-	return c.err
-}
-
-// answerTimeout bounds one Answer: an upstream request and a second.
-func (h *GQPResponder) answerTimeout() time.Duration {
-	if h.UpstreamTimeout > 0 {
-		return time.Duration(h.UpstreamTimeout) + time.Second
-	}
-	return gqp.DefaultUpstreamTimeout + time.Second
-}
-
-// gqpQueueLen is how many queries of one client may wait while an earlier
-// one waits for an upstream; more are dropped, so the read loop never blocks.
-const gqpQueueLen = 4
-
-// Handle answers the queries of one client address until the association
-// ends. Answers are computed off the read loop (an upstream may be slow),
-// so the shared socket keeps being read for every other client.
-func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	pc, err := packetConnOf(cx, "GQP")
+	cfg, err := h.config()
 	if err != nil {
 		return err
 	}
-	remote := cx.RemoteAddr()
-	src := netaddr.AddrPortOf(remote)
-	queue := make(chan []byte, gqpQueueLen)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for q := range queue {
-			ctx, cancel := context.WithTimeout(context.Background(), h.answerTimeout())
-			out, v := h.server.Answer(ctx, src, q)
-			cancel()
-			gqpMetrics.queries.count(v)
-			for _, d := range out {
-				if _, err := pc.WriteTo(d, remote); err != nil {
-					gqpMetrics.writeFailed(h.logger, remote, err)
-				}
-			}
-		}
-	}()
-	defer func() { close(queue); <-done }()
-	drop := func() { gqpMetrics.queries.count(gqp.DroppedMalformed) }
-	return readDatagrams(cx, drop, func(datagram []byte) {
-		if len(datagram) > wiregqp.MaxQuery {
-			gqpMetrics.drops.count(gqpDropTooLarge)
-			return
-		}
-		select {
-		case queue <- append([]byte(nil), datagram...):
-		default:
-			gqpMetrics.drops.count(gqpDropQueueFull)
-		}
-	})
+	return cfg.Validate()
+}
+
+// Handle serves the association's datagrams with the responder: answered
+// at once, or queued for its workers, which the gamegate app's servers
+// share (see gqp.Responder).
+func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
+	return serveDatagrams(cx, h.responder, "GQP")
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -381,13 +300,13 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "auth_ttl":
 			h.AuthTTL, err = parseDurationIn(d, ttlRange)
 		case "auth_amplification":
-			h.AuthAmplification, err = parseIntRange(d, 1, 100)
+			h.AuthAmplification, err = parseIntRange(d, 1, gqp.MaxAuthAmplification)
 		case "max_challenge_failures":
-			h.MaxChallengeFailures, err = parseIntRange(d, 1, 1000)
+			h.MaxChallengeFailures, err = parseIntRange(d, 1, gqp.MaxMaxChallengeFailures)
 		case "challenge_lockout":
 			h.ChallengeLockout, err = parseDurationIn(d, ttlRange)
 		case "max_authorized":
-			h.MaxAuthorized, err = parseIntRange(d, 1, 1<<20)
+			h.MaxAuthorized, err = parseIntRange(d, 1, gqp.MaxMaxAuthorized)
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "trusted_networks":
@@ -395,7 +314,7 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "upstream_timeout":
 			h.UpstreamTimeout, err = parseDurationIn(d, timeoutRange)
 		case "max_datagram":
-			h.MaxDatagram, err = parseSize[int](d, gqpMaxDatagramRange)
+			h.MaxDatagram, err = parseSize[int](d, intRange{gqp.MinMaxDatagram, gqp.MaxMaxDatagram})
 		default:
 			return unknownOption(d, "gqp", opt)
 		}
@@ -428,7 +347,7 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 			}
 			c.Protected = true
 		case "min_args":
-			c.MinArgs, err = parseIntIn(d, gqpMinArgsRange)
+			c.MinArgs, err = parseIntIn(d, intRange{0, wiregqp.MaxArgs})
 		case "ttl":
 			c.TTL, err = parseDurationIn(d, ttlRange)
 		case "upstream_rate":
@@ -451,36 +370,10 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 
 var gqpMetrics = newGQPMetrics()
 
-// gqpDrop is why the GQP responder dropped a query before the server
-// answered it, or failed to send an answer.
-type gqpDrop uint8
-
-const (
-	// The answer needs the upstream and the queue of queries waiting for
-	// it is full.
-	gqpDropQueueFull gqpDrop = iota
-	// The answer needs the upstream and the source is neither trusted nor
-	// validated: only such sources may wait for it (the request starts, so
-	// a retry finds the answer cached).
-	gqpDropUnvalidated
-	// The query is longer than a GQP query may be.
-	gqpDropTooLarge
-	// The kernel refused to send an answer datagram.
-	gqpDropWriteFailed
-	// The query was waiting for a worker when its configuration was
-	// reloaded or stopped.
-	gqpDropStopped
-	numGQPDrops
-)
-
-var gqpDropNames = [numGQPDrops]string{"queue_full", "unvalidated", "too_large", "write_failed", "stopped"}
-
-func (d gqpDrop) String() string { return gqpDropNames[d] }
-
 type gqpMetricSet struct {
 	metricSet
 	queries enumCounters[gqp.Verdict]
-	drops   enumCounters[gqpDrop]
+	drops   enumCounters[gqp.Drop]
 }
 
 func newGQPMetrics() *gqpMetricSet {
@@ -490,16 +383,8 @@ func newGQPMetrics() *gqpMetricSet {
 		"outcome", gqp.NumVerdicts)
 	m.drops = newEnumCounters(&m.metricSet, "dropped_total",
 		"GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed, stopped).",
-		"reason", numGQPDrops)
+		"reason", gqp.NumDrops)
 	return m
-}
-
-// writeFailed counts an answer datagram the kernel refused to send to to.
-func (m *gqpMetricSet) writeFailed(log *zap.Logger, to fmt.Stringer, err error) {
-	m.drops.count(gqpDropWriteFailed)
-	if ce := log.Check(zap.DebugLevel, "writing GQP answer"); ce != nil {
-		ce.Write(zap.Stringer("to", to), zap.Error(err))
-	}
 }
 
 // Interface guards

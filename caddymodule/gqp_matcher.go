@@ -43,12 +43,8 @@ func (m *MatchGQP) Match(cx *layer4.Connection) (bool, error) {
 	if err != nil {
 		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
 	}
-	return matchesGQP(buf[:n]), nil
+	return wiregqp.LooksLikeQuery(buf[:n]), nil
 }
-
-// matchesGQP reports whether a datagram looks like a GQP query, or one in
-// an encoding the responder refuses with status 40.
-func matchesGQP(datagram []byte) bool { return wiregqp.LooksLikeQuery(datagram) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //

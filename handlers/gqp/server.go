@@ -109,6 +109,17 @@ type CachedAnswer struct {
 // expects (see the package doc on amplification).
 const PadCommand = "pad"
 
+// Defaults of ServerConfig.
+const (
+	DefaultAuthTTL              = 10 * time.Minute
+	DefaultChallengeTTL         = time.Minute
+	DefaultChallengeLockout     = 10 * time.Minute
+	DefaultMaxAuthorized        = 10000
+	DefaultMaxDatagram          = 1400
+	DefaultAuthAmplification    = 10
+	DefaultMaxChallengeFailures = 5
+)
+
 // ServerConfig is the behaviour of a Server.
 type ServerConfig struct {
 	Identity Identity
@@ -207,27 +218,13 @@ var Loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustPa
 // NewServer returns a server; custom commands may not reuse the names of
 // the required commands.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if cfg.AuthTTL == 0 {
-		cfg.AuthTTL = 10 * time.Minute
-	}
-	if cfg.ChallengeTTL == 0 {
-		cfg.ChallengeTTL = time.Minute
-	}
-	if cfg.MaxAuthorized == 0 {
-		cfg.MaxAuthorized = 10000
-	}
-	if cfg.MaxDatagram == 0 {
-		cfg.MaxDatagram = 1400
-	}
-	if cfg.AuthAmplification == 0 {
-		cfg.AuthAmplification = 10
-	}
-	if cfg.MaxChallengeFailures == 0 {
-		cfg.MaxChallengeFailures = 5
-	}
-	if cfg.ChallengeLockout == 0 {
-		cfg.ChallengeLockout = 10 * time.Minute
-	}
+	orDefault(&cfg.AuthTTL, DefaultAuthTTL)
+	orDefault(&cfg.ChallengeTTL, DefaultChallengeTTL)
+	orDefault(&cfg.ChallengeLockout, DefaultChallengeLockout)
+	orDefault(&cfg.MaxAuthorized, DefaultMaxAuthorized)
+	orDefault(&cfg.MaxDatagram, DefaultMaxDatagram)
+	orDefault(&cfg.AuthAmplification, DefaultAuthAmplification)
+	orDefault(&cfg.MaxChallengeFailures, DefaultMaxChallengeFailures)
 	if cfg.Trusted == nil {
 		cfg.Trusted = Loopback
 	}
@@ -275,6 +272,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		s.commands[c.Name] = c
 	}
 	return s, nil
+}
+
+// orDefault sets *v to d if it is zero.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // Authorized reports whether src (address and port) has validated and its

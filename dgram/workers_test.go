@@ -1,4 +1,4 @@
-package caddymodule
+package dgram
 
 import (
 	"context"
@@ -7,17 +7,17 @@ import (
 	"testing"
 )
 
-// close ends the running job's wait, never starts a queued job, hands each
+// Close ends the running job's wait, never starts a queued job, hands each
 // queued job to dropped, and returns.
 func TestWorkersCloseCancelsAndDrops(t *testing.T) {
 	var (
-		w       workers[int]
+		w       Workers[int]
 		mu      sync.Mutex
 		started []int
 		dropped []int
 	)
 	running := make(chan int, 5) // never blocks a job, started or not
-	w.start(1, 4, func(ctx context.Context, j int) {
+	w.Start(1, 4, func(ctx context.Context, j int) {
 		mu.Lock()
 		started = append(started, j)
 		mu.Unlock()
@@ -26,21 +26,21 @@ func TestWorkersCloseCancelsAndDrops(t *testing.T) {
 	}, func(j int) {
 		dropped = append(dropped, j) // by the one worker or by close after it returned
 	})
-	if !w.offer(1) {
+	if !w.Offer(1) {
 		t.Fatal("the first job was refused")
 	}
 	if j := <-running; j != 1 {
 		t.Fatalf("running job %d, want 1", j)
 	}
 	for j := 2; j <= 5; j++ {
-		if !w.offer(j) {
+		if !w.Offer(j) {
 			t.Fatalf("job %d refused with room in the queue", j)
 		}
 	}
-	if w.offer(6) {
+	if w.Offer(6) {
 		t.Fatal("a job was queued beyond the queue's bound")
 	}
-	w.close()
+	w.Close()
 	if !slices.Equal(started, []int{1}) {
 		t.Errorf("started %v, want [1]: no job starts once the pool closes", started)
 	}

@@ -1,0 +1,375 @@
+package gqp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"time"
+
+	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/ratelimit"
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
+)
+
+// Bounds Config.Validate checks, beside the defaults of ServerConfig and
+// HTTPCommand. Every wait derived from them (an upstream request and a
+// second) is far from time.Duration's limit.
+const (
+	MaxAuthAmplification    = 100
+	MaxMaxChallengeFailures = 1000
+	MaxMaxAuthorized        = 1 << 20
+	MinMaxDatagram          = 64
+	MaxMaxDatagram          = 65000
+	// MaxLifetime bounds auth_ttl, challenge_lockout and a command's ttl.
+	MaxLifetime        = 24 * time.Hour
+	MaxUpstreamTimeout = time.Hour
+)
+
+// The responder's workers: queries that wait for a command's upstream
+// are answered by ResponderWorkers goroutines, with at most
+// ResponderQueue waiting for them, from all sources.
+const (
+	ResponderWorkers = 4
+	ResponderQueue   = 64
+)
+
+// Config is the configuration of a Responder: the GQP responder's options.
+// Zero values mean the defaults. The names in Validate's errors are the
+// options' (JSON and Caddyfile).
+type Config struct {
+	// Identity is what identify answers.
+	Identity Identity
+	// Commands are the custom commands.
+	Commands []CommandConfig
+	// Logins maps login names to passwords for challenge.
+	Logins map[string]string
+	// AuthTTL, AuthAmplification, MaxChallengeFailures, ChallengeLockout,
+	// MaxAuthorized, ClientIPv6Prefix and MaxDatagram are ServerConfig's.
+	AuthTTL              time.Duration
+	AuthAmplification    int
+	MaxChallengeFailures int
+	ChallengeLockout     time.Duration
+	MaxAuthorized        int
+	ClientIPv6Prefix     int
+	MaxDatagram          int
+	// Trusted are the networks whose sources get full answers without
+	// padding. Nil: loopback; empty: none.
+	Trusted []netip.Prefix
+	// UpstreamTimeout bounds one upstream request. Default:
+	// DefaultUpstreamTimeout.
+	UpstreamTimeout time.Duration
+
+	// Count receives what the server did with each query it answered or
+	// refused (metrics). Default: none.
+	Count func(Verdict)
+	// Dropped receives why a query was dropped before the server answered
+	// it, or an answer datagram could not be sent (metrics). Default: none.
+	Dropped func(Drop)
+	// UpstreamFailed is told why a command's upstream request failed.
+	// Default: none.
+	UpstreamFailed func(command string, err error)
+	// WriteFailed is told that an answer datagram to to could not be
+	// sent, after Dropped(DropWriteFailed). Default: none.
+	WriteFailed func(to netip.AddrPort, err error)
+}
+
+// CommandConfig is a custom command of a Config: static records, or
+// records from an HTTP upstream (see HTTPCommand).
+type CommandConfig struct {
+	Name string
+	// URL is fetched with GET; give URL or Records.
+	URL string
+	// Records are answered in order to every query.
+	Records   []Pair
+	Protected bool
+	MinArgs   int
+	// TTL, UpstreamRate and UpstreamBurst are HTTPCommand's TTL, Rate and
+	// Burst.
+	TTL           time.Duration
+	UpstreamRate  float64
+	UpstreamBurst int
+}
+
+// Validate checks every option; zero values (the defaults) pass.
+func (c *Config) Validate() error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	in := func(name string, v, lo, hi int) {
+		if v != 0 && (v < lo || v > hi) {
+			fail("%s must be in [%d, %d], not %d", name, lo, hi, v)
+		}
+	}
+	dur := func(name string, d, hi time.Duration) {
+		if d < 0 || d > hi {
+			fail("%s must be a duration in [0s, %s], not %s", name, hi, d)
+		}
+	}
+	seen := make(map[string]bool, len(c.Commands))
+	for _, cmd := range c.Commands {
+		field := func(f string) string { return fmt.Sprintf("command %q: %s", cmd.Name, f) }
+		switch cmd.Name {
+		case "":
+			fail("commands: needs names, got an empty one")
+		case "identify", "echo", "challenge", "validate", "extensions", PadCommand:
+			fail("command %s is built in", cmd.Name)
+		}
+		if seen[cmd.Name] {
+			fail("command %q is defined twice", cmd.Name)
+		}
+		seen[cmd.Name] = true
+		switch {
+		case cmd.URL != "" && len(cmd.Records) > 0:
+			fail("command %q: give url or records, not both", cmd.Name)
+		case cmd.URL == "" && len(cmd.Records) == 0:
+			fail("command %q: give url or records", cmd.Name)
+		}
+		in(field("min_args"), cmd.MinArgs, 0, wiregqp.MaxArgs)
+		dur(field("ttl"), cmd.TTL, MaxLifetime)
+		if r := cmd.UpstreamRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+			fail("%s must be a positive number, not %v", field("upstream_rate"), r)
+		} else {
+			in(field("upstream_burst"), cmd.UpstreamBurst, 1, ratelimit.MaxBurst)
+			if err := ratelimit.ValidateNamed(field("upstream_rate"), field("upstream_burst"), r, max(cmd.UpstreamBurst, 1)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if cmd.URL != "" {
+			u, err := url.Parse(cmd.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				fail("%s %q is not an http(s) URL", field("url"), cmd.URL)
+			}
+		}
+	}
+	for login, pw := range c.Logins {
+		switch {
+		case login == "":
+			fail("logins: needs names, got an empty one")
+		case pw == "":
+			fail("login %q: the password is empty", login)
+		}
+	}
+	in("auth_amplification", c.AuthAmplification, 1, MaxAuthAmplification)
+	in("max_challenge_failures", c.MaxChallengeFailures, 1, MaxMaxChallengeFailures)
+	in("max_authorized", c.MaxAuthorized, 1, MaxMaxAuthorized)
+	if err := clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix); err != nil {
+		errs = append(errs, err)
+	}
+	dur("challenge_lockout", c.ChallengeLockout, MaxLifetime)
+	dur("auth_ttl", c.AuthTTL, MaxLifetime)
+	dur("upstream_timeout", c.UpstreamTimeout, MaxUpstreamTimeout)
+	in("max_datagram", c.MaxDatagram, MinMaxDatagram, MaxMaxDatagram)
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// Drop is why the responder dropped a query before the server answered
+// it, or failed to send an answer.
+type Drop uint8
+
+// Drops.
+const (
+	// DropQueueFull: the answer needs an upstream and the queue of queries
+	// waiting for one is full.
+	DropQueueFull Drop = iota
+	// DropUnvalidated: the answer needs an upstream and the source is
+	// neither trusted nor validated; only such sources may wait for one
+	// (the request starts, so a retry finds the answer cached).
+	DropUnvalidated
+	// DropTooLarge: the datagram is longer than a GQP query may be.
+	DropTooLarge
+	// DropWriteFailed: the kernel refused to send an answer datagram.
+	DropWriteFailed
+	// DropStopped: the query was waiting for a worker when the responder
+	// was closed (a configuration reload or stop).
+	DropStopped
+	NumDrops
+)
+
+var dropNames = [NumDrops]string{"queue_full", "unvalidated", "too_large", "write_failed", "stopped"}
+
+func (d Drop) String() string {
+	if d < NumDrops {
+		return dropNames[d]
+	}
+	return "unknown"
+}
+
+// Responder serves GQP as a dgram.Protocol. The reader answers what needs
+// no upstream (built-in and static commands, cached answers) at once. A
+// query that needs a command's HTTP upstream waits for a few workers
+// behind a bounded queue, and only if its source is trusted or has
+// validated: spoofed sources cannot fill the queue, and other sources'
+// queries are dropped while the upstream request they started runs (their
+// retry finds the answer cached). The readers never wait; drops are
+// counted by reason (Config.Dropped).
+type Responder struct {
+	cfg       Config
+	server    *Server
+	upstreams []*HTTPCommand
+	answerBy  time.Duration // bound of one Answer: an upstream request and a second
+
+	free    chan *job // jobs not in use: the queue's bound
+	workers dgram.Workers[*job]
+}
+
+// job is one query waiting for a worker, in a buffer allocated once.
+type job struct {
+	conn  *dgram.Conn
+	src   netip.AddrPort
+	n     int
+	query [wiregqp.MaxQuery]byte
+}
+
+// NewResponder builds a responder for cfg, which Validate must accept, and
+// starts its workers; Close stops them.
+func NewResponder(cfg Config) (*Responder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	timeout := cfg.UpstreamTimeout
+	if timeout == 0 {
+		timeout = DefaultUpstreamTimeout
+	}
+	sc := ServerConfig{
+		Identity:             cfg.Identity,
+		Logins:               cfg.Logins,
+		AuthTTL:              cfg.AuthTTL,
+		AuthAmplification:    cfg.AuthAmplification,
+		MaxChallengeFailures: cfg.MaxChallengeFailures,
+		ChallengeLockout:     cfg.ChallengeLockout,
+		MaxAuthorized:        cfg.MaxAuthorized,
+		ClientIPv6Prefix:     cfg.ClientIPv6Prefix,
+		MaxDatagram:          cfg.MaxDatagram,
+		Trusted:              cfg.Trusted,
+	}
+	r := &Responder{cfg: cfg, answerBy: timeout + time.Second}
+	client := &http.Client{Timeout: timeout}
+	for _, c := range cfg.Commands {
+		cmd := Command{Name: c.Name, MinArgs: c.MinArgs, Protected: c.Protected}
+		if c.URL != "" {
+			hc := &HTTPCommand{URL: c.URL, TTL: c.TTL, Timeout: timeout, Rate: c.UpstreamRate, Burst: c.UpstreamBurst, Client: client}
+			if cfg.UpstreamFailed != nil {
+				name := c.Name
+				hc.Log = func(err error) { cfg.UpstreamFailed(name, err) }
+			}
+			cmd.Run, cmd.Cached = hc.Run, hc.Cached
+			r.upstreams = append(r.upstreams, hc)
+		} else {
+			cmd.Run, cmd.Cached = StaticReply(c.Records)
+		}
+		sc.Commands = append(sc.Commands, cmd)
+	}
+	var err error
+	if r.server, err = NewServer(sc); err != nil {
+		return nil, err
+	}
+	r.free = make(chan *job, ResponderQueue)
+	for range ResponderQueue {
+		r.free <- new(job)
+	}
+	r.workers.Start(ResponderWorkers, ResponderQueue, r.answer, func(j *job) {
+		r.drop(DropStopped)
+		r.release(j)
+	})
+	return r, nil
+}
+
+// Server returns the GQP server the responder answers with.
+func (r *Responder) Server() *Server { return r.server }
+
+// Close stops the workers, then ends the upstream requests: queries
+// waiting for an upstream are dropped (DropStopped), so a configuration
+// reload or stop does not wait for it, and the upstream requests end with
+// the configuration. In that order, so that no worker takes a request's
+// end for an answer to send.
+func (r *Responder) Close() {
+	r.workers.Close()
+	for _, c := range r.upstreams {
+		c.Close()
+	}
+}
+
+// Match reports whether the datagram may be a GQP query (wire/gqp's
+// LooksLikeQuery).
+func (r *Responder) Match(datagram []byte) bool { return wiregqp.LooksLikeQuery(datagram) }
+
+// ServeDatagram answers the query, or queues it for a worker when it needs
+// an upstream (see Responder).
+func (r *Responder) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	if len(datagram) > wiregqp.MaxQuery {
+		r.drop(DropTooLarge)
+		return
+	}
+	if out, v, done := r.server.AnswerNow(src, datagram); done {
+		r.count(v)
+		for _, d := range out {
+			w.WriteTo(d, src)
+		}
+		return
+	}
+	if !r.server.Trusted(src.Addr()) && !r.server.Authorized(src) {
+		r.drop(DropUnvalidated)
+		return
+	}
+	var j *job
+	select {
+	case j = <-r.free:
+	default:
+		r.drop(DropQueueFull)
+		return
+	}
+	j.conn, j.src, j.n = w.Conn(), src, copy(j.query[:], datagram)
+	if !r.workers.Offer(j) { // the queue has a slot for every job, so this is not expected
+		r.release(j)
+		r.drop(DropQueueFull)
+	}
+}
+
+func (r *Responder) answer(stop context.Context, j *job) {
+	ctx, cancel := context.WithTimeout(stop, r.answerBy)
+	out, v := r.server.Answer(ctx, j.src, j.query[:j.n])
+	cancel()
+	if stop.Err() != nil {
+		// Cut short by Close: the readers are gone and their socket
+		// closed, so there is no one to send an answer through.
+		r.drop(DropStopped)
+		r.release(j)
+		return
+	}
+	r.count(v)
+	for _, d := range out {
+		if err := j.conn.WriteTo(d, j.src); err != nil {
+			r.drop(DropWriteFailed)
+			if r.cfg.WriteFailed != nil {
+				r.cfg.WriteFailed(j.src, err)
+			}
+		}
+	}
+	r.release(j)
+}
+
+// release returns j to the free list.
+func (r *Responder) release(j *job) {
+	j.conn = nil
+	r.free <- j
+}
+
+func (r *Responder) count(v Verdict) {
+	if r.cfg.Count != nil {
+		r.cfg.Count(v)
+	}
+}
+
+func (r *Responder) drop(d Drop) {
+	if r.cfg.Dropped != nil {
+		r.cfg.Dropped(d)
+	}
+}
+
+var _ dgram.Protocol = (*Responder)(nil)

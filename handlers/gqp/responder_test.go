@@ -1,0 +1,138 @@
+package gqp
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/internal/testutil"
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
+)
+
+// At the longest upstream_timeout Validate accepts, an answer's wait (an
+// upstream request and a second) is positive; one past it is refused by
+// name, before any wait could overflow to a negative duration.
+func TestResponderWaitsAtTheBound(t *testing.T) {
+	r, err := NewResponder(Config{UpstreamTimeout: MaxUpstreamTimeout})
+	if err != nil {
+		t.Fatalf("upstream_timeout %v: %v", MaxUpstreamTimeout, err)
+	}
+	defer r.Close()
+	if got, want := r.answerBy, MaxUpstreamTimeout+time.Second; got != want {
+		t.Errorf("answer wait: got %v, want %v", got, want)
+	}
+	for _, d := range []time.Duration{MaxUpstreamTimeout + 1, 1<<63 - 1, -1} {
+		err := (&Config{UpstreamTimeout: d}).Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), "upstream_timeout must be a duration in [") {
+			t.Errorf("upstream_timeout %v: got %v, want an error naming upstream_timeout and its range", d, err)
+		}
+	}
+}
+
+// queryOf encodes a query of one command.
+func queryOf(name string, args ...string) []byte {
+	var q wiregqp.Query
+	a := make([][]byte, len(args))
+	for i, x := range args {
+		a[i] = []byte(x)
+	}
+	q.Add([]byte(name), a...)
+	b, err := q.AppendTo(nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// countedResponder returns a responder for cfg on a real socket on
+// loopback, and the drops it counted by reason.
+func countedResponder(t *testing.T, cfg Config) (r *Responder, addr string, drops *[NumDrops]atomic.Int64) {
+	t.Helper()
+	drops = new([NumDrops]atomic.Int64)
+	cfg.Dropped = func(d Drop) { drops[d].Add(1) }
+	r, err := NewResponder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dgram.Server{Protocols: []dgram.Protocol{r}, Batch: 1}
+	go srv.Serve(pc)
+	t.Cleanup(func() {
+		srv.Close()
+		r.Close()
+	})
+	return r, pc.LocalAddr().String(), drops
+}
+
+// The responder drops, and counts by reason, what it will not wait for:
+// queries past its bounded queue, queries needing an upstream from
+// sources that have not validated, oversized datagrams; and Close drops
+// every query still waiting for an upstream that never answers, without
+// waiting for it.
+func TestResponderDropsWithReasons(t *testing.T) {
+	release := make(chan struct{})
+	var requests atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	slow := CommandConfig{Name: "slow", URL: up.URL, UpstreamRate: 1000, UpstreamBurst: 1000}
+
+	t.Run("queue_full and stopped", func(t *testing.T) {
+		r, addr, drops := countedResponder(t, Config{UpstreamTimeout: time.Minute, Commands: []CommandConfig{slow}})
+		client := testutil.DialUDP(t, "127.0.0.1:0", addr)
+		// Each query has its own argument, so each needs its own upstream
+		// request: the free list holds ResponderQueue of them, the rest are
+		// dropped.
+		const sent = ResponderQueue + 36
+		for i := range sent {
+			client.Send(queryOf("slow", fmt.Sprint(i)))
+		}
+		testutil.WaitFor(t, "every query to be queued or dropped", func() bool {
+			return drops[DropQueueFull].Load() == sent-ResponderQueue
+		})
+		testutil.WaitFor(t, "the workers to wait for the upstream", func() bool { return requests.Load() >= ResponderWorkers })
+		r.Close() // the upstream never answers: Close must not wait for it
+		if got := drops[DropStopped].Load(); got != ResponderQueue {
+			t.Errorf("stopped: got %d, want %d (every query running or queued)", got, ResponderQueue)
+		}
+		if got := drops[DropQueueFull].Load(); got != sent-ResponderQueue {
+			t.Errorf("queue_full: got %d, want %d", got, sent-ResponderQueue)
+		}
+	})
+
+	t.Run("unvalidated", func(t *testing.T) {
+		_, addr, drops := countedResponder(t, Config{Trusted: []netip.Prefix{}, Commands: []CommandConfig{slow}})
+		testutil.DialUDP(t, "127.0.0.1:0", addr).Send(queryOf("slow"))
+		testutil.WaitFor(t, "the query to be dropped as unvalidated", func() bool { return drops[DropUnvalidated].Load() == 1 })
+	})
+
+	t.Run("too_large", func(t *testing.T) {
+		r, _, drops := countedResponder(t, Config{})
+		big := append(bytes.Repeat([]byte("a"), wiregqp.MaxQuery), wiregqp.EOT)
+		if r.Match(big) {
+			t.Fatal("a datagram longer than a query matched")
+		}
+		// A caddy-l4 route hands the association's datagrams over unpeeked.
+		r.ServeDatagram(new(dgram.Writer), netip.MustParseAddrPort("127.0.0.1:9"), big)
+		if got := drops[DropTooLarge].Load(); got != 1 {
+			t.Fatalf("too_large: got %d, want 1", got)
+		}
+	})
+}
