@@ -57,39 +57,13 @@ var splitLayouts = map[string]wirea2s.Layout{
 	"goldsrc":        wirea2s.LayoutGoldSrc,
 }
 
-// a2sClientLimits are the bounds of the A2S client options, shared by the
-// query plugin and the shield.
-const (
-	a2sMinPackets  = 2
-	a2sMinResponse = 1400
-	a2sMaxResponse = 1 << 20
-)
-
-// validateA2SClient checks the options of an A2S client, its timeout
-// option named timeoutField. With at most 11 attempts of at most
-// timeoutRange's bound, every wait derived from them is well defined.
-func validateA2SClient(module, timeoutField string, timeout caddy.Duration, retries int, layout string, packets, response int) error {
+// validateA2SClient checks the options of an A2S client (a2s.ValidateClient),
+// its timeout option named timeoutField, and its split layout.
+func validateA2SClient(timeoutField string, timeout caddy.Duration, retries int, layout string, packets, response int) error {
 	if _, ok := splitLayouts[layout]; !ok {
-		return fmt.Errorf("%s: split_layout: want auto, source, source_no_size or goldsrc, got %q", module, layout)
+		return fmt.Errorf("split_layout: want auto, source, source_no_size or goldsrc, got %q", layout)
 	}
-	c := newChecker(module)
-	if c.durationIn(timeoutField, timeout, timeoutRange); c.err != nil {
-		return c.err
-	}
-	switch {
-	case retries < -1 || retries > 10:
-		return fmt.Errorf("%s: retries must be in [-1, 10]", module)
-	case packets != 0 && (packets < a2sMinPackets || packets > wirea2s.MaxSourcePackets):
-		return fmt.Errorf("%s: max_packets must be in [%d, %d]", module, a2sMinPackets, wirea2s.MaxSourcePackets)
-	case response != 0 && (response < a2sMinResponse || response > a2sMaxResponse):
-		return fmt.Errorf("%s: max_response must be in [%d, %d]", module, a2sMinResponse, a2sMaxResponse)
-	}
-	return nil
-}
-
-func newA2SClient(timeout caddy.Duration, retries int, layout string, packets, response int) *a2s.Client {
-	return &a2s.Client{Timeout: time.Duration(timeout), Retries: retries, Layout: splitLayouts[layout],
-		MaxPackets: packets, MaxMessage: response}
+	return a2s.ValidateClient(timeoutField, time.Duration(timeout), retries, packets, response)
 }
 
 // Provision builds the A2S client.
@@ -97,7 +71,8 @@ func (p *QueryA2S) Provision(caddy.Context) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	p.QueryProtocol = &a2s.QueryProtocol{Client: newA2SClient(p.Timeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)}
+	p.QueryProtocol = &a2s.QueryProtocol{Client: &a2s.Client{Timeout: time.Duration(p.Timeout), Retries: p.Retries,
+		Layout: splitLayouts[p.SplitLayout], MaxPackets: p.MaxPackets, MaxMessage: p.MaxResponse}}
 	return nil
 }
 
@@ -106,7 +81,7 @@ func (p *QueryA2S) Validate() error {
 	if p == nil {
 		return errors.New("a2s: no configuration")
 	}
-	return validateA2SClient("a2s", "timeout", p.Timeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)
+	return validateA2SClient("timeout", p.Timeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)
 }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
@@ -125,13 +100,13 @@ func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "timeout":
 			p.Timeout, err = parseDurationIn(d, timeoutRange)
 		case "retries":
-			p.Retries, err = parseIntRange(d, -1, 10)
+			p.Retries, err = parseIntRange(d, -1, a2s.MaxRetries)
 		case "split_layout":
 			p.SplitLayout, err = parseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
 		case "max_packets":
-			p.MaxPackets, err = parseIntRange(d, a2sMinPackets, wirea2s.MaxSourcePackets)
+			p.MaxPackets, err = parseIntRange(d, a2s.MinMaxPackets, wirea2s.MaxSourcePackets)
 		case "max_response":
-			p.MaxResponse, err = parseIntRange(d, a2sMinResponse, a2sMaxResponse)
+			p.MaxResponse, err = parseIntRange(d, a2s.MinMaxResponse, a2s.MaxMaxResponse)
 		default:
 			return unknownOption(d, "a2s", opt)
 		}

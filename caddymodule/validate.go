@@ -77,12 +77,6 @@ var (
 	// the other lifetimes (bans, lockouts, authorisations, polls, idle
 	// bindings, health-check intervals).
 	ttlRange = durationRange{0, 24 * time.Hour}
-	// challengeWindowRange bounds how long a challenge stays valid: under
-	// a second, a client's answer arrives after its challenge ended.
-	challengeWindowRange = durationRange{time.Second, time.Hour}
-	// cacheTTLRange bounds how long a shield reuses an answer: under
-	// 100ms, every request is a query of the game server it shields.
-	cacheTTLRange = durationRange{100 * time.Millisecond, 24 * time.Hour}
 )
 
 // durationIn checks that d is 0 (the default) or in r.
@@ -139,16 +133,37 @@ func (c *checker) exclusive(old, current string, hasOld, hasCurrent bool) {
 }
 
 // renamed moves an option given under its former name to its current one,
-// logging a deprecation warning; giving both is an error.
-func renamed[T comparable](logger *zap.Logger, module, old, current string, oldV, currentV *T) error {
+// logging a deprecation warning; giving both is an error. A former option
+// that became several (its meaning split in two) moves to each of more as
+// well, with one warning. An empty module leaves the error unprefixed,
+// for Caddy names the module already.
+func renamed[T comparable](logger *zap.Logger, module, old, current string, oldV, currentV *T, more ...renamedTo[T]) error {
 	var zero T
 	if *oldV == zero {
 		return nil
 	}
-	if *currentV != zero {
-		return fmt.Errorf("%s: %s is the former name of %s: give only %s", module, old, current, current)
+	all := append([]renamedTo[T]{{current, currentV}}, more...)
+	names := make([]string, len(all))
+	for i, c := range all {
+		names[i] = c.name
+		if *c.v != zero {
+			err := fmt.Errorf("%s is the former name of %s: give only %s", old, c.name, c.name)
+			if module != "" {
+				err = fmt.Errorf("%s: %w", module, err)
+			}
+			return err
+		}
 	}
-	logger.Warn("deprecated option: use its current name", zap.String("option", old), zap.String("current", current))
-	*currentV, *oldV = *oldV, zero
+	logger.Warn("deprecated option: use its current name", zap.String("option", old), zap.String("current", strings.Join(names, " and ")))
+	for _, c := range all {
+		*c.v = *oldV
+	}
+	*oldV = zero
 	return nil
+}
+
+// renamedTo is one of the current options a former one became.
+type renamedTo[T any] struct {
+	name string
+	v    *T
 }
