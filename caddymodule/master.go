@@ -25,7 +25,7 @@ func init() {
 // their own address), clients read the list with getservers and
 // getserversExt. Every table it keeps is bounded, and list answers, which
 // are larger than the requests by nature, are bounded per request, per
-// source and in total (see docs/master.md).
+// source and in total (see docs/handlers/master.md).
 type MasterProtocol struct {
 	// Servers listed at most, from all addresses. Default: 4096.
 	MaxServers int `json:"max_servers,omitempty"`

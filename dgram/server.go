@@ -128,6 +128,10 @@ type Server struct {
 	// newIO makes each reader's I/O; nil: newPacketIO. Tests set it to
 	// make a socket fail.
 	newIO func(conn *net.UDPConn, batch int) packetIO
+	// steerers holds the steering of each address served (steer.go), by
+	// network and address; steerWindow is its window, 0: steerWindow.
+	steerers    map[string]*steerer
+	steerWindow time.Duration
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -146,6 +150,7 @@ func (s *Server) init() {
 		}
 		s.conns = make(map[net.PacketConn]struct{})
 		s.sized = make(map[*net.UDPConn]bool)
+		s.steerers = make(map[string]*steerer)
 	})
 }
 
@@ -182,7 +187,12 @@ func (s *Server) Serve(pc net.PacketConn) error {
 	if !sized {
 		s.sizeBuffers(conn)
 	}
-	err = newReader(s, conn).run()
+	r := newReader(s, conn)
+	r.steer = readerSteer{st: s.steererOf(conn, r.io), conn: conn}
+	if r.steer.st != nil {
+		defer r.steer.st.release()
+	}
+	err = r.run()
 	if !errors.Is(err, ErrServerClosed) {
 		// The socket failed: close it rather than leave it bound with no
 		// reader, which would keep receiving its share of the port.
@@ -290,6 +300,7 @@ type reader struct {
 	in     []message
 	w      Writer
 	counts [numCounts]uint64
+	steer  readerSteer
 }
 
 func newReader(s *Server, conn *net.UDPConn) *reader {
@@ -331,6 +342,7 @@ func (r *reader) run() error {
 		}
 		r.w.Flush()
 		r.s.Stats.add(&r.counts)
+		r.steer.observe(n)
 	}
 }
 

@@ -13,33 +13,37 @@ import (
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
-// The README's game servers given without a port load and answer through a
-// real Caddy: a Minecraft server named by a bare host name is found by its
-// _minecraft._tcp SRV record (asked of a DNS server the test runs, never
-// the machine's), and a Bedrock server given as a bare IP address is asked
-// on Bedrock's default port, 19132. Each README line is kept as written
-// except that a Bedrock documentation address (unreachable by design)
-// becomes loopback, still without a port, and each server gets a block
-// naming the test's DNS server and generous timeouts for a busy machine.
-func TestReadmeServersWithoutPort(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+// The documentation's game servers given without a port (docs/handlers/
+// game_query.md, docs/query/minecraft.md and bedrock.md) load and answer
+// through a real Caddy: a Minecraft server named by a bare host name is
+// found by its _minecraft._tcp SRV record (asked of a DNS server the test
+// runs, never the machine's), and a Bedrock server given as a bare IP
+// address is asked on Bedrock's default port, 19132. Each documented line
+// is kept as written except that a Bedrock documentation address
+// (unreachable by design) becomes loopback, still without a port, and each
+// server gets a block naming the test's DNS server and generous timeouts
+// for a busy machine.
+func TestDocServersWithoutPort(t *testing.T) {
 	type line struct{ name, address, protocol string }
 	var lines []line
-	for _, m := range regexp.MustCompile(`(?m)^\s*server (\S+) (\S+) (minecraft|bedrock)\b`).FindAllStringSubmatch(string(readme), -1) {
-		if _, _, err := net.SplitHostPort(m[2]); err != nil {
-			lines = append(lines, line{m[1], m[2], m[3]})
-		}
-	}
 	found := map[string]bool{}
-	for _, l := range lines {
-		found[l.name+" "+l.address+" "+l.protocol] = true
+	for _, file := range docFiles(t) {
+		doc, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^\s*server (\S+) (\S+) (minecraft|bedrock)\b`).FindAllStringSubmatch(string(doc), -1) {
+			l := line{m[1], m[2], m[3]}
+			key := l.name + " " + l.address + " " + l.protocol
+			if _, _, err := net.SplitHostPort(m[2]); err != nil && !found[key] {
+				found[key] = true
+				lines = append(lines, l)
+			}
+		}
 	}
 	for _, want := range []string{"be 203.0.113.13 bedrock", "network mc.example.com minecraft", "lan 203.0.113.31 bedrock"} {
 		if !found[want] {
-			t.Fatalf("the README no longer has `server %s`; found %v", want, lines)
+			t.Fatalf("the documentation no longer has `server %s`; found %v", want, lines)
 		}
 	}
 
@@ -67,7 +71,7 @@ func TestReadmeServersWithoutPort(t *testing.T) {
 			fmt.Fprintf(&config, "\n\t\t\tserver %s %s minecraft {\n\t\t\t\tresolvers %s\n\t\t\t\ttimeout 15s\n\t\t\t}", l.name, l.address, dns.Addr)
 		case "bedrock":
 			if _, err := netip.ParseAddr(l.address); err != nil {
-				t.Fatalf("README server %s: %s is not an IP address, which this test expects for Bedrock", l.name, l.address)
+				t.Fatalf("documented server %s: %s is not an IP address, which this test expects for Bedrock", l.name, l.address)
 			}
 			fmt.Fprintf(&config, "\n\t\t\tserver %s 127.0.0.1 bedrock {\n\t\t\t\ttimeout 5s\n\t\t\t}", l.name)
 		}
@@ -83,17 +87,17 @@ func TestReadmeServersWithoutPort(t *testing.T) {
 			want = map[string]any{"name": "Gate Rock", "map": "Stone Level", "maxplayers": float64(12)}
 		}
 		if r.status != 200 {
-			t.Errorf("README server %s (%s %s): GET /query/%s: %d %s", l.name, l.address, l.protocol, l.name, r.status, r.body)
+			t.Errorf("documented server %s (%s %s): GET /query/%s: %d %s", l.name, l.address, l.protocol, l.name, r.status, r.body)
 			continue
 		}
 		for k, v := range want {
 			if st[k] != v {
-				t.Errorf("README server %s (%s %s): %s is %v, want %v: %s", l.name, l.address, l.protocol, k, st[k], v, r.body)
+				t.Errorf("documented server %s (%s %s): %s is %v, want %v: %s", l.name, l.address, l.protocol, k, st[k], v, r.body)
 			}
 		}
 		if l.protocol == "minecraft" {
 			if q := "TypeSRV _minecraft._tcp." + l.address + "."; dns.Asked(q) == 0 {
-				t.Errorf("README server %s: the test's DNS server was not asked %q", l.name, q)
+				t.Errorf("documented server %s: the test's DNS server was not asked %q", l.name, q)
 			}
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // users copy works. The storage connects only when used, so no Redis is
 // needed.
 func TestStorageDocsSnippetsValidate(t *testing.T) {
-	for _, page := range []string{"../docs/storage-redis.md", "../docs/scale.md"} {
+	for _, page := range []string{"../docs/storage/redis.md", "../docs/scale.md"} {
 		doc, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)

@@ -90,6 +90,29 @@ func docFiles(t *testing.T) []string {
 	return files
 }
 
+// modulePages are the pages of docs/ that document modules: the app, the
+// handlers, matchers, query protocols and storage, but not their indexes
+// or the result shape.
+func modulePages(t *testing.T) []string {
+	t.Helper()
+	pages := []string{"../docs/app.md"}
+	for _, dir := range []string{"handlers", "matchers", "query", "storage"} {
+		found, err := filepath.Glob(filepath.Join("../docs", dir, "*.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range found {
+			if base := filepath.Base(f); base != "README.md" && base != "result.md" {
+				pages = append(pages, f)
+			}
+		}
+	}
+	if len(pages) < 24 {
+		t.Fatalf("found %d module pages under ../docs, want at least 24: %v", len(pages), pages)
+	}
+	return pages
+}
+
 // validateDoc runs what `gamegate validate` runs on a JSON configuration:
 // decode, then provision and validate every app without starting it.
 func validateDoc(config []byte) error {
@@ -172,8 +195,13 @@ func TestDocSnippetsLoad(t *testing.T) {
 			t.Errorf("%s: does not load: %v", s, err)
 		}
 	}
-	if counts["../README.md caddyfile"] < 10 {
-		t.Errorf("found %d Caddyfile snippets in the README, want at least 10: %v", counts["../README.md caddyfile"], counts)
+	// Every module page shows its configuration both ways, and loads.
+	for _, page := range modulePages(t) {
+		for _, lang := range []string{"caddyfile", "json"} {
+			if counts[page+" "+lang] == 0 {
+				t.Errorf("%s: no %s configuration loaded; a module page shows its Caddyfile and its JSON", page, lang)
+			}
+		}
 	}
 	t.Logf("snippets loaded: %v", counts)
 

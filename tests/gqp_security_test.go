@@ -359,7 +359,7 @@ func gqpExchange(t *testing.T, c *testutil.UDPClient, name string, args ...strin
 	return r
 }
 
-// The README bounds the responder's pending challenges by max_authorized.
+// docs/security.md bounds the responder's pending challenges by max_authorized.
 // Challenges from 300 loopback addresses (the right password, so each would
 // be kept) fill the table to the bound and no further: exactly the bound
 // are issued, the rest answered 31. A client that asked before the flood

@@ -388,8 +388,9 @@ func TestQoSMatcherRoutesOtherTraffic(t *testing.T) {
 
 // A QoS ban stays in force across a configuration reload, in the layer4
 // handler and in the gamegate UDP server alike: the source table is pooled
-// under the handler's name (README: "survives config reloads"). The reload
-// changes the rate, so it is a new configuration, not the same one again.
+// under the handler's name (docs/handlers/qos.md: "survives configuration
+// reloads"). The reload changes the rate, so it is a new configuration, not
+// the same one again.
 func TestQoSBanSurvivesReload(t *testing.T) {
 	// name is the handler's name option; without one, the table is the
 	// listener's own, kept across reloads all the same.

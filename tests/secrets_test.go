@@ -20,7 +20,7 @@ import (
 // is adapted, so the value is in the configuration: checked here too, as
 // the reason the docs use {env.X}. And X-Api-Key, which Caddy's access log
 // does not redact (only Authorization, Proxy-Authorization and cookies), is
-// redacted by the log filter the README shows.
+// redacted by the log filter docs/security.md shows.
 func TestSecretsStayOutOfTheConfigAndTheAccessLog(t *testing.T) {
 	const (
 		secret = "relay-secret-from-the-environment-0123456789"

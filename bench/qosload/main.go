@@ -29,6 +29,7 @@ func main() {
 	jsonOut := flag.Bool("json", false, "print JSON")
 	flag.StringVar(&c.Only, "only", "", "measure only this target, beside bare, echo and l4-qos (for profiling)")
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
+	flag.StringVar(&c.Trace, "trace", "", "write an execution trace of the measured rounds to this file (scheduling and network waits: go tool trace)")
 	flag.Parse()
 	r, err := qosload.Run(c)
 	if err != nil {

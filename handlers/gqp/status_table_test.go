@@ -13,9 +13,10 @@ import (
 	"github.com/gamegate/gamegate/handlers/query"
 )
 
-// TestCommandHTTPStatusTable checks the README's table of how a GQP
-// answer becomes the gateway's HTTP status, each row against a real
-// server on a socket answering the command with that status.
+// TestCommandHTTPStatusTable checks the table of docs/handlers/game_query.md
+// ("Errors") of how a GQP answer becomes the gateway's HTTP status, each
+// row against a real server on a socket answering the command with that
+// status.
 func TestCommandHTTPStatusTable(t *testing.T) {
 	reply := func(status int) func([]byte) [][]byte {
 		return func([]byte) [][]byte { return [][]byte{fmt.Appendf(nil, "%02decho\x1e\x06\x04", status)} }

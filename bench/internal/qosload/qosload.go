@@ -31,6 +31,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ type Config struct {
 	Warmup     time.Duration // load on every target before the rounds
 	Only       string        // measure only this target, beside bare, echo and l4-qos
 	CPUProfile string        // write a CPU profile of the measured rounds here
+	Trace      string        // write an execution trace of the measured rounds here
 }
 
 // Result is what a run measured.
@@ -105,6 +107,17 @@ func Run(cfg Config) (*Result, error) {
 			return nil, err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if cfg.Trace != "" {
+		f, err := os.Create(cfg.Trace)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return nil, err
+		}
+		defer trace.Stop()
 	}
 	var runErr error
 	loads := benchutil.Rounds(cfg.Rounds, cfg.Pause, targets, func(_, _ int, t *target) {

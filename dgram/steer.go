@@ -1,0 +1,170 @@
+package dgram
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Steering an address's datagrams over its sockets.
+//
+// With one reader per SO_REUSEPORT socket, the kernel spreads an address's
+// datagrams over the sockets by a hash of each source. Under load that is
+// what the readers are for; under light load it costs latency: each reader
+// finds one datagram, wakes for it on a CPU of its own and parks again,
+// where one reader would have found the next datagram already waiting (on
+// loopback with four clients and one request in flight each, two readers
+// make a quarter more system calls per round trip than one). So where the
+// platform lets a program choose the socket (a classic BPF program on the
+// SO_REUSEPORT group, Linux), an address's datagrams all go to the group's
+// first socket while its reader keeps up, and are spread by source when it
+// does not: when it reads at least half a batch four times running. Once
+// the readers together read less than an eighth of a batch per read, and
+// never half a batch, for a whole window, one socket takes them all again.
+// A switch may reorder the datagrams of a source that were in flight
+// across it, as UDP allows.
+//
+// The program belongs to the group, not to a socket: during a reload the
+// old configuration's sockets and the new one's share it, and each server
+// applies its mode again at the end of each window, so the survivor's
+// holds.
+const (
+	// steerWindow is how often a server reconsiders an address's mode.
+	steerWindow = time.Second
+	// steerBusyRun is how many reads of half a batch or more in a row
+	// make the one socket's reader spread the datagrams.
+	steerBusyRun = 4
+	// steerMinBatch is the smallest batch that tells a backlog: with
+	// smaller ones, every read looks busy, and the kernel spreads.
+	steerMinBatch = 8
+)
+
+// Steering modes of an address.
+const (
+	steerOne    = iota // every datagram to the group's first socket
+	steerSpread        // by source, the kernel's hash
+)
+
+// steerer holds the steering of one address: the readers of its sockets
+// share it.
+type steerer struct {
+	s       *Server
+	addr    string
+	batch   int
+	window  int64        // nanoseconds
+	mode    atomic.Int32 // steerOne or steerSpread
+	off     atomic.Bool  // the kernel refused: its hash decides, as without steering
+	start   atomic.Int64 // the window's start, in nanoseconds since epoch
+	reads   atomic.Int64 // in the window, with mode steerSpread
+	read    atomic.Int64 // datagrams read in the window
+	busy    atomic.Int64 // reads of half a batch or more in the window
+	readers int          // guarded by s.mu
+}
+
+// steererOf returns the steering of conn's address, shared by the readers
+// of its sockets, or nil where the server cannot tell a backlog.
+func (s *Server) steererOf(conn *net.UDPConn, io packetIO) *steerer {
+	if _, single := io.(singleIO); single || s.Batch < steerMinBatch {
+		return nil
+	}
+	addr := conn.LocalAddr().Network() + "/" + conn.LocalAddr().String()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.steerers[addr]
+	if st == nil {
+		window := s.steerWindow
+		if window <= 0 {
+			window = steerWindow
+		}
+		st = &steerer{s: s, addr: addr, batch: s.Batch, window: int64(window)}
+		st.start.Store(time.Now().UnixNano())
+		st.mode.Store(steerOne)
+		if err := steerTo(conn, steerOne); err != nil {
+			// Not an SO_REUSEPORT socket, or no BPF: the kernel decides.
+			st.off.Store(true)
+		}
+		s.steerers[addr] = st
+	}
+	st.readers++
+	return st
+}
+
+// release forgets a reader of st's address.
+func (st *steerer) release() {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	if st.readers--; st.readers == 0 {
+		delete(st.s.steerers, st.addr)
+	}
+}
+
+// readerSteer is one reader's view of its address's steering.
+type readerSteer struct {
+	st      *steerer
+	conn    *net.UDPConn
+	busyRun int
+}
+
+// observe accounts for one read of n datagrams and switches the address's
+// mode when the load says so.
+func (r *readerSteer) observe(n int) {
+	st := r.st
+	if st == nil || st.off.Load() {
+		return
+	}
+	busy := n*2 >= st.batch
+	switch st.mode.Load() {
+	case steerOne:
+		if !busy {
+			r.busyRun = 0
+		} else if r.busyRun++; r.busyRun >= steerBusyRun {
+			r.busyRun = 0
+			st.switchTo(r.conn, steerSpread)
+			return
+		}
+	case steerSpread:
+		st.reads.Add(1)
+		st.read.Add(int64(n))
+		if busy {
+			st.busy.Add(1)
+		}
+	}
+	now := time.Now().UnixNano()
+	start := st.start.Load()
+	if now-start < st.window || !st.start.CompareAndSwap(start, now) {
+		return
+	}
+	// This reader closes the window.
+	reads, read, busyReads := st.reads.Swap(0), st.read.Swap(0), st.busy.Swap(0)
+	mode := st.mode.Load()
+	if mode == steerSpread && busyReads == 0 && read*8 < reads*int64(st.batch) {
+		mode = steerOne
+	}
+	st.switchTo(r.conn, mode)
+}
+
+// switchTo sets the mode of st's address through conn, one of its sockets;
+// setting the mode it has applies it again.
+func (st *steerer) switchTo(conn *net.UDPConn, mode int32) {
+	old := st.mode.Swap(mode)
+	if err := steerTo(conn, mode); err != nil {
+		if st.s.closing.Load() {
+			return
+		}
+		st.s.Logger.Warn("steering UDP datagrams over the address's sockets failed; the kernel spreads them by source",
+			zap.String("address", st.addr), zap.Error(err))
+		st.off.Store(true)
+		return
+	}
+	if old != mode {
+		st.start.Store(time.Now().UnixNano())
+		st.reads.Store(0)
+		st.read.Store(0)
+		st.busy.Store(0)
+		if ce := st.s.Logger.Check(zap.DebugLevel, "UDP steering"); ce != nil {
+			ce.Write(zap.String("address", st.addr), zap.Bool("spread", mode == steerSpread))
+		}
+	}
+}

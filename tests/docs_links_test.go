@@ -1,0 +1,162 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// markdownLink is an inline Markdown link or image: [text](target) or
+// [text](target "title").
+var markdownLink = regexp.MustCompile(`!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
+
+// docProse returns a Markdown file's lines outside fenced code blocks, with
+// inline code spans blanked, so that code is not taken for links.
+func docProse(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := regexp.MustCompile("`[^`]*`")
+	var out []string
+	fenced := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fenced = !fenced
+			out = append(out, "")
+			continue
+		}
+		if fenced {
+			out = append(out, "")
+			continue
+		}
+		out = append(out, code.ReplaceAllString(l, "``"))
+	}
+	return out
+}
+
+// headingAnchors returns the anchors GitHub gives a Markdown file's
+// headings: lower case, punctuation but '-' and '_' dropped, spaces as
+// hyphens, and -1, -2, … after repeats.
+func headingAnchors(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	anchors := map[string]bool{}
+	seen := map[string]int{}
+	for _, l := range docProse(t, file) {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		text := strings.TrimSpace(strings.TrimLeft(l, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(text) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteByte('-')
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			anchors[a+"-"+string(rune('0'+n))] = true
+		} else {
+			anchors[a] = true
+		}
+		seen[a]++
+	}
+	return anchors
+}
+
+// generatedDocs are documents that a command writes rather than a commit:
+// a link to one is checked once it exists, and until then only logged.
+var generatedDocs = map[string]string{
+	"../BENCHMARKS.md": "go run ./bench/run",
+}
+
+// Every relative link of the README, the contributor guide, xcaddy.md and
+// the pages under docs/ leads to a file or directory of the repository,
+// and a link to a heading of a Markdown file (#anchor) to a heading that
+// file has, as GitHub renders it.
+func TestDocLinksResolve(t *testing.T) {
+	checked := 0
+	for _, file := range docFiles(t) {
+		for i, l := range docProse(t, file) {
+			for _, m := range markdownLink.FindAllStringSubmatch(l, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				checked++
+				path, anchor, _ := strings.Cut(target, "#")
+				dest := file
+				if path != "" {
+					dest = filepath.Join(filepath.Dir(file), path)
+					if _, err := os.Stat(dest); err != nil {
+						if by, ok := generatedDocs[dest]; ok && os.IsNotExist(err) {
+							t.Logf("%s:%d: link %q: not written yet (by %s)", file, i+1, target, by)
+							continue
+						}
+						t.Errorf("%s:%d: link %q: %v", file, i+1, target, err)
+						continue
+					}
+				}
+				if anchor != "" && strings.HasSuffix(dest, ".md") && !headingAnchors(t, dest)[anchor] {
+					t.Errorf("%s:%d: link %q: %s has no heading with anchor #%s", file, i+1, target, dest, anchor)
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Errorf("checked %d relative links, want at least 100: is the link pattern still right?", checked)
+	}
+	t.Logf("%d relative links resolve", checked)
+}
+
+// Every gamegate module has a row in the README's module index, and the
+// page that row links to names the module's ID.
+func TestEveryModuleDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, id := range caddy.Modules() {
+		info, err := caddy.GetModule(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ := reflect.TypeOf(info.New())
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		if strings.HasPrefix(typ.PkgPath(), "github.com/gamegate/gamegate") {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < 29 {
+		t.Fatalf("found %d gamegate modules, want at least 29: %v", len(ids), ids)
+	}
+	for _, id := range ids {
+		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(id) + "` \\|.*\\]\\(([^)#]+)[^)]*\\)").FindSubmatch(readme)
+		if row == nil {
+			t.Errorf("module %s: no row `| `%s` | … | [page](…) |` in the README's module index", id, id)
+			continue
+		}
+		page := filepath.Join("..", string(row[1]))
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Errorf("module %s: its page: %v", id, err)
+			continue
+		}
+		if !strings.Contains(string(text), "`"+id+"`") {
+			t.Errorf("module %s: its page %s does not name it as `%s`", id, page, id)
+		}
+	}
+}
