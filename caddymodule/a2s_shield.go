@@ -136,11 +136,11 @@ func (h *A2SShield) options() a2s.ShieldOptions {
 func (h *A2SShield) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	warnExposedLayer4(ctx)
-	if err := renamed(h.logger, "", "stale_ttl", "stale_while_revalidate", &h.StaleTTL, &h.StaleWhileRevalidate,
+	if err := renamed(ctx, "a2s_shield", "stale_ttl", "stale_while_revalidate", &h.StaleTTL, &h.StaleWhileRevalidate,
 		renamedTo[caddy.Duration]{"stale_if_error", &h.StaleIfError}); err != nil {
 		return err
 	}
-	if err := renamed(h.logger, "", "upstream_timeout", "attempt_timeout", &h.UpstreamTimeout, &h.AttemptTimeout); err != nil {
+	if err := renamed(ctx, "a2s_shield", "upstream_timeout", "attempt_timeout", &h.UpstreamTimeout, &h.AttemptTimeout); err != nil {
 		return err
 	}
 	o := h.options()
@@ -236,7 +236,7 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if _, _, err := net.SplitHostPort(h.Upstream); err != nil {
 		return d.Errf("a2s_shield: upstream '%s' is not host:port", h.Upstream)
 	}
-	return parseBlock(d, "a2s_shield", nil, func(opt string) error {
+	return parseRenamedBlock(d, "a2s_shield", nil, a2sShieldFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "ttl":
@@ -245,7 +245,7 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.StaleWhileRevalidate, err = parseDurationIn(d, a2sLifetimeRange)
 		case "stale_if_error":
 			h.StaleIfError, err = parseDurationIn(d, a2sLifetimeRange)
-		case "stale_ttl":
+		case "stale_ttl": // moved to both stale options when provisioned
 			h.StaleTTL, err = parseDurationIn(d, a2sLifetimeRange)
 		case "negative_ttl":
 			h.NegativeTTL, err = parseDurationIn(d, a2sLifetimeRange)
@@ -262,8 +262,6 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.SplitLayout, err = parseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
 		case "attempt_timeout":
 			h.AttemptTimeout, err = parseDurationIn(d, a2sAttemptTimeoutRange)
-		case "upstream_timeout":
-			h.UpstreamTimeout, err = parseDurationIn(d, a2sAttemptTimeoutRange)
 		case "retries":
 			h.Retries, err = parseIntRange(d, -1, a2s.MaxRetries)
 		case "max_packets":
@@ -290,6 +288,10 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return err
 	})
 }
+
+// a2sShieldFormerNames are the shield's renamed options but stale_ttl,
+// which became two (both stale options).
+var a2sShieldFormerNames = formerNames{"upstream_timeout": "attempt_timeout"}
 
 // Ranges of the shield's durations, checked as the Caddyfile is read (the
 // bounds are the handler's).

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 )
 
 // The shield's former option names still configure it: stale_ttl sets
@@ -50,24 +48,5 @@ func TestA2SShieldFormerNames(t *testing.T) {
 				t.Fatalf("got %v, want an error starting %q", err, tc.want)
 			}
 		})
-	}
-}
-
-// A former option that became two is moved to both with one warning that
-// names both.
-func TestRenamedToSeveralWarnsOnce(t *testing.T) {
-	core, logs := observer.New(zap.WarnLevel)
-	old, a, b := 7, 0, 0
-	if err := renamed(zap.New(core), "", "old", "a", &old, &a, renamedTo[int]{"b", &b}); err != nil {
-		t.Fatal(err)
-	}
-	if old != 0 || a != 7 || b != 7 {
-		t.Errorf("got old %d, a %d, b %d; want 0, 7, 7", old, a, b)
-	}
-	if n := logs.Len(); n != 1 {
-		t.Fatalf("got %d warnings, want 1", n)
-	}
-	if got := logs.All()[0].ContextMap()["current"]; got != "a and b" {
-		t.Errorf("warning names %v, want a and b", got)
 	}
 }

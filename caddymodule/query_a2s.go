@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -23,11 +21,10 @@ func init() {
 // challenge flows, split answers (Source and GoldSrc layouts) and
 // bzip2-compressed answers are handled.
 type QueryA2S struct {
-	// Time one attempt waits for a complete answer, challenge included,
-	// at most 1h. Default: 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Attempts after the first, -1 (none) to 10. Default: 1.
-	Retries int `json:"retries,omitempty"`
+	// attempt_timeout: the time one attempt waits for a complete answer,
+	// challenge included, at most 1h (default 1s); retries: attempts after
+	// the first, -1 (none) to 10 (default 1).
+	attemptOptions
 	// Layout of split answers: auto (told from the first fragment),
 	// source, source_no_size or goldsrc. Default: auto.
 	SplitLayout string `json:"split_layout,omitempty"`
@@ -57,56 +54,65 @@ var splitLayouts = map[string]wirea2s.Layout{
 	"goldsrc":        wirea2s.LayoutGoldSrc,
 }
 
-// validateA2SClient checks the options of an A2S client (a2s.ValidateClient),
-// its timeout option named timeoutField, and its split layout.
-func validateA2SClient(timeoutField string, timeout caddy.Duration, retries int, layout string, packets, response int) error {
-	if _, ok := splitLayouts[layout]; !ok {
-		return fmt.Errorf("split_layout: want auto, source, source_no_size or goldsrc, got %q", layout)
-	}
-	return a2s.ValidateClient(timeoutField, time.Duration(timeout), retries, packets, response)
+// Ranges of the A2S client options.
+var (
+	a2sMaxPacketsRange  = intRange{a2s.MinMaxPackets, wirea2s.MaxSourcePackets}
+	a2sMaxResponseRange = intRange{a2s.MinMaxResponse, a2s.MaxMaxResponse}
+)
+
+// validateA2SClient checks the options of an A2S client, its attempt
+// timeout option named timeoutField; module prefixes the errors, if not
+// empty.
+func validateA2SClient(module, timeoutField string, timeout caddy.Duration, retries int, layout string, packets, response int) error {
+	c := newChecker(module)
+	c.oneOf("split_layout", layout, "auto", "source", "source_no_size", "goldsrc")
+	(&attemptOptions{AttemptTimeout: timeout, Retries: retries}).check(c, timeoutField)
+	c.optIn("max_packets", int64(packets), a2sMaxPacketsRange)
+	c.optIn("max_response", int64(response), a2sMaxResponseRange)
+	return c.err
+}
+
+func newA2SClient(timeout caddy.Duration, retries int, layout string, packets, response int) *a2s.Client {
+	return &a2s.Client{Timeout: time.Duration(timeout), Retries: retries, Layout: splitLayouts[layout],
+		MaxPackets: packets, MaxMessage: response}
 }
 
 // Provision builds the A2S client.
-func (p *QueryA2S) Provision(caddy.Context) error {
-	if err := p.Validate(); err != nil {
+func (p *QueryA2S) Provision(ctx caddy.Context) error {
+	if err := p.provision(ctx, "a2s"); err != nil {
 		return err
 	}
-	p.QueryProtocol = &a2s.QueryProtocol{Client: &a2s.Client{Timeout: time.Duration(p.Timeout), Retries: p.Retries,
-		Layout: splitLayouts[p.SplitLayout], MaxPackets: p.MaxPackets, MaxMessage: p.MaxResponse}}
+	p.QueryProtocol = &a2s.QueryProtocol{Client: newA2SClient(p.AttemptTimeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)}
 	return nil
 }
 
 // Validate checks the configuration.
 func (p *QueryA2S) Validate() error {
-	if p == nil {
-		return errors.New("a2s: no configuration")
-	}
-	return validateA2SClient("timeout", p.Timeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)
+	return validateA2SClient("", "attempt_timeout", p.AttemptTimeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)
 }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
 //	a2s {
-//		timeout      <duration>
-//		retries      <count>
-//		split_layout auto|source|source_no_size|goldsrc
-//		max_packets  <count>
-//		max_response <bytes>
+//		attempt_timeout <duration>
+//		retries         <count>
+//		split_layout    auto|source|source_no_size|goldsrc
+//		max_packets     <count>
+//		max_response    <bytes>
 //	}
 func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "a2s", nil, func(opt string) error {
+	return parseRenamedModuleBlock(d, "a2s", nil, attemptFormerNames, func(opt string) error {
+		if known, err := p.parseOption(d, opt); known {
+			return err
+		}
 		var err error
 		switch opt {
-		case "timeout":
-			p.Timeout, err = parseDurationIn(d, timeoutRange)
-		case "retries":
-			p.Retries, err = parseIntRange(d, -1, a2s.MaxRetries)
 		case "split_layout":
 			p.SplitLayout, err = parseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
 		case "max_packets":
-			p.MaxPackets, err = parseIntRange(d, a2s.MinMaxPackets, wirea2s.MaxSourcePackets)
+			p.MaxPackets, err = parseIntIn(d, a2sMaxPacketsRange)
 		case "max_response":
-			p.MaxResponse, err = parseIntRange(d, a2s.MinMaxResponse, a2s.MaxMaxResponse)
+			p.MaxResponse, err = parseIntIn(d, a2sMaxResponseRange)
 		default:
 			return unknownOption(d, "a2s", opt)
 		}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
@@ -30,7 +29,8 @@ func (r intRange) contains(v int64) bool { return v >= r.lo && v <= r.hi }
 var clientIPv6PrefixRange = intRange{clientaddr.MinIPv6Prefix, clientaddr.MaxIPv6Prefix}
 
 // checker collects the first configuration error of a module, naming the
-// field as JSON and the Caddyfile do.
+// field as JSON and the Caddyfile do. Caddy prefixes a module's errors
+// with its ID: a checker of no module (fieldChecker) adds nothing more.
 type checker struct {
 	module string
 	err    error
@@ -38,9 +38,20 @@ type checker struct {
 
 func newChecker(module string) *checker { return &checker{module: module} }
 
+// fieldChecker returns a checker whose errors start with the field.
+func fieldChecker() *checker { return new(checker) }
+
+// errorf is an error of c's module.
+func (c *checker) errorf(format string, args ...any) error {
+	if c.module == "" {
+		return fmt.Errorf(format, args...)
+	}
+	return fmt.Errorf("%s: "+format, append([]any{c.module}, args...)...)
+}
+
 func (c *checker) fail(field, format string, args ...any) {
 	if c.err == nil {
-		c.err = fmt.Errorf("%s: %s %s", c.module, field, fmt.Sprintf(format, args...))
+		c.err = c.errorf("%s %s", field, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -77,6 +88,12 @@ var (
 	// the other lifetimes (bans, lockouts, authorisations, polls, idle
 	// bindings, health-check intervals).
 	ttlRange = durationRange{0, 24 * time.Hour}
+	// challengeWindowRange bounds how long a challenge stays valid: under
+	// a second, a client's answer arrives after its challenge ended.
+	challengeWindowRange = durationRange{time.Second, time.Hour}
+	// cacheTTLRange bounds how long a shield reuses an answer: under
+	// 100ms, every request is a query of the game server it shields.
+	cacheTTLRange = durationRange{100 * time.Millisecond, 24 * time.Hour}
 )
 
 // durationIn checks that d is 0 (the default) or in r.
@@ -114,7 +131,7 @@ func (c *checker) rate(rateField, burstField string, rate float64, burst int64) 
 	c.optIn(burstField, burst, burstRange)
 	if c.err == nil {
 		if err := ratelimit.ValidateNamed(rateField, burstField, rate, int(max(burst, 1))); err != nil {
-			c.err = fmt.Errorf("%s: %w", c.module, err)
+			c.err = c.errorf("%w", err)
 		}
 	}
 }
@@ -123,47 +140,3 @@ func (c *checker) rate(rateField, burstField string, rate float64, burst int64) 
 var burstRange = intRange{1, ratelimit.MaxBurst}
 
 func fmtDuration(d caddy.Duration) string { return time.Duration(d).String() }
-
-// exclusive refuses an option given under both its former and its current
-// name.
-func (c *checker) exclusive(old, current string, hasOld, hasCurrent bool) {
-	if hasOld && hasCurrent {
-		c.fail(old, "is the former name of %s: give only %s", current, current)
-	}
-}
-
-// renamed moves an option given under its former name to its current one,
-// logging a deprecation warning; giving both is an error. A former option
-// that became several (its meaning split in two) moves to each of more as
-// well, with one warning. An empty module leaves the error unprefixed,
-// for Caddy names the module already.
-func renamed[T comparable](logger *zap.Logger, module, old, current string, oldV, currentV *T, more ...renamedTo[T]) error {
-	var zero T
-	if *oldV == zero {
-		return nil
-	}
-	all := append([]renamedTo[T]{{current, currentV}}, more...)
-	names := make([]string, len(all))
-	for i, c := range all {
-		names[i] = c.name
-		if *c.v != zero {
-			err := fmt.Errorf("%s is the former name of %s: give only %s", old, c.name, c.name)
-			if module != "" {
-				err = fmt.Errorf("%s: %w", module, err)
-			}
-			return err
-		}
-	}
-	logger.Warn("deprecated option: use its current name", zap.String("option", old), zap.String("current", strings.Join(names, " and ")))
-	for _, c := range all {
-		*c.v = *oldV
-	}
-	*oldV = zero
-	return nil
-}
-
-// renamedTo is one of the current options a former one became.
-type renamedTo[T any] struct {
-	name string
-	v    *T
-}

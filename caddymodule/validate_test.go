@@ -78,16 +78,16 @@ func TestValidateRefusesInvalidJSON(t *testing.T) {
 	}
 }
 
-// game_query's a2s protocol accepts the longest timeout and refuses one
-// past it by name (the shield's and GQP's bounds are their handlers':
-// a2s.TestShieldWaitsAtTheBound, gqp.TestResponderWaitsAtTheBound).
+// game_query's a2s protocol accepts the longest attempt_timeout and
+// refuses one past it by name (the shield's and GQP's bounds are their
+// handlers': a2s.TestShieldWaitsAtTheBound, gqp.TestResponderWaitsAtTheBound).
 func TestUpstreamWaitsAtTheirBounds(t *testing.T) {
 	longest := caddy.Duration(a2s.MaxAttemptTimeout)
-	if err := (&QueryA2S{Timeout: longest, Retries: a2s.MaxRetries}).Validate(); err != nil {
-		t.Fatalf("a2s at the bounds (timeout %s, retries %d): %v", fmtDuration(longest), a2s.MaxRetries, err)
+	if err := (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest, Retries: a2s.MaxRetries}}).Validate(); err != nil {
+		t.Fatalf("a2s at the bounds (attempt_timeout %s, retries %d): %v", fmtDuration(longest), a2s.MaxRetries, err)
 	}
-	err := (&QueryA2S{Timeout: longest + 1}).Validate()
-	if err == nil || !strings.HasPrefix(err.Error(), "timeout must be a duration in [") {
-		t.Fatalf("got %v, want an error naming timeout and its range", err)
+	err := (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest + 1}}).Validate()
+	if err == nil || !strings.HasPrefix(err.Error(), "attempt_timeout must be a duration in [") {
+		t.Fatalf("got %v, want an error naming attempt_timeout and its range", err)
 	}
 }

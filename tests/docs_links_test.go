@@ -80,10 +80,11 @@ var generatedDocs = map[string]string{
 	"../BENCHMARKS.md": "go run ./bench/run",
 }
 
-// Every relative link of the README, the contributor guide, xcaddy.md and
-// the pages under docs/ leads to a file or directory of the repository,
-// and a link to a heading of a Markdown file (#anchor) to a heading that
-// file has, as GitHub renders it.
+// Every relative link of the documents docFiles lists (the README, the
+// contributor guide, xcaddy.md, the tests' and benchmarks' how-tos and the
+// pages under docs/) leads to a file or directory of the repository, and a
+// link to a heading of a Markdown file (#anchor) to a heading that file
+// has, as GitHub renders it.
 func TestDocLinksResolve(t *testing.T) {
 	checked := 0
 	for _, file := range docFiles(t) {
