@@ -161,3 +161,21 @@ func TestEveryModuleDocumented(t *testing.T) {
 		}
 	}
 }
+
+// Every module page has the sections a Caddy user looks for, in this
+// order: its Caddyfile syntax, its JSON, its options, its metrics and an
+// example (other sections may come between them).
+func TestModulePagesHaveTheirSections(t *testing.T) {
+	want := []string{"## Caddyfile", "## JSON", "## Options", "## Metrics", "## Example"}
+	for _, page := range modulePages(t) {
+		next := 0
+		for _, l := range docProse(t, page) {
+			if next < len(want) && strings.HasPrefix(l, want[next]) {
+				next++
+			}
+		}
+		if next < len(want) {
+			t.Errorf("%s: no %q section after the ones before it (want %v, in order)", page, want[next], want)
+		}
+	}
+}
