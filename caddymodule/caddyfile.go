@@ -147,17 +147,37 @@ func parseIntArg(s string) (int, error) { return strconv.Atoi(s) }
 // order. An option given twice is an error naming it, except those listed
 // as repeatable; module prefixes error messages ("qos", "gqp: command 'x'").
 func parseBlock(d *caddyfile.Dispenser, module string, repeatable []string, option func(name string) error) error {
-	seen := make(map[string]bool)
+	return parseRenamedBlock(d, module, repeatable, nil, option)
+}
+
+// parseRenamedBlock is parseBlock for a module with renamed options: one
+// given by its former name (a key of former) is passed to option under its
+// current name, with a warning; giving both names is an error. option can
+// tell the spelling given from d.Val().
+func parseRenamedBlock(d *caddyfile.Dispenser, module string, repeatable []string, former formerNames, option func(name string) error) error {
+	given := make(map[string]string) // by current name, the name given
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if seen[name] && !slices.Contains(repeatable, name) {
+		as := d.Val()
+		name := as
+		if current, ok := former[as]; ok {
+			name = current
+			warnFormerName(d, module, as, current)
+		}
+		if prev, seen := given[name]; seen && !slices.Contains(repeatable, name) {
+			if prev != as { // the former and the current name
+				old := prev
+				if old == name {
+					old = as
+				}
+				return d.Errf("%s: %v", module, bothNames(old, name))
+			}
 			return d.Errf("%s: duplicate option '%s'", module, name)
 		}
-		seen[name] = true
+		given[name] = as
 		if err := option(name); err != nil {
 			return err
 		}
-		if err := noBlock(d, module, name); err != nil {
+		if err := noBlock(d, module, as); err != nil {
 			return err
 		}
 	}
@@ -167,11 +187,17 @@ func parseBlock(d *caddyfile.Dispenser, module string, repeatable []string, opti
 // parseModuleBlock consumes a module's name, refuses arguments after it,
 // and parses the block that follows with parseBlock.
 func parseModuleBlock(d *caddyfile.Dispenser, module string, repeatable []string, option func(name string) error) error {
+	return parseRenamedModuleBlock(d, module, repeatable, nil, option)
+}
+
+// parseRenamedModuleBlock is parseModuleBlock for a module with renamed
+// options (see parseRenamedBlock).
+func parseRenamedModuleBlock(d *caddyfile.Dispenser, module string, repeatable []string, former formerNames, option func(name string) error) error {
 	d.Next() // consume the module name
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	return parseBlock(d, module, repeatable, option)
+	return parseRenamedBlock(d, module, repeatable, former, option)
 }
 
 // noBlock refuses a block after an option that takes none (options that

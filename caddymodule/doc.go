@@ -3,8 +3,9 @@
 // module structs, their provisioning and validation, and Caddyfile parsing;
 // no protocol logic.
 //
-// The layer4 handlers follow caddy-l4's UDP model: one goroutine per remote
-// address reading until the association ends (readDatagrams), sends to
-// other clients through the shared socket (packetConnOf), matchers that read
-// once. CONTRIBUTING.md explains why, and what it costs.
+// The layer4 handlers of datagram protocols are one adapter,
+// serveDatagrams, which follows caddy-l4's UDP model: one goroutine per
+// remote address reading until the association ends (readDatagrams), every
+// send through the shared socket, matchers that read once.
+// CONTRIBUTING.md explains why, and what it costs.
 package caddymodule

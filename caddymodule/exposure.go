@@ -101,9 +101,18 @@ func replaced(repl *caddy.Replacer, module, option, v string) (string, error) {
 	})
 	r := repl.ReplaceKnown(v, "")
 	if r == "" {
-		return "", fmt.Errorf("%s: %s: %q is empty after replacing placeholders", module, option, v)
+		return "", fmt.Errorf("%s: %q is empty after replacing placeholders", optionOf(module, option), v)
 	}
 	return r, nil
+}
+
+// optionOf names option of module in an error; a module's own errors
+// (module "") name the option alone, Caddy prefixing the module's ID.
+func optionOf(module, option string) string {
+	if module == "" {
+		return option
+	}
+	return module + ": " + option
 }
 
 // replacedEach is replaced for each of values.
@@ -156,8 +165,8 @@ func refuseWeakSecrets(ctx caddy.Context, module, option string, raw []string, v
 		if variable != "" {
 			hint = fmt.Sprintf(" (set %s)", variable)
 		}
-		return fmt.Errorf("%s: %s: value %d %s, and this server listens on %s, beyond loopback: configure a random value of at least %d bytes%s",
-			module, option, i+1, what, exposed, minLen, hint)
+		return fmt.Errorf("%s: value %d %s, and this server listens on %s, beyond loopback: configure a random value of at least %d bytes%s",
+			optionOf(module, option), i+1, what, exposed, minLen, hint)
 	}
 	return nil
 }

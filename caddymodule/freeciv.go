@@ -60,7 +60,7 @@ func (m *MatchFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // FreecivGuard sits before proxy in a layer4 route and passes a Freeciv
 // client's stream through unchanged while checking it: the first packet is
 // a well-formed JOIN_REQ, every packet is well framed and within
-// max_packet, compressed chunks stay within max_chunk and decompress to at
+// max_packet_size, compressed chunks stay within max_chunk and decompress to at
 // most max_decompressed without nesting, and, optionally, the client sends
 // at most packet_rate packets per second. Only bytes of complete, checked
 // packets are passed on, so nothing malformed reaches the server; a
@@ -69,7 +69,7 @@ func (m *MatchFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // directions use the 2-byte packet type).
 type FreecivGuard struct {
 	// Largest ordinary packet, header included, in bytes. Default: 4096.
-	MaxPacket int `json:"max_packet,omitempty"`
+	MaxPacketSize int `json:"max_packet_size,omitempty"`
 	// Largest compressed chunk, framing included, in bytes. Default: 1048576.
 	MaxChunk int `json:"max_chunk,omitempty"`
 	// Most bytes one chunk may decompress to. Default: 1048576.
@@ -78,6 +78,10 @@ type FreecivGuard struct {
 	PacketRate float64 `json:"packet_rate,omitempty"`
 	// Packets a client may send at once above packet_rate. Default: 100.
 	PacketBurst int `json:"packet_burst,omitempty"`
+
+	// Deprecated: the former name of max_packet_size, still read (with a
+	// warning at provision).
+	MaxPacket int `json:"max_packet,omitempty"`
 
 	logger *zap.Logger
 }
@@ -93,11 +97,11 @@ func (*FreecivGuard) CaddyModule() caddy.ModuleInfo {
 // Provision sets up the guard.
 func (h *FreecivGuard) Provision(ctx caddy.Context) error {
 	h.logger = sampledLogger(ctx.Logger())
+	if err := renamed(ctx, "freeciv_guard", "max_packet", "max_packet_size", &h.MaxPacket, &h.MaxPacketSize); err != nil {
+		return err
+	}
 	if h.PacketBurst == 0 {
 		h.PacketBurst = 100
-	}
-	if err := h.Validate(); err != nil {
-		return err
 	}
 	return freecivMetrics.register(ctx.GetMetricsRegistry())
 }
@@ -110,8 +114,8 @@ var (
 
 // Validate checks the configuration.
 func (h *FreecivGuard) Validate() error {
-	c := newChecker("freeciv_guard")
-	c.optIn("max_packet", int64(h.MaxPacket), freecivMaxPacketRange)
+	c := fieldChecker()
+	c.optIn("max_packet_size", int64(h.MaxPacketSize), freecivMaxPacketRange)
 	c.optIn("max_chunk", int64(h.MaxChunk), freecivMaxChunkRange)
 	c.optIn("max_decompressed", int64(h.MaxDecompressed), freecivMaxChunkRange)
 	c.rate("packet_rate", "packet_burst", h.PacketRate, int64(h.PacketBurst))
@@ -123,7 +127,7 @@ func (h *FreecivGuard) Validate() error {
 func (h *FreecivGuard) Handle(cx *layer4.Connection, next layer4.Handler) error {
 	freecivMetrics.connections.Inc()
 	g, err := freeciv.NewGuard(freeciv.GuardConfig{
-		MaxPacket: h.MaxPacket, MaxChunk: h.MaxChunk, MaxDecompressed: h.MaxDecompressed,
+		MaxPacket: h.MaxPacketSize, MaxChunk: h.MaxChunk, MaxDecompressed: h.MaxDecompressed,
 		PacketRate: h.PacketRate, PacketBurst: h.PacketBurst,
 	})
 	if err != nil {
@@ -223,18 +227,18 @@ func (c *guardedConn) CloseWrite() error {
 // UnmarshalCaddyfile sets up the guard from Caddyfile tokens. Syntax:
 //
 //	freeciv_guard {
-//		max_packet       <bytes>
+//		max_packet_size  <bytes>
 //		max_chunk        <bytes>
 //		max_decompressed <bytes>
 //		packet_rate      <packets_per_second>
 //		packet_burst     <packets>
 //	}
 func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "freeciv_guard", nil, func(opt string) error {
+	return parseRenamedModuleBlock(d, "freeciv_guard", nil, formerNames{"max_packet": "max_packet_size"}, func(opt string) error {
 		var err error
 		switch opt {
-		case "max_packet":
-			h.MaxPacket, err = parseSize[int](d, freecivMaxPacketRange)
+		case "max_packet_size":
+			h.MaxPacketSize, err = parseSize[int](d, freecivMaxPacketRange)
 		case "max_chunk":
 			h.MaxChunk, err = parseSize[int](d, freecivMaxChunkRange)
 		case "max_decompressed":

@@ -2,8 +2,8 @@ package caddymodule
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -23,7 +23,6 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/netaddr"
-	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 func init() {
@@ -128,6 +127,7 @@ type GameQuery struct {
 	// game_query.
 	Name string `json:"name,omitempty"`
 
+	adHoc   query.Protocol
 	gateway *query.Gateway
 	listed  *gatewaySet
 }
@@ -158,24 +158,6 @@ func (*GameQuery) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "http.handlers.game_query",
 		New: func() caddy.Module { return new(GameQuery) },
-	}
-}
-
-func (h *GameQuery) setDefaults() {
-	defaults := []struct {
-		d *caddy.Duration
-		v time.Duration
-	}{
-		{&h.DefaultTTL, 5 * time.Second}, {&h.StaleWhileRevalidate, 10 * time.Second},
-		{&h.StaleIfError, time.Minute}, {&h.NegativeTTL, 2 * time.Second}, {&h.QueryTimeout, 3 * time.Second},
-	}
-	for _, d := range defaults {
-		if *d.d == 0 {
-			*d.d = caddy.Duration(d.v)
-		}
-	}
-	if h.UpstreamRate == 0 {
-		h.UpstreamRate = 10
 	}
 }
 
@@ -218,76 +200,37 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		}
 		p, err := loadProtocol(ctx, s, "ProtocolRaw")
 		if err != nil {
-			return fmt.Errorf("game_query: server %q: %w", name, err)
+			return fmt.Errorf("server %q: %w", name, err)
 		}
 		s.protocol = p
-	}
-	if err := h.Validate(); err != nil { // as given, before former names move
-		return err
-	}
-	if err := renamed(ctx.Logger(), "game_query", "rate_limit", "upstream_rate", &h.RateLimit, &h.UpstreamRate); err != nil {
-		return err
-	}
-	if err := renamed(ctx.Logger(), "game_query", "rate_burst", "upstream_burst", &h.RateBurst, &h.UpstreamBurst); err != nil {
-		return err
-	}
-	h.setDefaults()
-	if err := h.Validate(); err != nil {
-		return err
-	}
-	cfg := query.Config{
-		Servers:              make(map[string]query.Server, len(h.Servers)),
-		TTL:                  make(map[string]time.Duration, len(h.TTL)),
-		DefaultTTL:           time.Duration(h.DefaultTTL),
-		StaleWhileRevalidate: time.Duration(h.StaleWhileRevalidate),
-		StaleIfError:         time.Duration(h.StaleIfError),
-		NegativeTTL:          time.Duration(h.NegativeTTL),
-		RateLimit:            h.UpstreamRate,
-		RateBurst:            h.UpstreamBurst,
-		QueryTimeout:         time.Duration(h.QueryTimeout),
-		MaxEntries:           h.MaxEntries,
-		MaxBatch:             h.MaxBatch,
-		BatchConcurrency:     h.BatchConcurrency,
-		MaxBody:              h.MaxBody,
-		MaxBatchAnswer:       h.MaxBatchAnswer,
-		BatchRate:            h.BatchRate,
-		BatchBurst:           h.BatchBurst,
-		MaxAdHoc:             h.MaxAdHoc,
-		MaxAdHocPerNetwork:   h.MaxAdHocPerNetwork,
-		AdHocRate:            h.AdHocRate,
-		AdHocBurst:           h.AdHocBurst,
-		ClientIPv6Prefix:     h.ClientIPv6Prefix,
-		OnUpstream:           gameQueryMetrics.upstreamOf(h.Servers),
-		ClientIP: func(r *http.Request) netip.Addr {
-			a, _ := netip.ParseAddr(clientIP(r))
-			return a.Unmap()
-		},
-		Log: func(server string, err error) {
-			if ce := logger.Check(zap.WarnLevel, "game query failed"); ce != nil {
-				ce.Write(zap.String("server", server), zap.Error(err))
-			}
-		},
-	}
-	for name, s := range h.Servers {
-		cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: s.protocol, Commands: s.Commands, Region: s.Region}
 	}
 	if h.AdHocRaw != nil {
 		p, err := loadProtocol(ctx, h, "AdHocRaw")
 		if err != nil {
-			return fmt.Errorf("game_query: ad_hoc: %w", err)
+			return fmt.Errorf("ad_hoc: %w", err)
 		}
-		cfg.AdHoc = p
+		h.adHoc = p
 	}
-	for _, a := range h.AllowTargets {
-		p, _ := parsePrefix(a)
-		cfg.AllowTargets = append(cfg.AllowTargets, p)
+	if err := renamed(ctx, "game_query", "rate_limit", "upstream_rate", &h.RateLimit, &h.UpstreamRate); err != nil {
+		return err
 	}
-	for cmd, d := range h.TTL {
-		cfg.TTL[cmd] = time.Duration(d)
+	if err := renamed(ctx, "game_query", "rate_burst", "upstream_burst", &h.RateBurst, &h.UpstreamBurst); err != nil {
+		return err
+	}
+	cfg := h.config()
+	cfg.OnUpstream = gameQueryMetrics.upstreamOf(h.Servers)
+	cfg.ClientIP = func(r *http.Request) netip.Addr {
+		a, _ := netip.ParseAddr(clientIP(r))
+		return a.Unmap()
+	}
+	cfg.Log = func(server string, err error) {
+		if ce := logger.Check(zap.WarnLevel, "game query failed"); ce != nil {
+			ce.Write(zap.String("server", server), zap.Error(err))
+		}
 	}
 	gw, err := query.NewGateway(cfg)
 	if err != nil {
-		return fmt.Errorf("game_query: %w", err)
+		return err
 	}
 	h.gateway = gw
 	if h.Name == "" {
@@ -364,84 +307,79 @@ func (s *gatewaySet) newestFirst() []*query.Gateway {
 	return out
 }
 
-// Validate checks the configuration.
+// config is the gateway's configuration as given: the gateway fills in
+// the defaults.
+func (h *GameQuery) config() query.Config {
+	cfg := query.Config{
+		AdHoc:                h.adHoc,
+		Servers:              make(map[string]query.Server, len(h.Servers)),
+		TTL:                  make(map[string]time.Duration, len(h.TTL)),
+		DefaultTTL:           time.Duration(h.DefaultTTL),
+		StaleWhileRevalidate: time.Duration(h.StaleWhileRevalidate),
+		StaleIfError:         time.Duration(h.StaleIfError),
+		NegativeTTL:          time.Duration(h.NegativeTTL),
+		UpstreamRate:         h.UpstreamRate,
+		UpstreamBurst:        h.UpstreamBurst,
+		QueryTimeout:         time.Duration(h.QueryTimeout),
+		MaxEntries:           h.MaxEntries,
+		MaxBatch:             h.MaxBatch,
+		BatchConcurrency:     h.BatchConcurrency,
+		MaxBody:              h.MaxBody,
+		MaxBatchAnswer:       h.MaxBatchAnswer,
+		BatchRate:            h.BatchRate,
+		BatchBurst:           h.BatchBurst,
+		MaxAdHoc:             h.MaxAdHoc,
+		MaxAdHocPerNetwork:   h.MaxAdHocPerNetwork,
+		AdHocRate:            h.AdHocRate,
+		AdHocBurst:           h.AdHocBurst,
+		ClientIPv6Prefix:     h.ClientIPv6Prefix,
+	}
+	for name, s := range h.Servers {
+		if s != nil {
+			cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: s.protocol, Commands: s.Commands, Region: s.Region}
+		}
+	}
+	for _, a := range h.AllowTargets {
+		if p, err := parsePrefix(a); err == nil {
+			cfg.AllowTargets = append(cfg.AllowTargets, p)
+		}
+	}
+	for cmd, d := range h.TTL {
+		cfg.TTL[cmd] = time.Duration(d)
+	}
+	return cfg
+}
+
+// Validate checks the configuration: what JSON alone can get wrong here,
+// then the gateway's options (query.Config.Validate).
 func (h *GameQuery) Validate() error {
 	for name, s := range h.Servers {
-		switch {
-		case name == "" || strings.Contains(name, "/"):
-			return fmt.Errorf("game_query: servers: %q is not a server name (one path segment)", name)
-		case s == nil:
-			return fmt.Errorf("game_query: server %q: needs an address", name)
+		if s == nil {
+			return fmt.Errorf("server %q: needs an address", name)
 		}
-		if _, err := netip.ParseAddrPort(s.Address); err != nil {
-			if _, _, err := netaddr.SplitHostPort(s.Address); err != nil && !query.FindsPort(s.protocol, s.Address) {
-				return fmt.Errorf("game_query: server %q: address %q is not host:port", name, s.Address)
-			}
-		}
-		for _, c := range s.Commands {
-			if c == "" || strings.ContainsFunc(c, func(r rune) bool { return r < 0x21 || r == 0x7F || r == '/' }) {
-				return fmt.Errorf("game_query: server %q: commands: %q is not a command name", name, c)
-			}
-		}
-		if err := validRegion(s.Region); s.Region != "" && err != nil {
-			return fmt.Errorf("game_query: server %q: region: %v", name, err)
-		}
-	}
-	switch {
-	case h.MaxAdHoc < 0 || h.MaxAdHoc > 1<<16:
-		return errors.New("game_query: max_ad_hoc must be in [1, 65536]")
-	case h.MaxAdHocPerNetwork < 0 || h.MaxAdHocPerNetwork > 1<<16:
-		return errors.New("game_query: max_ad_hoc_per_network must be in [1, 65536]")
-	case h.AdHocBurst < 0 || h.AdHocBurst > 1<<20:
-		return errors.New("game_query: ad_hoc_burst must be in [1, 1048576]")
-	}
-	if err := ratelimit.Validate(h.AdHocRate, max(h.AdHocBurst, 1)); err != nil {
-		return fmt.Errorf("game_query: ad_hoc_rate and ad_hoc_burst: %w", err)
 	}
 	for _, a := range h.AllowTargets {
 		if _, err := parsePrefix(a); err != nil {
-			return fmt.Errorf("game_query: allow_targets: %q is not a CIDR or IP address", a)
+			return fmt.Errorf("allow_targets: %q is not a CIDR or IP address", a)
 		}
 	}
 	if strings.ContainsFunc(h.Name, unicode.IsSpace) || len(h.Name) > 64 {
-		return fmt.Errorf("game_query: name %q: at most 64 bytes, without spaces", h.Name)
+		return fmt.Errorf("name %q: at most 64 bytes, without spaces", h.Name)
 	}
-	if h.AdHocRaw != nil && len(h.AllowTargets) == 0 {
-		return errors.New("game_query: ad_hoc needs allow_targets: the networks ad-hoc targets may be in")
-	}
-	c := newChecker("game_query")
-	for cmd, d := range h.TTL {
-		if cmd == "" {
-			c.fail("ttl", "needs command names, got an empty one")
-		}
-		c.durationIn(fmt.Sprintf("ttl %q", cmd), d, ttlRange)
-	}
-	c.durationIn("default_ttl", h.DefaultTTL, ttlRange)
-	c.durationIn("stale_while_revalidate", h.StaleWhileRevalidate, ttlRange)
-	c.durationIn("stale_if_error", h.StaleIfError, ttlRange)
-	c.durationIn("negative_ttl", h.NegativeTTL, ttlRange)
-	c.rate("upstream_rate", "upstream_burst", h.UpstreamRate, int64(h.UpstreamBurst))
-	c.rate("rate_limit", "rate_burst", h.RateLimit, int64(h.RateBurst))
-	c.exclusive("rate_limit", "upstream_rate", h.RateLimit != 0, h.UpstreamRate != 0)
-	c.exclusive("rate_burst", "upstream_burst", h.RateBurst != 0, h.UpstreamBurst != 0)
-	c.durationIn("query_timeout", h.QueryTimeout, timeoutRange)
-	c.optIn("max_entries", int64(h.MaxEntries), gameQueryMaxEntriesRange)
-	c.optIn("max_batch", int64(h.MaxBatch), gameQueryMaxBatchRange)
-	c.optIn("batch_concurrency", int64(h.BatchConcurrency), gameQueryBatchConcurrencyRange)
-	c.optIn("max_body", h.MaxBody, gameQueryMaxBodyRange)
-	c.optIn("max_batch_answer", h.MaxBatchAnswer, gameQueryMaxBatchAnswerRange)
-	c.rate("batch_rate", "batch_burst", h.BatchRate, int64(h.BatchBurst))
-	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
-	return c.err
+	return h.config().Validate()
 }
 
-// Ranges of the game query handler's options.
+// Ranges of the game query handler's options (the gateway's bounds).
 var (
-	gameQueryMaxEntriesRange       = intRange{1, 1 << 30}
-	gameQueryMaxBatchRange         = intRange{1, 100000}
-	gameQueryBatchConcurrencyRange = intRange{1, 1024}
-	gameQueryMaxBodyRange          = intRange{1, 64 << 20}
-	gameQueryMaxBatchAnswerRange   = intRange{1 << 10, 64 << 20}
+	gameQueryTTLRange              = durationRange{0, query.MaxTTL}
+	gameQueryTimeoutRange          = durationRange{0, query.MaxQueryTimeout}
+	gameQueryMaxEntriesRange       = intRange{1, query.MaxMaxEntries}
+	gameQueryMaxBatchRange         = intRange{1, query.MaxMaxBatch}
+	gameQueryBatchConcurrencyRange = intRange{1, query.MaxBatchConcurrency}
+	gameQueryMaxBodyRange          = intRange{1, query.MaxMaxBody}
+	gameQueryMaxBatchAnswerRange   = intRange{query.MinMaxBatchAnswer, query.MaxMaxBatchAnswer}
+	gameQueryMaxAdHocRange         = intRange{1, query.MaxMaxAdHoc}
+	gameQueryAdHocBurstRange       = intRange{1, query.MaxAdHocBurst}
 )
 
 // ServeHTTP answers game queries.
@@ -489,7 +427,7 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 // may repeat (commands and region once per server, after its server
 // line).
 func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "game_query", []string{"server", "ttl", "commands", "region"}, func(opt string) error {
+	return parseRenamedModuleBlock(d, "game_query", []string{"server", "ttl", "commands", "region"}, gameQueryFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "server":
@@ -512,8 +450,8 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("game_query: ttl takes <command> <duration>")
 			}
 			dur, perr := caddy.ParseDuration(args[1])
-			if perr != nil || dur <= 0 || !ttlRange.contains(caddy.Duration(dur)) {
-				return d.Errf("game_query: ttl %s: '%s' is not a positive duration up to %s", args[0], args[1], fmtDuration(caddy.Duration(ttlRange.hi)))
+			if perr != nil || dur <= 0 || !gameQueryTTLRange.contains(caddy.Duration(dur)) {
+				return d.Errf("game_query: ttl %s: '%s' is not a positive duration up to %s", args[0], args[1], fmtDuration(caddy.Duration(gameQueryTTLRange.hi)))
 			}
 			if h.TTL == nil {
 				h.TTL = make(map[string]caddy.Duration)
@@ -523,36 +461,23 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.TTL[args[0]] = caddy.Duration(dur)
 		case "default_ttl":
-			h.DefaultTTL, err = parseDurationIn(d, ttlRange)
+			h.DefaultTTL, err = parseDurationIn(d, gameQueryTTLRange)
 		case "stale_while_revalidate":
-			h.StaleWhileRevalidate, err = parseDurationIn(d, ttlRange)
+			h.StaleWhileRevalidate, err = parseDurationIn(d, gameQueryTTLRange)
 		case "stale_if_error":
-			h.StaleIfError, err = parseDurationIn(d, ttlRange)
+			h.StaleIfError, err = parseDurationIn(d, gameQueryTTLRange)
 		case "negative_ttl":
-			h.NegativeTTL, err = parseDurationIn(d, ttlRange)
+			h.NegativeTTL, err = parseDurationIn(d, gameQueryTTLRange)
 		case "upstream_rate":
+			if d.Val() == "rate_limit" { // its former form: rate_limit <rate> [<burst>]
+				return h.parseRateLimit(d)
+			}
 			h.UpstreamRate, err = parsePositiveFloat(d)
 		case "upstream_burst":
+			if h.UpstreamBurst != 0 {
+				return d.Errf("game_query: %v", bothNames("rate_limit's burst", "upstream_burst"))
+			}
 			h.UpstreamBurst, err = parseIntIn(d, burstRange)
-		case "rate_burst": // deprecated: upstream_burst
-			h.RateBurst, err = parseIntIn(d, burstRange)
-		case "rate_limit": // deprecated: upstream_rate [upstream_burst]
-			args := d.RemainingArgs()
-			if len(args) < 1 || len(args) > 2 {
-				return d.Errf("game_query: rate_limit takes <queries_per_second> [<burst>]")
-			}
-			f, perr := strconv.ParseFloat(args[0], 64)
-			if perr != nil || f <= 0 {
-				return d.Errf("game_query: rate_limit: '%s' is not a positive number", args[0])
-			}
-			h.RateLimit = f
-			if len(args) == 2 {
-				b, perr := strconv.Atoi(args[1])
-				if perr != nil || b < 1 {
-					return d.Errf("game_query: rate_limit burst: '%s' is not a positive integer", args[1])
-				}
-				h.RateBurst = b
-			}
 		case "commands":
 			args := d.RemainingArgs()
 			if len(args) < 2 {
@@ -578,24 +503,24 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			case s.Region != "":
 				return d.Errf("game_query: duplicate region for '%s'", args[0])
 			}
-			if err := validRegion(args[1]); err != nil {
+			if err := query.ValidateRegion(args[1]); err != nil {
 				return d.Errf("game_query: region %s: %v", args[0], err)
 			}
 			s.Region = args[1]
 		case "name":
 			h.Name, err = parseSingleArg(d)
 		case "max_ad_hoc":
-			h.MaxAdHoc, err = parseIntRange(d, 1, 1<<16)
+			h.MaxAdHoc, err = parseIntIn(d, gameQueryMaxAdHocRange)
 		case "max_ad_hoc_per_network":
-			h.MaxAdHocPerNetwork, err = parseIntRange(d, 1, 1<<16)
+			h.MaxAdHocPerNetwork, err = parseIntIn(d, gameQueryMaxAdHocRange)
 		case "ad_hoc_rate":
 			h.AdHocRate, err = parsePositiveFloat(d)
 		case "ad_hoc_burst":
-			h.AdHocBurst, err = parseIntRange(d, 1, 1<<20)
+			h.AdHocBurst, err = parseIntIn(d, gameQueryAdHocBurstRange)
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "query_timeout":
-			h.QueryTimeout, err = parseDurationIn(d, timeoutRange)
+			h.QueryTimeout, err = parseDurationIn(d, gameQueryTimeoutRange)
 		case "max_entries":
 			h.MaxEntries, err = parseIntIn(d, gameQueryMaxEntriesRange)
 		case "max_batch":
@@ -615,6 +540,34 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return err
 	})
+}
+
+// gameQueryFormerNames are the game query handler's renamed options.
+var gameQueryFormerNames = formerNames{"rate_limit": "upstream_rate", "rate_burst": "upstream_burst"}
+
+// parseRateLimit parses upstream_rate's former form, rate_limit <rate>
+// [<burst>].
+func (h *GameQuery) parseRateLimit(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 2 {
+		return d.Errf("game_query: rate_limit takes <queries_per_second> [<burst>]")
+	}
+	f, err := strconv.ParseFloat(args[0], 64)
+	if err != nil || f <= 0 || math.IsInf(f, 0) {
+		return d.Errf("game_query: rate_limit: '%s' is not a positive number", args[0])
+	}
+	h.UpstreamRate = f
+	if len(args) == 2 {
+		b, err := strconv.Atoi(args[1])
+		if err != nil || !burstRange.contains(int64(b)) {
+			return d.Errf("game_query: rate_limit burst: '%s' is not an integer in [%d, %d]", args[1], burstRange.lo, burstRange.hi)
+		}
+		if h.UpstreamBurst != 0 {
+			return d.Errf("game_query: %v", bothNames("rate_limit's burst", "upstream_burst"))
+		}
+		h.UpstreamBurst = b
+	}
+	return nil
 }
 
 func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
@@ -726,19 +679,6 @@ func (m *gameQueryMetricSet) upstreamOf(servers map[string]*GameQueryServer) fun
 		s.queries.Inc()
 		s.duration.Observe(took.Seconds())
 	}
-}
-
-// validRegion checks a server's region.
-func validRegion(r string) error {
-	switch {
-	case r == "":
-		return errors.New("empty")
-	case len(r) > query.MaxRegion:
-		return fmt.Errorf("'%.16s…' is longer than %d bytes", r, query.MaxRegion)
-	case strings.ContainsFunc(r, func(c rune) bool { return c <= ' ' || c == 0x7f || !unicode.IsPrint(c) }):
-		return fmt.Errorf("'%s' holds spaces or control characters", r)
-	}
-	return nil
 }
 
 // Interface guards

@@ -17,7 +17,7 @@ import (
 // in the protocol. name says what runs, for the error of a route whose
 // listener is not a packet listener.
 //
-// It keeps caddy-l4 v0.1.2's rules (DEVELOPERS.md, "caddy-l4's UDP model"):
+// It keeps caddy-l4 v0.1.2's rules (CONTRIBUTING.md, "caddy-l4's UDP model"):
 // it reads on the association's goroutine until EOF (readDatagrams), never
 // reads or sets deadlines on the shared socket, and sends every datagram,
 // to the client or to others, with WriteTo on the shared socket, flushed

@@ -1,11 +1,8 @@
 package caddymodule
 
 import (
-	"errors"
-	"fmt"
-	"net/netip"
-	"strconv"
-	"strings"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,12 +11,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/mholt/caddy-l4/layer4"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/qos"
-	"github.com/gamegate/gamegate/internal/ratelimit"
-	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
 
 func init() {
@@ -64,9 +58,14 @@ type QoSEcho struct {
 	// source seen least recently is forgotten. Bounds memory under a flood
 	// from many addresses. Default: 100000.
 	MaxSources int `json:"max_sources,omitempty"`
-	// What a source is: "ip" (an IPv4 address or an IPv6 /64, whatever the
-	// port) or "ip_port" (address and port). Default: ip.
+	// What a source is: "ip" (an IPv4 address or an IPv6 prefix of
+	// client_ipv6_prefix bits, whatever the port) or "ip_port" (address and
+	// port). Default: ip.
 	SourceKey string `json:"source_key,omitempty"`
+	// Prefix length, in bits, of the IPv6 addresses one source holds with
+	// source_key ip: the addresses of one prefix share their rate and ban
+	// state (32-128). Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
 	// Game titles to answer; requests with other titles are dropped.
 	// Default: every title.
 	Titles []string `json:"titles,omitempty"`
@@ -77,16 +76,8 @@ type QoSEcho struct {
 	// route, that of the local address each association arrived at.
 	Name string `json:"name,omitempty"`
 
-	named    *qosServer // with a name: served on every listener
-	tableKey string     // the table of named
-	byPort   bool
-	inApp    bool // a protocol of the gamegate app: see ForListener
-	logger   *zap.Logger
-
-	// Without a name, each listener has its own engine on its own table
-	// (ForListener).
-	mu      sync.Mutex
-	byLocal map[string]*qosServer // by table key
+	svc   *qos.Service
+	inApp bool // a protocol of the gamegate app: see Provision
 }
 
 // CaddyModule returns the Caddy module information.
@@ -97,315 +88,209 @@ func (*QoSEcho) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-const (
-	qosDefaultRate       = 10
-	qosDefaultBurst      = 40
-	qosDefaultMaxSources = 100_000
-	qosSweepInterval     = 10 * time.Second
-)
-
-// sourceTables holds the QoS source tables across configuration reloads.
-var sourceTables = caddy.NewUsagePool()
-
-func (h *QoSEcho) setDefaults() {
-	if h.Rate == 0 {
-		h.Rate = qosDefaultRate
-	}
-	if h.Burst == 0 {
-		h.Burst = qosDefaultBurst
-	}
-	if h.BanUnits == 0 {
-		h.BanUnits = 1
-	}
-	if h.BanDuration == 0 {
-		h.BanDuration = caddy.Duration(time.Duration(h.BanUnits) * wireqos.Unit)
-	}
-	if h.Capacity > 0 && h.CapacityBurst == 0 {
-		h.CapacityBurst = ratelimit.DefaultBurst(h.Capacity)
-	}
-	if h.MaxSources == 0 {
-		h.MaxSources = qosDefaultMaxSources
-	}
-	if h.SourceKey == "" {
-		h.SourceKey = "ip"
-	}
-}
-
-func (h *QoSEcho) engineConfig() qos.Config {
+// config is the service's configuration from the module's options.
+func (h *QoSEcho) config() qos.Config {
 	return qos.Config{
-		Rate:          h.Rate,
-		Burst:         h.Burst,
-		BanUnits:      h.BanUnits,
-		BanDuration:   time.Duration(h.BanDuration),
-		BackoffUnits:  h.BackoffUnits,
-		Capacity:      h.Capacity,
-		CapacityBurst: h.CapacityBurst,
-		Titles:        h.Titles,
-		// Discovery's health checks from this process are answered even
-		// while forged requests have their address banned.
-		ProbeKey: qos.ProcessProbeKey(),
+		Rate:             h.Rate,
+		Burst:            h.Burst,
+		BanUnits:         h.BanUnits,
+		BanDuration:      time.Duration(h.BanDuration),
+		BackoffUnits:     h.BackoffUnits,
+		Capacity:         h.Capacity,
+		CapacityBurst:    h.CapacityBurst,
+		MaxSources:       h.MaxSources,
+		SourceKey:        h.SourceKey,
+		ClientIPv6Prefix: h.ClientIPv6Prefix,
+		Titles:           h.Titles,
+		Name:             h.Name,
 	}
 }
 
-// Provision sets up the handler and adopts (or creates) its source table.
+// Provision builds the service on the pooled source tables.
 func (h *QoSEcho) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
 	warnExposedLayer4(ctx)
-	h.setDefaults()
-	if err := h.Validate(); err != nil {
-		return err
-	}
-	h.byPort = h.SourceKey == "ip_port"
-	h.byLocal = make(map[string]*qosServer)
+	cfg := h.config()
+	// Discovery's health checks from this process are answered even
+	// while forged requests have their address banned.
+	cfg.ProbeKey = qos.ProcessProbeKey()
+	cfg.Count = qosMetrics.count
+	cfg.Logger = ctx.Logger()
+	h.svc = qos.NewService(cfg, qosTables{layer4: !h.inApp})
 	switch {
 	case h.Name != "":
-		key := h.Name + h.tableSuffix()
-		engine, err := h.newEngine(key)
-		if err != nil {
+		// Hold the named table now: the configuration this one replaces
+		// lets go of it before this one's first datagram.
+		if _, err := h.svc.ForListener(""); err != nil {
 			return err
 		}
-		h.tableKey, h.named = key, &qosServer{h, engine}
-	case h.inApp:
-		// The app calls ForListener with its server's addresses.
-	default:
-		// A layer4 route: the tables come with the associations
-		// (ForListener). Take over those of the configuration this one
-		// replaces now, so that their bans outlive the reload.
-		for _, key := range localTables.keys(h.tableSuffix()) {
-			if _, err := h.adopt(key); err != nil {
-				return err
+	case !h.inApp:
+		// A layer4 route learns its listeners from its associations.
+		// Take over the tables of those the configuration this one
+		// replaces served now, so that their bans outlive the reload.
+		for _, l := range layer4Listeners.list() {
+			if _, held := sourceTables.References(h.svc.TableKey(l)); held {
+				if _, err := h.svc.ForListener(l); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return qosMetrics.register(ctx.GetMetricsRegistry())
 }
 
-// ForListener returns the server of the listener named listener: the
-// handler's own with a name, else one on the listener's own table.
+// ForListener returns the service's server for the listener: that of its
+// name, or the listener's own.
 func (h *QoSEcho) ForListener(listener string) (dgram.Protocol, error) {
-	if h.named != nil {
-		return h.named, nil
+	return h.svc.ForListener(listener)
+}
+
+// Validate checks the configuration.
+func (h *QoSEcho) Validate() error { return h.config().Validate() }
+
+// Cleanup releases the service's holds on its source tables.
+func (h *QoSEcho) Cleanup() error {
+	if h.svc == nil {
+		return nil
 	}
-	key := "qos@" + listener + h.tableSuffix()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.adopt(key)
+	return h.svc.Close()
 }
 
-// tableSuffix is what a table key adds to the table's name: what the table
-// holds, so that two handlers never share a table of other settings.
-func (h *QoSEcho) tableSuffix() string {
-	return "/" + strconv.Itoa(h.MaxSources) + "/" + h.SourceKey
+// Handle answers the datagrams of one client until the association ends.
+func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
+	return serveDatagrams(cx, h.svc, "the QoS echo protocol")
 }
 
-// newEngine returns an engine on the pooled table of key, taking a hold on
-// the table that Cleanup releases.
-func (h *QoSEcho) newEngine(key string) (*qos.Engine, error) {
+// sourceTables holds the QoS source tables across configuration reloads.
+var sourceTables = caddy.NewUsagePool()
+
+var liveSourceTables liveSet[*qos.SourceTable]
+
+// qosTables lends QoS services the pooled source tables.
+type qosTables struct{ layer4 bool }
+
+func (t qosTables) Acquire(key, listener string, limit int) (*qos.SourceTable, error) {
 	val, _, err := sourceTables.LoadOrNew(key, func() (caddy.Destructor, error) {
-		t := qos.NewSourceTable(h.MaxSources, nil, qosSweepInterval)
-		liveSourceTables.add(t)
-		return destructTable{t, key}, nil
+		st := qos.NewSourceTable(limit, nil, qos.SweepInterval)
+		liveSourceTables.add(st)
+		return pooledSourceTable{st, key}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	engine, err := qos.NewEngine(h.engineConfig(), val.(destructTable).SourceTable)
-	if err != nil {
-		_, _ = sourceTables.Delete(key)
-		return nil, err
+	if t.layer4 && listener != "" {
+		layer4Listeners.add(key, listener)
 	}
-	return engine, nil
+	return val.(pooledSourceTable).SourceTable, nil
 }
 
-// adopt returns the server of the table key, making it (and holding the
-// table) the first time. The caller holds h.mu or has h to itself.
-func (h *QoSEcho) adopt(key string) (*qosServer, error) {
-	if h.byLocal == nil {
-		return nil, errors.New("the handler has been cleaned up")
-	}
-	if s := h.byLocal[key]; s != nil {
-		return s, nil
-	}
-	e, err := h.newEngine(key)
-	if err != nil {
-		return nil, err
-	}
-	s := &qosServer{h, e}
-	h.byLocal[key] = s
-	if !h.inApp {
-		localTables.add(key)
-	}
-	return s, nil
+func (qosTables) Release(key string) error {
+	_, err := sourceTables.Delete(key)
+	return err
 }
 
-// qosServer serves QoS requests with one engine.
-type qosServer struct {
-	h      *QoSEcho
-	engine *qos.Engine
-}
-
-// Match reports whether the datagram looks like a QoS echo request.
-func (s *qosServer) Match(datagram []byte) bool { return matchesQoS(datagram) }
-
-// ServeDatagram answers one QoS request, appending the response to w.
-func (s *qosServer) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
-	source := qos.SourceOfAddrPort(src, s.h.byPort)
-	resp, v := s.engine.Handle(source, datagram, w.Buffer(wireqos.MaxPacket))
-	qosMetrics.count(v)
-	if v == qos.BannedRate || v == qos.BannedCapacity {
-		if ce := s.h.logger.Check(zap.DebugLevel, "banned QoS source"); ce != nil {
-			ce.Write(zap.Stringer("source", source), zap.Stringer("cause", v))
-		}
-	}
-	if resp != nil {
-		w.WriteTo(resp, src)
-	}
-}
-
-// destructTable releases a source table when no configuration uses it.
-type destructTable struct {
+// pooledSourceTable releases a source table when no configuration uses it.
+type pooledSourceTable struct {
 	*qos.SourceTable
 	key string
 }
 
-func (d destructTable) Destruct() error {
-	liveSourceTables.remove(d.SourceTable)
-	localTables.remove(d.key)
-	return d.SourceTable.Destruct()
+func (p pooledSourceTable) Destruct() error {
+	liveSourceTables.remove(p.SourceTable)
+	layer4Listeners.remove(p.key)
+	return p.SourceTable.Destruct()
 }
 
-// localTables are the keys of the pooled tables layer4 handlers without a
-// name made for the local addresses their associations arrived at, so that
-// the configuration that replaces theirs takes them over.
-var localTables = tableKeys{byKey: make(map[string]bool)}
+// layer4Listeners are the listeners of the pooled tables that layer4 QoS
+// handlers without a name made for the local addresses their associations
+// arrived at, by table key, so that the configuration that replaces
+// theirs takes the tables over.
+var layer4Listeners = listenerSet{byKey: make(map[string]string)}
 
-type tableKeys struct {
+type listenerSet struct {
 	mu    sync.Mutex
-	byKey map[string]bool
+	byKey map[string]string
 }
 
-func (k *tableKeys) add(key string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.byKey[key] = true
+func (l *listenerSet) add(key, listener string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byKey[key] = listener
 }
 
-func (k *tableKeys) remove(key string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.byKey, key)
+func (l *listenerSet) remove(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.byKey, key)
 }
 
-// keys returns the keys that end in suffix.
-func (k *tableKeys) keys(suffix string) []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+func (l *listenerSet) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []string
-	for key := range k.byKey {
-		if strings.HasPrefix(key, "qos@") && strings.HasSuffix(key, suffix) {
-			out = append(out, key)
+	for _, listener := range l.byKey {
+		if !slices.Contains(out, listener) {
+			out = append(out, listener)
 		}
 	}
 	return out
 }
 
-// Ranges of the QoS handler's options.
-var (
-	qosBanUnitsRange     = intRange{1, 8}
-	qosBackoffUnitsRange = intRange{0, 7}
-	qosMaxSourcesRange   = intRange{1, 1 << 30}
-)
-
-// Validate checks the configuration.
-func (h *QoSEcho) Validate() error {
-	c := newChecker("qos")
-	c.rate("rate", "burst", h.Rate, int64(h.Burst))
-	c.optIn("ban_units", int64(h.BanUnits), qosBanUnitsRange)
-	c.durationIn("ban_duration", h.BanDuration, ttlRange)
-	c.in("backoff_units", int64(h.BackoffUnits), qosBackoffUnitsRange)
-	c.rate("capacity", "capacity_burst", h.Capacity, int64(h.CapacityBurst))
-	c.optIn("max_sources", int64(h.MaxSources), qosMaxSourcesRange)
-	c.oneOf("source_key", h.SourceKey, "ip", "ip_port")
-	for _, t := range h.Titles {
-		if t == "" || len(t) > wireqos.MaxTitle {
-			c.fail("titles", "must be 1 to %d bytes long, not %q", wireqos.MaxTitle, t)
-		}
-	}
-	if c.err != nil {
-		return c.err
-	}
-	cfg := h.engineConfig()
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("qos: %w", err)
-	}
-	return nil
-}
-
-// Cleanup releases the handler's holds on its source tables.
-func (h *QoSEcho) Cleanup() error {
-	var errs []error
-	if h.tableKey != "" {
-		_, err := sourceTables.Delete(h.tableKey)
-		errs = append(errs, err)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for key := range h.byLocal {
-		_, err := sourceTables.Delete(key)
-		errs = append(errs, err)
-	}
-	h.byLocal = nil
-	return errors.Join(errs...)
-}
-
-// Handle answers the datagrams of one client until the association ends.
-func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	return serveDatagrams(cx, h, "the QoS echo protocol")
-}
-
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
 //	qos {
-//		rate           <requests_per_second>
-//		burst          <requests>
-//		ban_units      <1-8>
-//		ban_duration   <duration>
-//		backoff_units  <0-7>
-//		capacity       <requests_per_second>
-//		capacity_burst <requests>
-//		max_sources    <count>
-//		source_key     ip|ip_port
-//		titles         <title> [<title>...]
-//		name           <name>
+//		rate               <requests_per_second>
+//		burst              <requests>
+//		ban_units          <1-8>
+//		ban_duration       <duration>
+//		backoff_units      <0-7>
+//		capacity           <requests_per_second>
+//		capacity_burst     <requests>
+//		max_sources        <count>
+//		source_key         ip|ip_port
+//		client_ipv6_prefix <bits>
+//		titles             <title> [<title>...]
+//		name               <name>
 //	}
+//
+// The ranges are the service's (qos.Config.Validate), checked as each
+// option is read.
 func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "qos", nil, func(opt string) error {
+	const module = "qos"
+	number := intRange{math.MinInt32, math.MaxInt32} // the ranges are Validate's
+	return parseModuleBlock(d, module, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "rate":
 			h.Rate, err = parsePositiveFloat(d)
 		case "burst":
-			h.Burst, err = parseIntIn(d, burstRange)
+			h.Burst, err = parseIntIn(d, number)
 		case "ban_units":
-			h.BanUnits, err = parseIntIn(d, qosBanUnitsRange)
+			h.BanUnits, err = parseIntIn(d, number)
 		case "ban_duration":
-			h.BanDuration, err = parseDurationIn(d, ttlRange)
+			h.BanDuration, err = parseDuration(d)
 		case "backoff_units":
-			h.BackoffUnits, err = parseIntIn(d, qosBackoffUnitsRange)
+			h.BackoffUnits, err = parseIntIn(d, number)
 		case "capacity":
 			h.Capacity, err = parsePositiveFloat(d)
 		case "capacity_burst":
-			h.CapacityBurst, err = parseIntIn(d, burstRange)
+			h.CapacityBurst, err = parseIntIn(d, number)
 		case "max_sources":
-			h.MaxSources, err = parseIntIn(d, qosMaxSourcesRange)
+			h.MaxSources, err = parseIntIn(d, number)
 		case "source_key":
-			h.SourceKey, err = parseOneOf(d, "ip", "ip_port")
+			h.SourceKey, err = parseOneOf(d, qos.SourceKeyIP, qos.SourceKeyIPPort)
+		case "client_ipv6_prefix":
+			h.ClientIPv6Prefix, err = parseIntIn(d, number)
 		case "titles":
 			h.Titles, err = parseArgs(d)
 		case "name":
 			h.Name, err = parseSingleArg(d)
 		default:
-			return unknownOption(d, "qos", opt)
+			return unknownOption(d, module, opt)
+		}
+		if err == nil {
+			if verr := h.Validate(); verr != nil {
+				return d.Errf("%s: %v", module, verr)
+			}
 		}
 		return err
 	})
@@ -414,8 +299,6 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // qosMetrics are the QoS echo handler's Prometheus metrics, shared by every
 // QoS handler in the process.
 var qosMetrics = newQoSMetrics()
-
-var liveSourceTables liveSet[*qos.SourceTable]
 
 // qosMetricSet counts what QoS handlers do: one atomic add per datagram,
 // for its verdict. Every metric is derived from those counts when scraped,

@@ -46,11 +46,8 @@ func (m *MatchQoS) Match(cx *layer4.Connection) (bool, error) {
 	if err != nil {
 		return false, err // including ErrConsumedAllPrefetchedBytes: caddy-l4 then reads the datagram
 	}
-	return n > 0 && matchesQoS(buf[:n]), nil
+	return wireqos.LooksLikeRequest(buf[:n]), nil
 }
-
-// matchesQoS reports whether a datagram looks like a QoS echo request.
-func matchesQoS(datagram []byte) bool { return wireqos.LooksLikeRequest(datagram) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //

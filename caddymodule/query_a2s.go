@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -23,11 +21,10 @@ func init() {
 // challenge flows, split answers (Source and GoldSrc layouts) and
 // bzip2-compressed answers are handled.
 type QueryA2S struct {
-	// Time one attempt waits for a complete answer, challenge included,
-	// at most 1h. Default: 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Attempts after the first, -1 (none) to 10. Default: 1.
-	Retries int `json:"retries,omitempty"`
+	// attempt_timeout: the time one attempt waits for a complete answer,
+	// challenge included, at most 1h (default 1s); retries: attempts after
+	// the first, -1 (none) to 10 (default 1).
+	attemptOptions
 	// Layout of split answers: auto (told from the first fragment),
 	// source, source_no_size or goldsrc. Default: auto.
 	SplitLayout string `json:"split_layout,omitempty"`
@@ -65,26 +62,22 @@ const (
 	a2sMaxResponse = 1 << 20
 )
 
-// validateA2SClient checks the options of an A2S client, its timeout
-// option named timeoutField. With at most 11 attempts of at most
-// timeoutRange's bound, every wait derived from them is well defined.
+// Ranges of the A2S client options.
+var (
+	a2sMaxPacketsRange  = intRange{a2sMinPackets, wirea2s.MaxSourcePackets}
+	a2sMaxResponseRange = intRange{a2sMinResponse, a2sMaxResponse}
+)
+
+// validateA2SClient checks the options of an A2S client, its attempt
+// timeout option named timeoutField; module prefixes the errors, if not
+// empty.
 func validateA2SClient(module, timeoutField string, timeout caddy.Duration, retries int, layout string, packets, response int) error {
-	if _, ok := splitLayouts[layout]; !ok {
-		return fmt.Errorf("%s: split_layout: want auto, source, source_no_size or goldsrc, got %q", module, layout)
-	}
 	c := newChecker(module)
-	if c.durationIn(timeoutField, timeout, timeoutRange); c.err != nil {
-		return c.err
-	}
-	switch {
-	case retries < -1 || retries > 10:
-		return fmt.Errorf("%s: retries must be in [-1, 10]", module)
-	case packets != 0 && (packets < a2sMinPackets || packets > wirea2s.MaxSourcePackets):
-		return fmt.Errorf("%s: max_packets must be in [%d, %d]", module, a2sMinPackets, wirea2s.MaxSourcePackets)
-	case response != 0 && (response < a2sMinResponse || response > a2sMaxResponse):
-		return fmt.Errorf("%s: max_response must be in [%d, %d]", module, a2sMinResponse, a2sMaxResponse)
-	}
-	return nil
+	c.oneOf("split_layout", layout, "auto", "source", "source_no_size", "goldsrc")
+	(&attemptOptions{AttemptTimeout: timeout, Retries: retries}).check(c, timeoutField)
+	c.optIn("max_packets", int64(packets), a2sMaxPacketsRange)
+	c.optIn("max_response", int64(response), a2sMaxResponseRange)
+	return c.err
 }
 
 func newA2SClient(timeout caddy.Duration, retries int, layout string, packets, response int) *a2s.Client {
@@ -93,45 +86,41 @@ func newA2SClient(timeout caddy.Duration, retries int, layout string, packets, r
 }
 
 // Provision builds the A2S client.
-func (p *QueryA2S) Provision(caddy.Context) error {
-	if err := p.Validate(); err != nil {
+func (p *QueryA2S) Provision(ctx caddy.Context) error {
+	if err := p.provision(ctx, "a2s"); err != nil {
 		return err
 	}
-	p.QueryProtocol = &a2s.QueryProtocol{Client: newA2SClient(p.Timeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)}
+	p.QueryProtocol = &a2s.QueryProtocol{Client: newA2SClient(p.AttemptTimeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)}
 	return nil
 }
 
 // Validate checks the configuration.
 func (p *QueryA2S) Validate() error {
-	if p == nil {
-		return errors.New("a2s: no configuration")
-	}
-	return validateA2SClient("a2s", "timeout", p.Timeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)
+	return validateA2SClient("", "attempt_timeout", p.AttemptTimeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)
 }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
 //	a2s {
-//		timeout      <duration>
-//		retries      <count>
-//		split_layout auto|source|source_no_size|goldsrc
-//		max_packets  <count>
-//		max_response <bytes>
+//		attempt_timeout <duration>
+//		retries         <count>
+//		split_layout    auto|source|source_no_size|goldsrc
+//		max_packets     <count>
+//		max_response    <bytes>
 //	}
 func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "a2s", nil, func(opt string) error {
+	return parseRenamedModuleBlock(d, "a2s", nil, attemptFormerNames, func(opt string) error {
+		if known, err := p.parseOption(d, opt); known {
+			return err
+		}
 		var err error
 		switch opt {
-		case "timeout":
-			p.Timeout, err = parseDurationIn(d, timeoutRange)
-		case "retries":
-			p.Retries, err = parseIntRange(d, -1, 10)
 		case "split_layout":
 			p.SplitLayout, err = parseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
 		case "max_packets":
-			p.MaxPackets, err = parseIntRange(d, a2sMinPackets, wirea2s.MaxSourcePackets)
+			p.MaxPackets, err = parseIntIn(d, a2sMaxPacketsRange)
 		case "max_response":
-			p.MaxResponse, err = parseIntRange(d, a2sMinResponse, a2sMaxResponse)
+			p.MaxResponse, err = parseIntIn(d, a2sMaxResponseRange)
 		default:
 			return unknownOption(d, "a2s", opt)
 		}

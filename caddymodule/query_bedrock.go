@@ -25,9 +25,9 @@ func init() {
 // without a port gets Bedrock's 19132. Command: raw (the advertisement as
 // sent).
 type QueryBedrock struct {
-	// timeout: the time one attempt waits for the answer (default 1s);
-	// retries: attempts after the first, -1 for none (default 1).
-	udpQueryOptions
+	// attempt_timeout: the time one attempt waits for the answer (default
+	// 1s); retries: attempts after the first, -1 for none (default 1).
+	attemptOptions
 
 	// The protocol itself, built by Provision: Name, Status and Command.
 	*bedrock.QueryProtocol `json:"-"`
@@ -42,8 +42,8 @@ func (*QueryBedrock) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision builds the protocol.
-func (p *QueryBedrock) Provision(caddy.Context) error {
-	if err := p.Validate(); err != nil {
+func (p *QueryBedrock) Provision(ctx caddy.Context) error {
+	if err := p.provision(ctx, "bedrock"); err != nil {
 		return err
 	}
 	p.QueryProtocol = &bedrock.QueryProtocol{
@@ -53,13 +53,13 @@ func (p *QueryBedrock) Provision(caddy.Context) error {
 }
 
 // Validate checks the configuration.
-func (p *QueryBedrock) Validate() error { return p.validate("bedrock") }
+func (p *QueryBedrock) Validate() error { return p.validate() }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
 //	bedrock {
-//		timeout <duration>
-//		retries <count>
+//		attempt_timeout <duration>
+//		retries         <count>
 //	}
 func (p *QueryBedrock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return p.unmarshalCaddyfile(d, "bedrock")

@@ -20,10 +20,10 @@ func init() {
 // command (its name/value records hostname, map, numplayers, maxplayers and
 // a labeled list "players" fill the normalised fields).
 type QueryGQP struct {
-	// Time one attempt waits for a complete answer. Default: 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Attempts after the first; -1 for none. Default: 1.
-	Retries int `json:"retries,omitempty"`
+	// attempt_timeout: the time one attempt waits for a complete answer,
+	// at most 1h (default 1s); retries: attempts after the first, -1
+	// (none) to 10 (default 1).
+	attemptOptions
 	// Queries are padded to this many bytes, so servers that refuse to
 	// amplify (gamegate's own GQP responder among them) answer in full.
 	// Default: 1200.
@@ -48,30 +48,28 @@ func (*QueryGQP) CaddyModule() caddy.ModuleInfo {
 
 // Ranges of the GQP query protocol's options.
 var (
-	queryGQPRetriesRange     = intRange{-1, 10}
 	queryGQPPadToRange       = intRange{0, 1500}
 	queryGQPMaxResponseRange = intRange{64, wiregqp.MaxResponse}
 )
 
 // Validate checks the configuration.
 func (p *QueryGQP) Validate() error {
-	c := newChecker("gqp")
-	c.durationIn("timeout", p.Timeout, timeoutRange)
-	c.in("retries", int64(p.Retries), queryGQPRetriesRange)
+	c := fieldChecker()
+	p.check(c, "attempt_timeout")
 	c.in("pad_to", int64(p.PadTo), queryGQPPadToRange)
 	c.optIn("max_response", int64(p.MaxResponse), queryGQPMaxResponseRange)
 	return c.err
 }
 
 // Provision builds the GQP client.
-func (p *QueryGQP) Provision(caddy.Context) error {
-	if err := p.Validate(); err != nil {
+func (p *QueryGQP) Provision(ctx caddy.Context) error {
+	if err := p.provision(ctx, "gqp"); err != nil {
 		return err
 	}
 	retries := p.Retries // the client reads 0 as 1 and -1 as none
 	p.QueryProtocol = &gqp.QueryProtocol{
 		Client: &gqp.Client{
-			Timeout:     time.Duration(p.Timeout),
+			Timeout:     time.Duration(p.AttemptTimeout),
 			Retries:     retries,
 			PadTo:       p.PadTo,
 			MaxResponse: p.MaxResponse,
@@ -84,20 +82,19 @@ func (p *QueryGQP) Provision(caddy.Context) error {
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
 //	gqp {
-//		timeout        <duration>
-//		retries        <count>
-//		pad_to         <bytes>
-//		status_command <command>
-//		max_response   <bytes>
+//		attempt_timeout <duration>
+//		retries         <count>
+//		pad_to          <bytes>
+//		status_command  <command>
+//		max_response    <bytes>
 //	}
 func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "gqp", nil, func(opt string) error {
+	return parseRenamedModuleBlock(d, "gqp", nil, attemptFormerNames, func(opt string) error {
+		if known, err := p.parseOption(d, opt); known {
+			return err
+		}
 		var err error
 		switch opt {
-		case "timeout":
-			p.Timeout, err = parseDurationIn(d, timeoutRange)
-		case "retries":
-			p.Retries, err = parseIntIn(d, queryGQPRetriesRange)
 		case "pad_to":
 			p.PadTo, err = parseSize[int](d, queryGQPPadToRange)
 		case "status_command":

@@ -24,9 +24,9 @@ func init() {
 // ioquake3 answers at most 10 queries a second from one address; keep the
 // gateway's upstream_rate at or below that.
 type QueryQuake3 struct {
-	// timeout: the time one attempt waits for the answer (default 1s);
-	// retries: attempts after the first, -1 for none (default 1).
-	udpQueryOptions
+	// attempt_timeout: the time one attempt waits for the answer (default
+	// 1s); retries: attempts after the first, -1 for none (default 1).
+	attemptOptions
 
 	// The protocol itself, built by Provision: Name, Status and Command.
 	*quake3.QueryProtocol `json:"-"`
@@ -41,8 +41,8 @@ func (*QueryQuake3) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision builds the protocol.
-func (p *QueryQuake3) Provision(caddy.Context) error {
-	if err := p.Validate(); err != nil {
+func (p *QueryQuake3) Provision(ctx caddy.Context) error {
+	if err := p.provision(ctx, "quake3"); err != nil {
 		return err
 	}
 	p.QueryProtocol = &quake3.QueryProtocol{
@@ -52,13 +52,13 @@ func (p *QueryQuake3) Provision(caddy.Context) error {
 }
 
 // Validate checks the configuration.
-func (p *QueryQuake3) Validate() error { return p.validate("quake3") }
+func (p *QueryQuake3) Validate() error { return p.validate() }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
 //	quake3 {
-//		timeout <duration>
-//		retries <count>
+//		attempt_timeout <duration>
+//		retries         <count>
 //	}
 func (p *QueryQuake3) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return p.unmarshalCaddyfile(d, "quake3")

@@ -2,18 +2,14 @@ package caddymodule
 
 import (
 	"fmt"
-	"net/netip"
-	"sync"
+	"math"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/mholt/caddy-l4/layer4"
-	"go.uber.org/zap"
 
-	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/relay"
-	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
 func init() {
@@ -54,9 +50,8 @@ type Relay struct {
 	// table (clients get ERROR 3 and bind again). Default: relay.
 	Name string `json:"name,omitempty"`
 
-	engine   *relay.Engine
+	server   *relay.Server
 	tableKey string
-	logger   *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -79,54 +74,43 @@ func (p pooledRelayTable) Destruct() error {
 	return p.Table.Destruct()
 }
 
-// Provision sets up the relay and adopts (or creates) its binding table.
+// config is the relay's configuration from the module's options, without
+// its sealer.
+func (h *Relay) config() relay.Config {
+	return relay.Config{
+		MaxContent:     h.MaxContent,
+		NonceByteOrder: h.NonceByteOrder,
+		IdleTimeout:    time.Duration(h.IdleTimeout),
+		AloneTimeout:   time.Duration(h.AloneTimeout),
+		MaxBindings:    h.MaxBindings,
+	}
+}
+
+// Provision builds the relay on the pooled binding table of its name and
+// settings.
 func (h *Relay) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
 	warnExposedLayer4(ctx)
-	if h.IdleTimeout == 0 {
-		h.IdleTimeout = caddy.Duration(relay.DefaultIdleTimeout)
-	}
-	if h.AloneTimeout == 0 {
-		h.AloneTimeout = caddy.Duration(relay.DefaultAloneTimeout)
-	}
-	if h.MaxContent == 0 {
-		h.MaxContent = wirerelay.DefaultMaxRelayContent
-	}
-	if h.MaxBindings == 0 {
-		h.MaxBindings = relay.DefaultMaxBindings
-	}
-	if h.NonceByteOrder == "" {
-		h.NonceByteOrder = "little"
-	}
 	if h.Name == "" {
 		h.Name = "relay"
-	}
-	if err := h.Validate(); err != nil {
-		return err
 	}
 	secrets, err := replacedEach("relay", "secrets", h.Secrets)
 	if err != nil {
 		return err
 	}
-	sealer, err := relay.NewSealer(secrets...)
-	if err != nil {
-		return fmt.Errorf("relay: secrets: %w", err)
+	cfg := h.config().WithDefaults()
+	if cfg.Sealer, err = relay.NewSealer(secrets...); err != nil {
+		return fmt.Errorf("secrets: %w", err)
 	}
 	if err := refuseWeakSecrets(ctx, "relay", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
 		return err
 	}
+	cfg.Count = relayMetrics.datagrams.count
 	// Everything the table holds is in its key: handlers that share a name
 	// but not these settings keep separate tables rather than one of them
 	// silently running with the other's timeouts.
-	h.tableKey = fmt.Sprintf("%s/%d/%s/%s", h.Name, h.MaxBindings,
-		time.Duration(h.IdleTimeout), time.Duration(h.AloneTimeout))
-	val, _, err := relayTables.LoadOrNew(h.tableKey, func() (caddy.Destructor, error) {
-		t, err := relay.NewTable(relay.TableConfig{
-			Limit:        h.MaxBindings,
-			IdleTimeout:  time.Duration(h.IdleTimeout),
-			AloneTimeout: time.Duration(h.AloneTimeout),
-			Sweep:        min(time.Second, time.Duration(h.IdleTimeout)/4),
-		})
+	key := fmt.Sprintf("%s/%d/%s/%s", h.Name, cfg.MaxBindings, cfg.IdleTimeout, cfg.AloneTimeout)
+	val, _, err := relayTables.LoadOrNew(key, func() (caddy.Destructor, error) {
+		t, err := relay.NewTable(cfg.TableConfig())
 		if err != nil {
 			return nil, err
 		}
@@ -136,36 +120,17 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.engine, err = relay.NewEngine(relay.Config{
-		Sealer:         sealer,
-		MaxContent:     h.MaxContent,
-		NonceBigEndian: h.NonceByteOrder == "big",
-	}, val.(pooledRelayTable).Table)
-	if err != nil {
+	h.tableKey = key
+	if h.server, err = relay.NewServer(cfg, val.(pooledRelayTable).Table); err != nil {
 		return err
 	}
 	return relayMetrics.register(ctx.GetMetricsRegistry())
 }
 
-// Ranges of the relay handler's options.
-var (
-	relayMaxContentRange  = intRange{1, 0xFFFF}
-	relayMaxBindingsRange = intRange{1, 1 << 30}
-)
-
-// Validate checks the configuration.
-func (h *Relay) Validate() error {
-	c := newChecker("relay")
-	if len(h.Secrets) == 0 {
-		c.fail("secrets", "is required")
-	}
-	c.durationIn("idle_timeout", h.IdleTimeout, ttlRange)
-	c.durationIn("alone_timeout", h.AloneTimeout, ttlRange)
-	c.optIn("max_content", int64(h.MaxContent), relayMaxContentRange)
-	c.optIn("max_bindings", int64(h.MaxBindings), relayMaxBindingsRange)
-	c.oneOf("nonce_byte_order", h.NonceByteOrder, "little", "big")
-	return c.err
-}
+// Validate checks the configuration. The secrets are checked as the
+// sealer is made from them, in Provision: their placeholders are replaced
+// there.
+func (h *Relay) Validate() error { return h.config().Validate() }
 
 // Cleanup releases the handler's hold on its binding table.
 func (h *Relay) Cleanup() error {
@@ -179,25 +144,7 @@ func (h *Relay) Cleanup() error {
 // Handle relays the datagrams of one client address until the association
 // ends. Messages for other clients go out through the shared socket.
 func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	return serveDatagrams(cx, h, "the relay protocol")
-}
-
-// outboxes hold the relay engine's sends for one datagram; a reader takes
-// one per datagram, so nothing is allocated once the pool is warm.
-var outboxes = sync.Pool{New: func() any { return relay.NewOutbox() }}
-
-// Match reports whether the datagram starts with a relay header.
-func (h *Relay) Match(datagram []byte) bool { return matchesRelay(datagram) }
-
-// ServeDatagram relays one datagram, appending what it sends to w.
-func (h *Relay) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
-	out := outboxes.Get().(*relay.Outbox)
-	v := h.engine.Handle(relay.Peer{AddrPort: src}, datagram, out)
-	relayMetrics.datagrams.count(v)
-	for _, s := range out.Sends {
-		w.WriteTo(s.Data, s.To)
-	}
-	outboxes.Put(out)
+	return serveDatagrams(cx, h.server, "the relay protocol")
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -211,8 +158,12 @@ func (h *Relay) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []by
 //		nonce_byte_order little|big
 //		name             <name>
 //	}
+//
+// The ranges are the relay's (relay.Config.Validate), checked as each
+// option is read.
 func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "relay", nil, func(opt string) error {
+	const module = "relay"
+	return parseModuleBlock(d, module, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -222,15 +173,20 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "alone_timeout":
 			h.AloneTimeout, err = parseDuration(d)
 		case "max_content":
-			h.MaxContent, err = parseSize[int](d, relayMaxContentRange)
+			h.MaxContent, err = parseSize[int](d, intRange{0, math.MaxInt32})
 		case "max_bindings":
-			h.MaxBindings, err = parseIntIn(d, relayMaxBindingsRange)
+			h.MaxBindings, err = parseIntIn(d, intRange{math.MinInt32, math.MaxInt32})
 		case "nonce_byte_order":
-			h.NonceByteOrder, err = parseOneOf(d, "little", "big")
+			h.NonceByteOrder, err = parseOneOf(d, relay.NonceLittleEndian, relay.NonceBigEndian)
 		case "name":
 			h.Name, err = parseSingleArg(d)
 		default:
-			return unknownOption(d, "relay", opt)
+			return unknownOption(d, module, opt)
+		}
+		if err == nil {
+			if verr := h.config().Validate(); verr != nil {
+				return d.Errf("%s: %v", module, verr)
+			}
 		}
 		return err
 	})
@@ -261,5 +217,4 @@ var (
 	_ caddy.CleanerUpper    = (*Relay)(nil)
 	_ caddyfile.Unmarshaler = (*Relay)(nil)
 	_ layer4.NextHandler    = (*Relay)(nil)
-	_ dgram.Protocol        = (*Relay)(nil)
 )

@@ -120,9 +120,9 @@ type RelayAllocations struct {
 	// /v1/allocate requests a client may send at once. Default: 10.
 	AllocateBurst int `json:"allocate_burst,omitempty"`
 	// Each client's /v1/joincode requests per second. Default: 1.
-	JoinCodeRate float64 `json:"joincode_rate,omitempty"`
+	JoinCodeRate float64 `json:"join_code_rate,omitempty"`
 	// /v1/joincode requests a client may send at once. Default: 10.
-	JoinCodeBurst int `json:"joincode_burst,omitempty"`
+	JoinCodeBurst int `json:"join_code_burst,omitempty"`
 	// The most unexpired allocations (hosts' and joiners') one client
 	// holds, at most max_allocations; past it the client gets 429 with
 	// Retry-After. Default: 100.
@@ -136,7 +136,7 @@ type RelayAllocations struct {
 	// the caller knows. By default only the client that made an allocation
 	// (the same client address, with the same token) gets its join code,
 	// which the shipped client does; others get 403. Default: false.
-	AnyClientJoinCode bool `json:"any_client_joincode,omitempty"`
+	AnyClientJoinCode bool `json:"any_client_join_code,omitempty"`
 	// The prefix length, in bits, that makes one IPv6 client for every
 	// per-client limit, in [32, 128]: one subscriber holds at least a /64
 	// and varies the rest at will, and often holds a /56 or /48. IPv4
@@ -179,6 +179,16 @@ type RelayAllocations struct {
 	// an address from another network. Relays of earlier gamegate versions
 	// cannot open such allocations. Default: false.
 	BindToClientNetwork bool `json:"bind_to_client_network,omitempty"`
+
+	// Deprecated: the former name of join_code_rate, still read (with a
+	// warning at provision).
+	FormerJoinCodeRate float64 `json:"joincode_rate,omitempty"`
+	// Deprecated: the former name of join_code_burst, still read (with a
+	// warning at provision).
+	FormerJoinCodeBurst int `json:"joincode_burst,omitempty"`
+	// Deprecated: the former name of any_client_join_code, still read
+	// (with a warning at provision).
+	FormerAnyClientJoinCode bool `json:"any_client_joincode,omitempty"`
 
 	api     *relay.API
 	limitID string
@@ -294,32 +304,41 @@ func (h *RelayAllocations) setDefaults() {
 // and sets up the API on Caddy's storage.
 func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	for _, err := range []error{
+		renamed(ctx, "relay_allocations", "joincode_rate", "join_code_rate", &h.FormerJoinCodeRate, &h.JoinCodeRate),
+		renamed(ctx, "relay_allocations", "joincode_burst", "join_code_burst", &h.FormerJoinCodeBurst, &h.JoinCodeBurst),
+		renamed(ctx, "relay_allocations", "any_client_joincode", "any_client_join_code", &h.FormerAnyClientJoinCode, &h.AnyClientJoinCode),
+	} {
+		if err != nil {
+			return err
+		}
+	}
 	h.setDefaults()
 	if err := h.Validate(); err != nil {
 		return err
 	}
-	secrets, err := replacedEach("relay_allocations", "secrets", h.Secrets)
+	secrets, err := replacedEach("", "secrets", h.Secrets)
 	if err != nil {
 		return err
 	}
 	sealer, err := relay.NewSealer(secrets...)
 	if err != nil {
-		return fmt.Errorf("relay_allocations: secrets: %w", err)
+		return fmt.Errorf("secrets: %w", err)
 	}
-	tokens, err := replacedEach("relay_allocations", "tokens", h.Tokens)
+	tokens, err := replacedEach("", "tokens", h.Tokens)
 	if err != nil {
 		return err
 	}
-	if err := refuseWeakSecrets(ctx, "relay_allocations", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
+	if err := refuseWeakSecrets(ctx, "", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
 		return err
 	}
-	if err := refuseWeakSecrets(ctx, "relay_allocations", "tokens", h.Tokens, tokens, minExposedToken); err != nil {
+	if err := refuseWeakSecrets(ctx, "", "tokens", h.Tokens, tokens, minExposedToken); err != nil {
 		return err
 	}
 	addr := caddy.NewReplacer().ReplaceKnown(h.PublicAddress, "")
 	host, port, err := splitPublicAddress(addr)
 	if err != nil {
-		return fmt.Errorf("relay_allocations: public_address: %q: %w", addr, err)
+		return fmt.Errorf("public_address: %q: %w", addr, err)
 	}
 	regions := make([]relay.APIRegion, len(h.Regions))
 	for i, r := range h.Regions {
@@ -377,7 +396,7 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	if err != nil {
 		_, _ = relayAPILimiters.Delete(h.limitID)
 		h.limitID = ""
-		return fmt.Errorf("relay_allocations: %w", err)
+		return fmt.Errorf("%w", err)
 	}
 	h.api.Start()
 	return relayAPIMetrics.register(ctx.GetMetricsRegistry())
@@ -401,23 +420,23 @@ func splitPublicAddress(s string) (string, uint16, error) {
 func (h *RelayAllocations) Validate() error {
 	switch {
 	case len(h.Secrets) == 0:
-		return errors.New("relay_allocations: secrets: at least one secret is required (the relay's secrets, to seal connection data)")
+		return errors.New("secrets: at least one secret is required (the relay's secrets, to seal connection data)")
 	case len(h.Tokens) == 0 && !h.InsecureNoAuth:
-		return errors.New("relay_allocations: tokens: at least one token is required, or set insecure_no_auth to let anyone who reaches the API allocate on the relay")
+		return errors.New("tokens: at least one token is required, or set insecure_no_auth to let anyone who reaches the API allocate on the relay")
 	case len(h.Tokens) > 0 && h.InsecureNoAuth:
-		return errors.New("relay_allocations: insecure_no_auth cannot be combined with tokens")
+		return errors.New("insecure_no_auth cannot be combined with tokens")
 	case h.PublicAddress == "":
-		return errors.New("relay_allocations: public_address is required (the relay's host:port as clients reach it)")
+		return errors.New("public_address is required (the relay's host:port as clients reach it)")
 	case h.MaxConnections < 0 || h.MaxConnections > 65535:
-		return fmt.Errorf("relay_allocations: max_connections must be in [1, 65535], not %d", h.MaxConnections)
+		return fmt.Errorf("max_connections must be in [1, 65535], not %d", h.MaxConnections)
 	case h.AllocationTTL < 0:
-		return errors.New("relay_allocations: allocation_ttl must be positive")
+		return errors.New("allocation_ttl must be positive")
 	case h.JoinCodeTTL < 0:
-		return errors.New("relay_allocations: join_code_ttl must be positive")
+		return errors.New("join_code_ttl must be positive")
 	case h.MaxAllocations < 0 || h.MaxAllocations > relayAPIMaxMaxAllocations:
-		return fmt.Errorf("relay_allocations: max_allocations must be in [1, %d], not %d", relayAPIMaxMaxAllocations, h.MaxAllocations)
+		return fmt.Errorf("max_allocations must be in [1, %d], not %d", relayAPIMaxMaxAllocations, h.MaxAllocations)
 	case h.MaxBody < 0 || h.MaxBody > relayAPIMaxMaxBody:
-		return fmt.Errorf("relay_allocations: max_body must be in [1, %d] bytes, not %d", relayAPIMaxMaxBody, h.MaxBody)
+		return fmt.Errorf("max_body must be in [1, %d] bytes, not %d", relayAPIMaxMaxBody, h.MaxBody)
 	}
 	for _, r := range []struct {
 		rate, burst string
@@ -426,27 +445,27 @@ func (h *RelayAllocations) Validate() error {
 	}{
 		{"join_rate", "join_burst", h.JoinRate, h.JoinBurst},
 		{"allocate_rate", "allocate_burst", h.AllocateRate, h.AllocateBurst},
-		{"joincode_rate", "joincode_burst", h.JoinCodeRate, h.JoinCodeBurst},
+		{"join_code_rate", "join_code_burst", h.JoinCodeRate, h.JoinCodeBurst},
 		{"join_network_rate", "join_network_burst", h.JoinNetworkRate, h.JoinNetworkBurst},
 		{"auth_failure_rate", "auth_failure_burst", h.AuthFailureRate, h.AuthFailureBurst},
 	} {
 		// 0 means the default, so a limit cannot be turned off: raise it.
 		if r.b < 0 {
-			return fmt.Errorf("relay_allocations: %s must be at least 1, not %d", r.burst, r.b)
+			return fmt.Errorf("%s must be at least 1, not %d", r.burst, r.b)
 		}
 		if err := ratelimit.Validate(r.r, max(r.b, 1)); err != nil {
-			return fmt.Errorf("relay_allocations: %s, %s: %w", r.rate, r.burst, err)
+			return fmt.Errorf("%s, %s: %w", r.rate, r.burst, err)
 		}
 	}
 	switch {
 	case h.MaxAllocationsPerClient < 0 || h.MaxAllocations > 0 && h.MaxAllocationsPerClient > h.MaxAllocations:
-		return fmt.Errorf("relay_allocations: max_allocations_per_client must be in [1, max_allocations], not %d", h.MaxAllocationsPerClient)
+		return fmt.Errorf("max_allocations_per_client must be in [1, max_allocations], not %d", h.MaxAllocationsPerClient)
 	case h.MaxAllocationsPerNetwork < 0 || h.MaxAllocations > 0 && h.MaxAllocationsPerNetwork > h.MaxAllocations:
-		return fmt.Errorf("relay_allocations: max_allocations_per_network must be in [1, max_allocations], not %d", h.MaxAllocationsPerNetwork)
+		return fmt.Errorf("max_allocations_per_network must be in [1, max_allocations], not %d", h.MaxAllocationsPerNetwork)
 	case h.MaxClients != 0 && (h.MaxClients < 16 || h.MaxClients > relayAPIMaxMaxClients):
-		return fmt.Errorf("relay_allocations: max_clients must be in [16, %d], not %d", relayAPIMaxMaxClients, h.MaxClients)
+		return fmt.Errorf("max_clients must be in [16, %d], not %d", relayAPIMaxMaxClients, h.MaxClients)
 	}
-	c := newChecker("relay_allocations")
+	c := fieldChecker()
 	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
 	c.optIn("network_ipv4_prefix", int64(h.NetworkIPv4Prefix), relayAPINetworkIPv4PrefixRange)
 	c.optIn("network_ipv6_prefix", int64(h.NetworkIPv6Prefix), clientIPv6PrefixRange)
@@ -455,16 +474,16 @@ func (h *RelayAllocations) Validate() error {
 	}
 	if !strings.Contains(h.PublicAddress, "{") {
 		if _, _, err := splitPublicAddress(h.PublicAddress); err != nil {
-			return fmt.Errorf("relay_allocations: public_address: %q: %w", h.PublicAddress, err)
+			return fmt.Errorf("public_address: %q: %w", h.PublicAddress, err)
 		}
 	}
 	seen := make(map[string]bool)
 	for _, r := range h.Regions {
 		if err := relay.ValidateRegionID(r.ID); err != nil {
-			return fmt.Errorf("relay_allocations: regions: %w", err)
+			return fmt.Errorf("regions: %w", err)
 		}
 		if seen[r.ID] {
-			return fmt.Errorf("relay_allocations: regions: duplicate region %q", r.ID)
+			return fmt.Errorf("regions: duplicate region %q", r.ID)
 		}
 		seen[r.ID] = true
 	}
@@ -510,11 +529,11 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 //		join_burst      <count>
 //		allocate_rate   <per second>
 //		allocate_burst  <count>
-//		joincode_rate   <per second>
-//		joincode_burst  <count>
+//		join_code_rate  <per second>
+//		join_code_burst <count>
 //		max_allocations_per_client <count>
 //		max_clients     <count>
-//		any_client_joincode
+//		any_client_join_code
 //		client_ipv6_prefix <bits>
 //		network_ipv4_prefix <bits>
 //		network_ipv6_prefix <bits>
@@ -530,7 +549,7 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 // regions "eu-west=Europe (Frankfurt)" us-east. max_body takes a number of
 // bytes, optionally with a unit: B, KB, KiB, MB or MiB.
 func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "relay_allocations", nil, func(opt string) error {
+	return parseRenamedModuleBlock(d, "relay_allocations", nil, relayAllocationsFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -571,9 +590,9 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AllocateRate, err = parsePositiveFloat(d)
 		case "allocate_burst":
 			h.AllocateBurst, err = parseIntRange(d, 1, 1<<30)
-		case "joincode_rate":
+		case "join_code_rate":
 			h.JoinCodeRate, err = parsePositiveFloat(d)
-		case "joincode_burst":
+		case "join_code_burst":
 			h.JoinCodeBurst, err = parseIntRange(d, 1, 1<<30)
 		case "max_allocations_per_client":
 			h.MaxAllocationsPerClient, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
@@ -600,9 +619,9 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("relay_allocations: option 'bind_to_client_network' takes no value, got '%s'", d.Val())
 			}
 			h.BindToClientNetwork = true
-		case "any_client_joincode":
+		case "any_client_join_code":
 			if d.NextArg() {
-				return d.Errf("relay_allocations: option 'any_client_joincode' takes no value, got '%s'", d.Val())
+				return d.Errf("relay_allocations: option '%s' takes no value, got '%s'", opt, d.Val())
 			}
 			h.AnyClientJoinCode = true
 		default:
@@ -610,6 +629,13 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return err
 	})
+}
+
+// relayAllocationsFormerNames are the allocations API's renamed options.
+var relayAllocationsFormerNames = formerNames{
+	"joincode_rate":       "join_code_rate",
+	"joincode_burst":      "join_code_burst",
+	"any_client_joincode": "any_client_join_code",
 }
 
 func (h *RelayAllocations) parseRegions(d *caddyfile.Dispenser) error {

@@ -54,10 +54,10 @@ func TestRelayAllocationsValidate(t *testing.T) {
 		{"join_code_ttl", `{` + base + `, "join_code_ttl": -1}`, "join_code_ttl must be positive"},
 		{"max_allocations", `{` + base + `, "max_allocations": 2000000}`, "max_allocations must be in [1, 1000000]"},
 		{"max_body", `{` + base + `, "max_body": 17000000}`, "max_body must be in [1, 16777216] bytes"},
-		{"valid abuse limits", `{` + base + `, "join_rate": 0.5, "join_burst": 3, "allocate_rate": 2, "allocate_burst": 20, "joincode_rate": 5, "joincode_burst": 5, "max_allocations_per_client": 7, "max_clients": 1000, "any_client_joincode": true}`, ""},
+		{"valid abuse limits", `{` + base + `, "join_rate": 0.5, "join_burst": 3, "allocate_rate": 2, "allocate_burst": 20, "join_code_rate": 5, "join_code_burst": 5, "max_allocations_per_client": 7, "max_clients": 1000, "any_client_join_code": true}`, ""},
 		{"join_rate negative", `{` + base + `, "join_rate": -1}`, "join_rate, join_burst: rate -1"},
 		{"allocate_burst negative", `{` + base + `, "allocate_burst": -2}`, "allocate_burst must be at least 1"},
-		{"joincode_rate too slow for its burst", `{` + base + `, "joincode_rate": 1e-9, "joincode_burst": 1000}`, "joincode_rate, joincode_burst: "},
+		{"join_code_rate too slow for its burst", `{` + base + `, "join_code_rate": 1e-9, "join_code_burst": 1000}`, "join_code_rate, join_code_burst: "},
 		{"max_allocations_per_client negative", `{` + base + `, "max_allocations_per_client": -1}`, "max_allocations_per_client must be in [1, max_allocations]"},
 		{"max_allocations_per_client above max_allocations", `{` + base + `, "max_allocations": 10, "max_allocations_per_client": 11}`, "max_allocations_per_client must be in [1, max_allocations], not 11"},
 		{"max_clients", `{` + base + `, "max_clients": 5}`, "max_clients must be in [16, 1000000], not 5"},
@@ -78,8 +78,8 @@ func TestRelayAllocationsValidate(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.HasPrefix(err.Error(), "relay_allocations: ") || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			if err == nil || strings.HasPrefix(err.Error(), "relay_allocations") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q (Caddy prefixes the module)", err, tc.want)
 			}
 		})
 	}
@@ -98,11 +98,11 @@ func TestRelayAllocationsProvisionErrors(t *testing.T) {
 		json string
 		want string
 	}{
-		{"short secret", `{"secrets": ["0123456789abcdef", "{env.GAMEGATE_TEST_RELAY_SHORT}"], "tokens": ["t"], "public_address": "203.0.113.7:7777"}`, "relay_allocations: secrets: secret 2 is 9 bytes, want at least 16"},
-		{"unset secret", `{"secrets": ["{env.GAMEGATE_TEST_RELAY_UNSET_XYZ}"], "tokens": ["t"], "public_address": "203.0.113.7:7777"}`, "relay_allocations: secrets: \"{env.GAMEGATE_TEST_RELAY_UNSET_XYZ}\" is empty after replacing placeholders"},
-		{"empty token", `{` + secret + `, "tokens": ["t", "{env.GAMEGATE_TEST_RELAY_EMPTY}"], "public_address": "203.0.113.7:7777"}`, "relay_allocations: tokens: \"{env.GAMEGATE_TEST_RELAY_EMPTY}\" is empty"},
-		{"bad address", `{` + secret + `, "tokens": ["t"], "public_address": "{env.GAMEGATE_TEST_RELAY_ADDR}"}`, "relay_allocations: public_address: \"no-port\": want host:port"},
-		{"invalid", `{` + secret + `, "public_address": "203.0.113.7:7777"}`, "relay_allocations: tokens: at least one token is required"},
+		{"short secret", `{"secrets": ["0123456789abcdef", "{env.GAMEGATE_TEST_RELAY_SHORT}"], "tokens": ["t"], "public_address": "203.0.113.7:7777"}`, "secrets: secret 2 is 9 bytes, want at least 16"},
+		{"unset secret", `{"secrets": ["{env.GAMEGATE_TEST_RELAY_UNSET_XYZ}"], "tokens": ["t"], "public_address": "203.0.113.7:7777"}`, "secrets: \"{env.GAMEGATE_TEST_RELAY_UNSET_XYZ}\" is empty after replacing placeholders"},
+		{"empty token", `{` + secret + `, "tokens": ["t", "{env.GAMEGATE_TEST_RELAY_EMPTY}"], "public_address": "203.0.113.7:7777"}`, "tokens: \"{env.GAMEGATE_TEST_RELAY_EMPTY}\" is empty"},
+		{"bad address", `{` + secret + `, "tokens": ["t"], "public_address": "{env.GAMEGATE_TEST_RELAY_ADDR}"}`, "public_address: \"no-port\": want host:port"},
+		{"invalid", `{` + secret + `, "public_address": "203.0.113.7:7777"}`, "tokens: at least one token is required"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

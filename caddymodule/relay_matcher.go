@@ -37,12 +37,8 @@ func (m *MatchRelay) Match(cx *layer4.Connection) (bool, error) {
 	if err != nil {
 		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
 	}
-	return matchesRelay(hdr[:n]), nil
+	return wirerelay.LooksLikeMessage(hdr[:n]), nil
 }
-
-// matchesRelay reports whether a datagram starts with the relay protocol's
-// header.
-func matchesRelay(datagram []byte) bool { return wirerelay.LooksLikeMessage(datagram) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //

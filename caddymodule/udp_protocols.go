@@ -52,6 +52,14 @@ func (*RelayProtocol) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
+// Match reports whether the datagram starts with a relay header.
+func (p *RelayProtocol) Match(datagram []byte) bool { return p.server.Match(datagram) }
+
+// ServeDatagram relays one datagram, appending what it sends to w.
+func (p *RelayProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	p.server.ServeDatagram(w, src, datagram)
+}
+
 // GQPProtocol serves the GQP responder (layer4.handlers.gqp) on a gamegate
 // UDP server: same options, same gqp.Responder, whose readers answer what
 // needs no upstream and whose few workers wait for an upstream (see

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
@@ -30,7 +29,8 @@ func (r intRange) contains(v int64) bool { return v >= r.lo && v <= r.hi }
 var clientIPv6PrefixRange = intRange{clientaddr.MinIPv6Prefix, clientaddr.MaxIPv6Prefix}
 
 // checker collects the first configuration error of a module, naming the
-// field as JSON and the Caddyfile do.
+// field as JSON and the Caddyfile do. Caddy prefixes a module's errors
+// with its ID: a checker of no module (fieldChecker) adds nothing more.
 type checker struct {
 	module string
 	err    error
@@ -38,9 +38,20 @@ type checker struct {
 
 func newChecker(module string) *checker { return &checker{module: module} }
 
+// fieldChecker returns a checker whose errors start with the field.
+func fieldChecker() *checker { return new(checker) }
+
+// errorf is an error of c's module.
+func (c *checker) errorf(format string, args ...any) error {
+	if c.module == "" {
+		return fmt.Errorf(format, args...)
+	}
+	return fmt.Errorf("%s: "+format, append([]any{c.module}, args...)...)
+}
+
 func (c *checker) fail(field, format string, args ...any) {
 	if c.err == nil {
-		c.err = fmt.Errorf("%s: %s %s", c.module, field, fmt.Sprintf(format, args...))
+		c.err = c.errorf("%s %s", field, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -120,7 +131,7 @@ func (c *checker) rate(rateField, burstField string, rate float64, burst int64) 
 	c.optIn(burstField, burst, burstRange)
 	if c.err == nil {
 		if err := ratelimit.ValidateNamed(rateField, burstField, rate, int(max(burst, 1))); err != nil {
-			c.err = fmt.Errorf("%s: %w", c.module, err)
+			c.err = c.errorf("%w", err)
 		}
 	}
 }
@@ -129,26 +140,3 @@ func (c *checker) rate(rateField, burstField string, rate float64, burst int64) 
 var burstRange = intRange{1, ratelimit.MaxBurst}
 
 func fmtDuration(d caddy.Duration) string { return time.Duration(d).String() }
-
-// exclusive refuses an option given under both its former and its current
-// name.
-func (c *checker) exclusive(old, current string, hasOld, hasCurrent bool) {
-	if hasOld && hasCurrent {
-		c.fail(old, "is the former name of %s: give only %s", current, current)
-	}
-}
-
-// renamed moves an option given under its former name to its current one,
-// logging a deprecation warning; giving both is an error.
-func renamed[T comparable](logger *zap.Logger, module, old, current string, oldV, currentV *T) error {
-	var zero T
-	if *oldV == zero {
-		return nil
-	}
-	if *currentV != zero {
-		return fmt.Errorf("%s: %s is the former name of %s: give only %s", module, old, current, current)
-	}
-	logger.Warn("deprecated option: use its current name", zap.String("option", old), zap.String("current", current))
-	*currentV, *oldV = *oldV, zero
-	return nil
-}

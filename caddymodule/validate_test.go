@@ -105,11 +105,11 @@ func TestUpstreamWaitsAtTheirBounds(t *testing.T) {
 		{"a2s_shield one past the bound", (&A2SShield{Upstream: "127.0.0.1:27015", UpstreamTimeout: longest + 1}).Validate, "upstream_timeout"},
 		{"a2s_shield ttl", (&A2SShield{Upstream: "127.0.0.1:27015", TTL: caddy.Duration(ttlRange.hi + 1)}).Validate, "ttl"},
 		{"a2s_shield negative_ttl", (&A2SShield{Upstream: "127.0.0.1:27015", NegativeTTL: -1}).Validate, "negative_ttl"},
-		{"a2s timeout", (&QueryA2S{Timeout: longest + 1}).Validate, "timeout"},
+		{"a2s attempt_timeout", (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest + 1}}).Validate, "attempt_timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.check()
-			if err == nil || !strings.Contains(err.Error(), " "+tc.field+" must be a duration in [") {
+			if err == nil || !strings.HasPrefix(strings.TrimPrefix(err.Error(), tc.name[:strings.Index(tc.name, " ")]+": "), tc.field+" must be a duration in [") {
 				t.Fatalf("got %v, want an error naming %s and its range", err, tc.field)
 			}
 		})

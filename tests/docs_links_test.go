@@ -80,10 +80,11 @@ var generatedDocs = map[string]string{
 	"../BENCHMARKS.md": "go run ./bench/run",
 }
 
-// Every relative link of the README, the contributor guide, xcaddy.md and
-// the pages under docs/ leads to a file or directory of the repository,
-// and a link to a heading of a Markdown file (#anchor) to a heading that
-// file has, as GitHub renders it.
+// Every relative link of the documents docFiles lists (the README, the
+// contributor guide, xcaddy.md, the tests' and benchmarks' how-tos and the
+// pages under docs/) leads to a file or directory of the repository, and a
+// link to a heading of a Markdown file (#anchor) to a heading that file
+// has, as GitHub renders it.
 func TestDocLinksResolve(t *testing.T) {
 	checked := 0
 	for _, file := range docFiles(t) {
@@ -157,6 +158,24 @@ func TestEveryModuleDocumented(t *testing.T) {
 		}
 		if !strings.Contains(string(text), "`"+id+"`") {
 			t.Errorf("module %s: its page %s does not name it as `%s`", id, page, id)
+		}
+	}
+}
+
+// Every module page has the sections a Caddy user looks for, in this
+// order: its Caddyfile syntax, its JSON, its options, its metrics and an
+// example (other sections may come between them).
+func TestModulePagesHaveTheirSections(t *testing.T) {
+	want := []string{"## Caddyfile", "## JSON", "## Options", "## Metrics", "## Example"}
+	for _, page := range modulePages(t) {
+		next := 0
+		for _, l := range docProse(t, page) {
+			if next < len(want) && strings.HasPrefix(l, want[next]) {
+				next++
+			}
+		}
+		if next < len(want) {
+			t.Errorf("%s: no %q section after the ones before it (want %v, in order)", page, want[next], want)
 		}
 	}
 }

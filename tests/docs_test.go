@@ -30,7 +30,7 @@ type docSnippet struct {
 func (s docSnippet) String() string { return fmt.Sprintf("%s:%d", s.file, s.line) }
 
 // skipMarker marks the snippet after it as deliberately not loadable, with
-// the reason (see CONTRIBUTING.md).
+// the reason (see tests/README.md).
 var skipMarker = regexp.MustCompile(`^\s*<!--\s*docs-test:\s*skip\b(.*?)-->\s*$`)
 
 // docSnippets returns the fenced code blocks of a Markdown file.
@@ -71,10 +71,11 @@ func docSnippets(t *testing.T, file string) []docSnippet {
 }
 
 // docFiles are the documents whose snippets users copy: the README,
-// xcaddy.md, CONTRIBUTING.md and every page under docs/.
+// xcaddy.md, the contributor guide, the tests' and benchmarks' how-tos and
+// every page under docs/.
 func docFiles(t *testing.T) []string {
 	t.Helper()
-	files := []string{"../README.md", "../xcaddy.md", "../CONTRIBUTING.md"}
+	files := []string{"../README.md", "../xcaddy.md", "../CONTRIBUTING.md", "README.md", "../bench/README.md"}
 	err := filepath.WalkDir("../docs", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -149,7 +150,7 @@ func checkCaddyfile(t *testing.T, where string, body []byte) {
 // every Caddyfile is formatted as `caddy fmt` formats it: the
 // documentation is configuration users copy. Snippets point at upstreams
 // that need not answer: loading never needs them. A snippet that cannot
-// load on purpose is marked (CONTRIBUTING.md, "Snippets in the docs").
+// load on purpose is marked (tests/README.md, "Snippets in the docs").
 func TestDocSnippetsLoad(t *testing.T) {
 	t.Setenv("HOME", t.TempDir()) // Caddy's default storage, if a snippet provisions it
 	var snippets []docSnippet

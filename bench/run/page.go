@@ -202,10 +202,10 @@ func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 // goal.
 func chart(w *benchutil.Workload) ([]byte, error) {
 	const (
-		width, left, right, top, row, bar = 760.0, 330.0, 40.0, 44.0, 30.0, 14.0
+		width, left, right, top, row, bar = 820.0, 390.0, 40.0, 44.0, 36.0, 14.0
 	)
 	type line struct {
-		label       string
+		label, over string
 		m, lo, hi   float64
 		goal        float64
 		met, hasAny bool
@@ -218,7 +218,7 @@ func chart(w *benchutil.Workload) ([]byte, error) {
 			return nil, err
 		}
 		m, lo, hi := benchutil.Spread(xs)
-		lines = append(lines, line{label: w.Target(c.Target).Label + " / " + w.Target(c.Baseline).Label,
+		lines = append(lines, line{label: w.Target(c.Target).Label, over: "over " + w.Target(c.Baseline).Label,
 			m: m, lo: lo, hi: hi, goal: c.Goal, met: m >= c.Goal, hasAny: len(xs) > 0})
 		scale = math.Max(scale, hi*1.1)
 	}
@@ -247,7 +247,8 @@ func chart(w *benchutil.Workload) ([]byte, error) {
 	for i, l := range lines {
 		y := top + row*float64(i)
 		cy := y + row/2
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", left-8, cy, xmlEscape(clip(l.label, 52)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-8, cy-2, xmlEscape(clip(l.label, 60)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="10" fill="#555555">%s</text>`+"\n", left-8, cy+11, xmlEscape(clip(l.over, 72)))
 		if !l.hasAny {
 			continue
 		}

@@ -38,7 +38,8 @@ with the current ETag.`},
 as its docs mount it: a GQP command (` + "`/query/bench/identify`" + `, from a GQP server on the
 gamegate app) and an A2S server's normalised status (` + "`/query/cs2`" + `, through the A2S shield
 from the canned A2S server), against qos_discovery's 200 for a fleet of two in the same Caddy,
-same client and connections. Goal: 0.95× discovery.`},
+same client and connections, mounted as its docs do (at the site's top) and, to tell the
+handler's cost from the route's, behind a ` + "`handle_path`" + ` like game_query's. Goal: 0.95× discovery.`},
 	httpload.ServerList: {"Server list", `server_list's answer (` + "`GET /servers/`" + `, behind ` + "`handle_path /servers/*`" + `):
 every game server registered with the gamegate app's master, each with its status from the
 list's cache, as JSON, against qos_discovery's 200 (a fleet of eight) in the same Caddy, same

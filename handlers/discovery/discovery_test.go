@@ -291,7 +291,7 @@ func qosEcho(t *testing.T) netip.AddrPort {
 		t.Fatal(err)
 	}
 	return testutil.ServeUDP(t, func(from netip.AddrPort, req []byte) [][]byte {
-		if resp, _ := e.Handle(qos.SourceOfAddrPort(from, true), req, nil); resp != nil {
+		if resp, _ := e.Handle(qos.SourceOfAddrPort(from, true, 0), req, nil); resp != nil {
 			return [][]byte{resp}
 		}
 		return nil

@@ -6,88 +6,12 @@ package qos
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	"github.com/gamegate/gamegate/wire"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
-
-// Config is the behaviour of an Engine.
-type Config struct {
-	// Rate is the sustained number of requests per second one source may
-	// send. Zero disables the per-source limit.
-	Rate float64
-	// Burst is how many requests a source may send at once before Rate
-	// applies. At least 1 when Rate is set.
-	Burst int
-	// BanUnits is the ban announced to a source that exceeds its rate or is
-	// turned away for capacity, in protocol units of 2 minutes (1-8).
-	BanUnits int
-	// BanDuration is how long the engine ignores a banned source.
-	BanDuration time.Duration
-	// BackoffUnits, when 1-7, asks a source that has spent more than half
-	// of its burst to back off voluntarily for that many units. Zero never
-	// asks.
-	BackoffUnits int
-	// Capacity is the number of requests per second the engine answers
-	// across all sources. Past it, the source whose request finds the budget
-	// empty is banned, so which sources are turned away is random, weighted
-	// by how much each sends. Zero means no global budget.
-	Capacity float64
-	// CapacityBurst is how many requests beyond the steady Capacity may be
-	// answered at once.
-	CapacityBurst int
-	// Titles, when not empty, lists the game titles answered; requests
-	// with any other title are dropped.
-	Titles []string
-	// ProbeKey, when set, is the key of health probes (see probe.go): a
-	// valid probe is answered whatever the state of its source, and
-	// changes none. Default: none (probes are ordinary requests).
-	ProbeKey []byte
-	// Now is the wall clock probes' times are checked against. Default:
-	// time.Now.
-	Now func() time.Time
-}
-
-// Verdict is what the engine did with one datagram.
-type Verdict uint8
-
-// Verdicts. The Answered ones produced a response; the Dropped ones did not.
-const (
-	Answered             Verdict = iota // echoed with no flow control
-	AnsweredBackoff                     // echoed with a voluntary back-off
-	AnsweredProbe                       // a health probe, echoed with no flow control
-	BannedRate                          // echoed with a ban: the source exceeded its rate
-	BannedCapacity                      // echoed with a ban: the engine was over capacity
-	DroppedBanned                       // the source is banned
-	DroppedTitle                        // the title is not on the allow-list
-	DroppedTooShort                     // malformed: shorter than a request
-	DroppedTooLong                      // malformed: over 1500 bytes
-	DroppedMagic                        // malformed: not 0x59
-	DroppedVersion                      // malformed: version nibble not 0
-	DroppedFlow                         // malformed: flow-control nibble not 0
-	DroppedTitleLength                  // malformed: title length 0 or past the end
-	DroppedTitleEncoding                // malformed: title not UTF-8
-	NumVerdicts
-)
-
-var verdictNames = [NumVerdicts]string{
-	"answered", "answered_backoff", "answered_probe", "banned_rate", "banned_capacity", "banned",
-	"title_not_allowed", "too_short", "too_long", "magic", "version", "flow",
-	"title_length", "title_encoding",
-}
-
-func (v Verdict) String() string {
-	if v < NumVerdicts {
-		return verdictNames[v]
-	}
-	return fmt.Sprintf("verdict(%d)", uint8(v))
-}
-
-// Answered reports whether the verdict produced a response.
-func (v Verdict) Answered() bool { return v <= BannedCapacity }
 
 // Engine answers QoS requests. It is safe for concurrent use.
 type Engine struct {
@@ -108,27 +32,28 @@ type Engine struct {
 
 // NewEngine returns an engine using table for per-source state. The table
 // may be shared with other engines (for example across configuration
-// reloads).
+// reloads). cfg's zero fields take their defaults; cfg should have passed
+// Validate, which NewEngine does not repeat: out-of-range values do not
+// make it panic, but do not make a useful engine either.
 func NewEngine(cfg Config, table *SourceTable) (*Engine, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	e := &Engine{table: table, banFor: int64(cfg.BanDuration)}
+	e.banFlow, _ = wireqos.Ban(min(max(cfg.BanUnits, 1), 8))
+	if cfg.BackoffUnits > 0 {
+		e.backoff, _ = wireqos.Backoff(min(cfg.BackoffUnits, 7))
+	}
+	var err error
+	if e.rate, err = ratelimit.NewLimit(cfg.Rate, cfg.Burst); err != nil {
 		return nil, err
 	}
-	e := &Engine{table: table, banFor: int64(cfg.BanDuration)}
-	e.banFlow, _ = wireqos.Ban(cfg.BanUnits)
-	if cfg.BackoffUnits > 0 {
-		e.backoff, _ = wireqos.Backoff(cfg.BackoffUnits)
+	if e.capacity, err = ratelimit.NewLimit(cfg.Capacity, cfg.CapacityBurst); err != nil {
+		return nil, err
 	}
-	// Validate has checked both pairs.
-	e.rate, _ = ratelimit.NewLimit(cfg.Rate, cfg.Burst)
-	e.capacity, _ = ratelimit.NewLimit(cfg.Capacity, cfg.CapacityBurst)
 	if len(cfg.ProbeKey) > 0 {
 		e.prober = newProber(cfg.ProbeKey)
 		e.probeLimit, _ = ratelimit.NewLimit(ProbeRate, ProbeBurst)
 	}
 	e.now = cfg.Now
-	if e.now == nil {
-		e.now = time.Now
-	}
 	if len(cfg.Titles) > 0 {
 		e.titles = make(map[string]struct{}, len(cfg.Titles))
 		for _, t := range cfg.Titles {
@@ -136,32 +61,6 @@ func NewEngine(cfg Config, table *SourceTable) (*Engine, error) {
 		}
 	}
 	return e, nil
-}
-
-// Validate checks the configuration, naming the field at fault.
-func (c *Config) Validate() error {
-	if err := ratelimit.ValidateNamed("rate", "burst", c.Rate, c.Burst); err != nil {
-		return err
-	}
-	if err := ratelimit.ValidateNamed("capacity", "capacity_burst", c.Capacity, c.CapacityBurst); err != nil {
-		return err
-	}
-	switch {
-	case c.BanUnits < 1 || c.BanUnits > 8:
-		return errors.New("ban_units must be in [1, 8]")
-	case c.BanDuration <= 0:
-		return errors.New("ban_duration must be positive")
-	case c.BackoffUnits < 0 || c.BackoffUnits > 7:
-		return errors.New("backoff_units must be in [0, 7]")
-	case c.BackoffUnits > 0 && c.Rate == 0:
-		return errors.New("backoff_units needs a rate: back-off is signalled as a source spends its burst")
-	}
-	for _, t := range c.Titles {
-		if len(t) > wireqos.MaxTitle {
-			return fmt.Errorf("titles: %q is longer than %d bytes", t, wireqos.MaxTitle)
-		}
-	}
-	return nil
 }
 
 // Table returns the engine's source table.

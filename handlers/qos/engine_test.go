@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,19 +266,24 @@ func TestSweepKeepsBans(t *testing.T) {
 
 func TestSourceOf(t *testing.T) {
 	tests := []struct {
-		addr   string
-		byPort bool
-		want   string
+		addr       string
+		byPort     bool
+		ipv6Prefix int
+		want       string
 	}{
-		{"192.0.2.1:9", false, "192.0.2.1"},
-		{"192.0.2.1:9", true, "192.0.2.1:9"},
-		{"[::ffff:192.0.2.1]:9", false, "192.0.2.1"},
-		{"[2001:db8:1:2:3:4:5:6]:9", false, "2001:db8:1:2::"},
-		{"[2001:db8:1:2:3:4:5:6]:9", true, "[2001:db8:1:2:3:4:5:6]:9"},
+		{"192.0.2.1:9", false, 0, "192.0.2.1"},
+		{"192.0.2.1:9", true, 0, "192.0.2.1:9"},
+		{"[::ffff:192.0.2.1]:9", false, 0, "192.0.2.1"},
+		{"[::ffff:192.0.2.1]:9", false, 48, "192.0.2.1"},
+		{"[2001:db8:1:2:3:4:5:6]:9", false, 0, "2001:db8:1:2::"},
+		{"[2001:db8:1:2:3:4:5:6]:9", false, 48, "2001:db8:1::"},
+		{"[2001:db8:1:2:3:4:5:6]:9", false, 128, "2001:db8:1:2:3:4:5:6"},
+		{"[2001:db8:1:2:3:4:5:6]:9", true, 0, "[2001:db8:1:2:3:4:5:6]:9"},
+		{"[2001:db8:1:2:3:4:5:6]:9", true, 48, "[2001:db8:1:2:3:4:5:6]:9"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.want, func(t *testing.T) {
-			if got := SourceOfAddrPort(netip.MustParseAddrPort(tt.addr), tt.byPort).String(); got != tt.want {
+		t.Run(fmt.Sprintf("%s/%v/%d", tt.addr, tt.byPort, tt.ipv6Prefix), func(t *testing.T) {
+			if got := SourceOfAddrPort(netip.MustParseAddrPort(tt.addr), tt.byPort, tt.ipv6Prefix).String(); got != tt.want {
 				t.Fatalf("got %s, want %s", got, tt.want)
 			}
 		})
@@ -289,29 +295,39 @@ func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name   string
 		mutate func(*Config)
+		field  string // the option the error names
 	}{
-		{"negative rate", func(c *Config) { c.Rate = -1 }},
-		{"zero burst", func(c *Config) { c.Burst = 0 }},
-		{"ban units 0", func(c *Config) { c.BanUnits = 0 }},
-		{"ban units 9", func(c *Config) { c.BanUnits = 9 }},
-		{"no ban duration", func(c *Config) { c.BanDuration = 0 }},
-		{"backoff units 8", func(c *Config) { c.BackoffUnits = 8 }},
-		{"backoff without rate", func(c *Config) { c.Rate = 0; c.BackoffUnits = 1 }},
-		{"capacity without burst", func(c *Config) { c.Capacity = 5 }},
-		{"long title", func(c *Config) { c.Titles = []string{string(make([]byte, 255))} }},
-		{"burst overflowing at the rate", func(c *Config) { c.Rate = 1; c.Burst = 1e10 }},
-		{"rate too small", func(c *Config) { c.Rate = 1e-12 }},
-		{"capacity burst overflowing", func(c *Config) { c.Capacity = 1; c.CapacityBurst = 1e10 }},
+		{"negative rate", func(c *Config) { c.Rate = -1 }, "rate"},
+		{"negative burst", func(c *Config) { c.Burst = -1 }, "burst"},
+		{"ban units 9", func(c *Config) { c.BanUnits = 9 }, "ban_units"},
+		{"ban units -1", func(c *Config) { c.BanUnits = -1 }, "ban_units"},
+		{"negative ban duration", func(c *Config) { c.BanDuration = -time.Second }, "ban_duration"},
+		{"ban duration past a day", func(c *Config) { c.BanDuration = 25 * time.Hour }, "ban_duration"},
+		{"backoff units 8", func(c *Config) { c.BackoffUnits = 8 }, "backoff_units"},
+		{"negative capacity", func(c *Config) { c.Capacity = -1 }, "capacity"},
+		{"long title", func(c *Config) { c.Titles = []string{string(make([]byte, 255))} }, "titles"},
+		{"empty title", func(c *Config) { c.Titles = []string{""} }, "titles"},
+		{"burst overflowing at the rate", func(c *Config) { c.Rate = 0.1; c.Burst = 1 << 30 }, "burst"},
+		{"default burst overflowing at a tiny rate", func(c *Config) { c.Rate = 1e-12; c.Burst = 0 }, "rate"},
+		{"capacity burst overflowing", func(c *Config) { c.Capacity = 0.1; c.CapacityBurst = 1 << 30 }, "capacity_burst"},
+		{"max sources past 2^30", func(c *Config) { c.MaxSources = 1<<30 + 1 }, "max_sources"},
+		{"unknown source key", func(c *Config) { c.SourceKey = "mac" }, "source_key"},
+		{"IPv6 prefix 16", func(c *Config) { c.ClientIPv6Prefix = 16 }, "client_ipv6_prefix"},
+		{"IPv6 prefix with ip_port", func(c *Config) { c.ClientIPv6Prefix = 48; c.SourceKey = SourceKeyIPPort }, "client_ipv6_prefix"},
 	}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("base config: got %v, want nil", err)
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("zero config (the defaults): got %v, want nil", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := baseConfig()
 			tt.mutate(&c)
-			if err := c.Validate(); err == nil {
-				t.Fatal("got nil, want an error")
+			err := c.Validate()
+			if err == nil || !strings.HasPrefix(err.Error(), tt.field+" ") {
+				t.Fatalf("got %v, want an error naming %s first", err, tt.field)
 			}
 		})
 	}

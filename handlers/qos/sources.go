@@ -14,20 +14,20 @@ import (
 )
 
 // Source identifies a client for rate limiting and bans: an IPv4 address, an
-// IPv6 /64 prefix (the block one subscriber normally holds, so a client cannot
-// dodge a ban by hopping addresses inside it), or either with its port when
-// the engine keys sources by address and port.
+// IPv6 prefix (by default the /64 one subscriber normally holds, so a client
+// cannot dodge a ban by hopping addresses inside it), or an address with its
+// port when sources are keyed by address and port.
 type Source netip.AddrPort
 
 // SourceOfAddrPort returns the Source for a client address. With byPort
-// false the port is dropped and IPv6 addresses are reduced to their /64
-// prefix. It allocates nothing.
-func SourceOfAddrPort(ap netip.AddrPort, byPort bool) Source {
+// false the port is dropped and IPv6 addresses are reduced to their prefix
+// of ipv6Prefix bits (0: DefaultClientIPv6Prefix). It allocates nothing.
+func SourceOfAddrPort(ap netip.AddrPort, byPort bool, ipv6Prefix int) Source {
 	ip := ap.Addr().Unmap().WithZone("")
 	if byPort {
 		return Source(netip.AddrPortFrom(ip, ap.Port()))
 	}
-	return Source(netip.AddrPortFrom(clientaddr.Key(ip, clientaddr.DefaultIPv6Prefix).Addr(), 0))
+	return Source(netip.AddrPortFrom(clientaddr.Key(ip, ipv6Prefix).Addr(), 0))
 }
 
 func (s Source) String() string {

@@ -55,13 +55,14 @@ type Config struct {
 	StaleWhileRevalidate time.Duration
 	StaleIfError         time.Duration
 	NegativeTTL          time.Duration
-	// RateLimit is the most upstream queries per second per server, with
-	// RateBurst at once (default: one second of RateLimit, rounded up:
-	// ratelimit.DefaultBurst); 0 is unlimited. Each server has two such budgets:
-	// one for the status and argument-free commands, one for commands with
-	// arguments, so varying arguments cannot starve the status.
-	RateLimit float64
-	RateBurst int
+	// UpstreamRate is the most upstream queries per second per server,
+	// with UpstreamBurst at once (default: one second of UpstreamRate,
+	// rounded up: ratelimit.DefaultBurst). Each server has two such
+	// budgets: one for the status and argument-free commands, one for
+	// commands with arguments, so varying arguments cannot starve the
+	// status. Default: DefaultUpstreamRate.
+	UpstreamRate  float64
+	UpstreamBurst int
 	// MaxAdHoc bounds the ad-hoc upstream work (name lookups, queries and
 	// so their sockets) running at once, over all clients; past it ad-hoc
 	// requests that need such work answer 503. Answers from the cache
@@ -216,59 +217,13 @@ func ageValue(seconds int64) string {
 	return strconv.FormatInt(seconds, 10)
 }
 
-// NewGateway returns a gateway with cfg's defaults filled in.
+// NewGateway returns a gateway with cfg's defaults filled in, or the error
+// of cfg.Validate.
 func NewGateway(cfg Config) (*Gateway, error) {
-	if cfg.MaxBatch < 0 || cfg.BatchConcurrency < 0 || cfg.MaxBody < 0 || cfg.RateBurst < 0 || cfg.RateLimit < 0 {
-		return nil, errors.New("query: negative limits in the gateway's configuration")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.DefaultTTL == 0 {
-		cfg.DefaultTTL = 5 * time.Second
-	}
-	if cfg.QueryTimeout == 0 {
-		cfg.QueryTimeout = 3 * time.Second
-	}
-	if cfg.MaxEntries == 0 {
-		cfg.MaxEntries = 10000
-	}
-	if cfg.MaxBatch == 0 {
-		cfg.MaxBatch = 100
-	}
-	if cfg.BatchConcurrency == 0 {
-		cfg.BatchConcurrency = 16
-	}
-	if cfg.MaxBody == 0 {
-		cfg.MaxBody = 64 << 10
-	}
-	if cfg.MaxBatchAnswer == 0 {
-		cfg.MaxBatchAnswer = DefaultMaxBatchAnswer
-	}
-	if cfg.BatchRate == 0 {
-		cfg.BatchRate = DefaultBatchRate
-	}
-	if cfg.BatchBurst == 0 {
-		cfg.BatchBurst = DefaultBatchBurst
-	}
-	if cfg.RateBurst == 0 {
-		cfg.RateBurst = ratelimit.DefaultBurst(cfg.RateLimit)
-	}
-	if cfg.MaxAdHoc == 0 {
-		cfg.MaxAdHoc = DefaultMaxAdHoc
-	}
-	if cfg.MaxAdHocPerNetwork == 0 {
-		cfg.MaxAdHocPerNetwork = DefaultMaxAdHocPerNetwork
-	}
-	if cfg.AdHocRate == 0 {
-		cfg.AdHocRate = 2
-	}
-	if cfg.AdHocBurst == 0 {
-		cfg.AdHocBurst = 10
-	}
-	if cfg.ClientIP == nil {
-		cfg.ClientIP = remoteIP
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg = cfg.WithDefaults()
 	plain, err := cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now)
 	if err != nil {
 		return nil, err
@@ -277,10 +232,7 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := clientaddr.ValidateIPv6Prefix("client IPv6 prefix", cfg.ClientIPv6Prefix); err != nil {
-		return nil, fmt.Errorf("query: %w", err)
-	}
-	upstreamLimit, err := ratelimit.NewLimit(cfg.RateLimit, cfg.RateBurst)
+	upstreamLimit, err := ratelimit.NewLimit(cfg.UpstreamRate, cfg.UpstreamBurst)
 	if err != nil {
 		return nil, fmt.Errorf("query: rate limit: %w", err)
 	}
@@ -312,9 +264,6 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		if cmds == nil {
 			cmds = ReadOnlyCommands(s.Protocol)
 		}
-		if len(s.Region) > MaxRegion {
-			return nil, fmt.Errorf("query: server %q: region of %d bytes, at most %d", name, len(s.Region), MaxRegion)
-		}
 		t := &target{key: "name/" + name, name: name, address: s.Address, protocol: s.Protocol, named: true, commands: cmds,
 			budgets: new(budgets), loads: make(map[string]func(context.Context) (*answer, error), len(cmds)+1)}
 		for _, c := range append([]string{"status"}, cmds...) {
@@ -324,18 +273,6 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	}
 	return g, nil
 }
-
-// MaxRegion bounds a server's Region, in bytes.
-const MaxRegion = 64
-
-// Defaults of the ad-hoc and batch bounds.
-const (
-	DefaultMaxAdHoc           = 32
-	DefaultMaxAdHocPerNetwork = 4
-	DefaultMaxBatchAnswer     = 1 << 20
-	DefaultBatchRate          = 2
-	DefaultBatchBurst         = 10
-)
 
 func remoteIP(r *http.Request) netip.Addr {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)

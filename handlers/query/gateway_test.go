@@ -61,10 +61,11 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 	cfg := Config{
 		Servers: map[string]Server{"arena": {Name: "arena", Address: "192.0.2.1:27960", Protocol: r.proto,
 			Commands: []string{"echo", "missing", "other", "a", "b", "c", "d"}}},
-		DefaultTTL:   time.Second,
-		StaleIfError: time.Minute,
-		NegativeTTL:  time.Second,
-		Now:          r.clock.Now,
+		DefaultTTL:           time.Second,
+		StaleWhileRevalidate: time.Nanosecond, // past its lifetime, a result is refreshed first
+		StaleIfError:         time.Minute,
+		NegativeTTL:          time.Second,
+		Now:                  r.clock.Now,
 	}
 	if mutate != nil {
 		mutate(&cfg)
@@ -195,7 +196,7 @@ func TestConcurrentRequestsShareOneQuery(t *testing.T) {
 }
 
 func TestRateLimitPerServer(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.RateLimit, c.RateBurst = 1, 2 })
+	r := newRig(t, func(c *Config) { c.UpstreamRate, c.UpstreamBurst = 1, 2 })
 	codes := []int{}
 	for _, cmd := range []string{"a", "b", "c"} {
 		codes = append(codes, r.do("GET", "/arena/"+cmd, "").Code)
@@ -281,7 +282,7 @@ func TestCommandAllowList(t *testing.T) {
 }
 
 func TestArgumentsHaveTheirOwnBudgetAndCache(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.RateLimit, c.RateBurst, c.MaxEntries = 1, 2, 4 })
+	r := newRig(t, func(c *Config) { c.UpstreamRate, c.UpstreamBurst, c.MaxEntries = 1, 2, 4 })
 	flood := func() {
 		t.Helper()
 		codes := map[int]int{}
@@ -451,7 +452,7 @@ func TestAdHocClientTableFullKeepsLimits(t *testing.T) {
 func TestAdHocTargetsCannotResetNamedBudgets(t *testing.T) {
 	r := newRig(t, func(c *Config) {
 		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
-		c.RateLimit, c.RateBurst, c.MaxEntries = 0.001, 1, 8
+		c.UpstreamRate, c.UpstreamBurst, c.MaxEntries = 0.001, 1, 8
 	})
 	r.gw.cfg.AdHoc = r.proto
 	if w := r.do("GET", "/arena", ""); w.Code != 200 {
@@ -615,7 +616,7 @@ func TestArgumentListsAreKeyedApart(t *testing.T) {
 func TestAdHocTargetIsItsParsedAddress(t *testing.T) {
 	r := newRig(t, func(c *Config) {
 		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-		c.RateLimit, c.RateBurst = 1, 1
+		c.UpstreamRate, c.UpstreamBurst = 1, 1
 	})
 	r.gw.cfg.AdHoc = r.proto
 	for _, target := range []string{"127.0.0.1:7777", "127.0.0.1:07777", "127.0.0.1:0007777", "localhost:7777"} {
@@ -723,9 +724,10 @@ func TestBatchMergesRepeatsAndBoundsItsAnswer(t *testing.T) {
 		t.Fatalf("the answer has %d bytes for two questions whose status alone has %d", w.Body.Len(), one.Body.Len())
 	}
 
-	// Past max_batch_answer, results are short errors.
-	r = newRig(t, func(c *Config) { c.MaxBatchAnswer = int64(one.Body.Len()) + 10 })
-	w = r.do("POST", "/", `{"servers": ["arena"], "commands": ["status", {"name": "echo", "args": ["x"]}, {"name": "echo", "args": ["y"]}]}`)
+	// Past max_batch_answer (at its least), results are short errors.
+	r = newRig(t, func(c *Config) { c.MaxBatchAnswer = MinMaxBatchAnswer })
+	big := strings.Repeat("x", MinMaxBatchAnswer/2)
+	w = r.do("POST", "/", `{"servers": ["arena"], "commands": ["status", {"name": "echo", "args": ["`+big+`"]}, {"name": "echo", "args": ["`+big+`y"]}]}`)
 	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || len(out.Results) != 3 {
 		t.Fatalf("batch past its bound: got %d %s (%v)", w.Code, w.Body, err)
 	}

@@ -13,18 +13,6 @@ import (
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
-// Config is the behaviour of an Engine.
-type Config struct {
-	// Sealer opens the connection data in BIND and CONNECT_REQUEST.
-	Sealer *Sealer
-	// MaxContent is the largest RELAY content forwarded, in bytes.
-	// Default: 1400.
-	MaxContent int
-	// NonceBigEndian reads BIND nonces big-endian; by default they are
-	// little-endian, as the shipped client writes them.
-	NonceBigEndian bool
-}
-
 // Peer is a client's address (an unmapped IP address and a port). It is a
 // plain value, so a datagram server hands one to Handle without allocating.
 type Peer struct {
@@ -91,23 +79,21 @@ func (v Verdict) String() string {
 // Engine implements the relay's rules. It is safe for concurrent use: each
 // client's datagrams may be handled on its own goroutine.
 type Engine struct {
-	cfg   Config
-	table *Table
+	cfg            Config // with defaults
+	nonceBigEndian bool
+	table          *Table
 }
 
 // NewEngine returns an engine keeping its bindings in table, which may be
-// shared with other engines (across configuration reloads).
+// shared with other engines (across configuration reloads). cfg's zero
+// fields take their defaults; cfg should have passed Validate, which
+// NewEngine does not repeat. Its Sealer is required.
 func NewEngine(cfg Config, table *Table) (*Engine, error) {
 	if cfg.Sealer == nil {
-		return nil, errors.New("relay: a sealer is required")
+		return nil, errors.New("a sealer is required")
 	}
-	if cfg.MaxContent == 0 {
-		cfg.MaxContent = wirerelay.DefaultMaxRelayContent
-	}
-	if cfg.MaxContent < 1 || cfg.MaxContent > 0xFFFF {
-		return nil, errors.New("relay: max content must be in [1, 65535]")
-	}
-	return &Engine{cfg: cfg, table: table}, nil
+	cfg = cfg.WithDefaults()
+	return &Engine{cfg: cfg, nonceBigEndian: cfg.NonceByteOrder == NonceBigEndian, table: table}, nil
 }
 
 // Table returns the engine's binding table.
@@ -196,7 +182,7 @@ func (e *Engine) ping(src Peer, datagram []byte, out *Outbox) Verdict {
 
 func (e *Engine) bind(src Peer, datagram []byte, out *Outbox) Verdict {
 	var m wirerelay.Bind
-	if m.DecodeWith(datagram, wirerelay.Options{NonceBigEndian: e.cfg.NonceBigEndian}) != nil {
+	if m.DecodeWith(datagram, wirerelay.Options{NonceBigEndian: e.nonceBigEndian}) != nil {
 		return DroppedMalformed
 	}
 	var a Allocation

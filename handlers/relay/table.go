@@ -88,20 +88,26 @@ type tableShard struct {
 	_    [64 - 40]byte // keep each shard's lock on its own cache line
 }
 
+// WithDefaults returns c with every zero field set to its default.
+func (c TableConfig) WithDefaults() TableConfig {
+	if c.Limit == 0 {
+		c.Limit = DefaultMaxBindings
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.AloneTimeout == 0 {
+		c.AloneTimeout = DefaultAloneTimeout
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	return c
+}
+
 // NewTable returns an empty table.
 func NewTable(cfg TableConfig) (*Table, error) {
-	if cfg.Limit == 0 {
-		cfg.Limit = DefaultMaxBindings
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.AloneTimeout == 0 {
-		cfg.AloneTimeout = DefaultAloneTimeout
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
+	cfg = cfg.WithDefaults()
 	switch {
 	case cfg.Limit < 0:
 		return nil, errors.New("relay: the binding limit must be positive")

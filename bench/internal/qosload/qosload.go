@@ -401,6 +401,15 @@ func (r *Result) Workload(id, title, about string) *benchutil.Workload {
 		}
 		w.Targets = append(w.Targets, bt)
 	}
+	if gg, bare := w.Target("gg-qos"), w.Target("bare"); gg != nil && bare != nil && bare.P99 > 0 {
+		verdict := "met"
+		if gg.P99 > bare.P99 {
+			verdict = "**not met**"
+		}
+		w.Notes = append(w.Notes, fmt.Sprintf("Round-trip p99 over every round: the gamegate app's (default readers) %.0f µs, "+
+			"the bare loop's %.0f µs (%.2f×; goal: no worse, %s); p50 %.0f µs and %.0f µs.",
+			gg.P99, bare.P99, gg.P99/bare.P99, verdict, gg.P50, bare.P50))
+	}
 	for _, name := range []string{"gg-qos", "gg-qos-1", "l4-qos", "echo"} {
 		if w.Target(name) != nil {
 			goal := 0.0

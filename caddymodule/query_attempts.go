@@ -1,0 +1,83 @@
+package caddymodule
+
+import (
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/gamegate/gamegate/handlers/query"
+)
+
+// attemptOptions are the options of the query protocols that try an
+// exchange up to 1+retries times, each attempt bounded by attempt_timeout
+// (a2s, gqp, quake3, bedrock): each embeds them, so their JSON keys and
+// Caddyfile options are the same. The whole query is bounded by the
+// game_query handler's query_timeout.
+type attemptOptions struct {
+	// Time one attempt waits for the complete answer, at most 1h.
+	// Default: 1s.
+	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
+	// Attempts after the first, -1 (none) to 10. Default: 1.
+	Retries int `json:"retries,omitempty"`
+	// Deprecated: the former name of attempt_timeout, still read (with a
+	// warning at provision).
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+}
+
+// attemptRetriesRange bounds retries.
+var attemptRetriesRange = intRange{-1, 10}
+
+// attemptFormerNames are the renamed options of attemptOptions.
+var attemptFormerNames = formerNames{"timeout": "attempt_timeout"}
+
+// provision moves the deprecated timeout to attempt_timeout.
+func (o *attemptOptions) provision(ctx caddy.Context, module string) error {
+	return renamed(ctx, module, "timeout", "attempt_timeout", &o.Timeout, &o.AttemptTimeout)
+}
+
+// check checks the options, the attempt timeout named timeoutField.
+// With at most 11 attempts of at most timeoutRange's bound, every wait
+// derived from them is well defined.
+func (o *attemptOptions) check(c *checker, timeoutField string) {
+	c.durationIn(timeoutField, o.AttemptTimeout, timeoutRange)
+	c.in("retries", int64(o.Retries), attemptRetriesRange)
+}
+
+// exchange returns the datagram exchange the options describe.
+func (o *attemptOptions) exchange() query.UDPExchange {
+	return query.UDPExchange{Timeout: time.Duration(o.AttemptTimeout), Retries: o.Retries}
+}
+
+// parseOption parses the Caddyfile option opt if it is one of these;
+// known is false otherwise.
+func (o *attemptOptions) parseOption(d *caddyfile.Dispenser, opt string) (known bool, err error) {
+	switch opt {
+	case "attempt_timeout":
+		o.AttemptTimeout, err = parseDurationIn(d, timeoutRange)
+	case "retries":
+		o.Retries, err = parseIntIn(d, attemptRetriesRange)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// validate checks the options of a protocol that has no others.
+func (o *attemptOptions) validate() error {
+	c := fieldChecker()
+	o.check(c, "attempt_timeout")
+	return c.err
+}
+
+// unmarshalCaddyfile reads the Caddyfile tokens of module, a protocol
+// that has no other options: its name, no arguments, and a block of
+// attempt_timeout and retries.
+func (o *attemptOptions) unmarshalCaddyfile(d *caddyfile.Dispenser, module string) error {
+	return parseRenamedModuleBlock(d, module, nil, attemptFormerNames, func(opt string) error {
+		if known, err := o.parseOption(d, opt); known {
+			return err
+		}
+		return unknownOption(d, module, opt)
+	})
+}

@@ -1,0 +1,71 @@
+package caddymodule
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
+)
+
+// A renamed option keeps its former name as a deprecated alias (the
+// contributor guide's "Configuration names" lists them):
+//   - JSON under the former key loads: Provision moves the value to the
+//     current field (renamed), logging a warning once per configuration
+//     load however many modules or elements use it;
+//   - a Caddyfile with the former name adapts to the current JSON key
+//     (parseRenamedBlock), with a warning naming the file and line;
+//   - giving both names is an error, in JSON and in a Caddyfile.
+
+// renamed moves an option given under its former name to its current one,
+// warning once per load; giving both is an error.
+func renamed[T comparable](ctx caddy.Context, module, old, current string, oldV, currentV *T) error {
+	var zero T
+	if *oldV == zero {
+		return nil
+	}
+	if *currentV != zero {
+		return bothNames(old, current)
+	}
+	warnRenamed(ctx, module, old, current)
+	*currentV, *oldV = *oldV, zero
+	return nil
+}
+
+func bothNames(old, current string) error {
+	return fmt.Errorf("%s is the former name of %s: give only %s", old, current, current)
+}
+
+// warnedRenames holds, for each configuration load being provisioned (the
+// context Caddy provisions all of its modules with), the former names
+// already warned about, until the load ends.
+var warnedRenames sync.Map // context.Context → *sync.Map of module+" "+old
+
+// warnRenamed logs that module's option old is now current, once per load.
+func warnRenamed(ctx caddy.Context, module, old, current string) {
+	if load := ctx.Context; load != nil {
+		names, loaded := warnedRenames.LoadOrStore(load, new(sync.Map))
+		if !loaded {
+			context.AfterFunc(load, func() { warnedRenames.Delete(load) })
+		}
+		if _, seen := names.(*sync.Map).LoadOrStore(module+" "+old, true); seen {
+			return
+		}
+	}
+	ctx.Logger().Warn("deprecated option name: use the current one",
+		zap.String("module", module), zap.String("option", old), zap.String("current", current))
+}
+
+// formerNames maps a module's former Caddyfile option names to their
+// current ones.
+type formerNames map[string]string
+
+// warnFormerName logs that a Caddyfile gives module's option current by its
+// former name old, at the dispenser's file and line.
+func warnFormerName(d *caddyfile.Dispenser, module, old, current string) {
+	caddy.Log().Warn("deprecated option name: use the current one",
+		zap.String("module", module), zap.String("option", old), zap.String("current", current),
+		zap.String("file", d.File()), zap.Int("line", d.Line()))
+}

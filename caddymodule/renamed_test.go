@@ -1,0 +1,134 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gamegate/gamegate/internal/testutil"
+)
+
+// deprecationWarnings returns, from gamegate's JSON log lines, the
+// warnings about former option names, each as "module option→current"
+// with " file:line" when it names one.
+func deprecationWarnings(out string) []string {
+	var got []string
+	for line := range strings.Lines(out) {
+		var e struct {
+			Level, Msg, Module, Option, Current, File string
+			Line                                      int
+		}
+		if json.Unmarshal([]byte(line), &e) != nil || e.Level != "warn" || !strings.HasPrefix(e.Msg, "deprecated option name") {
+			continue
+		}
+		w := e.Module + " " + e.Option + "→" + e.Current
+		if e.File != "" {
+			w += " " + filepath.Base(e.File) + ":" + strconv.Itoa(e.Line)
+		}
+		got = append(got, w)
+	}
+	slices.Sort(got)
+	return got
+}
+
+// A configuration load warns once about each former option name it uses,
+// however many modules and elements use it: here two gqp servers and an
+// a2s server give their attempt timeout as timeout, and two game_query
+// handlers give upstream_rate as rate_limit, two relay_allocations
+// handlers joincode_rate. A Caddyfile adapts former names to the current
+// JSON keys, warning at each line to change, and what it adapts to loads
+// without a warning.
+func TestRenamedOptionsWarnOnce(t *testing.T) {
+	bin := testutil.BuildGamegate(t)
+	dir := t.TempDir()
+	t.Setenv("RELAY_SECRET", strings.Repeat("s", 32))
+	t.Setenv("RELAY_TOKEN", strings.Repeat("t", 32))
+
+	relay := `{"handler": "relay_allocations", "secrets": ["{env.RELAY_SECRET}"], "tokens": ["{env.RELAY_TOKEN}"], "public_address": "127.0.0.1:7777", "joincode_rate": 2}`
+	config := `{"apps": {"http": {"servers": {"s": {"listen": ["127.0.0.1:0"], "routes": [
+		{"handle": [{"handler": "game_query", "rate_limit": 5, "servers": {
+			"a": {"address": "127.0.0.1:7777", "protocol": {"protocol": "gqp", "timeout": "500ms"}},
+			"b": {"address": "127.0.0.1:7778", "protocol": {"protocol": "gqp", "timeout": "500ms"}},
+			"c": {"address": "127.0.0.1:7779", "protocol": {"protocol": "a2s", "timeout": "500ms"}}}}]},
+		{"handle": [{"handler": "game_query", "rate_limit": 5}]},
+		{"match": [{"path": ["/a/*"]}], "handle": [` + relay + `]},
+		{"match": [{"path": ["/b/*"]}], "handle": [` + relay + `]}
+	]}}}}}`
+	path := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "validate", "--config", path, "--adapter", "").CombinedOutput()
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	got := deprecationWarnings(string(out))
+	want := []string{"a2s timeout→attempt_timeout", "game_query rate_limit→upstream_rate", "gqp timeout→attempt_timeout", "relay_allocations joincode_rate→join_code_rate"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("JSON load: got warnings %q, want each once: %q\n%s", got, want, out)
+	}
+	t.Logf("JSON load warns: %q", got)
+
+	caddyfile := `:8080 {
+	handle_path /query/* {
+		game_query {
+			server a 127.0.0.1:7777 gqp {
+				timeout 500ms
+			}
+			server b 127.0.0.1:7778 gqp {
+				timeout 500ms
+			}
+			rate_limit 5
+		}
+	}
+	handle_path /relay/* {
+		relay_allocations {
+			secrets {env.RELAY_SECRET}
+			tokens {env.RELAY_TOKEN}
+			public_address 127.0.0.1:7777
+			joincode_rate 2
+			any_client_joincode
+		}
+	}
+}
+`
+	path = filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(path, []byte(caddyfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "adapt", "--config", path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	adapted, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("adapt: %v\n%s", err, stderr.String())
+	}
+	got = deprecationWarnings(stderr.String())
+	want = []string{"game_query rate_limit→upstream_rate Caddyfile:10", "gqp timeout→attempt_timeout Caddyfile:5", "gqp timeout→attempt_timeout Caddyfile:8",
+		"relay_allocations any_client_joincode→any_client_join_code Caddyfile:19", "relay_allocations joincode_rate→join_code_rate Caddyfile:18"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Caddyfile adaptation: got warnings %q, want one per line to change: %q\n%s", got, want, stderr.String())
+	}
+	t.Logf("Caddyfile adaptation warns: %q", got)
+	for _, old := range []string{`"timeout"`, `"rate_limit"`, `"joincode_rate"`, `"any_client_joincode"`} {
+		if strings.Contains(string(adapted), old) {
+			t.Errorf("the adapted JSON has the former key %s: %s", old, adapted)
+		}
+	}
+	path = filepath.Join(dir, "adapted.json")
+	if err := os.WriteFile(path, adapted, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(bin, "validate", "--config", path, "--adapter", "").CombinedOutput()
+	if err != nil {
+		t.Fatalf("validate the adapted Caddyfile: %v\n%s", err, out)
+	}
+	if got := deprecationWarnings(string(out)); len(got) != 0 {
+		t.Fatalf("the adapted Caddyfile warns again when loaded: %q", got)
+	}
+}

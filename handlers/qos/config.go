@@ -1,0 +1,194 @@
+package qos
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/ratelimit"
+	wireqos "github.com/gamegate/gamegate/wire/qos"
+)
+
+// Defaults of Config, and the bounds Validate checks.
+const (
+	DefaultRate       = 10.0
+	DefaultBurst      = 40
+	DefaultBanUnits   = 1
+	DefaultMaxSources = 100_000
+	DefaultSourceKey  = SourceKeyIP
+	// DefaultClientIPv6Prefix is the IPv6 prefix one source holds, in
+	// bits: the block one subscriber normally gets.
+	DefaultClientIPv6Prefix = clientaddr.DefaultIPv6Prefix
+
+	MaxBanDuration = 24 * time.Hour
+	MaxMaxSources  = 1 << 30
+)
+
+// What a source is (Config.SourceKey).
+const (
+	// SourceKeyIP: an IPv4 address, or an IPv6 prefix of
+	// ClientIPv6Prefix bits, whatever the port.
+	SourceKeyIP = "ip"
+	// SourceKeyIPPort: an address and a port.
+	SourceKeyIPPort = "ip_port"
+)
+
+// Config is the behaviour of a QoS echo service. Zero values mean the
+// defaults. The names in Validate's errors are the options' (JSON and
+// Caddyfile).
+type Config struct {
+	// Rate is the sustained number of requests per second one source may
+	// send. Default: DefaultRate.
+	Rate float64
+	// Burst is how many requests a source may send at once before Rate
+	// applies. Default: DefaultBurst.
+	Burst int
+	// BanUnits is the ban announced to a source that exceeds its rate or is
+	// turned away for capacity, in protocol units of 2 minutes (1-8).
+	// Default: DefaultBanUnits.
+	BanUnits int
+	// BanDuration is how long a banned source is ignored. Default:
+	// BanUnits × 2 minutes.
+	BanDuration time.Duration
+	// BackoffUnits, when 1-7, asks a source that has spent more than half
+	// of its burst to back off voluntarily for that many units. Zero never
+	// asks.
+	BackoffUnits int
+	// Capacity is the number of requests per second answered across all
+	// sources. Past it, the source whose request finds the budget empty is
+	// banned, so which sources are turned away is random, weighted by how
+	// much each sends. Zero means no global budget.
+	Capacity float64
+	// CapacityBurst is how many requests beyond the steady Capacity may be
+	// answered at once. Default: one second of Capacity, rounded up.
+	CapacityBurst int
+	// MaxSources bounds the sources whose rate and ban state a table
+	// remembers. Default: DefaultMaxSources.
+	MaxSources int
+	// SourceKey says what a source is: SourceKeyIP or SourceKeyIPPort.
+	// Default: DefaultSourceKey.
+	SourceKey string
+	// ClientIPv6Prefix is the length in bits of the IPv6 prefix one source
+	// holds, with SourceKeyIP: the addresses of one prefix share their
+	// rate and ban state. Default: DefaultClientIPv6Prefix.
+	ClientIPv6Prefix int
+	// Titles, when not empty, lists the game titles answered; requests
+	// with any other title are dropped.
+	Titles []string
+	// Name, when set, gives the service one table on every listener,
+	// shared with the services of the same name, MaxSources, SourceKey and
+	// ClientIPv6Prefix (Tables). Default: a table per listener.
+	Name string
+
+	// ProbeKey, when set, is the key of health probes (see probe.go): a
+	// valid probe is answered whatever the state of its source, and
+	// changes none. Default: none (probes are ordinary requests).
+	ProbeKey []byte
+	// Now is the wall clock probes' times are checked against. Default:
+	// time.Now.
+	Now func() time.Time
+	// Count receives each datagram's verdict (metrics). Default: none.
+	Count func(Verdict)
+	// Logger receives a debug message for each source banned. Default:
+	// none.
+	Logger *zap.Logger
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.Rate == 0 {
+		c.Rate = DefaultRate
+	}
+	def(&c.Burst, DefaultBurst)
+	def(&c.BanUnits, DefaultBanUnits)
+	if c.BanDuration == 0 {
+		c.BanDuration = time.Duration(c.BanUnits) * wireqos.Unit
+	}
+	if c.Capacity > 0 {
+		def(&c.CapacityBurst, ratelimit.DefaultBurst(c.Capacity))
+	}
+	def(&c.MaxSources, DefaultMaxSources)
+	if c.SourceKey == "" {
+		c.SourceKey = DefaultSourceKey
+	}
+	def(&c.ClientIPv6Prefix, DefaultClientIPv6Prefix)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Count == nil {
+		c.Count = func(Verdict) {}
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// Validate checks every option's range; zero values (the defaults) pass.
+func (c Config) Validate() error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	in := func(name string, v, lo, hi int) {
+		if v != 0 && (v < lo || v > hi) {
+			fail("%s must be in [%d, %d], not %d", name, lo, hi, v)
+		}
+	}
+	d := c.WithDefaults()
+	// A rate and its burst: each in range as given, then together as they
+	// will run, defaults included (ValidateNamed).
+	rate := func(rateName, burstName string, r float64, burst int) {
+		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+			fail("%s must be a positive number of requests per second, not %v", rateName, r)
+			return
+		}
+		in(burstName, burst, 1, ratelimit.MaxBurst)
+	}
+	rate("rate", "burst", c.Rate, c.Burst)
+	if len(errs) == 0 {
+		if err := ratelimit.ValidateNamed("rate", "burst", d.Rate, d.Burst); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	in("ban_units", c.BanUnits, 1, 8)
+	if c.BanDuration < 0 || c.BanDuration > MaxBanDuration {
+		fail("ban_duration must be a duration in (0s, %s], not %s", MaxBanDuration, c.BanDuration)
+	}
+	if c.BackoffUnits < 0 || c.BackoffUnits > 7 {
+		fail("backoff_units must be in [0, 7], not %d", c.BackoffUnits)
+	}
+	rate("capacity", "capacity_burst", c.Capacity, c.CapacityBurst)
+	if len(errs) == 0 {
+		if err := ratelimit.ValidateNamed("capacity", "capacity_burst", d.Capacity, d.CapacityBurst); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	in("max_sources", c.MaxSources, 1, MaxMaxSources)
+	switch c.SourceKey {
+	case "", SourceKeyIP, SourceKeyIPPort:
+	default:
+		fail("source_key must be one of %s, %s, not %q", SourceKeyIP, SourceKeyIPPort, c.SourceKey)
+	}
+	if err := clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix); err != nil {
+		errs = append(errs, err)
+	} else if c.ClientIPv6Prefix != 0 && c.SourceKey == SourceKeyIPPort {
+		errs = append(errs, errors.New("client_ipv6_prefix applies to source_key ip: with ip_port a source is one address and port"))
+	}
+	for _, t := range c.Titles {
+		if t == "" || len(t) > wireqos.MaxTitle {
+			fail("titles must be 1 to %d bytes long, not %q", wireqos.MaxTitle, t)
+		}
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}

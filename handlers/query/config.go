@@ -1,0 +1,207 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/netaddr"
+	"github.com/gamegate/gamegate/internal/ratelimit"
+)
+
+// Defaults of Config: what a zero field means.
+const (
+	DefaultDefaultTTL           = 5 * time.Second
+	DefaultStaleWhileRevalidate = 10 * time.Second
+	DefaultStaleIfError         = time.Minute
+	DefaultNegativeTTL          = 2 * time.Second
+	DefaultUpstreamRate         = 10
+	DefaultQueryTimeout         = 3 * time.Second
+	DefaultMaxEntries           = 10000
+	DefaultMaxBatch             = 100
+	DefaultBatchConcurrency     = 16
+	DefaultMaxBody              = 64 << 10
+	DefaultMaxBatchAnswer       = 1 << 20
+	DefaultBatchRate            = 2
+	DefaultBatchBurst           = 10
+	DefaultMaxAdHoc             = 32
+	DefaultMaxAdHocPerNetwork   = 4
+	DefaultAdHocRate            = 2
+	DefaultAdHocBurst           = 10
+)
+
+// Bounds Validate checks (the lower bound of a count is 1, of a duration
+// 0; 0 is the default). The durations' bounds keep every duration derived
+// from them far from time.Duration's limit.
+const (
+	MaxTTL              = 24 * time.Hour // default_ttl, ttl, stale_*, negative_ttl
+	MaxQueryTimeout     = time.Hour
+	MaxMaxEntries       = 1 << 30
+	MaxMaxBatch         = 100000
+	MaxBatchConcurrency = 1024
+	MaxMaxBody          = 64 << 20
+	MinMaxBatchAnswer   = 1 << 10
+	MaxMaxBatchAnswer   = 64 << 20
+	MaxMaxAdHoc         = 1 << 16 // max_ad_hoc, max_ad_hoc_per_network
+	MaxAdHocBurst       = 1 << 20
+	MaxBurst            = ratelimit.MaxBurst // upstream_burst, batch_burst
+	MaxRegion           = 64                 // a server's Region, in bytes
+)
+
+// Validate checks cfg: every option's range, named as the game_query
+// handler's options are; zero values (the defaults) pass.
+func (c Config) Validate() error {
+	for name, s := range c.Servers {
+		if err := s.validate(name); err != nil {
+			return err
+		}
+	}
+	if c.AdHoc != nil && len(c.AllowTargets) == 0 {
+		return errors.New("ad_hoc needs allow_targets: the networks ad-hoc targets may be in")
+	}
+	for cmd, d := range c.TTL {
+		if cmd == "" {
+			return errors.New("ttl: needs command names, got an empty one")
+		}
+		if err := inDuration(fmt.Sprintf("ttl %q", cmd), d, MaxTTL); err != nil {
+			return err
+		}
+	}
+	for _, check := range []error{
+		inDuration("default_ttl", c.DefaultTTL, MaxTTL),
+		inDuration("stale_while_revalidate", c.StaleWhileRevalidate, MaxTTL),
+		inDuration("stale_if_error", c.StaleIfError, MaxTTL),
+		inDuration("negative_ttl", c.NegativeTTL, MaxTTL),
+		rate("upstream_rate", "upstream_burst", c.UpstreamRate, c.UpstreamBurst, MaxBurst),
+		inDuration("query_timeout", c.QueryTimeout, MaxQueryTimeout),
+		in("max_entries", int64(c.MaxEntries), 1, MaxMaxEntries),
+		in("max_batch", int64(c.MaxBatch), 1, MaxMaxBatch),
+		in("batch_concurrency", int64(c.BatchConcurrency), 1, MaxBatchConcurrency),
+		in("max_body", c.MaxBody, 1, MaxMaxBody),
+		in("max_batch_answer", c.MaxBatchAnswer, MinMaxBatchAnswer, MaxMaxBatchAnswer),
+		rate("batch_rate", "batch_burst", c.BatchRate, c.BatchBurst, MaxBurst),
+		in("max_ad_hoc", int64(c.MaxAdHoc), 1, MaxMaxAdHoc),
+		in("max_ad_hoc_per_network", int64(c.MaxAdHocPerNetwork), 1, MaxMaxAdHoc),
+		rate("ad_hoc_rate", "ad_hoc_burst", c.AdHocRate, c.AdHocBurst, MaxAdHocBurst),
+		clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix),
+	} {
+		if check != nil {
+			return check
+		}
+	}
+	return nil
+}
+
+// validate checks a server named name.
+func (s Server) validate(name string) error {
+	if name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("servers: %q is not a server name (one path segment)", name)
+	}
+	if _, err := netip.ParseAddrPort(s.Address); err != nil {
+		if _, _, err := netaddr.SplitHostPort(s.Address); err != nil && !FindsPort(s.Protocol, s.Address) {
+			return fmt.Errorf("server %q: address %q is not host:port", name, s.Address)
+		}
+	}
+	for _, cmd := range s.Commands {
+		if !IsCommandName(cmd) {
+			return fmt.Errorf("server %q: commands: %q is not a command name", name, cmd)
+		}
+	}
+	if s.Region != "" {
+		if err := ValidateRegion(s.Region); err != nil {
+			return fmt.Errorf("server %q: region: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// ValidateRegion checks a server's region: at most MaxRegion bytes,
+// without spaces or control characters.
+func ValidateRegion(r string) error {
+	switch {
+	case r == "":
+		return errors.New("empty")
+	case len(r) > MaxRegion:
+		return fmt.Errorf("'%.16s…' is longer than %d bytes", r, MaxRegion)
+	case strings.ContainsFunc(r, func(c rune) bool { return c <= ' ' || c == 0x7f || !unicode.IsPrint(c) }):
+		return fmt.Errorf("'%s' holds spaces or control characters", r)
+	}
+	return nil
+}
+
+// IsCommandName reports whether s can name a command: one path segment of
+// printable characters.
+func IsCommandName(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r == 0x7F || r == '/' })
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.DefaultTTL, DefaultDefaultTTL)
+	def(&c.StaleWhileRevalidate, DefaultStaleWhileRevalidate)
+	def(&c.StaleIfError, DefaultStaleIfError)
+	def(&c.NegativeTTL, DefaultNegativeTTL)
+	def(&c.QueryTimeout, DefaultQueryTimeout)
+	orDefault(&c.MaxEntries, DefaultMaxEntries)
+	orDefault(&c.MaxBatch, DefaultMaxBatch)
+	orDefault(&c.BatchConcurrency, DefaultBatchConcurrency)
+	orDefault(&c.MaxBody, DefaultMaxBody)
+	orDefault(&c.MaxBatchAnswer, DefaultMaxBatchAnswer)
+	orDefault(&c.MaxAdHoc, DefaultMaxAdHoc)
+	orDefault(&c.MaxAdHocPerNetwork, DefaultMaxAdHocPerNetwork)
+	orDefault(&c.UpstreamRate, DefaultUpstreamRate)
+	orDefault(&c.UpstreamBurst, ratelimit.DefaultBurst(c.UpstreamRate))
+	orDefault(&c.BatchRate, DefaultBatchRate)
+	orDefault(&c.BatchBurst, DefaultBatchBurst)
+	orDefault(&c.AdHocRate, DefaultAdHocRate)
+	orDefault(&c.AdHocBurst, DefaultAdHocBurst)
+	orDefault(&c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
+	if c.ClientIP == nil {
+		c.ClientIP = remoteIP
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func orDefault[T int | int64 | float64](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+func in(name string, v, lo, hi int64) error {
+	if v != 0 && (v < lo || v > hi) {
+		return fmt.Errorf("%s must be in [%d, %d], not %d", name, lo, hi, v)
+	}
+	return nil
+}
+
+func inDuration(name string, d, hi time.Duration) error {
+	if d < 0 || d > hi {
+		return fmt.Errorf("%s must be a duration in [0s, %s], not %s", name, hi, d)
+	}
+	return nil
+}
+
+// rate checks a rate in events per second and its burst, up to maxBurst.
+func rate(rateName, burstName string, r float64, burst, maxBurst int) error {
+	if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return fmt.Errorf("%s must be a positive number, not %v", rateName, r)
+	}
+	if err := in(burstName, int64(burst), 1, int64(maxBurst)); err != nil {
+		return err
+	}
+	return ratelimit.ValidateNamed(rateName, burstName, r, max(burst, 1))
+}
