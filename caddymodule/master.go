@@ -13,6 +13,7 @@ import (
 	"github.com/gamegate/gamegate/handlers/quake3"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/handlers/serverlist"
+	"github.com/gamegate/gamegate/store/redisstore"
 )
 
 func init() {
@@ -120,9 +121,22 @@ type pooledRegistry struct {
 }
 
 func (r pooledRegistry) Destruct() error {
+	r.Unshare()
 	liveMasterRegistries.remove(r.Registry)
 	r.statuses.Close()
 	return nil
+}
+
+// share shares the registry of the master named name through the
+// configuration's storage when nodes share it (storage redis): a server
+// registered on one node is listed by every node. With another storage
+// the registry is this process's own.
+func (r pooledRegistry) share(ctx caddy.Context, name string) {
+	if shared, ok := ctx.Storage().(*redisstore.Store); ok {
+		r.Share(shared, "master:"+name, ctx.Logger(), masterMetrics.storeFailures.Inc)
+	} else {
+		r.Unshare()
+	}
 }
 
 // loadMasterRegistry returns the registry of the master named name; the
@@ -156,6 +170,7 @@ func (p *MasterProtocol) Provision(ctx caddy.Context) error {
 		return err
 	}
 	p.poolKey = p.Name // Caddy calls Cleanup after a failed Provision too
+	reg.share(ctx, p.Name)
 	cfg := p.config()
 	cfg.Registry = reg.Registry
 	cfg.Count = masterMetrics.datagrams.count
@@ -266,9 +281,10 @@ var masterMetrics = newMasterMetrics()
 
 type masterMetricSet struct {
 	metricSet
-	datagrams enumCounters[master.Verdict]
-	replies   prometheus.Counter
-	bytes     prometheus.Counter
+	datagrams     enumCounters[master.Verdict]
+	replies       prometheus.Counter
+	bytes         prometheus.Counter
+	storeFailures prometheus.Counter
 }
 
 func (m *masterMetricSet) sent(n int) {
@@ -285,6 +301,8 @@ func newMasterMetrics() *masterMetricSet {
 		"Datagrams handled by the master servers, by verdict.", "verdict", master.NumVerdicts)
 	m.replies = m.counter("sent_datagrams_total", "Datagrams the master servers sent (getinfo challenges and list answers).")
 	m.bytes = m.counter("sent_bytes_total", "Bytes the master servers sent, UDP payload.")
+	m.storeFailures = m.counter("shared_store_failures_total",
+		"Exchanges with the shared store (storage redis) that failed: while they do, this node lists its own registrations and those it read last.")
 	m.gaugeFunc("servers", "Game servers listed by the master servers.", func() float64 {
 		return float64(liveMasterRegistries.sum(func(r *master.Registry) int { n, _ := r.Len(); return n }))
 	})

@@ -203,6 +203,7 @@ gamegate_master_datagrams_total{verdict} "Datagrams handled by the master server
 gamegate_master_sent_bytes_total{} "Bytes the master servers sent, UDP payload."
 gamegate_master_sent_datagrams_total{} "Datagrams the master servers sent (getinfo challenges and list answers)."
 gamegate_master_servers{} "Game servers listed by the master servers."
+gamegate_master_shared_store_failures_total{} "Exchanges with the shared store (storage redis) that failed: while they do, this node lists its own registrations and those it read last."
 gamegate_qos_bans_total{cause} "QoS sources banned, by cause (rate, capacity)."
 gamegate_qos_dropped_total{reason} "QoS datagrams dropped without a response, by reason."
 gamegate_qos_requests_total{} "Datagrams received by QoS echo handlers."

@@ -77,7 +77,7 @@ func (h *ServerBrowser) Provision(ctx caddy.Context) error {
 		h.GameQuery = defaultGameQueryName
 	}
 	var err error
-	if h.list, err = h.held.open(h.Master, h.GameQuery, serverlist.Config{}); err != nil {
+	if h.list, err = h.held.open(ctx, h.Master, h.GameQuery, serverlist.Config{}); err != nil {
 		return err
 	}
 	cfg := h.config()

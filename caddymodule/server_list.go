@@ -70,7 +70,7 @@ func (h *ServerList) Provision(ctx caddy.Context) error {
 		h.GameQuery = defaultGameQueryName
 	}
 	var err error
-	h.list, err = h.held.open(h.Master, h.GameQuery, h.config())
+	h.list, err = h.held.open(ctx, h.Master, h.GameQuery, h.config())
 	return err
 }
 
@@ -80,15 +80,19 @@ type masterList struct {
 	master, gameQuery string // the pool keys held
 }
 
-// open builds a list of the servers of the master named masterName and of
-// the game_query handlers named gameQueryName, taking both from their
-// pools; release gives them back (also after an error).
-func (m *masterList) open(masterName, gameQueryName string, cfg serverlist.Config) (*serverlist.List, error) {
+// open builds a list of the servers of the master named masterName
+// (shared through the storage as the master's is) and of the game_query
+// handlers named gameQueryName, taking both from their pools; release
+// gives them back (also after an error).
+func (m *masterList) open(ctx caddy.Context, masterName, gameQueryName string, cfg serverlist.Config) (*serverlist.List, error) {
 	reg, err := loadMasterRegistry(masterName)
 	if err != nil {
 		return nil, err
 	}
 	m.master = masterName
+	// A node may serve the list without the master: it reads the
+	// servers the others register.
+	reg.share(ctx, masterName)
 	gateways, err := loadGatewaySet(gameQueryName)
 	if err != nil {
 		return nil, err

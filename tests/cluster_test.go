@@ -29,6 +29,9 @@ const (
 	clusterSecret = "cluster-test-relay-secret-0123456789"
 	clusterToken  = "cluster-test-token"
 	clusterFleet  = "example-fleet"
+	// clusterMasterExpiry is the nodes' master expiry: short, so that a
+	// test sees a server leave the list.
+	clusterMasterExpiry = 20 * time.Second
 )
 
 var (
@@ -68,6 +71,7 @@ type node struct {
 	admin  string // http://127.0.0.1:port
 	qos    string // UDP host:port
 	relay  string // UDP host:port, also its public address
+	master string // UDP host:port
 	api    *relay.APIClient
 	out    *bytes.Buffer
 	cmd    *exec.Cmd
@@ -81,7 +85,8 @@ func startNode(t *testing.T, name, redisAddr, prefix string) *node {
 	bin := gamegateBinary(t)
 	_, file, _, _ := runtime.Caller(0)
 	config := filepath.Join(filepath.Dir(file), "..", "examples", "two-nodes.Caddyfile")
-	n := &node{name: name, qos: testutil.FreeUDPAddr(t), relay: testutil.FreeUDPAddr(t), out: &bytes.Buffer{}, exited: make(chan struct{})}
+	n := &node{name: name, qos: testutil.FreeUDPAddr(t), relay: testutil.FreeUDPAddr(t), master: testutil.FreeUDPAddr(t),
+		out: &bytes.Buffer{}, exited: make(chan struct{})}
 	httpAddr, adminAddr := testutil.FreeTCPAddr(t), testutil.FreeTCPAddr(t)
 	n.http, n.admin = "http://"+httpAddr, "http://"+adminAddr
 	n.api = &relay.APIClient{Base: n.http + "/relay", Token: clusterToken}
@@ -96,6 +101,8 @@ func startNode(t *testing.T, name, redisAddr, prefix string) *node {
 		"GAMEGATE_HTTP_PORT="+httpPort,
 		"GAMEGATE_QOS_LISTEN="+n.qos,
 		"GAMEGATE_RELAY_LISTEN="+n.relay,
+		"GAMEGATE_MASTER_LISTEN="+n.master,
+		"GAMEGATE_MASTER_EXPIRY="+clusterMasterExpiry.String(),
 		"GAMEGATE_RELAY_PUBLIC="+n.relay,
 		"GAMEGATE_QOS_PUBLIC_A=192.0.2.1:9000",
 		"GAMEGATE_QOS_PUBLIC_B=192.0.2.2:9000",

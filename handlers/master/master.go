@@ -101,6 +101,7 @@ func New(cfg Config) (*Master, error) {
 	if m.reg == nil {
 		m.reg = NewRegistry(cfg.Now)
 	}
+	m.reg.maxServers.Store(int64(cfg.MaxServers))
 	var err error
 	if m.heartbeat, err = ratelimit.NewLimit(cfg.HeartbeatRate, cfg.HeartbeatBurst); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gamegate/gamegate/internal/clientaddr"
@@ -25,6 +26,14 @@ type Registry struct {
 	pending   map[netip.AddrPort]challenge
 	perSource map[netip.Prefix]int // challenges waiting, by source
 	nextSweep int64
+
+	// The link to a shared store (nil: none), the registrations waiting to
+	// be written there, and the most servers read from it (the last
+	// Master's max_servers).
+	shareMu    sync.Mutex // held by Share and Unshare
+	shared     *sharing
+	outbox     map[netip.AddrPort]outgoing
+	maxServers atomic.Int64
 }
 
 // server is one listed server. Its buffers are reused when the slot is.
@@ -48,13 +57,16 @@ type challenge struct {
 // NewRegistry returns an empty registry reading the time from now (nil
 // means time.Now). The clock lives as long as the registry.
 func NewRegistry(now func() time.Time) *Registry {
-	return &Registry{
+	r := &Registry{
 		clock:     ratelimit.NewClock(now),
 		index:     make(map[netip.AddrPort]int),
 		perAddr:   make(map[netip.Addr]int),
 		pending:   make(map[netip.AddrPort]challenge),
 		perSource: make(map[netip.Prefix]int),
+		outbox:    make(map[netip.AddrPort]outgoing),
 	}
+	r.maxServers.Store(DefaultMaxServers)
+	return r
 }
 
 // sweepEvery bounds how often expired servers and challenges are walked.
@@ -210,6 +222,7 @@ func (r *Registry) register(addr netip.AddrPort, in *wire.Info, cfg *Config) Ver
 	s.name = append(s.name[:0], in.Name()...)
 	s.protocol, s.clients, s.maxClients, s.gameType = in.Protocol, in.Clients, in.MaxClients, in.GameType
 	s.info = AppendKeptInfo(s.info[:0], in.Raw)
+	r.queueShared(i, cfg)
 	r.sweep(now, false)
 	return v
 }
