@@ -179,3 +179,74 @@ func TestModulePagesHaveTheirSections(t *testing.T) {
 		}
 	}
 }
+
+// Every JSON option of every gamegate module, nested blocks' included, is
+// named on the module's page (the page its README row links to), former
+// names of renamed options too, so that no option goes undocumented.
+func TestModuleOptionsDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, id := range caddy.Modules() {
+		info, err := caddy.GetModule(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ := reflect.TypeOf(info.New())
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		if !strings.HasPrefix(typ.PkgPath(), "github.com/gamegate/gamegate") {
+			continue
+		}
+		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(id) + "` \\|.*\\]\\(([^)#]+)[^)]*\\)").FindSubmatch(readme)
+		if row == nil {
+			continue // TestEveryModuleDocumented reports it
+		}
+		page, err := os.ReadFile(filepath.Join("..", string(row[1])))
+		if err != nil {
+			continue
+		}
+		for _, key := range jsonOptions(typ, map[reflect.Type]bool{}) {
+			checked++
+			if !strings.Contains(string(page), "`"+key+"`") {
+				t.Errorf("module %s: option %s is not named on %s", id, key, row[1])
+			}
+		}
+	}
+	if checked < 200 {
+		t.Errorf("checked %d options, want at least 200", checked)
+	}
+}
+
+// jsonOptions returns the JSON keys of a module's struct and of the
+// structs of its own package it nests (blocks such as a health check).
+func jsonOptions(typ reflect.Type, seen map[reflect.Type]bool) []string {
+	if seen[typ] {
+		return nil
+	}
+	seen[typ] = true
+	var keys []string
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Map {
+			ft = ft.Elem()
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			keys = append(keys, jsonOptions(ft, seen)...) // promoted fields
+			continue
+		}
+		if !f.IsExported() || name == "" || name == "-" {
+			continue
+		}
+		keys = append(keys, name)
+		if ft.Kind() == reflect.Struct && strings.HasPrefix(ft.PkgPath(), "github.com/gamegate/gamegate") {
+			keys = append(keys, jsonOptions(ft, seen)...)
+		}
+	}
+	return keys
+}
