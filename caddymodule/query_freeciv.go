@@ -68,7 +68,7 @@ var portRange = intRange{1, 65535}
 
 // Validate checks the configuration.
 func (p *QueryFreeciv) Validate() error {
-	c := newChecker("freeciv")
+	c := fieldChecker()
 	if len(p.Username) >= wirefreeciv.MaxLenName {
 		c.fail("username", "must be shorter than %d bytes", wirefreeciv.MaxLenName)
 	}
@@ -89,9 +89,6 @@ func (p *QueryFreeciv) Validate() error {
 
 // Provision builds the prober.
 func (p *QueryFreeciv) Provision(caddy.Context) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
 	p.QueryProtocol = &freeciv.QueryProtocol{
 		Prober:         freeciv.Prober{Username: p.Username, Timeout: time.Duration(p.Timeout)},
 		JoinCapability: p.JoinCapability,
@@ -99,12 +96,12 @@ func (p *QueryFreeciv) Provision(caddy.Context) error {
 	if p.LANGroup != "" {
 		group, err := netip.ParseAddr(p.LANGroup)
 		if err != nil {
-			return fmt.Errorf("freeciv: lan_group: %q is not an IP address", p.LANGroup)
+			return fmt.Errorf("lan_group: %q is not an IP address", p.LANGroup)
 		}
 		lan := &freeciv.LAN{Group: group, RequestPort: p.LANRequestPort, AnswerPort: p.LANAnswerPort, Wait: time.Duration(p.LANWait)}
 		if p.LANInterface != "" {
 			if lan.Interface, err = net.InterfaceByName(p.LANInterface); err != nil {
-				return fmt.Errorf("freeciv: lan_interface: %v", err)
+				return fmt.Errorf("lan_interface: %v", err)
 			}
 		}
 		p.QueryProtocol.LAN = lan

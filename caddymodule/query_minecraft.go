@@ -62,9 +62,6 @@ func (*QueryMinecraft) CaddyModule() caddy.ModuleInfo {
 
 // Provision builds the protocol.
 func (p *QueryMinecraft) Provision(caddy.Context) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
 	p.JavaProtocol = &minecraft.JavaProtocol{
 		Timeout:         time.Duration(p.Timeout),
 		ProtocolVersion: int32(p.ProtocolVersion),
@@ -74,7 +71,7 @@ func (p *QueryMinecraft) Provision(caddy.Context) error {
 	if len(p.Resolvers) > 0 {
 		servers := make([]caddy.NetworkAddress, len(p.Resolvers))
 		for i, r := range p.Resolvers {
-			servers[i], _ = parseResolver(r) // Validate checked them
+			servers[i], _ = parseResolver(r) // Validate refuses a bad one
 		}
 		p.JavaProtocol.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			s := servers[rand.IntN(len(servers))]
@@ -105,16 +102,16 @@ func parseResolver(s string) (caddy.NetworkAddress, error) {
 
 // Validate checks the configuration.
 func (p *QueryMinecraft) Validate() error {
-	c := newChecker("minecraft")
+	c := fieldChecker()
 	if c.durationIn("timeout", p.Timeout, timeoutRange); c.err != nil {
 		return c.err
 	}
 	if p.ProtocolVersion < -1 || p.ProtocolVersion > 1<<30 {
-		return fmt.Errorf("minecraft: protocol_version must be -1 or a protocol number, not %d", p.ProtocolVersion)
+		return fmt.Errorf("protocol_version must be -1 or a protocol number, not %d", p.ProtocolVersion)
 	}
 	for _, r := range p.Resolvers {
 		if _, err := parseResolver(r); err != nil {
-			return fmt.Errorf("minecraft: resolvers: %q: %w", r, err)
+			return fmt.Errorf("resolvers: %q: %w", r, err)
 		}
 	}
 	return nil

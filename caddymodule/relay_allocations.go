@@ -22,7 +22,6 @@ import (
 	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/netaddr"
-	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 func init() {
@@ -223,14 +222,8 @@ func (*RelayAllocations) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-const (
-	relayAPIMaxMaxAllocations = 1_000_000
-	relayAPIMaxMaxBody        = 16 << 20
-	relayAPIMaxMaxClients     = 1_000_000
-)
-
 var (
-	relayAPIMaxBodyRange           = intRange{1, relayAPIMaxMaxBody}
+	relayAPIMaxBodyRange           = intRange{1, relay.MaxAPIMaxBody}
 	relayAPINetworkIPv4PrefixRange = intRange{clientaddr.MinNetworkIPv4Prefix, clientaddr.MaxNetworkIPv4Prefix}
 )
 
@@ -251,55 +244,6 @@ type pooledLimiter struct {
 
 func (pooledLimiter) Destruct() error { return nil }
 
-func (h *RelayAllocations) setDefaults() {
-	if len(h.Regions) == 0 {
-		h.Regions = []RelayAllocationsRegion{{ID: "default"}}
-	}
-	if h.MaxConnections == 0 {
-		h.MaxConnections = relay.DefaultAPIMaxConnections
-	}
-	if h.AllocationTTL == 0 {
-		h.AllocationTTL = caddy.Duration(relay.DefaultAllocationTTL)
-	}
-	if h.JoinCodeTTL == 0 {
-		h.JoinCodeTTL = caddy.Duration(relay.DefaultJoinCodeTTL)
-	}
-	if h.MaxAllocations == 0 {
-		h.MaxAllocations = relay.DefaultMaxAllocations
-	}
-	if h.MaxBody == 0 {
-		h.MaxBody = relay.DefaultAPIMaxBody
-	}
-	for _, r := range []struct {
-		rate  *float64
-		burst *int
-		r     float64
-		b     int
-	}{
-		{&h.JoinRate, &h.JoinBurst, relay.DefaultJoinRate, relay.DefaultJoinBurst},
-		{&h.AllocateRate, &h.AllocateBurst, relay.DefaultAllocateRate, relay.DefaultAllocateBurst},
-		{&h.JoinCodeRate, &h.JoinCodeBurst, relay.DefaultJoinCodeRate, relay.DefaultJoinCodeBurst},
-		{&h.JoinNetworkRate, &h.JoinNetworkBurst, relay.DefaultJoinNetworkRate, relay.DefaultJoinNetworkBurst},
-		{&h.AuthFailureRate, &h.AuthFailureBurst, relay.DefaultAuthFailureRate, relay.DefaultAuthFailureBurst},
-	} {
-		if *r.rate == 0 {
-			*r.rate = r.r
-		}
-		if *r.burst == 0 {
-			*r.burst = r.b
-		}
-	}
-	if h.MaxAllocationsPerClient == 0 {
-		h.MaxAllocationsPerClient = min(relay.DefaultMaxAllocationsPerClient, h.MaxAllocations)
-	}
-	if h.MaxAllocationsPerNetwork == 0 {
-		h.MaxAllocationsPerNetwork = min(relay.DefaultMaxAllocationsPerNetwork, h.MaxAllocations)
-	}
-	if h.MaxClients == 0 {
-		h.MaxClients = relay.DefaultMaxClients
-	}
-}
-
 // Provision replaces placeholders in the secrets, tokens and public address,
 // and sets up the API on Caddy's storage.
 func (h *RelayAllocations) Provision(ctx caddy.Context) error {
@@ -312,10 +256,6 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 		if err != nil {
 			return err
 		}
-	}
-	h.setDefaults()
-	if err := h.Validate(); err != nil {
-		return err
 	}
 	secrets, err := replacedEach("", "secrets", h.Secrets)
 	if err != nil {
@@ -340,10 +280,6 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("public_address: %q: %w", addr, err)
 	}
-	regions := make([]relay.APIRegion, len(h.Regions))
-	for i, r := range h.Regions {
-		regions[i] = relay.APIRegion{ID: r.ID, Description: r.Description}
-	}
 	h.limitID = net.JoinHostPort(host, strconv.Itoa(int(port)))
 	val, _, err := relayAPILimiters.LoadOrNew(h.limitID, func() (caddy.Destructor, error) {
 		return pooledLimiter{relay.NewAllocationLimiter(), relay.NewClientRates(nil)}, nil
@@ -351,48 +287,22 @@ func (h *RelayAllocations) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	cfg := h.config()
+	cfg.Sealer = sealer
+	cfg.Store = ctx.Storage()
+	cfg.Tokens = tokens
+	cfg.PublicHost, cfg.PublicPort = host, int(port)
+	cfg.Limiter = val.(pooledLimiter).AllocationLimiter
+	cfg.Rates = val.(pooledLimiter).rates
+	cfg.ClientIP = clientIP
+	cfg.Logger = h.logger
+	cfg.OnAllocation = relayAPIMetrics.allocations.Inc
+	cfg.OnJoinCode = relayAPIMetrics.joinCodes.Inc
 	// A shared storage (storage redis) also takes the limit decisions, so
 	// that every node enforces them together.
-	shared, _ := ctx.Storage().(relay.SharedLimits)
-	h.api, err = relay.NewAPI(relay.APIConfig{
-		Sealer:                   sealer,
-		Store:                    ctx.Storage(),
-		Tokens:                   tokens,
-		Regions:                  regions,
-		PublicHost:               host,
-		PublicPort:               int(port),
-		MaxConnections:           h.MaxConnections,
-		AllocationTTL:            time.Duration(h.AllocationTTL),
-		JoinCodeTTL:              time.Duration(h.JoinCodeTTL),
-		MaxAllocations:           h.MaxAllocations,
-		Limiter:                  val.(pooledLimiter).AllocationLimiter,
-		Rates:                    val.(pooledLimiter).rates,
-		MaxBody:                  h.MaxBody,
-		JoinRate:                 h.JoinRate,
-		JoinBurst:                h.JoinBurst,
-		AllocateRate:             h.AllocateRate,
-		AllocateBurst:            h.AllocateBurst,
-		JoinCodeRate:             h.JoinCodeRate,
-		JoinCodeBurst:            h.JoinCodeBurst,
-		MaxAllocationsPerClient:  h.MaxAllocationsPerClient,
-		MaxClients:               h.MaxClients,
-		AnyClientJoinCode:        h.AnyClientJoinCode,
-		ClientIPv6Prefix:         h.ClientIPv6Prefix,
-		NetworkIPv4Prefix:        h.NetworkIPv4Prefix,
-		NetworkIPv6Prefix:        h.NetworkIPv6Prefix,
-		MaxAllocationsPerNetwork: h.MaxAllocationsPerNetwork,
-		JoinNetworkRate:          h.JoinNetworkRate,
-		JoinNetworkBurst:         h.JoinNetworkBurst,
-		AuthFailureRate:          h.AuthFailureRate,
-		AuthFailureBurst:         h.AuthFailureBurst,
-		BindToClientNetwork:      h.BindToClientNetwork,
-		ClientIP:                 clientIP,
-		Logger:                   h.logger,
-		OnAllocation:             relayAPIMetrics.allocations.Inc,
-		OnJoinCode:               relayAPIMetrics.joinCodes.Inc,
-		Shared:                   shared,
-		OnSharedFallback:         relayAPIMetrics.fallback,
-	})
+	cfg.Shared, _ = ctx.Storage().(relay.SharedLimits)
+	cfg.OnSharedFallback = relayAPIMetrics.fallback
+	h.api, err = relay.NewAPI(cfg)
 	if err != nil {
 		_, _ = relayAPILimiters.Delete(h.limitID)
 		h.limitID = ""
@@ -416,7 +326,45 @@ func splitPublicAddress(s string) (string, uint16, error) {
 	return host, port, nil
 }
 
-// Validate checks the configuration.
+// config is the API's configuration as given (the API fills in the
+// defaults), without what Provision adds: the sealer, store, tokens and
+// public address once placeholders are replaced, and the callbacks.
+func (h *RelayAllocations) config() relay.APIConfig {
+	regions := make([]relay.APIRegion, len(h.Regions))
+	for i, r := range h.Regions {
+		regions[i] = relay.APIRegion{ID: r.ID, Description: r.Description}
+	}
+	return relay.APIConfig{
+		Regions:                  regions,
+		MaxConnections:           h.MaxConnections,
+		AllocationTTL:            time.Duration(h.AllocationTTL),
+		JoinCodeTTL:              time.Duration(h.JoinCodeTTL),
+		MaxAllocations:           h.MaxAllocations,
+		MaxBody:                  h.MaxBody,
+		JoinRate:                 h.JoinRate,
+		JoinBurst:                h.JoinBurst,
+		AllocateRate:             h.AllocateRate,
+		AllocateBurst:            h.AllocateBurst,
+		JoinCodeRate:             h.JoinCodeRate,
+		JoinCodeBurst:            h.JoinCodeBurst,
+		MaxAllocationsPerClient:  h.MaxAllocationsPerClient,
+		MaxClients:               h.MaxClients,
+		AnyClientJoinCode:        h.AnyClientJoinCode,
+		ClientIPv6Prefix:         h.ClientIPv6Prefix,
+		NetworkIPv4Prefix:        h.NetworkIPv4Prefix,
+		NetworkIPv6Prefix:        h.NetworkIPv6Prefix,
+		MaxAllocationsPerNetwork: h.MaxAllocationsPerNetwork,
+		JoinNetworkRate:          h.JoinNetworkRate,
+		JoinNetworkBurst:         h.JoinNetworkBurst,
+		AuthFailureRate:          h.AuthFailureRate,
+		AuthFailureBurst:         h.AuthFailureBurst,
+		BindToClientNetwork:      h.BindToClientNetwork,
+	}
+}
+
+// Validate checks the configuration: what needs the handler's own
+// options (secrets, tokens, public_address as written), then the API's
+// (relay.APIConfig.Validate).
 func (h *RelayAllocations) Validate() error {
 	switch {
 	case len(h.Secrets) == 0:
@@ -427,67 +375,13 @@ func (h *RelayAllocations) Validate() error {
 		return errors.New("insecure_no_auth cannot be combined with tokens")
 	case h.PublicAddress == "":
 		return errors.New("public_address is required (the relay's host:port as clients reach it)")
-	case h.MaxConnections < 0 || h.MaxConnections > 65535:
-		return fmt.Errorf("max_connections must be in [1, 65535], not %d", h.MaxConnections)
-	case h.AllocationTTL < 0:
-		return errors.New("allocation_ttl must be positive")
-	case h.JoinCodeTTL < 0:
-		return errors.New("join_code_ttl must be positive")
-	case h.MaxAllocations < 0 || h.MaxAllocations > relayAPIMaxMaxAllocations:
-		return fmt.Errorf("max_allocations must be in [1, %d], not %d", relayAPIMaxMaxAllocations, h.MaxAllocations)
-	case h.MaxBody < 0 || h.MaxBody > relayAPIMaxMaxBody:
-		return fmt.Errorf("max_body must be in [1, %d] bytes, not %d", relayAPIMaxMaxBody, h.MaxBody)
-	}
-	for _, r := range []struct {
-		rate, burst string
-		r           float64
-		b           int
-	}{
-		{"join_rate", "join_burst", h.JoinRate, h.JoinBurst},
-		{"allocate_rate", "allocate_burst", h.AllocateRate, h.AllocateBurst},
-		{"join_code_rate", "join_code_burst", h.JoinCodeRate, h.JoinCodeBurst},
-		{"join_network_rate", "join_network_burst", h.JoinNetworkRate, h.JoinNetworkBurst},
-		{"auth_failure_rate", "auth_failure_burst", h.AuthFailureRate, h.AuthFailureBurst},
-	} {
-		// 0 means the default, so a limit cannot be turned off: raise it.
-		if r.b < 0 {
-			return fmt.Errorf("%s must be at least 1, not %d", r.burst, r.b)
-		}
-		if err := ratelimit.Validate(r.r, max(r.b, 1)); err != nil {
-			return fmt.Errorf("%s, %s: %w", r.rate, r.burst, err)
-		}
-	}
-	switch {
-	case h.MaxAllocationsPerClient < 0 || h.MaxAllocations > 0 && h.MaxAllocationsPerClient > h.MaxAllocations:
-		return fmt.Errorf("max_allocations_per_client must be in [1, max_allocations], not %d", h.MaxAllocationsPerClient)
-	case h.MaxAllocationsPerNetwork < 0 || h.MaxAllocations > 0 && h.MaxAllocationsPerNetwork > h.MaxAllocations:
-		return fmt.Errorf("max_allocations_per_network must be in [1, max_allocations], not %d", h.MaxAllocationsPerNetwork)
-	case h.MaxClients != 0 && (h.MaxClients < 16 || h.MaxClients > relayAPIMaxMaxClients):
-		return fmt.Errorf("max_clients must be in [16, %d], not %d", relayAPIMaxMaxClients, h.MaxClients)
-	}
-	c := fieldChecker()
-	c.optIn("client_ipv6_prefix", int64(h.ClientIPv6Prefix), clientIPv6PrefixRange)
-	c.optIn("network_ipv4_prefix", int64(h.NetworkIPv4Prefix), relayAPINetworkIPv4PrefixRange)
-	c.optIn("network_ipv6_prefix", int64(h.NetworkIPv6Prefix), clientIPv6PrefixRange)
-	if c.err != nil {
-		return c.err
 	}
 	if !strings.Contains(h.PublicAddress, "{") {
 		if _, _, err := splitPublicAddress(h.PublicAddress); err != nil {
 			return fmt.Errorf("public_address: %q: %w", h.PublicAddress, err)
 		}
 	}
-	seen := make(map[string]bool)
-	for _, r := range h.Regions {
-		if err := relay.ValidateRegionID(r.ID); err != nil {
-			return fmt.Errorf("regions: %w", err)
-		}
-		if seen[r.ID] {
-			return fmt.Errorf("regions: duplicate region %q", r.ID)
-		}
-		seen[r.ID] = true
-	}
-	return nil
+	return h.config().Validate()
 }
 
 // Cleanup stops the sweeper and releases the allocation count.
@@ -573,31 +467,31 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "regions":
 			err = h.parseRegions(d)
 		case "max_connections":
-			h.MaxConnections, err = parseIntRange(d, 1, 65535)
+			h.MaxConnections, err = parseIntRange(d, 1, relay.MaxAPIMaxConnections)
 		case "allocation_ttl":
 			h.AllocationTTL, err = parseDuration(d)
 		case "join_code_ttl":
 			h.JoinCodeTTL, err = parseDuration(d)
 		case "max_allocations":
-			h.MaxAllocations, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
+			h.MaxAllocations, err = parseIntRange(d, 1, relay.MaxMaxAllocations)
 		case "max_body":
 			h.MaxBody, err = parseSize[int64](d, relayAPIMaxBodyRange)
 		case "join_rate":
 			h.JoinRate, err = parsePositiveFloat(d)
 		case "join_burst":
-			h.JoinBurst, err = parseIntRange(d, 1, 1<<30)
+			h.JoinBurst, err = parseIntRange(d, 1, relay.MaxAPIBurst)
 		case "allocate_rate":
 			h.AllocateRate, err = parsePositiveFloat(d)
 		case "allocate_burst":
-			h.AllocateBurst, err = parseIntRange(d, 1, 1<<30)
+			h.AllocateBurst, err = parseIntRange(d, 1, relay.MaxAPIBurst)
 		case "join_code_rate":
 			h.JoinCodeRate, err = parsePositiveFloat(d)
 		case "join_code_burst":
-			h.JoinCodeBurst, err = parseIntRange(d, 1, 1<<30)
+			h.JoinCodeBurst, err = parseIntRange(d, 1, relay.MaxAPIBurst)
 		case "max_allocations_per_client":
-			h.MaxAllocationsPerClient, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
+			h.MaxAllocationsPerClient, err = parseIntRange(d, 1, relay.MaxMaxAllocations)
 		case "max_clients":
-			h.MaxClients, err = parseIntRange(d, 16, relayAPIMaxMaxClients)
+			h.MaxClients, err = parseIntRange(d, relay.MinMaxClients, relay.MaxMaxClients)
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "network_ipv4_prefix":
@@ -605,15 +499,15 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "network_ipv6_prefix":
 			h.NetworkIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "max_allocations_per_network":
-			h.MaxAllocationsPerNetwork, err = parseIntRange(d, 1, relayAPIMaxMaxAllocations)
+			h.MaxAllocationsPerNetwork, err = parseIntRange(d, 1, relay.MaxMaxAllocations)
 		case "join_network_rate":
 			h.JoinNetworkRate, err = parsePositiveFloat(d)
 		case "join_network_burst":
-			h.JoinNetworkBurst, err = parseIntRange(d, 1, 1<<30)
+			h.JoinNetworkBurst, err = parseIntRange(d, 1, relay.MaxAPIBurst)
 		case "auth_failure_rate":
 			h.AuthFailureRate, err = parsePositiveFloat(d)
 		case "auth_failure_burst":
-			h.AuthFailureBurst, err = parseIntRange(d, 1, 1<<30)
+			h.AuthFailureBurst, err = parseIntRange(d, 1, relay.MaxAPIBurst)
 		case "bind_to_client_network":
 			if d.NextArg() {
 				return d.Errf("relay_allocations: option 'bind_to_client_network' takes no value, got '%s'", d.Val())

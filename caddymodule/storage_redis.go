@@ -2,7 +2,7 @@ package caddymodule
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -128,9 +128,6 @@ func (s *RedisStorage) Provision(ctx caddy.Context) error {
 		Timeout:               time.Duration(s.Timeout),
 		LockExpiry:            time.Duration(s.LockExpiry),
 	}
-	if err := s.Validate(); err != nil {
-		return err
-	}
 	key, err := json.Marshal(s.cfg)
 	if err != nil {
 		return err
@@ -152,29 +149,15 @@ type redisStoreDestructor struct{ *redisstore.Store }
 
 func (d redisStoreDestructor) Destruct() error { return d.Close() }
 
-// Validate checks every option.
+// Validate checks every option: the store's (redisstore.Config.Validate,
+// with placeholders replaced by Provision), and the pairing of username
+// and password as configured (a password given as a placeholder that is
+// empty where the configuration is validated is still a password).
 func (s *RedisStorage) Validate() error {
-	c := newChecker("storage redis")
-	c.in("db", int64(s.DB), redisDBRange)
-	c.durationIn("dial_timeout", s.DialTimeout, redisTimeoutRange)
-	c.durationIn("read_timeout", s.ReadTimeout, redisTimeoutRange)
-	c.durationIn("write_timeout", s.WriteTimeout, redisTimeoutRange)
-	c.durationIn("timeout", s.Timeout, redisTimeoutRange)
-	if s.LockExpiry != 0 {
-		c.durationIn("lock_expiry", s.LockExpiry, redisLockRange)
-	}
-	// Checked as configured: a password given as a placeholder that is
-	// empty where the configuration is validated is still a password.
 	if s.Username != "" && s.Password == "" {
-		c.fail("username", "needs a password")
+		return errors.New("username needs a password")
 	}
-	if c.err != nil {
-		return c.err
-	}
-	if err := s.cfg.Validate(); err != nil {
-		return fmt.Errorf("storage redis: %w", err)
-	}
-	return nil
+	return s.cfg.Validate()
 }
 
 // Cleanup releases the store; the last configuration using it closes it.

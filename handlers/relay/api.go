@@ -6,11 +6,9 @@ package relay
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -22,7 +20,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
 	"github.com/gamegate/gamegate/internal/periodic"
 	"github.com/gamegate/gamegate/internal/ratelimit"
@@ -217,88 +214,15 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		return nil, errors.New("relay api: a sealer is required")
 	case cfg.Store == nil:
 		return nil, errors.New("relay api: a store is required")
-	case len(cfg.Regions) == 0:
-		return nil, errors.New("relay api: at least one region is required")
 	case cfg.PublicHost == "":
 		return nil, errors.New("relay api: the public host is required")
-	case cfg.PublicPort < 1 || cfg.PublicPort > 65535:
-		return nil, fmt.Errorf("relay api: public port %d out of range", cfg.PublicPort)
-	case cfg.MaxConnections < 0 || cfg.MaxConnections > math.MaxUint16:
-		return nil, fmt.Errorf("relay api: max connections %d out of range [1, %d]", cfg.MaxConnections, math.MaxUint16)
-	case cfg.AllocationTTL < 0 || cfg.JoinCodeTTL < 0 || cfg.SweepInterval < 0:
-		return nil, errors.New("relay api: durations must not be negative")
-	case cfg.MaxAllocations < 0 || cfg.MaxBody < 0 || cfg.MaxAllocationsPerClient < 0 || cfg.MaxClients < 0:
-		return nil, errors.New("relay api: limits must not be negative")
+	case cfg.PublicPort == 0:
+		return nil, errors.New("relay api: the public port is required")
 	}
-	if err := clientaddr.ValidateIPv6Prefix("client IPv6 prefix", cfg.ClientIPv6Prefix); err != nil {
-		return nil, fmt.Errorf("relay api: %w", err)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if err := clientaddr.ValidateIPv6Prefix("network IPv6 prefix", cfg.NetworkIPv6Prefix); err != nil {
-		return nil, fmt.Errorf("relay api: %w", err)
-	}
-	if err := clientaddr.ValidateNetworkIPv4Prefix("network IPv4 prefix", cfg.NetworkIPv4Prefix); err != nil {
-		return nil, fmt.Errorf("relay api: %w", err)
-	}
-	if cfg.MaxAllocationsPerNetwork < 0 {
-		return nil, errors.New("relay api: limits must not be negative")
-	}
-	setDefaultRate(&cfg.JoinRate, &cfg.JoinBurst, DefaultJoinRate, DefaultJoinBurst)
-	setDefaultRate(&cfg.AllocateRate, &cfg.AllocateBurst, DefaultAllocateRate, DefaultAllocateBurst)
-	setDefaultRate(&cfg.JoinCodeRate, &cfg.JoinCodeBurst, DefaultJoinCodeRate, DefaultJoinCodeBurst)
-	setDefaultRate(&cfg.JoinNetworkRate, &cfg.JoinNetworkBurst, DefaultJoinNetworkRate, DefaultJoinNetworkBurst)
-	setDefaultRate(&cfg.AuthFailureRate, &cfg.AuthFailureBurst, DefaultAuthFailureRate, DefaultAuthFailureBurst)
-	if cfg.MaxAllocationsPerClient == 0 {
-		cfg.MaxAllocationsPerClient = DefaultMaxAllocationsPerClient
-	}
-	if cfg.MaxAllocationsPerNetwork == 0 {
-		cfg.MaxAllocationsPerNetwork = DefaultMaxAllocationsPerNetwork
-	}
-	if cfg.ClientIPv6Prefix == 0 {
-		cfg.ClientIPv6Prefix = clientaddr.DefaultIPv6Prefix
-	}
-	if cfg.NetworkIPv4Prefix == 0 {
-		cfg.NetworkIPv4Prefix = clientaddr.DefaultNetworkIPv4Prefix
-	}
-	if cfg.NetworkIPv6Prefix == 0 {
-		cfg.NetworkIPv6Prefix = clientaddr.DefaultNetworkIPv6Prefix
-	}
-	cfg.NetworkIPv6Prefix = min(cfg.NetworkIPv6Prefix, cfg.ClientIPv6Prefix)
-	if cfg.MaxClients == 0 {
-		cfg.MaxClients = DefaultMaxClients
-	}
-	if cfg.ClientIP == nil {
-		cfg.ClientIP = remoteIP
-	}
-	if cfg.MaxConnections == 0 {
-		cfg.MaxConnections = DefaultAPIMaxConnections
-	}
-	if cfg.AllocationTTL == 0 {
-		cfg.AllocationTTL = DefaultAllocationTTL
-	}
-	if cfg.JoinCodeTTL == 0 {
-		cfg.JoinCodeTTL = DefaultJoinCodeTTL
-	}
-	if cfg.MaxAllocations == 0 {
-		cfg.MaxAllocations = DefaultMaxAllocations
-	}
-	if cfg.Limiter == nil {
-		cfg.Limiter = NewAllocationLimiter()
-	}
-	if cfg.MaxBody == 0 {
-		cfg.MaxBody = DefaultAPIMaxBody
-	}
-	if cfg.SweepInterval == 0 {
-		cfg.SweepInterval = DefaultAPISweepInterval
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
+	cfg = cfg.WithDefaults()
 	a := &API{
 		cfg:         cfg,
 		relayServer: APIRelayServer{IPv4: cfg.PublicHost, Port: cfg.PublicPort},
@@ -307,15 +231,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		pool:      net.JoinHostPort(cfg.PublicHost, strconv.Itoa(cfg.PublicPort)),
 		stop:      make(chan struct{}),
 	}
-	seen := make(map[string]bool)
 	for _, r := range cfg.Regions {
-		if err := ValidateRegionID(r.ID); err != nil {
-			return nil, fmt.Errorf("relay api: %w", err)
-		}
-		if seen[r.ID] {
-			return nil, fmt.Errorf("relay api: duplicate region %q", r.ID)
-		}
-		seen[r.ID] = true
 		if r.Description == "" {
 			r.Description = r.ID
 		}
@@ -357,15 +273,6 @@ func NewAPI(cfg APIConfig) (*API, error) {
 }
 
 // setDefaultRate fills in a rate and burst left zero.
-func setDefaultRate(rate *float64, burst *int, defRate float64, defBurst int) {
-	if *rate == 0 {
-		*rate = defRate
-	}
-	if *burst == 0 {
-		*burst = defBurst
-	}
-}
-
 // Start runs the sweeper that deletes expired records from the store;
 // Stop ends it.
 func (a *API) Start() {

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,6 +120,10 @@ func newAPIRig(t testing.TB, mod func(*APIConfig)) *apiRig {
 	if mod != nil {
 		mod(&cfg)
 	}
+	// As many allocations per client and network as in all, at most.
+	capacity := cmp.Or(cfg.MaxAllocations, DefaultMaxAllocations)
+	cfg.MaxAllocationsPerClient = min(cfg.MaxAllocationsPerClient, capacity)
+	cfg.MaxAllocationsPerNetwork = min(cfg.MaxAllocationsPerNetwork, capacity)
 	if r.api, err = NewAPI(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +633,7 @@ func TestNewAPIConfig(t *testing.T) {
 	}{
 		{"no sealer", func(c *APIConfig) { c.Sealer = nil }},
 		{"no store", func(c *APIConfig) { c.Store = nil }},
-		{"no region", func(c *APIConfig) { c.Regions = nil }},
+		{"max allocations per client past max allocations", func(c *APIConfig) { c.MaxAllocations, c.MaxAllocationsPerClient = 10, 11 }},
 		{"bad region", func(c *APIConfig) { c.Regions = []APIRegion{{ID: "a b"}} }},
 		{"duplicate region", func(c *APIConfig) { c.Regions = []APIRegion{{ID: "eu"}, {ID: "eu"}} }},
 		{"no host", func(c *APIConfig) { c.PublicHost = "" }},
@@ -668,7 +673,7 @@ func FuzzAPIRequest(f *testing.F) {
 		}
 	}
 	// No capacity limit: a long run makes more allocations than the default.
-	r := newAPIRig(f, func(c *APIConfig) { c.MaxAllocations = 1 << 30 })
+	r := newAPIRig(f, func(c *APIConfig) { c.MaxAllocations = MaxMaxAllocations })
 	paths := []string{"/v1/allocate", "/v1/joincode", "/v1/join"}
 	f.Fuzz(func(t *testing.T, ep uint8, body string) {
 		w := r.do("POST", paths[int(ep)%len(paths)], body)

@@ -1,0 +1,164 @@
+package relay
+
+import (
+	"crypto/rand"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/ratelimit"
+)
+
+// Bounds APIConfig.Validate checks (the lower bound of a count is 1; 0 is
+// the default).
+const (
+	MaxAPIMaxConnections = math.MaxUint16
+	MaxMaxAllocations    = 1_000_000
+	MaxAPIMaxBody        = 16 << 20
+	MinMaxClients        = 16
+	MaxMaxClients        = 1_000_000
+	MaxAPIBurst          = 1 << 30
+	// DefaultRegion is the region offered when none is configured.
+	DefaultRegion = "default"
+)
+
+// Validate checks the options' values, named as the relay_allocations
+// handler's options are; zero values (the defaults) pass. The required
+// parts (Sealer, Store, PublicHost) are NewAPI's to check.
+func (c APIConfig) Validate() error {
+	if c.PublicPort < 0 || c.PublicPort > math.MaxUint16 {
+		return fmt.Errorf("public_address: port %d is not in [1, 65535]", c.PublicPort)
+	}
+	maxAllocations := c.MaxAllocations
+	if maxAllocations == 0 {
+		maxAllocations = DefaultMaxAllocations
+	}
+	for _, check := range []error{
+		in("max_connections", c.MaxConnections, 1, MaxAPIMaxConnections),
+		notNegative("allocation_ttl", c.AllocationTTL),
+		notNegative("join_code_ttl", c.JoinCodeTTL),
+		in("max_allocations", c.MaxAllocations, 1, MaxMaxAllocations),
+		in("max_body", c.MaxBody, 1, MaxAPIMaxBody),
+		apiRate("join_rate", "join_burst", c.JoinRate, c.JoinBurst),
+		apiRate("allocate_rate", "allocate_burst", c.AllocateRate, c.AllocateBurst),
+		apiRate("join_code_rate", "join_code_burst", c.JoinCodeRate, c.JoinCodeBurst),
+		apiRate("join_network_rate", "join_network_burst", c.JoinNetworkRate, c.JoinNetworkBurst),
+		apiRate("auth_failure_rate", "auth_failure_burst", c.AuthFailureRate, c.AuthFailureBurst),
+		in("max_allocations_per_client", c.MaxAllocationsPerClient, 1, int64(maxAllocations), "max_allocations"),
+		in("max_allocations_per_network", c.MaxAllocationsPerNetwork, 1, int64(maxAllocations), "max_allocations"),
+		in("max_clients", c.MaxClients, MinMaxClients, MaxMaxClients),
+		clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix),
+		clientaddr.ValidateNetworkIPv4Prefix("network_ipv4_prefix", c.NetworkIPv4Prefix),
+		clientaddr.ValidateIPv6Prefix("network_ipv6_prefix", c.NetworkIPv6Prefix),
+		notNegative("sweep_interval", c.SweepInterval),
+	} {
+		if check != nil {
+			return check
+		}
+	}
+	seen := make(map[string]bool, len(c.Regions))
+	for _, r := range c.Regions {
+		if err := ValidateRegionID(r.ID); err != nil {
+			return fmt.Errorf("regions: %w", err)
+		}
+		if seen[r.ID] {
+			return fmt.Errorf("regions: duplicate region %q", r.ID)
+		}
+		seen[r.ID] = true
+	}
+	return nil
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c APIConfig) WithDefaults() APIConfig {
+	if len(c.Regions) == 0 {
+		c.Regions = []APIRegion{{ID: DefaultRegion}}
+	}
+	orDefault(&c.MaxConnections, DefaultAPIMaxConnections)
+	orDefault(&c.AllocationTTL, DefaultAllocationTTL)
+	orDefault(&c.JoinCodeTTL, DefaultJoinCodeTTL)
+	orDefault(&c.MaxAllocations, DefaultMaxAllocations)
+	orDefault(&c.MaxBody, DefaultAPIMaxBody)
+	orDefault(&c.SweepInterval, DefaultAPISweepInterval)
+	setDefaultRate(&c.JoinRate, &c.JoinBurst, DefaultJoinRate, DefaultJoinBurst)
+	setDefaultRate(&c.AllocateRate, &c.AllocateBurst, DefaultAllocateRate, DefaultAllocateBurst)
+	setDefaultRate(&c.JoinCodeRate, &c.JoinCodeBurst, DefaultJoinCodeRate, DefaultJoinCodeBurst)
+	setDefaultRate(&c.JoinNetworkRate, &c.JoinNetworkBurst, DefaultJoinNetworkRate, DefaultJoinNetworkBurst)
+	setDefaultRate(&c.AuthFailureRate, &c.AuthFailureBurst, DefaultAuthFailureRate, DefaultAuthFailureBurst)
+	// A smaller max_allocations bounds the per-client and per-network
+	// defaults too.
+	orDefault(&c.MaxAllocationsPerClient, min(DefaultMaxAllocationsPerClient, c.MaxAllocations))
+	orDefault(&c.MaxAllocationsPerNetwork, min(DefaultMaxAllocationsPerNetwork, c.MaxAllocations))
+	orDefault(&c.MaxClients, DefaultMaxClients)
+	orDefault(&c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
+	orDefault(&c.NetworkIPv4Prefix, clientaddr.DefaultNetworkIPv4Prefix)
+	orDefault(&c.NetworkIPv6Prefix, clientaddr.DefaultNetworkIPv6Prefix)
+	c.NetworkIPv6Prefix = min(c.NetworkIPv6Prefix, c.ClientIPv6Prefix)
+	if c.Limiter == nil {
+		c.Limiter = NewAllocationLimiter()
+	}
+	if c.ClientIP == nil {
+		c.ClientIP = remoteIP
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+func setDefaultRate(rate *float64, burst *int, defRate float64, defBurst int) {
+	if *rate == 0 {
+		*rate = defRate
+	}
+	if *burst == 0 {
+		*burst = defBurst
+	}
+}
+
+// in checks that v is 0 (the default) or in [lo, hi]; hiName names the
+// option hi is the value of, if any.
+func in[T int | int64](name string, v T, lo, hi int64, hiName ...string) error {
+	if v != 0 && (int64(v) < lo || int64(v) > hi) {
+		upper := strconv.FormatInt(hi, 10)
+		if len(hiName) > 0 {
+			upper = hiName[0] + " (" + upper + ")"
+		}
+		return fmt.Errorf("%s must be in [%d, %s], not %d", name, lo, upper, v)
+	}
+	return nil
+}
+
+func notNegative(name string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%s must not be negative, not %s", name, d)
+	}
+	return nil
+}
+
+// apiRate checks a per-client or per-network request rate and its burst:
+// 0 means the default, so such a limit cannot be turned off.
+func apiRate(rateName, burstName string, rate float64, burst int) error {
+	if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return fmt.Errorf("%s must be a positive number, not %v", rateName, rate)
+	}
+	if err := in(burstName, burst, 1, MaxAPIBurst); err != nil {
+		return err
+	}
+	return ratelimit.ValidateNamed(rateName, burstName, rate, max(burst, 1))
+}
