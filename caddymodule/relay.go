@@ -93,7 +93,7 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if h.Name == "" {
 		h.Name = "relay"
 	}
-	secrets, err := replacedEach("relay", "secrets", h.Secrets)
+	secrets, err := replacedEach("", "secrets", h.Secrets)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if cfg.Sealer, err = relay.NewSealer(secrets...); err != nil {
 		return fmt.Errorf("secrets: %w", err)
 	}
-	if err := refuseWeakSecrets(ctx, "relay", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
+	if err := refuseWeakSecrets(ctx, "", "secrets", h.Secrets, secrets, minExposedSecret); err != nil {
 		return err
 	}
 	cfg.Count = relayMetrics.datagrams.count
