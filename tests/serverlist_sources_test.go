@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -101,6 +103,22 @@ http://%s {
 	var bp listedPage
 	if r := getJSON(t, "http://"+web+"/browser/servers.json", &bp); r.status != 200 || bp.Total != 2 {
 		t.Fatalf("the browser's list: %d %+v", r.status, bp)
+	}
+	// The page in a real browser: both servers, and the region filter
+	// from its query string keeps the configured one.
+	for query, want := range map[string][]string{"": {both.Addr, only.Addr}, "?region=eu-west": {only.Addr}} {
+		dom := chromium(t, "http://"+web+"/browser/"+query, "--dump-dom")
+		var shown []string
+		for _, part := range strings.Split(dom, `<tr class="server`)[1:] {
+			if _, rest, ok := strings.Cut(part, `data-address="`); ok {
+				shown = append(shown, rest[:strings.Index(rest, `"`)])
+			}
+		}
+		slices.Sort(shown)
+		slices.Sort(want)
+		if !slices.Equal(shown, want) {
+			t.Fatalf("/browser/%s shows %v, want %v", query, shown, want)
+		}
 	}
 }
 

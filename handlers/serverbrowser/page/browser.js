@@ -21,7 +21,7 @@
 		const v = params.get(f);
 		$(f).checked = v !== null && v !== "0" && v !== "false";
 	}
-	const wanted = { game: params.get("game") || "", map: params.get("map") || "" };
+	const wanted = { game: params.get("game") || "", map: params.get("map") || "", region: params.get("region") || "" };
 
 	function el(tag, cls, text) {
 		const e = document.createElement(tag);
@@ -98,13 +98,14 @@
 
 	function visible(s) {
 		const q = $("q").value.trim().toLowerCase();
-		const game = $("game").value, map = $("map").value;
+		const game = $("game").value, map = $("map").value, region = $("region").value;
 		if (game && (s.game || "").toLowerCase() !== game.toLowerCase()) return false;
 		if (map && (s.map || "").toLowerCase() !== map.toLowerCase()) return false;
+		if (region && (s.region || "").toLowerCase() !== region.toLowerCase()) return false;
 		if ($("not_empty").checked && s.numplayers === 0) return false;
 		if ($("not_full").checked && s.maxplayers > 0 && s.numplayers >= s.maxplayers) return false;
 		if ($("no_password").checked && s.password) return false;
-		if (q && ![s.name, s.map, s.game, s.address, s.connect].some((v) => (v || "").toLowerCase().includes(q))) return false;
+		if (q && ![s.name, s.map, s.game, s.region, s.address, s.connect].some((v) => (v || "").toLowerCase().includes(q))) return false;
 		return true;
 	}
 
@@ -154,6 +155,7 @@
 		if ($("q").value) p.set("q", $("q").value);
 		if ($("game").value) p.set("game", $("game").value);
 		if ($("map").value) p.set("map", $("map").value);
+		if ($("region").value) p.set("region", $("region").value);
 		for (const f of flags) if ($(f).checked) p.set(f, "1");
 		if (state.sort !== "name" || state.desc) p.set("sort", (state.desc ? "-" : "") + state.sort);
 		const qs = p.toString();
@@ -179,6 +181,7 @@
 				const uniq = (f) => [...new Set(state.servers.map(f).filter(Boolean))].sort();
 				options($("game"), uniq((s) => s.game), wanted.game);
 				options($("map"), uniq((s) => s.map), wanted.map);
+				options($("region"), uniq((s) => s.region), wanted.region);
 			}
 			if (hist) state.history = hist.servers || {};
 			if (list || hist) render();
