@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/discovery"
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
 	"github.com/gamegate/gamegate/store/redisstore"
 )
@@ -231,7 +231,7 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		_, _ = discoveryOverrides.Delete(h.Name)
 		return fmt.Errorf("qos_discovery: %w", err)
 	}
-	h.handler = discovery.Handler{Service: h.service, Access: access}
+	h.handler = discovery.Handler{Service: h.service, Access: access, ClientIP: clientIP}
 	h.service.Start()
 	liveDiscoveryServices.add(h.service)
 	return discoveryMetrics.register(ctx.GetMetricsRegistry())
@@ -304,7 +304,7 @@ func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
-	code := h.handler.ServeFleet(w, r, fleet, clientIP(r))
+	code := h.handler.ServeFleet(w, r, fleet)
 	discoveryMetrics.requests.count(code)
 	if code == http.StatusOK || code == http.StatusNotModified {
 		// Only a fleet that exists is answered 200 or 304, so the label's
@@ -316,16 +316,17 @@ func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 }
 
 // clientIP is the caller's address as Caddy determined it (honouring
-// trusted_proxies).
-func clientIP(r *http.Request) string {
+// trusted_proxies), unmapped: the clientaddr.FromRequest of every HTTP
+// handler.
+func clientIP(r *http.Request) netip.Addr {
 	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
-		return ip
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			return netip.Addr{}
+		}
+		return a.Unmap().WithZone("")
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+	return clientaddr.RemoteAddr(r)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,10 +218,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 	}
 	cfg := h.config()
 	cfg.OnUpstream = gameQueryMetrics.upstreamOf(h.Servers)
-	cfg.ClientIP = func(r *http.Request) netip.Addr {
-		a, _ := netip.ParseAddr(clientIP(r))
-		return a.Unmap()
-	}
+	cfg.ClientIP = clientIP
 	cfg.Log = func(server string, err error) {
 		if ce := logger.Check(zap.WarnLevel, "game query failed"); ce != nil {
 			ce.Write(zap.String("server", server), zap.Error(err))

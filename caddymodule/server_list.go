@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"errors"
 	"net/http"
-	"net/netip"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -101,13 +100,7 @@ func (m *masterList) open(ctx caddy.Context, masterName, gameQueryName string, c
 	cfg.Registry, cfg.Statuses, cfg.Gateways = reg.Registry, reg.statuses, gateways.newestFirst
 	// The client as Caddy determined it (trusted_proxies), so that a
 	// client behind a proxy is not shown the servers of the proxy's scope.
-	cfg.ClientIP = func(r *http.Request) netip.Addr {
-		a, err := netip.ParseAddr(clientIP(r))
-		if err != nil {
-			return netip.Addr{} // unknown: public
-		}
-		return a.Unmap()
-	}
+	cfg.ClientIP = clientIP
 	return serverlist.New(cfg)
 }
 

@@ -250,3 +250,47 @@ func jsonOptions(typ reflect.Type, seen map[reflect.Type]bool) []string {
 	}
 	return keys
 }
+
+// Every table of the documents renders as GitHub renders tables: a header
+// row, then a delimiter row, then rows of the header's width, and no
+// unescaped '|' inside a code span (GitHub splits cells before it reads
+// code spans, so such a pipe would cut the cell in two).
+func TestDocTablesRender(t *testing.T) {
+	delimiter := regexp.MustCompile(`^\|(\s*:?-+:?\s*\|)+\s*$`)
+	span := regexp.MustCompile("`[^`]*`")
+	cells := func(row string) int { return strings.Count(strings.ReplaceAll(row, `\|`, ""), "|") }
+	tables := 0
+	for _, file := range docFiles(t) {
+		lines := docProse(t, file) // code blocks blanked; spans blanked below
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rawLines := strings.Split(string(raw), "\n")
+		width := 0
+		for i, l := range lines {
+			if !strings.HasPrefix(l, "|") {
+				width = 0
+				continue
+			}
+			for _, s := range span.FindAllString(rawLines[i], -1) {
+				if strings.Contains(strings.ReplaceAll(s, `\|`, ""), "|") {
+					t.Errorf("%s:%d: %s holds an unescaped '|' in a table: write \\|", file, i+1, s)
+				}
+			}
+			switch {
+			case width == 0:
+				width = cells(l)
+				tables++
+				if i+1 >= len(lines) || !delimiter.MatchString(lines[i+1]) || cells(lines[i+1]) != width {
+					t.Errorf("%s:%d: a table without a header row and a delimiter row of its width", file, i+1)
+				}
+			case cells(l) != width:
+				t.Errorf("%s:%d: a table row of %d cells under a header of %d", file, i+1, cells(l)-1, width-1)
+			}
+		}
+	}
+	if tables < 40 {
+		t.Errorf("found %d tables, want at least 40", tables)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
 )
 
@@ -21,15 +22,14 @@ type Access struct {
 // caches must not keep them (Cache-Control: private).
 func (a Access) Restricted() bool { return len(a.Allow) > 0 || a.Keys.Required() }
 
-func (a Access) allowed(clientIP string) bool {
+func (a Access) allowed(client netip.Addr) bool {
 	if len(a.Allow) == 0 {
 		return true
 	}
-	addr, err := netip.ParseAddr(clientIP)
-	if err != nil {
+	if !client.IsValid() {
 		return false
 	}
-	addr = addr.Unmap().WithZone("")
+	addr := client.Unmap().WithZone("")
 	for _, p := range a.Allow {
 		if p.Contains(addr) {
 			return true
@@ -61,20 +61,29 @@ func FleetFromPath(path string) (string, bool) {
 type Handler struct {
 	Service *Service
 	Access  Access
+	// ClientIP gives the caller's address as the server determined it,
+	// honouring trusted proxies. Default: clientaddr.RemoteAddr.
+	ClientIP clientaddr.FromRequest
 }
 
-// ServeFleet answers a request for fleet from clientIP (the caller's
-// address as the server determined it, honouring trusted proxies) and
-// returns the status written:
-//   - 403 text/plain "access denied for <clientIP>" outside the allow-list
+// ServeFleet answers a request for fleet and returns the status written:
+//   - 403 text/plain "access denied for <address>" outside the allow-list
 //     (the discovery protocol's answer);
 //   - 401 with "WWW-Authenticate: Bearer" without a valid API key (see
 //     package httpauth);
 //   - 405 with Allow for methods other than GET and HEAD;
 //   - otherwise what Service.Serve writes.
-func (h *Handler) ServeFleet(w http.ResponseWriter, r *http.Request, fleet, clientIP string) int {
-	if !h.Access.allowed(clientIP) {
-		writeText(w, r, http.StatusForbidden, "access denied for "+clientIP)
+func (h *Handler) ServeFleet(w http.ResponseWriter, r *http.Request, fleet string) int {
+	from := h.ClientIP
+	if from == nil {
+		from = clientaddr.RemoteAddr
+	}
+	if client := from(r); !h.Access.allowed(client) {
+		who := "an unknown address"
+		if client.IsValid() {
+			who = client.String()
+		}
+		writeText(w, r, http.StatusForbidden, "access denied for "+who)
 		return http.StatusForbidden
 	}
 	if !h.Access.Keys.Allow(r) {

@@ -19,7 +19,11 @@ func TestHandlerAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Handler{Service: svc, Access: Access{Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Keys: keys}}
+	h := &Handler{Service: svc, Access: Access{Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Keys: keys},
+		ClientIP: func(r *http.Request) netip.Addr {
+			a, _ := netip.ParseAddr(r.Header.Get("X-Test-IP"))
+			return a
+		}}
 	tests := []struct {
 		name, method, ip string
 		header           []string
@@ -27,7 +31,7 @@ func TestHandlerAccess(t *testing.T) {
 		body             string
 	}{
 		{"outside allow, with key", "GET", "192.0.2.1", []string{"X-Api-Key", "k1"}, 403, "access denied for 192.0.2.1"},
-		{"unparsable address", "GET", "nonsense", []string{"X-Api-Key", "k1"}, 403, "access denied for nonsense"},
+		{"unknown address", "GET", "nonsense", []string{"X-Api-Key", "k1"}, 403, "access denied for an unknown address"},
 		{"inside allow, no key", "GET", "10.1.2.3", nil, 401, "a valid API key"},
 		{"inside allow, wrong key", "GET", "10.1.2.3", []string{"Authorization", "Bearer k2"}, 401, "a valid API key"},
 		{"mapped IPv4 inside allow", "GET", "::ffff:10.1.2.3", []string{"X-Api-Key", "k1"}, 200, ""},
@@ -37,6 +41,7 @@ func TestHandlerAccess(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(tc.method, "/v1/fleets/f/servers", nil)
+			r.Header.Set("X-Test-IP", tc.ip)
 			for i := 0; i < len(tc.header); i += 2 {
 				r.Header.Set(tc.header[i], tc.header[i+1])
 			}
@@ -45,7 +50,7 @@ func TestHandlerAccess(t *testing.T) {
 				fleet = "g"
 			}
 			w := httptest.NewRecorder()
-			if got := h.ServeFleet(w, r, fleet, tc.ip); got != tc.want || w.Code != tc.want {
+			if got := h.ServeFleet(w, r, fleet); got != tc.want || w.Code != tc.want {
 				t.Fatalf("got %d (recorded %d), want %d", got, w.Code, tc.want)
 			}
 			if !strings.Contains(w.Body.String(), tc.body) {

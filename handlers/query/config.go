@@ -167,7 +167,7 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.AdHocBurst, DefaultAdHocBurst)
 	orDefault(&c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
 	if c.ClientIP == nil {
-		c.ClientIP = remoteIP
+		c.ClientIP = clientaddr.RemoteAddr
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -84,7 +84,7 @@ type Config struct {
 	ClientIPv6Prefix int
 	// ClientIP gives a request's client address. Default: the address of
 	// the request's RemoteAddr.
-	ClientIP func(*http.Request) netip.Addr
+	ClientIP clientaddr.FromRequest
 	// Log is told what went wrong when a client is answered in words only
 	// (an unreachable server, an unusable answer). Default: nothing.
 	Log func(server string, err error)
@@ -272,14 +272,6 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		g.named[name] = t
 	}
 	return g, nil
-}
-
-func remoteIP(r *http.Request) netip.Addr {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr().Unmap()
 }
 
 // Stats returns the result caches' counters, summed.

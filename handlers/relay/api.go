@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
 	"github.com/gamegate/gamegate/internal/periodic"
 	"github.com/gamegate/gamegate/internal/ratelimit"
@@ -154,8 +155,8 @@ type APIConfig struct {
 	// the same token. Default: false.
 	AnyClientJoinCode bool
 	// ClientIP returns the address of the client that sent r, honouring
-	// the server's trusted proxies. Default: the host of r.RemoteAddr.
-	ClientIP func(r *http.Request) string
+	// the server's trusted proxies. Default: clientaddr.RemoteAddr.
+	ClientIP clientaddr.FromRequest
 	// MaxBody bounds request bodies, in bytes. Default: 64 KiB.
 	MaxBody int64
 	// SweepInterval is how often Start's sweeper deletes expired records

@@ -102,7 +102,7 @@ func (c APIConfig) WithDefaults() APIConfig {
 		c.Limiter = NewAllocationLimiter()
 	}
 	if c.ClientIP == nil {
-		c.ClientIP = remoteIP
+		c.ClientIP = clientaddr.RemoteAddr
 	}
 	if c.Now == nil {
 		c.Now = time.Now

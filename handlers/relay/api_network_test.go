@@ -3,6 +3,7 @@ package relay
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,10 @@ import (
 // fromHeader makes the X-Test-IP header the client address, for tests of
 // many clients.
 func fromHeader(cfg *APIConfig) {
-	cfg.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-IP") }
+	cfg.ClientIP = func(r *http.Request) netip.Addr {
+		a, _ := netip.ParseAddr(r.Header.Get("X-Test-IP"))
+		return a
+	}
 }
 
 // One holder of an IPv6 /54 (1,024 /64s, each a client) takes allocations

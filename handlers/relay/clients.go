@@ -6,8 +6,8 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/gamegate/gamegate/internal/clientaddr"
@@ -18,25 +18,14 @@ import (
 // NetworkKey is the key under which a client's network is limited: the
 // /ipv4Bits prefix of its IPv4 address (0: /24) or the /ipv6Bits prefix of
 // its IPv6 address (0: /48), as package clientaddr makes networks.
-func NetworkKey(ip string, ipv4Bits, ipv6Bits int) string {
+func NetworkKey(ip netip.Addr, ipv4Bits, ipv6Bits int) string {
 	return clientaddr.NetworkString(ip, ipv4Bits, ipv6Bits)
 }
 
 // ClientKey is the key under which a client's requests are limited and its
 // allocations counted: its IPv4 address, or the prefix of ipv6Bits bits
-// (0: /64) of its IPv6 address, as package clientaddr keys clients. A text
-// that is not an IP address is its own key.
-func ClientKey(ip string, ipv6Bits int) string { return clientaddr.KeyString(ip, ipv6Bits) }
-
-// remoteIP is the host of r.RemoteAddr, the client address when no server
-// in front says otherwise.
-func remoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+// (0: /64) of its IPv6 address, as package clientaddr keys clients.
+func ClientKey(ip netip.Addr, ipv6Bits int) string { return clientaddr.KeyString(ip, ipv6Bits) }
 
 // ownerProof is what ties an allocation to the client that made it: a
 // digest of the client's key and the token it presented. /v1/joincode hands

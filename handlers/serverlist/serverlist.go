@@ -19,6 +19,7 @@ import (
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/clientaddr"
 	wiremaster "github.com/gamegate/gamegate/wire/master"
 	wireq3 "github.com/gamegate/gamegate/wire/quake3"
 )
@@ -60,7 +61,7 @@ type Config struct {
 	// client's, not the proxy's: a proxy on loopback would otherwise be
 	// shown every loopback and private server. Default: the address of
 	// the request's RemoteAddr.
-	ClientIP func(*http.Request) netip.Addr
+	ClientIP clientaddr.FromRequest
 }
 
 // Bounds Validate checks.
@@ -456,15 +457,14 @@ func (f Filter) Apply(servers []Server) Page {
 // shown: Config.ClientIP's answer, else RemoteAddr's address; unknown, a
 // public address.
 func (l *List) Client(r *http.Request) netip.Addr {
-	client := netip.IPv4Unspecified() // unknown: public
-	if l.cfg.ClientIP != nil {
-		if a := l.cfg.ClientIP(r); a.IsValid() {
-			client = a
-		}
-	} else if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		client = ap.Addr()
+	from := l.cfg.ClientIP
+	if from == nil {
+		from = clientaddr.RemoteAddr
 	}
-	return client
+	if a := from(r); a.IsValid() {
+		return a
+	}
+	return netip.IPv4Unspecified() // unknown: public
 }
 
 // ServeHTTP answers GET and HEAD at any path (so the list works under a

@@ -9,8 +9,29 @@ package clientaddr
 
 import (
 	"fmt"
+	"net/http"
 	"net/netip"
 )
+
+// FromRequest gives the address of the client that sent an HTTP request:
+// what the server determined (Caddy honours its trusted_proxies), else
+// RemoteAddr's. The invalid Addr means unknown. Every HTTP handler takes
+// its clients' addresses in this one form.
+type FromRequest func(*http.Request) netip.Addr
+
+// RemoteAddr is the address of r.RemoteAddr, unmapped and without a zone:
+// the client when no proxy in front says otherwise. The invalid Addr if
+// RemoteAddr holds none.
+func RemoteAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap().WithZone("")
+}
+
+// unknown is the key of every client whose address is unknown.
+const unknown = "unknown"
 
 // DefaultIPv6Prefix is the prefix length, in bits, that makes one IPv6
 // client when none is configured: the /64 one subscriber holds at the
@@ -53,13 +74,11 @@ func Key(a netip.Addr, ipv6Bits int) netip.Prefix {
 	return p
 }
 
-// KeyString is Key for an address in text, as HTTP servers give it, written
-// as text: "192.0.2.1" for IPv4 and "2001:db8::/64" for IPv6. A text that is
-// not an IP address is its own key.
-func KeyString(ip string, ipv6Bits int) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ip
+// KeyString is Key written as text: "192.0.2.1" for IPv4 and
+// "2001:db8::/64" for IPv6; "unknown" for the invalid address.
+func KeyString(a netip.Addr, ipv6Bits int) string {
+	if !a.IsValid() {
+		return unknown
 	}
 	k := Key(a, ipv6Bits)
 	if k.Addr().Is4() {
@@ -112,13 +131,11 @@ func Network(a netip.Addr, ipv4Bits, ipv6Bits int) netip.Prefix {
 	return p
 }
 
-// NetworkString is Network for an address in text, written as a prefix
-// ("192.0.2.0/24", "2001:db8:1::/48"). A text that is not an IP address is
-// its own network.
-func NetworkString(ip string, ipv4Bits, ipv6Bits int) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ip
+// NetworkString is Network written as a prefix ("192.0.2.0/24",
+// "2001:db8:1::/48"); "unknown" for the invalid address.
+func NetworkString(a netip.Addr, ipv4Bits, ipv6Bits int) string {
+	if !a.IsValid() {
+		return unknown
 	}
 	return Network(a, ipv4Bits, ipv6Bits).String()
 }

@@ -60,9 +60,10 @@ func TestKeyString(t *testing.T) {
 		{"::ffff:192.0.2.7", 0, "192.0.2.7"},
 		{"2001:db8::1", 0, "2001:db8::/64"},
 		{"2001:db8:0:ff::1", 48, "2001:db8::/48"},
-		{"not an address", 0, "not an address"},
+		{"not an address", 0, "unknown"},
 	} {
-		if got := KeyString(tc.ip, tc.bits); got != tc.want {
+		a, _ := netip.ParseAddr(tc.ip)
+		if got := KeyString(a, tc.bits); got != tc.want {
 			t.Errorf("KeyString(%q, %d) = %q, want %q", tc.ip, tc.bits, got, tc.want)
 		}
 	}
@@ -94,9 +95,10 @@ func TestNetworkString(t *testing.T) {
 		{"2001:db8:1:2:3:4:5:6", 0, 0, "2001:db8:1::/48"},
 		{"2001:db8:1:2:3:4:5:6", 0, 56, "2001:db8:1::/56"},
 		{"fe80::1%eth0", 0, 0, "fe80::/48"},
-		{"not an address", 0, 0, "not an address"},
+		{"not an address", 0, 0, "unknown"},
 	} {
-		if got := NetworkString(tc.ip, tc.bits4, tc.bits6); got != tc.want {
+		a, _ := netip.ParseAddr(tc.ip)
+		if got := NetworkString(a, tc.bits4, tc.bits6); got != tc.want {
 			t.Errorf("NetworkString(%q, %d, %d) = %q, want %q", tc.ip, tc.bits4, tc.bits6, got, tc.want)
 		}
 	}
