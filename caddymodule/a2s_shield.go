@@ -1,9 +1,7 @@
 package caddymodule
 
 import (
-	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -15,10 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/a2s"
-	"github.com/gamegate/gamegate/internal/netaddr"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
@@ -43,8 +39,14 @@ type A2SShield struct {
 	Upstream string `json:"upstream,omitempty"`
 	// How long an answer is reused, from 100ms to 24h. Default: 5s.
 	TTL caddy.Duration `json:"ttl,omitempty"`
-	// How long after ttl an answer is still served while it is refreshed,
-	// and when the game server does not answer, at most 24h. Default: 30s.
+	// How long after ttl an answer is still served while it is refreshed
+	// (RFC 5861), at most 24h. Default: 30s.
+	StaleWhileRevalidate caddy.Duration `json:"stale_while_revalidate,omitempty"`
+	// How long after ttl an answer is still served when the game server
+	// does not answer (RFC 5861), at most 24h. Default: 30s.
+	StaleIfError caddy.Duration `json:"stale_if_error,omitempty"`
+	// Deprecated: the former name of stale_while_revalidate and
+	// stale_if_error together, which it sets both.
 	StaleTTL caddy.Duration `json:"stale_ttl,omitempty"`
 	// How long a failed upstream query is remembered before the next try.
 	// At most 24h. Default: 1s.
@@ -64,6 +66,8 @@ type A2SShield struct {
 	SplitLayout string `json:"split_layout,omitempty"`
 	// Time one upstream attempt waits, challenge included, at most 1h.
 	// Default: 1s.
+	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
+	// Deprecated: the former name of attempt_timeout.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
 	// Upstream attempts after the first, -1 (none) to 10. Default: 1.
 	Retries int `json:"retries,omitempty"`
@@ -94,8 +98,8 @@ type A2SShield struct {
 	// it is not answered. Default: 8192.
 	MaxSources int `json:"max_sources,omitempty"`
 
-	shield *a2s.Shield
-	logger *zap.Logger
+	protocol *a2s.ShieldProtocol
+	logger   *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -106,98 +110,65 @@ func (*A2SShield) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision builds the shield.
+// options are the handler's options from the module's.
+func (h *A2SShield) options() a2s.ShieldOptions {
+	return a2s.ShieldOptions{
+		Upstream:             h.Upstream,
+		TTL:                  time.Duration(h.TTL),
+		StaleWhileRevalidate: time.Duration(h.StaleWhileRevalidate),
+		StaleIfError:         time.Duration(h.StaleIfError),
+		NegativeTTL:          time.Duration(h.NegativeTTL),
+		ChallengeWindow:      time.Duration(h.ChallengeWindow),
+		MaxPayload:           h.MaxPayload,
+		Decompress:           h.Decompress,
+		Layout:               splitLayouts[h.SplitLayout],
+		AttemptTimeout:       time.Duration(h.AttemptTimeout),
+		Retries:              h.Retries,
+		MaxPackets:           h.MaxPackets,
+		MaxResponse:          h.MaxResponse,
+		Limits: a2s.Limits{Rate: h.Rate, Burst: h.Burst, ByteRate: h.ByteRate, ByteBurst: h.ByteBurst,
+			TotalByteRate: h.TotalByteRate, TotalByteBurst: h.TotalByteBurst, MaxSources: h.MaxSources},
+	}
+}
+
+// Provision moves the former option names to the current ones, builds the
+// shield and starts its workers.
 func (h *A2SShield) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	warnExposedLayer4(ctx)
-	if err := h.Validate(); err != nil {
+	if err := renamed(ctx, "a2s_shield", "stale_ttl", "stale_while_revalidate", &h.StaleTTL, &h.StaleWhileRevalidate,
+		renamedTo[caddy.Duration]{"stale_if_error", &h.StaleIfError}); err != nil {
 		return err
 	}
-	shield, err := newA2SShield(h)
-	if err != nil {
+	if err := renamed(ctx, "a2s_shield", "upstream_timeout", "attempt_timeout", &h.UpstreamTimeout, &h.AttemptTimeout); err != nil {
 		return err
 	}
-	h.shield = shield
+	o := h.options()
+	o.Key = a2sChallengeKey
+	o.Count = a2sShieldMetrics.requests.count
+	o.Sent = a2sShieldMetrics.sent
+	o.Busy = a2sShieldMetrics.busy.Inc
+	o.OnUpstream = a2sShieldMetrics.upstream.Inc
+	o.WriteFailed = func(to netip.AddrPort, err error) {
+		if ce := h.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
+			ce.Write(zap.Stringer("to", to), zap.Error(err))
+		}
+	}
+	var err error
+	if h.protocol, err = a2s.NewShieldProtocol(o); err != nil {
+		return err
+	}
 	return a2sShieldMetrics.register(ctx.GetMetricsRegistry())
 }
 
-// Cleanup ends the shield's upstream queries. They are shared by every
-// request asking, so no request's end cancels them: without this, those of
-// a configuration being unloaded would run on for every attempt's
-// upstream_timeout.
+// Cleanup stops the workers, then ends the shield's upstream queries
+// (a2s.ShieldProtocol.Close): a reload or stop does not wait for the game
+// server.
 func (h *A2SShield) Cleanup() error {
-	if h.shield != nil {
-		h.shield.Close()
+	if h.protocol != nil {
+		h.protocol.Close()
 	}
 	return nil
-}
-
-// newA2SShield builds the Caddy-free shield from a validated configuration.
-func newA2SShield(h *A2SShield) (*a2s.Shield, error) {
-	ttl, stale, negative := time.Duration(h.TTL), time.Duration(h.StaleTTL), time.Duration(h.NegativeTTL)
-	if ttl == 0 {
-		ttl = 5 * time.Second
-	}
-	if stale == 0 {
-		stale = 30 * time.Second
-	}
-	if negative == 0 {
-		negative = time.Second
-	}
-	return a2s.NewShield(a2s.ShieldConfig{
-		Upstream: h.Upstream,
-		Client:   newA2SClient(h.UpstreamTimeout, h.Retries, h.SplitLayout, h.MaxPackets, h.MaxResponse),
-		Cache: cache.Policy{TTL: ttl, StaleWhileRevalidate: stale, StaleIfError: stale, NegativeTTL: negative,
-			LoadTimeout: h.loadTimeout()},
-		ChallengeWindow: time.Duration(h.ChallengeWindow),
-		Key:             a2sChallengeKey,
-		Layout:          splitLayouts[h.SplitLayout],
-		MaxPayload:      h.MaxPayload,
-		Decompress:      h.Decompress,
-		Limits: a2s.Limits{Rate: h.Rate, Burst: h.Burst, ByteRate: h.ByteRate, ByteBurst: h.ByteBurst,
-			TotalByteRate: h.TotalByteRate, TotalByteBurst: h.TotalByteBurst, MaxSources: h.MaxSources},
-		OnUpstream: a2sShieldMetrics.upstream.Inc,
-	})
-}
-
-// loadTimeout bounds one upstream query, every attempt and a second: how
-// long an answer may be waited for.
-func (h *A2SShield) loadTimeout() time.Duration {
-	timeout := time.Duration(h.UpstreamTimeout)
-	if timeout == 0 {
-		timeout = time.Second
-	}
-	attempts := 2
-	if h.Retries != 0 {
-		attempts = max(0, h.Retries) + 1
-	}
-	return time.Duration(attempts)*timeout + time.Second
-}
-
-// answer waits, at most loadTimeout, for the answer to a validated request
-// of type typ, counts the outcome, and sends the answer's datagrams to to
-// with write, logging a failed write at debug level. The layer4 handler's
-// per-client goroutine and the app protocol's workers both answer with it.
-func (h *A2SShield) answer(ctx context.Context, typ wirea2s.Type, to netip.AddrPort, write func([]byte) error) {
-	ctx, cancel := context.WithTimeout(ctx, h.loadTimeout())
-	ds := h.shield.Serve(ctx, typ)
-	cancel()
-	if ds == nil {
-		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
-		return
-	}
-	if v := h.shield.Admit(to, ds); v != a2s.Answered {
-		a2sShieldMetrics.requests.count(v)
-		return
-	}
-	a2sShieldMetrics.answered(ds)
-	for _, d := range ds {
-		if err := write(d); err != nil {
-			if ce := h.logger.Check(zap.DebugLevel, "writing A2S answer"); ce != nil {
-				ce.Write(zap.Stringer("to", to), zap.Error(err))
-			}
-		}
-	}
 }
 
 // a2sChallengeKey is the process's challenge secret, the same for every
@@ -211,102 +182,35 @@ var a2sChallengeKey = func() []byte {
 	return k
 }()
 
-// Validate checks the configuration.
+// Validate checks the configuration (a2s.ShieldOptions.Validate).
 func (h *A2SShield) Validate() error {
-	if h.Upstream == "" {
-		return errors.New("a2s_shield: upstream is required")
+	if _, ok := splitLayouts[h.SplitLayout]; !ok {
+		return fmt.Errorf("split_layout: want auto, source, source_no_size or goldsrc, got %q", h.SplitLayout)
 	}
-	if _, _, err := net.SplitHostPort(h.Upstream); err != nil {
-		return fmt.Errorf("a2s_shield: upstream %q is not host:port", h.Upstream)
-	}
-	c := newChecker("a2s_shield")
-	c.durationIn("ttl", h.TTL, cacheTTLRange)
-	c.durationIn("stale_ttl", h.StaleTTL, ttlRange)
-	c.durationIn("negative_ttl", h.NegativeTTL, ttlRange)
-	c.durationIn("challenge_window", h.ChallengeWindow, challengeWindowRange)
-	if c.err != nil {
-		return c.err
-	}
-	if h.MaxPayload != 0 && (h.MaxPayload < 200 || h.MaxPayload > a2s.MaxSingle) {
-		return fmt.Errorf("a2s_shield: max_payload must be in [200, %d]", a2s.MaxSingle)
-	}
-	c.rate("rate", "burst", h.Rate, int64(h.Burst))
-	c.optIn("byte_rate", int64(h.ByteRate), a2sByteRange)
-	c.optIn("byte_burst", int64(h.ByteBurst), a2sByteRange)
-	c.optIn("total_byte_rate", int64(h.TotalByteRate), a2sByteRange)
-	c.optIn("total_byte_burst", int64(h.TotalByteBurst), a2sByteRange)
-	c.optIn("max_sources", int64(h.MaxSources), a2sMaxSourcesRange)
-	if c.err != nil {
-		return c.err
-	}
-	return validateA2SClient("a2s_shield", "upstream_timeout", h.UpstreamTimeout, h.Retries, h.SplitLayout, h.MaxPackets, h.MaxResponse)
+	o := h.options()
+	return o.Validate()
 }
 
-// Ranges of the shield's limits: byte rates and bursts, and the table of
-// sources (a 1<<20 table takes 34 MB).
-var (
-	a2sByteRange       = intRange{1, 1 << 30}
-	a2sMaxSourcesRange = intRange{1, 1 << 20}
-)
-
-// a2sQueueLen is how many validated requests of one client may wait for the
-// cache; more are dropped, so the read loop never blocks.
-const a2sQueueLen = 4
-
-// Handle answers the requests of one client address until the association
-// ends. Challenges are answered at once; answers that may wait for the game
-// server are sent from a goroutine, so the shared socket keeps being read.
+// Handle serves the association's datagrams with the shield: challenges
+// and cached answers at once, requests that wait for the game server on
+// the shield's shared workers (see a2s.ShieldProtocol).
 func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	pc, err := packetConnOf(cx, "a2s_shield")
-	if err != nil {
-		return err
-	}
-	remote := cx.RemoteAddr()
-	src := netaddr.AddrPortOf(remote)
-	queue := make(chan wirea2s.Type, a2sQueueLen)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		write := func(d []byte) error {
-			_, err := pc.WriteTo(d, remote)
-			return err
-		}
-		for typ := range queue {
-			h.answer(context.Background(), typ, src, write)
-		}
-	}()
-	defer func() { close(queue); <-done }()
-	reply := make([]byte, 0, wirea2s.ChallengeLen)
-	drop := func() { a2sShieldMetrics.requests.count(a2s.DroppedMalformed) }
-	return readDatagrams(cx, drop, func(datagram []byte) {
-		out, typ, serve, v := h.shield.Classify(src, datagram, reply[:0])
-		if !serve {
-			a2sShieldMetrics.requests.count(v)
-			if len(out) > 0 {
-				_, _ = pc.WriteTo(out, remote)
-			}
-			return
-		}
-		select {
-		case queue <- typ:
-		default:
-			a2sShieldMetrics.busy.Inc()
-		}
-	})
+	return serveDatagrams(cx, h.protocol, "a2s_shield")
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
 //	a2s_shield <upstream> {
-//		ttl              <duration>
-//		stale_ttl        <duration>
-//		negative_ttl     <duration>
-//		challenge_window <duration>
-//		max_payload      <bytes>
+//		ttl                    <duration>
+//		stale_while_revalidate <duration>
+//		stale_if_error         <duration>
+//		negative_ttl           <duration>
+//		challenge_window       <duration>
+//		max_payload            <bytes>
 //		decompress
-//		split_layout     auto|source|source_no_size|goldsrc
-//		upstream_timeout <duration>
-//		retries          <count>
+//		split_layout           auto|source|source_no_size|goldsrc
+//		attempt_timeout        <duration>
+//		retries                <count>
 //		max_packets      <count>
 //		max_response     <bytes>
 //		rate             <answers_per_second>
@@ -317,6 +221,9 @@ func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		total_byte_burst <bytes>
 //		max_sources      <count>
 //	}
+//
+// stale_ttl (both stale_while_revalidate and stale_if_error) and
+// upstream_timeout (attempt_timeout) are the deprecated former names.
 func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the handler name
 	if !d.NextArg() {
@@ -329,19 +236,23 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if _, _, err := net.SplitHostPort(h.Upstream); err != nil {
 		return d.Errf("a2s_shield: upstream '%s' is not host:port", h.Upstream)
 	}
-	return parseBlock(d, "a2s_shield", nil, func(opt string) error {
+	return parseRenamedBlock(d, "a2s_shield", nil, a2sShieldFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "ttl":
-			h.TTL, err = parseDurationIn(d, cacheTTLRange)
-		case "stale_ttl":
-			h.StaleTTL, err = parseDurationIn(d, ttlRange)
+			h.TTL, err = parseDurationIn(d, durationRange{a2s.MinTTL, a2s.MaxLifetime})
+		case "stale_while_revalidate":
+			h.StaleWhileRevalidate, err = parseDurationIn(d, a2sLifetimeRange)
+		case "stale_if_error":
+			h.StaleIfError, err = parseDurationIn(d, a2sLifetimeRange)
+		case "stale_ttl": // moved to both stale options when provisioned
+			h.StaleTTL, err = parseDurationIn(d, a2sLifetimeRange)
 		case "negative_ttl":
-			h.NegativeTTL, err = parseDurationIn(d, ttlRange)
+			h.NegativeTTL, err = parseDurationIn(d, a2sLifetimeRange)
 		case "challenge_window":
-			h.ChallengeWindow, err = parseDurationIn(d, challengeWindowRange)
+			h.ChallengeWindow, err = parseDurationIn(d, durationRange{a2s.MinChallengeWindow, a2s.MaxChallengeWindow})
 		case "max_payload":
-			h.MaxPayload, err = parseIntRange(d, 200, a2s.MaxSingle)
+			h.MaxPayload, err = parseIntRange(d, a2s.MinMaxPayload, a2s.MaxSingle)
 		case "decompress":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -349,34 +260,45 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Decompress = true
 		case "split_layout":
 			h.SplitLayout, err = parseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
-		case "upstream_timeout":
-			h.UpstreamTimeout, err = parseDurationIn(d, timeoutRange)
+		case "attempt_timeout":
+			h.AttemptTimeout, err = parseDurationIn(d, a2sAttemptTimeoutRange)
 		case "retries":
-			h.Retries, err = parseIntRange(d, -1, 10)
+			h.Retries, err = parseIntRange(d, -1, a2s.MaxRetries)
 		case "max_packets":
-			h.MaxPackets, err = parseIntRange(d, a2sMinPackets, wirea2s.MaxSourcePackets)
+			h.MaxPackets, err = parseIntRange(d, a2s.MinMaxPackets, wirea2s.MaxSourcePackets)
 		case "max_response":
-			h.MaxResponse, err = parseIntRange(d, a2sMinResponse, a2sMaxResponse)
+			h.MaxResponse, err = parseIntRange(d, a2s.MinMaxResponse, a2s.MaxMaxResponse)
 		case "rate":
 			h.Rate, err = parsePositiveFloat(d)
 		case "burst":
 			h.Burst, err = parseIntIn(d, burstRange)
 		case "byte_rate":
-			h.ByteRate, err = parseSize[int](d, a2sByteRange)
+			h.ByteRate, err = parseSize[int](d, intRange{1, a2s.MaxByteRate})
 		case "byte_burst":
-			h.ByteBurst, err = parseSize[int](d, a2sByteRange)
+			h.ByteBurst, err = parseSize[int](d, intRange{1, a2s.MaxByteRate})
 		case "total_byte_rate":
-			h.TotalByteRate, err = parseSize[int](d, a2sByteRange)
+			h.TotalByteRate, err = parseSize[int](d, intRange{1, a2s.MaxByteRate})
 		case "total_byte_burst":
-			h.TotalByteBurst, err = parseSize[int](d, a2sByteRange)
+			h.TotalByteBurst, err = parseSize[int](d, intRange{1, a2s.MaxByteRate})
 		case "max_sources":
-			h.MaxSources, err = parseIntIn(d, a2sMaxSourcesRange)
+			h.MaxSources, err = parseIntIn(d, intRange{1, a2s.MaxMaxSources})
 		default:
 			return unknownOption(d, "a2s_shield", opt)
 		}
 		return err
 	})
 }
+
+// a2sShieldFormerNames are the shield's renamed options but stale_ttl,
+// which became two (both stale options).
+var a2sShieldFormerNames = formerNames{"upstream_timeout": "attempt_timeout"}
+
+// Ranges of the shield's durations, checked as the Caddyfile is read (the
+// bounds are the handler's).
+var (
+	a2sLifetimeRange       = durationRange{0, a2s.MaxLifetime}
+	a2sAttemptTimeoutRange = durationRange{0, a2s.MaxAttemptTimeout}
+)
 
 // MatchA2S matches a UDP association whose first datagram is an A2S
 // request (A2S_INFO, A2S_PLAYER or A2S_RULES), so the shield can share a
@@ -401,11 +323,8 @@ func (m *MatchA2S) Match(cx *layer4.Connection) (bool, error) {
 	if err != nil {
 		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
 	}
-	return matchesA2S(buf[:n]), nil
+	return wirea2s.LooksLikeRequest(buf[:n]), nil
 }
-
-// matchesA2S reports whether a datagram looks like an A2S request.
-func matchesA2S(datagram []byte) bool { return wirea2s.LooksLikeRequest(datagram) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //
@@ -415,32 +334,10 @@ func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // A2SShieldProtocol serves the A2S shield (layer4.handlers.a2s_shield) on
-// a gamegate UDP server: same options, parsed by the same code. Each
-// datagram is answered on the reader that read it: a challenge, or the
-// cached answer. Only a request from a source that passed its challenge
-// while nothing is cached yet waits for the game server, in a bounded
-// queue served by a few workers; a request that finds the queue full is
-// dropped (gamegate_a2s_shield_requests_dropped_busy_total) and the
-// client asks again. Nothing is kept per source but its answer limits, in
-// a table of fixed size: unlike the layer4 handler on caddy-l4, a flood
-// from many (spoofed) sources costs no goroutine and no memory.
-type A2SShieldProtocol struct {
-	A2SShield
-
-	workers dgram.Workers[a2sJob]
-}
-
-// a2sJob is a validated request waiting for the game server's answer.
-type a2sJob struct {
-	conn *dgram.Conn
-	src  netip.AddrPort
-	typ  wirea2s.Type
-}
-
-const (
-	a2sWorkers  = 2  // answers awaited at once (they share the upstream queries)
-	a2sQueueCap = 64 // validated requests waiting, from all sources
-)
+// a gamegate UDP server: same options, parsed by the same code, and the
+// same a2s.ShieldProtocol, whose readers answer challenges and cached
+// answers and whose few workers wait for the game server.
+type A2SShieldProtocol struct{ A2SShield }
 
 // CaddyModule returns the Caddy module information.
 func (*A2SShieldProtocol) CaddyModule() caddy.ModuleInfo {
@@ -450,62 +347,12 @@ func (*A2SShieldProtocol) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision builds the shield and starts the workers.
-func (p *A2SShieldProtocol) Provision(ctx caddy.Context) error {
-	if err := p.A2SShield.Provision(ctx); err != nil {
-		return err
-	}
-	p.workers.Start(a2sWorkers, a2sQueueCap, p.serve, func(a2sJob) {
-		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
-	})
-	return nil
-}
+// Match reports whether the datagram looks like an A2S request.
+func (p *A2SShieldProtocol) Match(datagram []byte) bool { return p.protocol.Match(datagram) }
 
-// Cleanup stops the workers, then ends the upstream queries: requests
-// waiting for the game server are dropped, so a reload or stop does not
-// wait for it, and the upstream queries end with the configuration. In
-// that order, so that no worker takes a query's end for an answer.
-func (p *A2SShieldProtocol) Cleanup() error {
-	p.workers.Close()
-	return p.A2SShield.Cleanup()
-}
-
-// Match reports whether the datagram is an A2S request.
-func (p *A2SShieldProtocol) Match(datagram []byte) bool { return matchesA2S(datagram) }
-
-// ServeDatagram answers one request: a challenge, the cached answer, or,
-// when nothing is cached yet, a place in the workers' queue.
+// ServeDatagram answers one request, or queues it for a worker.
 func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
-	out, typ, serve, v := p.shield.Classify(src, datagram, w.Buffer(wirea2s.ChallengeLen))
-	if !serve {
-		a2sShieldMetrics.requests.count(v)
-		if len(out) > 0 {
-			w.WriteTo(out, src)
-		}
-		return
-	}
-	ds, pending := p.shield.ServeCached(typ)
-	switch {
-	case ds != nil:
-		if v := p.shield.Admit(src, ds); v != a2s.Answered {
-			a2sShieldMetrics.requests.count(v)
-			return
-		}
-		a2sShieldMetrics.answered(ds)
-		for _, d := range ds {
-			w.WriteTo(d, src)
-		}
-	case !pending:
-		a2sShieldMetrics.requests.count(a2s.DroppedNoAnswer)
-	default:
-		if !p.workers.Offer(a2sJob{conn: w.Conn(), src: src, typ: typ}) {
-			a2sShieldMetrics.busy.Inc()
-		}
-	}
-}
-
-func (p *A2SShieldProtocol) serve(ctx context.Context, j a2sJob) {
-	p.answer(ctx, j.typ, j.src, func(d []byte) error { return j.conn.WriteTo(d, j.src) })
+	p.protocol.ServeDatagram(w, src, datagram)
 }
 
 var a2sShieldMetrics = newA2SShieldMetrics()
@@ -518,15 +365,8 @@ type a2sShieldMetricSet struct {
 	answerBytes prometheus.Counter
 }
 
-// answered counts an answer sent.
-func (m *a2sShieldMetricSet) answered(ds [][]byte) {
-	m.requests.count(a2s.Answered)
-	n := 0
-	for _, d := range ds {
-		n += len(d)
-	}
-	m.answerBytes.Add(float64(n))
-}
+// sent counts the bytes of an answer sent.
+func (m *a2sShieldMetricSet) sent(n int) { m.answerBytes.Add(float64(n)) }
 
 func newA2SShieldMetrics() *a2sShieldMetricSet {
 	m := &a2sShieldMetricSet{metricSet: metricSet{subsystem: "a2s_shield"}}
@@ -534,7 +374,7 @@ func newA2SShieldMetrics() *a2sShieldMetricSet {
 		"A2S requests handled by the shield, by outcome.",
 		"outcome", a2s.NumVerdicts)
 	m.busy = m.counter("requests_dropped_busy_total",
-		"A2S requests dropped because the client already had requests waiting for the game server.")
+		"Validated A2S requests dropped because the queue of requests waiting for the game server was full.")
 	m.upstream = m.counter("upstream_queries_total", "Queries the shield sent to game servers.")
 	m.answerBytes = m.counter("answer_bytes_total", "Bytes of answers the shield sent to sources that passed their challenge.")
 	return m

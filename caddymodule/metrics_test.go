@@ -182,7 +182,7 @@ var descPattern = regexp.MustCompile(`^Desc\{fqName: "(.*)", help: (".*"), unit:
 
 const metricDescriptions = `
 gamegate_a2s_shield_answer_bytes_total{} "Bytes of answers the shield sent to sources that passed their challenge."
-gamegate_a2s_shield_requests_dropped_busy_total{} "A2S requests dropped because the client already had requests waiting for the game server."
+gamegate_a2s_shield_requests_dropped_busy_total{} "Validated A2S requests dropped because the queue of requests waiting for the game server was full."
 gamegate_a2s_shield_requests_total{outcome} "A2S requests handled by the shield, by outcome."
 gamegate_a2s_shield_upstream_queries_total{} "Queries the shield sent to game servers."
 gamegate_discovery_fleet_requests_total{fleet} "Discovery requests answered with a fleet's servers (200 or 304), by fleet id."

@@ -54,18 +54,10 @@ var splitLayouts = map[string]wirea2s.Layout{
 	"goldsrc":        wirea2s.LayoutGoldSrc,
 }
 
-// a2sClientLimits are the bounds of the A2S client options, shared by the
-// query plugin and the shield.
-const (
-	a2sMinPackets  = 2
-	a2sMinResponse = 1400
-	a2sMaxResponse = 1 << 20
-)
-
 // Ranges of the A2S client options.
 var (
-	a2sMaxPacketsRange  = intRange{a2sMinPackets, wirea2s.MaxSourcePackets}
-	a2sMaxResponseRange = intRange{a2sMinResponse, a2sMaxResponse}
+	a2sMaxPacketsRange  = intRange{a2s.MinMaxPackets, wirea2s.MaxSourcePackets}
+	a2sMaxResponseRange = intRange{a2s.MinMaxResponse, a2s.MaxMaxResponse}
 )
 
 // validateA2SClient checks the options of an A2S client, its attempt

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
@@ -20,18 +21,34 @@ import (
 //   - giving both names is an error, in JSON and in a Caddyfile.
 
 // renamed moves an option given under its former name to its current one,
-// warning once per load; giving both is an error.
-func renamed[T comparable](ctx caddy.Context, module, old, current string, oldV, currentV *T) error {
+// warning once per load; giving both is an error. A former option whose
+// meaning became several options (the A2S shield's stale_ttl) moves to
+// each of more as well.
+func renamed[T comparable](ctx caddy.Context, module, old, current string, oldV, currentV *T, more ...renamedTo[T]) error {
 	var zero T
 	if *oldV == zero {
 		return nil
 	}
-	if *currentV != zero {
-		return bothNames(old, current)
+	all := append([]renamedTo[T]{{current, currentV}}, more...)
+	names := make([]string, len(all))
+	for i, c := range all {
+		if *c.v != zero {
+			return bothNames(old, c.name)
+		}
+		names[i] = c.name
 	}
-	warnRenamed(ctx, module, old, current)
-	*currentV, *oldV = *oldV, zero
+	warnRenamed(ctx, module, old, strings.Join(names, " and "))
+	for _, c := range all {
+		*c.v = *oldV
+	}
+	*oldV = zero
 	return nil
+}
+
+// renamedTo is one more current option a former one became.
+type renamedTo[T any] struct {
+	name string
+	v    *T
 }
 
 func bothNames(old, current string) error {

@@ -38,7 +38,8 @@ func deprecationWarnings(out string) []string {
 
 // A configuration load warns once about each former option name it uses,
 // however many modules and elements use it: here two gqp servers and an
-// a2s server give their attempt timeout as timeout, and two game_query
+// a2s server give their attempt timeout as timeout, two A2S shields their
+// stale_ttl and upstream_timeout, and two game_query
 // handlers give upstream_rate as rate_limit, two relay_allocations
 // handlers joincode_rate. A Caddyfile adapts former names to the current
 // JSON keys, warning at each line to change, and what it adapts to loads
@@ -49,6 +50,9 @@ func TestRenamedOptionsWarnOnce(t *testing.T) {
 	t.Setenv("RELAY_SECRET", strings.Repeat("s", 32))
 	t.Setenv("RELAY_TOKEN", strings.Repeat("t", 32))
 
+	// The shield's stale_ttl became both stale_while_revalidate and
+	// stale_if_error.
+	shield := `{"handler": "a2s_shield", "upstream": "127.0.0.1:27015", "stale_ttl": "20s", "upstream_timeout": "800ms"}`
 	relay := `{"handler": "relay_allocations", "secrets": ["{env.RELAY_SECRET}"], "tokens": ["{env.RELAY_TOKEN}"], "public_address": "127.0.0.1:7777", "joincode_rate": 2}`
 	config := `{"apps": {"http": {"servers": {"s": {"listen": ["127.0.0.1:0"], "routes": [
 		{"handle": [{"handler": "game_query", "rate_limit": 5, "servers": {
@@ -58,6 +62,9 @@ func TestRenamedOptionsWarnOnce(t *testing.T) {
 		{"handle": [{"handler": "game_query", "rate_limit": 5}]},
 		{"match": [{"path": ["/a/*"]}], "handle": [` + relay + `]},
 		{"match": [{"path": ["/b/*"]}], "handle": [` + relay + `]}
+	]}}}, "layer4": {"servers": {"l": {"listen": ["udp/127.0.0.1:0"], "routes": [
+		{"handle": [` + shield + `]},
+		{"handle": [` + shield + `]}
 	]}}}}}`
 	path := filepath.Join(dir, "old.json")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
@@ -68,7 +75,8 @@ func TestRenamedOptionsWarnOnce(t *testing.T) {
 		t.Fatalf("validate: %v\n%s", err, out)
 	}
 	got := deprecationWarnings(string(out))
-	want := []string{"a2s timeout→attempt_timeout", "game_query rate_limit→upstream_rate", "gqp timeout→attempt_timeout", "relay_allocations joincode_rate→join_code_rate"}
+	want := []string{"a2s timeout→attempt_timeout", "a2s_shield stale_ttl→stale_while_revalidate and stale_if_error",
+		"a2s_shield upstream_timeout→attempt_timeout", "game_query rate_limit→upstream_rate", "gqp timeout→attempt_timeout", "relay_allocations joincode_rate→join_code_rate"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("JSON load: got warnings %q, want each once: %q\n%s", got, want, out)
 	}

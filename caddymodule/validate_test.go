@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/gamegate/gamegate/handlers/a2s"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -78,40 +78,16 @@ func TestValidateRefusesInvalidJSON(t *testing.T) {
 	}
 }
 
-// Every upstream_timeout and retries Validate accepts gives the A2S shield
-// a positive wait for an answer (attempts × upstream_timeout and a second),
-// and GQP's is accepted (gqp.TestResponderWaitsAtTheBound); past the bound Validate refuses the
-// option by name, before any wait could overflow to a negative duration.
+// game_query's a2s protocol accepts the longest attempt_timeout and
+// refuses one past it by name (the shield's and GQP's bounds are their
+// handlers': a2s.TestShieldWaitsAtTheBound, gqp.TestResponderWaitsAtTheBound).
 func TestUpstreamWaitsAtTheirBounds(t *testing.T) {
-	longest := caddy.Duration(timeoutRange.hi)
-	shield := &A2SShield{Upstream: "127.0.0.1:27015", UpstreamTimeout: longest, Retries: 10}
-	if err := shield.Validate(); err != nil {
-		t.Fatalf("a2s_shield at the bounds (upstream_timeout %s, retries 10): %v", fmtDuration(longest), err)
+	longest := caddy.Duration(a2s.MaxAttemptTimeout)
+	if err := (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest, Retries: a2s.MaxRetries}}).Validate(); err != nil {
+		t.Fatalf("a2s at the bounds (attempt_timeout %s, retries %d): %v", fmtDuration(longest), a2s.MaxRetries, err)
 	}
-	if got, want := shield.loadTimeout(), 11*time.Hour+time.Second; got != want {
-		t.Errorf("a2s_shield at the bounds: wait for an answer %v, want %v", got, want)
-	}
-	gqp := &GQPResponder{UpstreamTimeout: longest}
-	if err := gqp.Validate(); err != nil {
-		t.Fatalf("gqp at the bound (upstream_timeout %s): %v", fmtDuration(longest), err)
-	}
-
-	for _, tc := range []struct {
-		name  string
-		check func() error
-		field string
-	}{
-		{"a2s_shield upstream_timeout", (&A2SShield{Upstream: "127.0.0.1:27015", UpstreamTimeout: caddy.Duration(1_000_000 * time.Hour), Retries: 2}).Validate, "upstream_timeout"},
-		{"a2s_shield one past the bound", (&A2SShield{Upstream: "127.0.0.1:27015", UpstreamTimeout: longest + 1}).Validate, "upstream_timeout"},
-		{"a2s_shield ttl", (&A2SShield{Upstream: "127.0.0.1:27015", TTL: caddy.Duration(ttlRange.hi + 1)}).Validate, "ttl"},
-		{"a2s_shield negative_ttl", (&A2SShield{Upstream: "127.0.0.1:27015", NegativeTTL: -1}).Validate, "negative_ttl"},
-		{"a2s attempt_timeout", (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest + 1}}).Validate, "attempt_timeout"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.check()
-			if err == nil || !strings.HasPrefix(strings.TrimPrefix(err.Error(), tc.name[:strings.Index(tc.name, " ")]+": "), tc.field+" must be a duration in [") {
-				t.Fatalf("got %v, want an error naming %s and its range", err, tc.field)
-			}
-		})
+	err := (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest + 1}}).Validate()
+	if err == nil || !strings.HasPrefix(err.Error(), "attempt_timeout must be a duration in [") {
+		t.Fatalf("got %v, want an error naming attempt_timeout and its range", err)
 	}
 }

@@ -455,7 +455,7 @@ func TestA2SAppShieldSpoofedFlood(t *testing.T) {
 	if runIsolated(t) {
 		return
 	}
-	env := startA2S(t, "ttl 1s\n\t\t\t\tstale_ttl 1s", true)
+	env := startA2S(t, "ttl 1s\n\t\t\t\tstale_while_revalidate 1s\n\t\t\t\tstale_if_error 1s", true)
 	real := &a2s.Client{Timeout: 2 * time.Second}
 	if _, err := real.Query(context.Background(), env.shield, wirea2s.TypeInfoRequest); err != nil {
 		t.Fatal(err)

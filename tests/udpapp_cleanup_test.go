@@ -37,7 +37,7 @@ func reloadPromptly(t *testing.T, c *testcaddy.Caddy, cfg string) {
 // cut short and the queued ones dropped, each counted as dropped_no_answer.
 // The upstream queries themselves (shared by every request, so no
 // request's end cancels them) end with the configuration: their sockets
-// close, rather than waiting out upstream_timeout.
+// close, rather than waiting out attempt_timeout.
 func TestUDPAppReloadDoesNotWaitForA2SUpstream(t *testing.T) {
 	var asked [3]atomic.Int64 // A2S_INFO, A2S_PLAYER, A2S_RULES the game server read
 	upstream := testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
@@ -53,7 +53,7 @@ func TestUDPAppReloadDoesNotWaitForA2SUpstream(t *testing.T) {
 		udp %s {
 			readers 1
 			a2s_shield %s {
-				upstream_timeout 1m
+				attempt_timeout 1m
 				retries -1
 			}
 		}
@@ -103,7 +103,7 @@ func TestUDPAppReloadDoesNotWaitForA2SUpstream(t *testing.T) {
 	if got := dropped() - before; got != float64(len(types)) {
 		t.Fatalf("dropped_no_answer rose by %v across the reload, want %d (every waiting request)", got, len(types))
 	}
-	testutil.WaitFor(t, "the previous configuration's upstream queries to close their sockets (upstream_timeout is 1m)", func() bool {
+	testutil.WaitFor(t, "the previous configuration's upstream queries to close their sockets (attempt_timeout is 1m)", func() bool {
 		return testutil.UDPSocketsConnectedTo(t, upstream) == 0
 	})
 	// The new configuration serves: a fresh client is challenged.

@@ -14,12 +14,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	wiremaster "github.com/gamegate/gamegate/wire/master"
 	wireq3 "github.com/gamegate/gamegate/wire/quake3"
 )
@@ -62,6 +64,9 @@ type Config struct {
 	// shown every loopback and private server. Default: the address of
 	// the request's RemoteAddr.
 	ClientIP clientaddr.FromRequest
+	// LookupHost resolves the host name of a gateway's server, which
+	// decides the clients it is shown to. Default: the system resolver.
+	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // Bounds Validate checks.
@@ -113,6 +118,16 @@ type List struct {
 	queries chan struct{}
 	life    context.Context
 	end     context.CancelFunc
+
+	hostsMu sync.Mutex
+	hosts   map[string]*hostScope // by host name of a gateway's server
+}
+
+// hostScope is what a host name resolved to, for TTL.
+type hostScope struct {
+	addrs     []netip.Addr // nil: not resolved (yet)
+	expires   time.Time
+	resolving bool
 }
 
 // New returns a List with cfg.
@@ -138,6 +153,9 @@ func New(cfg Config) (*List, error) {
 	if cfg.Gateways == nil {
 		cfg.Gateways = func() []*query.Gateway { return nil }
 	}
+	if cfg.LookupHost == nil {
+		cfg.LookupHost = netaddr.LookupHost
+	}
 	life, end := context.WithCancel(context.Background())
 	return &List{
 		cfg:     cfg,
@@ -145,6 +163,7 @@ func New(cfg Config) (*List, error) {
 		queries: make(chan struct{}, cfg.MaxQueries),
 		life:    life,
 		end:     end,
+		hosts:   map[string]*hostScope{},
 	}, nil
 }
 
@@ -197,8 +216,8 @@ type Page struct {
 // where cached, as a GET of it through the gateway would be answered,
 // otherwise its configured name and address while a query (taking one of
 // the same MaxQueries) fetches it through the gateway. A gateway's server
-// whose address is an IP address is shown under master.Visible's rule
-// too; one named by a host name is shown to all.
+// is shown under master.Visible's rule too: one named by a host name by
+// every address the name resolves to (hostVisible).
 func (l *List) Servers(client netip.Addr) []Server {
 	regs := l.cfg.Registry.Servers(nil)
 	gateways := l.cfg.Gateways()
@@ -232,7 +251,11 @@ func (l *List) Servers(client netip.Addr) []Server {
 	}
 	for key, src := range byAddr {
 		c := configured[src.at]
-		if ap, err := netip.ParseAddrPort(c.Address); err == nil && !master.Visible(ap.Addr(), client) {
+		if ap, err := netip.ParseAddrPort(c.Address); err == nil {
+			if !master.Visible(ap.Addr(), client) {
+				continue
+			}
+		} else if !l.hostVisible(c.Address, client) {
 			continue
 		}
 		st := l.configuredStatus(src.gw, c)
@@ -256,10 +279,64 @@ func addrKey(address string) string {
 	return address
 }
 
-// startQuery runs load in the background if one of MaxQueries is free.
-func (l *List) startQuery(load func(ctx context.Context)) {
+// hostVisible reports whether the server at address (host:port, a host
+// name) may be shown to client: only if every address the name resolved
+// to may be (a name with one private address among public ones is as
+// private as that one). A name not resolved yet, or that does not
+// resolve, is taken for loopback: shown to loopback clients only, while a
+// lookup (one of MaxQueries) runs; a lookup is reused for TTL. localhost
+// and its subdomains are loopback without a lookup.
+func (l *List) hostVisible(address string, client netip.Addr) bool {
+	host, _, err := netaddr.SplitHostPort(address)
+	if err != nil {
+		host = address
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	loopback := netip.IPv6Loopback()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return master.Visible(loopback, client)
+	}
+	now := l.cfg.Now()
+	l.hostsMu.Lock()
+	h := l.hosts[host]
+	if h == nil {
+		h = &hostScope{}
+		l.hosts[host] = h // bounded: host names come from the configuration
+	}
+	addrs := h.addrs
+	if !h.resolving && !now.Before(h.expires) {
+		h.resolving = l.startQuery(func(ctx context.Context) {
+			ctx, cancel := context.WithTimeout(ctx, l.cfg.QueryTimeout)
+			defer cancel()
+			got, err := l.cfg.LookupHost(ctx, host)
+			l.hostsMu.Lock()
+			defer l.hostsMu.Unlock()
+			h.resolving = false
+			h.expires = l.cfg.Now().Add(l.cfg.TTL)
+			if err != nil || len(got) == 0 {
+				h.addrs = nil
+				return
+			}
+			h.addrs = got
+		}) // false: no query slot free, tried again next time
+	}
+	l.hostsMu.Unlock()
+	if len(addrs) == 0 {
+		return master.Visible(loopback, client)
+	}
+	for _, a := range addrs {
+		if !master.Visible(a, client) {
+			return false
+		}
+	}
+	return true
+}
+
+// startQuery runs load in the background if one of MaxQueries is free,
+// and reports whether it does.
+func (l *List) startQuery(load func(ctx context.Context)) bool {
 	if l.life.Err() != nil {
-		return
+		return false
 	}
 	select {
 	case l.queries <- struct{}{}:
@@ -267,7 +344,9 @@ func (l *List) startQuery(load func(ctx context.Context)) {
 			defer func() { <-l.queries }()
 			load(l.life)
 		}()
+		return true
 	default:
+		return false
 	}
 }
 

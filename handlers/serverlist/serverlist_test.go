@@ -256,7 +256,10 @@ func TestGatewayServersListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(gw.Close)
-	r.list = r.newList(t, Config{Gateways: func() []*query.Gateway { return []*query.Gateway{gw} }})
+	r.list = r.newList(t, Config{Gateways: func() []*query.Gateway { return []*query.Gateway{gw} },
+		LookupHost: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("203.0.113.7")}, nil
+		}})
 	// Until they answer: their names and addresses.
 	if _, pg := r.get(t, "127.0.0.1:9", "/?region=us-east", nil); names(pg) != "delta,gamma" {
 		t.Fatalf("before any answer: %q, want delta,gamma", names(pg))
@@ -290,6 +293,62 @@ func TestGatewayServersListed(t *testing.T) {
 	gw.ServeHTTP(rec, httptest.NewRequest("GET", "/beta", nil), "/beta")
 	if rec.Code != 200 || rec.Header().Get("X-Gamegate-Cache") != "hit" || p.queries.Load() != 4 {
 		t.Fatalf("GET /beta through the gateway: %d, cache %q, %d queries; want a hit of the list's query", rec.Code, rec.Header().Get("X-Gamegate-Cache"), p.queries.Load())
+	}
+}
+
+// A gateway's server named by a host name is shown to a client only if
+// every address the name resolves to may be: one resolving to a private
+// address (among public ones) is not shown to a public client, localhost
+// is shown to loopback clients only, and a name that does not resolve is
+// taken for loopback.
+func TestHostNameServersVisibility(t *testing.T) {
+	r := newRig(t, nil)
+	p := &fakeProtocol{live: map[string]*query.Status{}}
+	gw, err := query.NewGateway(query.Config{Now: r.clock.Now, Servers: map[string]query.Server{
+		"pub":   {Name: "pub", Address: "play.example.com:27960", Protocol: p},
+		"db":    {Name: "db", Address: "db.internal.example:27960", Protocol: p},
+		"lan":   {Name: "lan", Address: "lan.example:27960", Protocol: p},
+		"local": {Name: "local", Address: "localhost:27960", Protocol: p},
+		"gone":  {Name: "gone", Address: "gone.example:27960", Protocol: p},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	var lookups atomic.Int32
+	resolved := map[string][]netip.Addr{
+		"play.example.com":    {netip.MustParseAddr("203.0.113.7")},
+		"db.internal.example": {netip.MustParseAddr("203.0.113.8"), netip.MustParseAddr("127.0.0.1")},
+		"lan.example":         {netip.MustParseAddr("192.168.1.5")},
+	}
+	r.list = r.newList(t, Config{Gateways: func() []*query.Gateway { return []*query.Gateway{gw} },
+		LookupHost: func(_ context.Context, host string) ([]netip.Addr, error) {
+			lookups.Add(1)
+			if a, ok := resolved[host]; ok {
+				return a, nil
+			}
+			return nil, fmt.Errorf("no such host")
+		}})
+	// Before any lookup answered, nothing named by a host name is public.
+	if _, pg := r.get(t, "8.8.8.8:9", "/", nil); names(pg) != "" {
+		t.Fatalf("public client before lookups: %q, want none", names(pg))
+	}
+	testutil.WaitFor(t, "the lookups", func() bool {
+		_, pg := r.get(t, "8.8.8.8:9", "/", nil)
+		return lookups.Load() == 4 && names(pg) == "pub"
+	})
+	for _, tc := range []struct{ from, want string }{
+		{"8.8.8.8:9", "pub"},
+		{"10.0.0.9:9", "lan,Private,pub"},
+		{"127.0.0.1:9", "db,Empty,Full,gone,lan,local,Private,pub,Red Arena"},
+	} {
+		w, pg := r.get(t, tc.from, "/", nil)
+		if w.Code != 200 || names(pg) != tc.want {
+			t.Errorf("from %s: %d %q, want %q", tc.from, w.Code, names(pg), tc.want)
+		}
+		if tc.from == "8.8.8.8:9" && (strings.Contains(w.Body.String(), "localhost") || strings.Contains(w.Body.String(), "internal")) {
+			t.Errorf("public client shown %s", w.Body)
+		}
 	}
 }
 

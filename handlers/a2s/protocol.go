@@ -1,0 +1,329 @@
+package a2s
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/internal/ratelimit"
+	wirea2s "github.com/gamegate/gamegate/wire/a2s"
+)
+
+// Defaults of ShieldOptions, and the bounds Validate checks. Every wait
+// derived from them (attempts × attempt_timeout and a second) is far from
+// time.Duration's limit.
+const (
+	DefaultTTL                  = 5 * time.Second
+	DefaultStaleWhileRevalidate = 30 * time.Second
+	DefaultStaleIfError         = 30 * time.Second
+	DefaultNegativeTTL          = time.Second
+	DefaultChallengeWindow      = 30 * time.Second
+	DefaultAttemptTimeout       = time.Second
+	DefaultRetries              = 1
+
+	// MinTTL bounds ttl from below: under it, every request is a query of
+	// the game server the shield protects.
+	MinTTL = 100 * time.Millisecond
+	// MaxLifetime bounds ttl, stale_while_revalidate, stale_if_error and
+	// negative_ttl.
+	MaxLifetime = 24 * time.Hour
+	// A challenge window under a second ends before a client's answer
+	// arrives.
+	MinChallengeWindow = time.Second
+	MaxChallengeWindow = time.Hour
+	MinMaxPayload      = 200
+	MaxAttemptTimeout  = time.Hour
+	MaxRetries         = 10
+	MinMaxPackets      = 2
+	MinMaxResponse     = 1400
+	MaxMaxResponse     = 1 << 20
+	// MaxByteRate bounds byte_rate, byte_burst, total_byte_rate and
+	// total_byte_burst.
+	MaxByteRate = 1 << 30
+	// MaxMaxSources bounds the table of sources (1<<20 takes 34 MB).
+	MaxMaxSources = 1 << 20
+)
+
+// The shield's workers: validated requests that wait for the game server
+// (nothing cached yet) are served by ShieldWorkers goroutines, with at
+// most ShieldQueue waiting for them, from all sources.
+const (
+	ShieldWorkers = 2
+	ShieldQueue   = 64
+)
+
+// ShieldOptions configure a ShieldProtocol: the A2S shield's options. Zero
+// values mean the defaults. The names in Validate's errors are the
+// options' (JSON and Caddyfile).
+type ShieldOptions struct {
+	// Upstream is the game server's query address, host:port.
+	Upstream string
+	// TTL is how long an answer is reused.
+	TTL time.Duration
+	// StaleWhileRevalidate is how long after TTL an answer is still served
+	// while it is refreshed; StaleIfError how long after TTL it is served
+	// when the game server does not answer (RFC 5861).
+	StaleWhileRevalidate, StaleIfError time.Duration
+	// NegativeTTL is how long a failed upstream query is remembered.
+	NegativeTTL time.Duration
+	// ChallengeWindow: a challenge stays valid one to two windows.
+	ChallengeWindow time.Duration
+	// MaxPayload is the fragment payload of split answers.
+	MaxPayload int
+	// Decompress serves answers the game server compressed uncompressed.
+	Decompress bool
+	// Layout of split answers sent and expected from the game server.
+	Layout wirea2s.Layout
+	// AttemptTimeout bounds one upstream attempt, challenge included;
+	// Retries is the attempts after the first (-1: none).
+	AttemptTimeout time.Duration
+	Retries        int
+	// MaxPackets and MaxResponse bound an upstream answer: its fragments,
+	// and its bytes.
+	MaxPackets, MaxResponse int
+	// Limits bound the answers sent, per source and in all.
+	Limits Limits
+	// Key is the challenges' secret. Default: random.
+	Key []byte
+
+	// Count receives what the shield did with each request (metrics); an
+	// answer sent is Answered, with Sent its bytes. Default: none.
+	Count func(Verdict)
+	Sent  func(bytes int)
+	// Busy is called for a validated request dropped because the queue of
+	// requests waiting for the game server was full. Default: none.
+	Busy func()
+	// OnUpstream is called for every upstream query. Default: none.
+	OnUpstream func()
+	// WriteFailed is told that an answer datagram to to could not be sent.
+	// Default: none.
+	WriteFailed func(to netip.AddrPort, err error)
+}
+
+// Validate checks every option; zero values (the defaults) pass, but for
+// Upstream, which is required.
+func (o *ShieldOptions) Validate() error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	in := func(name string, v, lo, hi int) {
+		if v != 0 && (v < lo || v > hi) {
+			fail("%s must be in [%d, %d], not %d", name, lo, hi, v)
+		}
+	}
+	dur := func(name string, d, lo, hi time.Duration) {
+		if d != 0 && (d < lo || d > hi) {
+			fail("%s must be a duration in [%s, %s], not %s", name, lo, hi, d)
+		}
+	}
+	if o.Upstream == "" {
+		fail("upstream is required")
+	} else if _, _, err := net.SplitHostPort(o.Upstream); err != nil {
+		fail("upstream %q is not host:port", o.Upstream)
+	}
+	dur("ttl", o.TTL, MinTTL, MaxLifetime)
+	dur("stale_while_revalidate", o.StaleWhileRevalidate, 0, MaxLifetime)
+	dur("stale_if_error", o.StaleIfError, 0, MaxLifetime)
+	dur("negative_ttl", o.NegativeTTL, 0, MaxLifetime)
+	dur("challenge_window", o.ChallengeWindow, MinChallengeWindow, MaxChallengeWindow)
+	in("max_payload", o.MaxPayload, MinMaxPayload, MaxSingle)
+	l := o.Limits
+	if r := l.Rate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		fail("rate must be a positive number, not %v", r)
+	} else {
+		in("burst", l.Burst, 1, ratelimit.MaxBurst)
+		if err := ratelimit.ValidateNamed("rate", "burst", r, max(l.Burst, 1)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	in("byte_rate", l.ByteRate, 1, MaxByteRate)
+	in("byte_burst", l.ByteBurst, 1, MaxByteRate)
+	in("total_byte_rate", l.TotalByteRate, 1, MaxByteRate)
+	in("total_byte_burst", l.TotalByteBurst, 1, MaxByteRate)
+	in("max_sources", l.MaxSources, 1, MaxMaxSources)
+	if err := ValidateClient("attempt_timeout", o.AttemptTimeout, o.Retries, o.MaxPackets, o.MaxResponse); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// ValidateClient checks the options of a Client, its timeout option named
+// timeoutName: the A2S shield's upstream and game_query's a2s protocol.
+// With at most MaxRetries+1 attempts of at most MaxAttemptTimeout, every
+// wait derived from them is well defined.
+func ValidateClient(timeoutName string, timeout time.Duration, retries, maxPackets, maxResponse int) error {
+	switch {
+	case timeout < 0 || timeout > MaxAttemptTimeout:
+		return fmt.Errorf("%s must be a duration in [0s, %s], not %s", timeoutName, MaxAttemptTimeout, timeout)
+	case retries < -1 || retries > MaxRetries:
+		return fmt.Errorf("retries must be in [-1, %d], not %d", MaxRetries, retries)
+	case maxPackets != 0 && (maxPackets < MinMaxPackets || maxPackets > wirea2s.MaxSourcePackets):
+		return fmt.Errorf("max_packets must be in [%d, %d], not %d", MinMaxPackets, wirea2s.MaxSourcePackets, maxPackets)
+	case maxResponse != 0 && (maxResponse < MinMaxResponse || maxResponse > MaxMaxResponse):
+		return fmt.Errorf("max_response must be in [%d, %d], not %d", MinMaxResponse, MaxMaxResponse, maxResponse)
+	}
+	return nil
+}
+
+// ShieldProtocol serves a Shield as a dgram.Protocol. Each datagram is
+// answered on the reader that read it: a challenge, or the cached answer.
+// Only a request from a source that passed its challenge while nothing is
+// cached yet waits for the game server, in a bounded queue served by a few
+// workers; a request that finds the queue full is dropped (Busy) and the
+// client asks again. Nothing is kept per source but its answer limits, in
+// a table of fixed size: a flood from many (spoofed) sources costs no
+// goroutine and no memory.
+type ShieldProtocol struct {
+	opts    ShieldOptions
+	shield  *Shield
+	loadBy  time.Duration // how long an answer may be waited for
+	workers dgram.Workers[shieldJob]
+}
+
+// shieldJob is a validated request waiting for the game server's answer.
+type shieldJob struct {
+	conn *dgram.Conn
+	src  netip.AddrPort
+	typ  wirea2s.Type
+}
+
+// NewShieldProtocol builds the shield for o, which Validate must accept,
+// and starts its workers; Close stops them.
+func NewShieldProtocol(o ShieldOptions) (*ShieldProtocol, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	orDefault(&o.TTL, DefaultTTL)
+	orDefault(&o.StaleWhileRevalidate, DefaultStaleWhileRevalidate)
+	orDefault(&o.StaleIfError, DefaultStaleIfError)
+	orDefault(&o.NegativeTTL, DefaultNegativeTTL)
+	orDefault(&o.ChallengeWindow, DefaultChallengeWindow)
+	orDefault(&o.AttemptTimeout, DefaultAttemptTimeout)
+	orDefault(&o.Retries, DefaultRetries)
+	// One upstream query: every attempt, and a second.
+	loadBy := time.Duration(max(0, o.Retries)+1)*o.AttemptTimeout + time.Second
+	shield, err := NewShield(ShieldConfig{
+		Upstream: o.Upstream,
+		Client: &Client{Timeout: o.AttemptTimeout, Retries: o.Retries, Layout: o.Layout,
+			MaxPackets: o.MaxPackets, MaxMessage: o.MaxResponse},
+		Cache: cache.Policy{TTL: o.TTL, StaleWhileRevalidate: o.StaleWhileRevalidate, StaleIfError: o.StaleIfError,
+			NegativeTTL: o.NegativeTTL, LoadTimeout: loadBy},
+		ChallengeWindow: o.ChallengeWindow,
+		Key:             o.Key,
+		Layout:          o.Layout,
+		MaxPayload:      o.MaxPayload,
+		Decompress:      o.Decompress,
+		Limits:          o.Limits,
+		OnUpstream:      o.OnUpstream,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &ShieldProtocol{opts: o, shield: shield, loadBy: loadBy}
+	p.workers.Start(ShieldWorkers, ShieldQueue, p.serve, func(shieldJob) { p.count(DroppedNoAnswer) })
+	return p, nil
+}
+
+// orDefault sets *v to d if it is zero.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
+// Shield returns the shield the protocol serves.
+func (p *ShieldProtocol) Shield() *Shield { return p.shield }
+
+// Close stops the workers, then ends the upstream queries: requests
+// waiting for the game server are dropped (DroppedNoAnswer), so a
+// configuration reload or stop does not wait for it, and the upstream
+// queries end with the configuration. In that order, so that no worker
+// takes a query's end for an answer.
+func (p *ShieldProtocol) Close() {
+	p.workers.Close()
+	p.shield.Close()
+}
+
+// Match reports whether the datagram looks like an A2S request (wire/a2s's
+// LooksLikeRequest).
+func (p *ShieldProtocol) Match(datagram []byte) bool { return wirea2s.LooksLikeRequest(datagram) }
+
+// ServeDatagram answers one request: a challenge, the cached answer, or,
+// when nothing is cached yet, a place in the workers' queue.
+func (p *ShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
+	out, typ, serve, v := p.shield.Classify(src, datagram, w.Buffer(wirea2s.ChallengeLen))
+	if !serve {
+		p.count(v)
+		if len(out) > 0 {
+			w.WriteTo(out, src)
+		}
+		return
+	}
+	ds, pending := p.shield.ServeCached(typ)
+	switch {
+	case ds != nil:
+		if p.admit(src, ds) {
+			for _, d := range ds {
+				w.WriteTo(d, src)
+			}
+		}
+	case !pending:
+		p.count(DroppedNoAnswer)
+	default:
+		if !p.workers.Offer(shieldJob{conn: w.Conn(), src: src, typ: typ}) && p.opts.Busy != nil {
+			p.opts.Busy()
+		}
+	}
+}
+
+// serve waits, at most loadBy, for the answer to a queued request.
+func (p *ShieldProtocol) serve(ctx context.Context, j shieldJob) {
+	ctx, cancel := context.WithTimeout(ctx, p.loadBy)
+	ds := p.shield.Serve(ctx, j.typ)
+	cancel()
+	if ds == nil {
+		p.count(DroppedNoAnswer)
+		return
+	}
+	if !p.admit(j.src, ds) {
+		return
+	}
+	for _, d := range ds {
+		if err := j.conn.WriteTo(d, j.src); err != nil && p.opts.WriteFailed != nil {
+			p.opts.WriteFailed(j.src, err)
+		}
+	}
+}
+
+// admit applies src's answer limits to ds, and counts the outcome.
+func (p *ShieldProtocol) admit(src netip.AddrPort, ds [][]byte) bool {
+	v := p.shield.Admit(src, ds)
+	p.count(v)
+	if v != Answered {
+		return false
+	}
+	if p.opts.Sent != nil {
+		n := 0
+		for _, d := range ds {
+			n += len(d)
+		}
+		p.opts.Sent(n)
+	}
+	return true
+}
+
+func (p *ShieldProtocol) count(v Verdict) {
+	if p.opts.Count != nil {
+		p.opts.Count(v)
+	}
+}
+
+var _ dgram.Protocol = (*ShieldProtocol)(nil)
