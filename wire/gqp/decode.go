@@ -2,19 +2,47 @@ package gqp
 
 import "github.com/gamegate/gamegate/wire"
 
-// LooksLikeQuery reports whether b has the shape of a query at its ends:
-// 2 to MaxQuery bytes, and either an encoding header's SOH first (a query
-// in an encoding a server refuses need not end with EOT; it is answered
-// with status 40) or a printable byte (a command's name) first and EOT
-// last. It is the cheap test that tells a query from another protocol's
-// datagram on a shared port; Decode checks the grammar between.
+// LooksLikeQuery reports whether b has the shape of a query: 2 to MaxQuery
+// bytes, then either an encoding header naming an encoding other than
+// identity (such a query is answered with status 40 whatever follows), or
+// an optional identity header, a command name starting with an ASCII
+// printable byte, nothing but printable bytes and the separators GS, RS and
+// US after it, and EOT last. It is the test that tells a query from another
+// protocol's datagram on a shared port, and it claims none of theirs: A2S,
+// Quake 3 and master-server messages start with 0xFF, QoS and relay
+// messages carry a NUL in their first four bytes. It reads each byte at
+// most once; Decode checks the grammar between.
 func LooksLikeQuery(b []byte) bool {
-	if len(b) < 2 || len(b) > MaxQuery {
+	if len(b) < 2 || len(b) > MaxQuery || b[len(b)-1] != EOT && b[0] != SOH {
 		return false
 	}
-	c := b[0]
-	return c == SOH || (c >= 0x20 && c != DEL && b[len(b)-1] == EOT)
+	i := 0
+	if b[0] == SOH {
+		end := textEnd(b, 1)
+		if end == 1 || end == len(b) || b[end] != ACK {
+			return false
+		}
+		if !isIdentity(b[1:end]) {
+			return true
+		}
+		i = end + 1
+	}
+	if i >= len(b) || !isNameStart(b[i]) {
+		return false
+	}
+	for _, c := range b[i : len(b)-1] {
+		if c < 0x20 && c != GS && c != RS && c != US || c == DEL {
+			return false
+		}
+	}
+	return b[len(b)-1] == EOT
 }
+
+// isNameStart reports whether c may start a command name: an ASCII
+// printable byte. The draft's commands are ASCII words; a byte of 0x80 or
+// more first is refused so that no other protocol's 0xFF-led datagram looks
+// like a query.
+func isNameStart(c byte) bool { return c >= 0x20 && c < DEL }
 
 // Decode parses one whole query, EOT included, into q. Commands and their
 // slices alias b, and q's slices are reused. On error q holds whatever was
@@ -47,6 +75,8 @@ func (q *Query) Decode(b []byte) error {
 				return wire.NewDecodeError("command name", off, wire.ErrRange)
 			}
 			return unexpected("command name", b, end)
+		case !isNameStart(b[off]):
+			return wire.NewDecodeError("command name", off, wire.ErrRange)
 		}
 		c.Name = b[off:end:end]
 		off = end

@@ -9,6 +9,10 @@ import (
 
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/wire"
+	wirea2s "github.com/gamegate/gamegate/wire/a2s"
+	wiremaster "github.com/gamegate/gamegate/wire/master"
+	wireqos "github.com/gamegate/gamegate/wire/qos"
+	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
 // reasons maps the REASON of a bad-query:REASON or bad-response:REASON
@@ -785,6 +789,10 @@ func FuzzQuery(f *testing.F) {
 		if (err == nil || errors.Is(err, ErrUnsupportedEncoding)) && !LooksLikeQuery(in) {
 			t.Fatalf("LooksLikeQuery refuses %x, which decodes", in)
 		}
+		if LooksLikeQuery(in) && (wireqos.LooksLikeRequest(in) || wirerelay.LooksLikeMessage(in) ||
+			wirea2s.LooksLikeRequest(in) || wiremaster.Peek(in) != wiremaster.KindNone) {
+			t.Fatalf("LooksLikeQuery and another protocol's peek both claim %x", in)
+		}
 		if errors.Is(err, ErrUnsupportedEncoding) && (len(q.Encoding) == 0 || len(q.Commands) != 0) {
 			t.Fatalf("after ErrUnsupportedEncoding: got encoding %q and %d commands", q.Encoding, len(q.Commands))
 		}
@@ -855,6 +863,14 @@ func TestLooksLikeQuery(t *testing.T) {
 		{"no EOT", []byte("ping"), false},
 		{"control byte first", []byte("\x02ping\x04"), false},
 		{"DEL first", []byte("\x7fping\x04"), false},
+		{"0xFF first", []byte("\xff\xff\xff\xffU\x41\x42\x43\x04"), false},
+		{"non-ASCII name", []byte("\xc3\xa9cho\x04"), false},
+		{"NUL inside", []byte("Y\x00\x02A\x04"), false},
+		{"control byte inside", []byte("pi\x02ng\x04"), false},
+		{"identity header then NUL", []byte("\x01identity\x06p\x00\x04"), false},
+		{"header without ACK", []byte("\x01identity"), false},
+		{"empty encoding", []byte("\x01\x06ping\x04"), false},
+		{"separators", []byte("a\x1eb\x1fc\x1dd\x04"), true},
 		{"longer than MaxQuery", append(bytes.Repeat([]byte("a"), MaxQuery), EOT), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
