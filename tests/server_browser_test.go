@@ -43,6 +43,26 @@ func chromium(t *testing.T, url string, args ...string) string {
 	return string(out)
 }
 
+// renderedPage dumps the DOM of the server-browser page at url once its
+// first list has loaded. Chromium's virtual time runs on while the page's
+// fetch of the list waits for a busy machine, so a dump can be taken before
+// the first answer is rendered: the page then still says "Loading…", and
+// the page is loaded again, a bounded number of times.
+func renderedPage(t *testing.T, url string) string {
+	t.Helper()
+	const attempts = 5
+	for i := 1; ; i++ {
+		dom := chromium(t, url, "--dump-dom")
+		if !strings.Contains(dom, ">Loading…</p>") {
+			return dom
+		}
+		if i == attempts {
+			t.Fatalf("the page still says Loading… after %d loads:\n%s", attempts, dom)
+		}
+		t.Logf("load %d of %s was dumped before its list arrived; loading it again", i, url)
+	}
+}
+
 // artifactsDir is where a test keeps what a person may want to look at:
 // $GAMEGATE_TEST_ARTIFACTS, else the test's temporary directory.
 func artifactsDir(t *testing.T) string {
@@ -124,7 +144,7 @@ http://%s {
 		return ""
 	}
 
-	dom := chromium(t, base, "--dump-dom")
+	dom := renderedPage(t, base)
 	all := rows(dom)
 	t.Logf("rendered %d rows:\n%s", len(all), strings.Join(all, "\n"))
 	if len(all) != 2 {
@@ -149,7 +169,7 @@ http://%s {
 	}
 
 	// The filter in the query string: only the server with players.
-	dom = chromium(t, base+"?not_empty=1", "--dump-dom")
+	dom = renderedPage(t, base+"?not_empty=1")
 	filtered := rows(dom)
 	if len(filtered) != 1 || row(filtered, oa.Addr) == "" || !strings.Contains(dom, "1 of 2 servers") {
 		t.Fatalf("?not_empty=1 shows %d rows, want the OpenArena server's alone:\n%s", len(filtered), dom)

@@ -107,7 +107,7 @@ http://%s {
 	// The page in a real browser: both servers, and the region filter
 	// from its query string keeps the configured one.
 	for query, want := range map[string][]string{"": {both.Addr, only.Addr}, "?region=eu-west": {only.Addr}} {
-		dom := chromium(t, "http://"+web+"/browser/"+query, "--dump-dom")
+		dom := renderedPage(t, "http://"+web+"/browser/"+query)
 		var shown []string
 		for _, part := range strings.Split(dom, `<tr class="server`)[1:] {
 			if _, rest, ok := strings.Cut(part, `data-address="`); ok {
