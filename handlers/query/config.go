@@ -1,9 +1,9 @@
 package query
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"net/netip"
 	"strings"
 	"time"
@@ -77,17 +77,17 @@ func (c Config) Validate() error {
 		inDuration("stale_while_revalidate", c.StaleWhileRevalidate, MaxTTL),
 		inDuration("stale_if_error", c.StaleIfError, MaxTTL),
 		inDuration("negative_ttl", c.NegativeTTL, MaxTTL),
-		rate("upstream_rate", "upstream_burst", c.UpstreamRate, c.UpstreamBurst, MaxBurst),
+		ratelimit.ValidateOptions("upstream_rate", "upstream_burst", c.UpstreamRate, c.UpstreamBurst, MaxBurst),
 		inDuration("query_timeout", c.QueryTimeout, MaxQueryTimeout),
 		in("max_entries", int64(c.MaxEntries), 1, MaxMaxEntries),
 		in("max_batch", int64(c.MaxBatch), 1, MaxMaxBatch),
 		in("batch_concurrency", int64(c.BatchConcurrency), 1, MaxBatchConcurrency),
 		in("max_body", c.MaxBody, 1, MaxMaxBody),
 		in("max_batch_answer", c.MaxBatchAnswer, MinMaxBatchAnswer, MaxMaxBatchAnswer),
-		rate("batch_rate", "batch_burst", c.BatchRate, c.BatchBurst, MaxBurst),
+		ratelimit.ValidateOptions("batch_rate", "batch_burst", c.BatchRate, c.BatchBurst, MaxBurst),
 		in("max_ad_hoc", int64(c.MaxAdHoc), 1, MaxMaxAdHoc),
 		in("max_ad_hoc_per_network", int64(c.MaxAdHocPerNetwork), 1, MaxMaxAdHoc),
-		rate("ad_hoc_rate", "ad_hoc_burst", c.AdHocRate, c.AdHocBurst, MaxAdHocBurst),
+		ratelimit.ValidateOptions("ad_hoc_rate", "ad_hoc_burst", c.AdHocRate, c.AdHocBurst, MaxAdHocBurst),
 		clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix),
 	} {
 		if check != nil {
@@ -142,30 +142,25 @@ func IsCommandName(s string) bool {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	def := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.DefaultTTL, DefaultDefaultTTL)
-	def(&c.StaleWhileRevalidate, DefaultStaleWhileRevalidate)
-	def(&c.StaleIfError, DefaultStaleIfError)
-	def(&c.NegativeTTL, DefaultNegativeTTL)
-	def(&c.QueryTimeout, DefaultQueryTimeout)
-	orDefault(&c.MaxEntries, DefaultMaxEntries)
-	orDefault(&c.MaxBatch, DefaultMaxBatch)
-	orDefault(&c.BatchConcurrency, DefaultBatchConcurrency)
-	orDefault(&c.MaxBody, DefaultMaxBody)
-	orDefault(&c.MaxBatchAnswer, DefaultMaxBatchAnswer)
-	orDefault(&c.MaxAdHoc, DefaultMaxAdHoc)
-	orDefault(&c.MaxAdHocPerNetwork, DefaultMaxAdHocPerNetwork)
-	orDefault(&c.UpstreamRate, DefaultUpstreamRate)
-	orDefault(&c.UpstreamBurst, ratelimit.DefaultBurst(c.UpstreamRate))
-	orDefault(&c.BatchRate, DefaultBatchRate)
-	orDefault(&c.BatchBurst, DefaultBatchBurst)
-	orDefault(&c.AdHocRate, DefaultAdHocRate)
-	orDefault(&c.AdHocBurst, DefaultAdHocBurst)
-	orDefault(&c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
+	c.DefaultTTL = cmp.Or(c.DefaultTTL, DefaultDefaultTTL)
+	c.StaleWhileRevalidate = cmp.Or(c.StaleWhileRevalidate, DefaultStaleWhileRevalidate)
+	c.StaleIfError = cmp.Or(c.StaleIfError, DefaultStaleIfError)
+	c.NegativeTTL = cmp.Or(c.NegativeTTL, DefaultNegativeTTL)
+	c.QueryTimeout = cmp.Or(c.QueryTimeout, DefaultQueryTimeout)
+	c.MaxEntries = cmp.Or(c.MaxEntries, DefaultMaxEntries)
+	c.MaxBatch = cmp.Or(c.MaxBatch, DefaultMaxBatch)
+	c.BatchConcurrency = cmp.Or(c.BatchConcurrency, DefaultBatchConcurrency)
+	c.MaxBody = cmp.Or(c.MaxBody, DefaultMaxBody)
+	c.MaxBatchAnswer = cmp.Or(c.MaxBatchAnswer, DefaultMaxBatchAnswer)
+	c.MaxAdHoc = cmp.Or(c.MaxAdHoc, DefaultMaxAdHoc)
+	c.MaxAdHocPerNetwork = cmp.Or(c.MaxAdHocPerNetwork, DefaultMaxAdHocPerNetwork)
+	c.UpstreamRate = cmp.Or(c.UpstreamRate, DefaultUpstreamRate)
+	c.UpstreamBurst = cmp.Or(c.UpstreamBurst, ratelimit.DefaultBurst(c.UpstreamRate))
+	c.BatchRate = cmp.Or(c.BatchRate, DefaultBatchRate)
+	c.BatchBurst = cmp.Or(c.BatchBurst, DefaultBatchBurst)
+	c.AdHocRate = cmp.Or(c.AdHocRate, DefaultAdHocRate)
+	c.AdHocBurst = cmp.Or(c.AdHocBurst, DefaultAdHocBurst)
+	c.ClientIPv6Prefix = cmp.Or(c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
 	if c.ClientIP == nil {
 		c.ClientIP = clientaddr.RemoteAddr
 	}
@@ -173,12 +168,6 @@ func (c Config) WithDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
-}
-
-func orDefault[T int | int64 | float64](v *T, d T) {
-	if *v == 0 {
-		*v = d
-	}
 }
 
 func in(name string, v, lo, hi int64) error {
@@ -193,15 +182,4 @@ func inDuration(name string, d, hi time.Duration) error {
 		return fmt.Errorf("%s must be a duration in [0s, %s], not %s", name, hi, d)
 	}
 	return nil
-}
-
-// rate checks a rate in events per second and its burst, up to maxBurst.
-func rate(rateName, burstName string, r float64, burst, maxBurst int) error {
-	if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-		return fmt.Errorf("%s must be a positive number, not %v", rateName, r)
-	}
-	if err := in(burstName, int64(burst), 1, int64(maxBurst)); err != nil {
-		return err
-	}
-	return ratelimit.ValidateNamed(rateName, burstName, r, max(burst, 1))
 }

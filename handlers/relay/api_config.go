@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"math"
@@ -43,11 +44,11 @@ func (c APIConfig) Validate() error {
 		notNegative("join_code_ttl", c.JoinCodeTTL),
 		in("max_allocations", c.MaxAllocations, 1, MaxMaxAllocations),
 		in("max_body", c.MaxBody, 1, MaxAPIMaxBody),
-		apiRate("join_rate", "join_burst", c.JoinRate, c.JoinBurst),
-		apiRate("allocate_rate", "allocate_burst", c.AllocateRate, c.AllocateBurst),
-		apiRate("join_code_rate", "join_code_burst", c.JoinCodeRate, c.JoinCodeBurst),
-		apiRate("join_network_rate", "join_network_burst", c.JoinNetworkRate, c.JoinNetworkBurst),
-		apiRate("auth_failure_rate", "auth_failure_burst", c.AuthFailureRate, c.AuthFailureBurst),
+		ratelimit.ValidateOptions("join_rate", "join_burst", c.JoinRate, c.JoinBurst, MaxAPIBurst),
+		ratelimit.ValidateOptions("allocate_rate", "allocate_burst", c.AllocateRate, c.AllocateBurst, MaxAPIBurst),
+		ratelimit.ValidateOptions("join_code_rate", "join_code_burst", c.JoinCodeRate, c.JoinCodeBurst, MaxAPIBurst),
+		ratelimit.ValidateOptions("join_network_rate", "join_network_burst", c.JoinNetworkRate, c.JoinNetworkBurst, MaxAPIBurst),
+		ratelimit.ValidateOptions("auth_failure_rate", "auth_failure_burst", c.AuthFailureRate, c.AuthFailureBurst, MaxAPIBurst),
 		in("max_allocations_per_client", c.MaxAllocationsPerClient, 1, int64(maxAllocations), "max_allocations"),
 		in("max_allocations_per_network", c.MaxAllocationsPerNetwork, 1, int64(maxAllocations), "max_allocations"),
 		in("max_clients", c.MaxClients, MinMaxClients, MaxMaxClients),
@@ -78,12 +79,12 @@ func (c APIConfig) WithDefaults() APIConfig {
 	if len(c.Regions) == 0 {
 		c.Regions = []APIRegion{{ID: DefaultRegion}}
 	}
-	orDefault(&c.MaxConnections, DefaultAPIMaxConnections)
-	orDefault(&c.AllocationTTL, DefaultAllocationTTL)
-	orDefault(&c.JoinCodeTTL, DefaultJoinCodeTTL)
-	orDefault(&c.MaxAllocations, DefaultMaxAllocations)
-	orDefault(&c.MaxBody, DefaultAPIMaxBody)
-	orDefault(&c.SweepInterval, DefaultAPISweepInterval)
+	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultAPIMaxConnections)
+	c.AllocationTTL = cmp.Or(c.AllocationTTL, DefaultAllocationTTL)
+	c.JoinCodeTTL = cmp.Or(c.JoinCodeTTL, DefaultJoinCodeTTL)
+	c.MaxAllocations = cmp.Or(c.MaxAllocations, DefaultMaxAllocations)
+	c.MaxBody = cmp.Or(c.MaxBody, DefaultAPIMaxBody)
+	c.SweepInterval = cmp.Or(c.SweepInterval, DefaultAPISweepInterval)
 	setDefaultRate(&c.JoinRate, &c.JoinBurst, DefaultJoinRate, DefaultJoinBurst)
 	setDefaultRate(&c.AllocateRate, &c.AllocateBurst, DefaultAllocateRate, DefaultAllocateBurst)
 	setDefaultRate(&c.JoinCodeRate, &c.JoinCodeBurst, DefaultJoinCodeRate, DefaultJoinCodeBurst)
@@ -91,12 +92,12 @@ func (c APIConfig) WithDefaults() APIConfig {
 	setDefaultRate(&c.AuthFailureRate, &c.AuthFailureBurst, DefaultAuthFailureRate, DefaultAuthFailureBurst)
 	// A smaller max_allocations bounds the per-client and per-network
 	// defaults too.
-	orDefault(&c.MaxAllocationsPerClient, min(DefaultMaxAllocationsPerClient, c.MaxAllocations))
-	orDefault(&c.MaxAllocationsPerNetwork, min(DefaultMaxAllocationsPerNetwork, c.MaxAllocations))
-	orDefault(&c.MaxClients, DefaultMaxClients)
-	orDefault(&c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
-	orDefault(&c.NetworkIPv4Prefix, clientaddr.DefaultNetworkIPv4Prefix)
-	orDefault(&c.NetworkIPv6Prefix, clientaddr.DefaultNetworkIPv6Prefix)
+	c.MaxAllocationsPerClient = cmp.Or(c.MaxAllocationsPerClient, min(DefaultMaxAllocationsPerClient, c.MaxAllocations))
+	c.MaxAllocationsPerNetwork = cmp.Or(c.MaxAllocationsPerNetwork, min(DefaultMaxAllocationsPerNetwork, c.MaxAllocations))
+	c.MaxClients = cmp.Or(c.MaxClients, DefaultMaxClients)
+	c.ClientIPv6Prefix = cmp.Or(c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
+	c.NetworkIPv4Prefix = cmp.Or(c.NetworkIPv4Prefix, clientaddr.DefaultNetworkIPv4Prefix)
+	c.NetworkIPv6Prefix = cmp.Or(c.NetworkIPv6Prefix, clientaddr.DefaultNetworkIPv6Prefix)
 	c.NetworkIPv6Prefix = min(c.NetworkIPv6Prefix, c.ClientIPv6Prefix)
 	if c.Limiter == nil {
 		c.Limiter = NewAllocationLimiter()
@@ -114,12 +115,6 @@ func (c APIConfig) WithDefaults() APIConfig {
 		c.Logger = zap.NewNop()
 	}
 	return c
-}
-
-func orDefault[T int | int64 | time.Duration](v *T, d T) {
-	if *v == 0 {
-		*v = d
-	}
 }
 
 func setDefaultRate(rate *float64, burst *int, defRate float64, defBurst int) {
@@ -149,16 +144,4 @@ func notNegative(name string, d time.Duration) error {
 		return fmt.Errorf("%s must not be negative, not %s", name, d)
 	}
 	return nil
-}
-
-// apiRate checks a per-client or per-network request rate and its burst:
-// 0 means the default, so such a limit cannot be turned off.
-func apiRate(rateName, burstName string, rate float64, burst int) error {
-	if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
-		return fmt.Errorf("%s must be a positive number, not %v", rateName, rate)
-	}
-	if err := in(burstName, burst, 1, MaxAPIBurst); err != nil {
-		return err
-	}
-	return ratelimit.ValidateNamed(rateName, burstName, rate, max(burst, 1))
 }

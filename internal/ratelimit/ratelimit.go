@@ -86,6 +86,19 @@ func ValidateNamed(rateName, burstName string, rate float64, burst int) error {
 	return nil
 }
 
+// ValidateOptions checks a rate limit configured as two options, each 0
+// for its default: rateName, events per second, and burstName, events at
+// once in [1, maxBurst].
+func ValidateOptions(rateName, burstName string, rate float64, burst, maxBurst int) error {
+	switch {
+	case rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0):
+		return fmt.Errorf("%s must be a positive number, not %v", rateName, rate)
+	case burst < 0 || burst > maxBurst:
+		return fmt.Errorf("%s must be in [1, %d], not %d", burstName, maxBurst, burst)
+	}
+	return ValidateNamed(rateName, burstName, rate, max(burst, 1))
+}
+
 // Limit is a rate and a burst compiled to nanoseconds. The zero Limit admits
 // everything. A Limit is a small value: copy it freely.
 type Limit struct {
