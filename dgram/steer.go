@@ -64,7 +64,7 @@ type steerer struct {
 	window  int64        // nanoseconds
 	mode    atomic.Int32 // steerOne or steerSpread
 	off     atomic.Bool  // the kernel refused: its hash decides, as without steering
-	start   atomic.Int64 // the window's start, in nanoseconds since epoch
+	start   atomic.Int64 // the window's start (monotonic)
 	reads   atomic.Int64 // in the window, with mode steerSpread
 	read    atomic.Int64 // datagrams read in the window
 	busy    atomic.Int64 // reads of half a batch or more in the window
@@ -90,7 +90,7 @@ func (s *Server) steererOf(conn *net.UDPConn, io packetIO) *steerer {
 			window = steerWindow
 		}
 		st = &steerer{s: s, addr: addr, batch: s.Batch, window: int64(window)}
-		st.start.Store(time.Now().UnixNano())
+		st.start.Store(monotonic())
 		st.mode.Store(steerOne)
 		// Detaching first tells whether the kernel can detach at all; a
 		// socket without SO_REUSEPORT, or without BPF, fails here or at
@@ -162,7 +162,7 @@ func (r *readerSteer) observe(n int) {
 			st.busy.Add(1)
 		}
 	}
-	now := time.Now().UnixNano()
+	now := monotonic()
 	start := st.start.Load()
 	if now-start < st.window || !st.start.CompareAndSwap(start, now) {
 		return
@@ -201,7 +201,7 @@ func (st *steerer) switchTo(conn *net.UDPConn, mode int32) {
 		return
 	}
 	if old != mode {
-		st.start.Store(time.Now().UnixNano())
+		st.start.Store(monotonic())
 		st.reads.Store(0)
 		st.read.Store(0)
 		st.busy.Store(0)
@@ -210,3 +210,9 @@ func (st *steerer) switchTo(conn *net.UDPConn, mode int32) {
 		}
 	}
 }
+
+var epoch = time.Now()
+
+// monotonic reads the monotonic clock alone, in nanoseconds: time.Now
+// reads the wall clock too, which costs as much again.
+func monotonic() int64 { return int64(time.Since(epoch)) }
