@@ -158,7 +158,7 @@ func (h *A2SShield) Provision(ctx caddy.Context) error {
 	if h.protocol, err = a2s.NewShieldProtocol(o); err != nil {
 		return err
 	}
-	return a2sShieldMetrics.register(ctx.GetMetricsRegistry())
+	return registerDatagramMetrics(ctx, &a2sShieldMetrics.metricSet)
 }
 
 // Cleanup stops the workers, then ends the shield's upstream queries

@@ -219,7 +219,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	if h.responder, err = gqp.NewResponder(cfg); err != nil {
 		return err
 	}
-	return gqpMetrics.register(ctx.GetMetricsRegistry())
+	return registerDatagramMetrics(ctx, &gqpMetrics.metricSet)
 }
 
 // Cleanup stops the workers, then ends the commands' upstream requests

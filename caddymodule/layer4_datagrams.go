@@ -1,9 +1,12 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"sync"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/mholt/caddy-l4/layer4"
 
 	"github.com/gamegate/gamegate/dgram"
@@ -39,9 +42,55 @@ func serveDatagrams(cx *layer4.Connection, v any, name string) error {
 		return err
 	}
 	src := netaddr.AddrPortOf(cx.RemoteAddr())
-	w := dgram.NewWriter(dgram.NewConn(pc))
-	return readDatagrams(cx, func() {}, func(datagram []byte) {
-		p.ServeDatagram(w, src, datagram)
-		w.Flush()
+	a := takeAssociation(pc)
+	defer a.release()
+	return readDatagrams(cx, a.buf[:], func() {
+		layer4Stats.CountDropped(dgram.DropTooLarge)
+	}, func(datagram []byte) {
+		layer4Stats.CountReceived()
+		p.ServeDatagram(a.w, src, datagram)
+		a.w.Flush()
+		a.w.Report(layer4Stats)
 	})
+}
+
+// association is what serving one caddy-l4 association needs beyond what
+// caddy-l4 gives it: a read buffer and a Writer, about 18 KB, taken from a
+// pool for the association's life, so a stream of short associations (one
+// per source, which anyone can start) does not allocate them anew.
+type association struct {
+	buf [maxDatagram]byte
+	w   *dgram.Writer
+}
+
+var associations = sync.Pool{New: func() any {
+	return &association{w: dgram.NewWriter(nil)}
+}}
+
+// takeAssociation returns the room of an association on pc, whose Writer
+// sends through pc. The Conn is the association's own: a protocol's worker
+// may keep it after the association ends and its room serves another.
+func takeAssociation(pc net.PacketConn) *association {
+	a := associations.Get().(*association)
+	a.w.Reset(dgram.NewConn(pc))
+	return a
+}
+
+// release returns a's room to the pool when its association ends.
+func (a *association) release() {
+	a.w.Reset(nil)
+	associations.Put(a)
+}
+
+// layer4Stats counts what the adapter reads and drops itself on every
+// caddy-l4 route (oversized first datagrams, replies the kernel refused),
+// exported as the gamegate UDP metrics with the listener "layer4".
+var layer4Stats = udpStatsOf([]string{"layer4"})
+
+// registerDatagramMetrics registers a datagram protocol's metrics m, and the
+// adapter's own counts (udpMetrics, listener "layer4"), in the
+// configuration's registry.
+func registerDatagramMetrics(ctx caddy.Context, m *metricSet) error {
+	reg := ctx.GetMetricsRegistry()
+	return errors.Join(m.register(reg), udpMetrics.register(reg))
 }

@@ -135,7 +135,7 @@ func (h *QoSEcho) Provision(ctx caddy.Context) error {
 			}
 		}
 	}
-	return qosMetrics.register(ctx.GetMetricsRegistry())
+	return registerDatagramMetrics(ctx, &qosMetrics.metricSet)
 }
 
 // ForListener returns the service's server for the listener: that of its

@@ -124,7 +124,7 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if h.server, err = relay.NewServer(cfg, val.(pooledRelayTable).Table); err != nil {
 		return err
 	}
-	return relayMetrics.register(ctx.GetMetricsRegistry())
+	return registerDatagramMetrics(ctx, &relayMetrics.metricSet)
 }
 
 // Validate checks the configuration. The secrets are checked as the

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net"
 
@@ -15,27 +14,16 @@ import (
 // pieces that could each look like a message.
 const maxDatagram = 9000
 
-// packetConnOf returns the shared socket of a UDP association, for sending
-// to other clients, or an error naming the protocol if the route's listener
-// is not a packet listener.
-func packetConnOf(cx *layer4.Connection, protocol string) (net.PacketConn, error) {
-	pc, ok := cx.Conn.(net.PacketConn)
-	if !ok {
-		return nil, fmt.Errorf("%s runs over UDP; this route's listener is not a packet listener", protocol)
-	}
-	return pc, nil
-}
-
-// readDatagrams calls handle with each datagram of a UDP association, in
-// order, until the association ends (caddy-l4's idle timeout: nil) or the
-// read fails. The datagram is valid only during the call.
+// readDatagrams calls handle with each datagram of a UDP association, read
+// into buf (maxDatagram bytes), in order, until the association ends
+// (caddy-l4's idle timeout: nil) or the read fails. The datagram is valid
+// only during the call.
 //
 // A read of zero bytes means part of a datagram longer than caddy-l4's 2 KiB
 // matching chunk is stuck in the matching buffer without a frame boundary:
 // no read can make progress, so the association ends there (onStuck is
 // called) and the client's next datagram starts a fresh one.
-func readDatagrams(cx *layer4.Connection, onStuck func(), handle func(datagram []byte)) error {
-	buf := make([]byte, maxDatagram)
+func readDatagrams(cx *layer4.Connection, buf []byte, onStuck func(), handle func(datagram []byte)) error {
 	for {
 		n, err := cx.Read(buf)
 		if err != nil {

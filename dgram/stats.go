@@ -51,6 +51,17 @@ func (s *Stats) add(c *[numCounts]uint64) {
 	}
 }
 
+// CountReceived counts one datagram read by a transport that reads for
+// itself (a caddy-l4 association), and CountDropped one it dropped for r.
+func (s *Stats) CountReceived() { s.counts[countReceived].n.Add(1) }
+
+// CountDropped counts one datagram dropped for r; see CountReceived.
+func (s *Stats) CountDropped(r DropReason) {
+	if r < NumDropReasons {
+		s.counts[countDropNoProtocol+int(r)].n.Add(1)
+	}
+}
+
 // Received is how many datagrams the readers have read.
 func (s *Stats) Received() uint64 { return s.counts[countReceived].n.Load() }
 

@@ -42,6 +42,22 @@ func NewWriter(c *Conn) *Writer {
 	return w
 }
 
+// Reset makes w, a Writer from NewWriter, send through c, forgetting
+// anything queued and not flushed, so that one Writer can serve one
+// association after another (a pool of them) instead of each allocating
+// its own room. What it counted stays until Report.
+func (w *Writer) Reset(c *Conn) {
+	w.io, w.conn = connIO{c}, c
+	w.out = w.out[:0]
+	w.arena = w.arena[:0]
+}
+
+// Report adds to s what w counted since its last Report (replies it failed
+// to send) and starts counting afresh. The gamegate app's readers report
+// their own; a transport that hands a Writer from NewWriter one datagram at
+// a time reports after each Flush.
+func (w *Writer) Report(s *Stats) { s.add(w.counts) }
+
 // connIO writes through a Conn; it reads nothing.
 type connIO struct{ c *Conn }
 
