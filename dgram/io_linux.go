@@ -38,6 +38,8 @@ type mmsgIO struct {
 	done         int
 	errno        syscall.Errno
 	recvF, sendF func(fd uintptr) bool
+	// waited: this read has found the socket empty and waited for it.
+	waited bool
 }
 
 func newBatchIO(conn *net.UDPConn, batch int) (packetIO, error) {
@@ -85,6 +87,7 @@ func (b *mmsgIO) read(in []message) (int, error) {
 		b.rh[i].hdr.Flags = 0
 	}
 	b.hs = b.rh[:n]
+	b.waited = false
 	if err := b.rc.Read(b.recvF); err != nil {
 		return 0, err
 	}
@@ -115,7 +118,24 @@ func (b *mmsgIO) write(out []message) (int, error) {
 	return b.done, nil
 }
 
-func (b *mmsgIO) recvmmsg(fd uintptr) bool { return b.mmsg(unix.SYS_RECVMMSG, fd) }
+// recvmmsg reads a batch; after the reader has waited for the socket, it
+// reads one datagram only. A reader woken for a datagram mostly finds that
+// one alone, and recvmmsg asked for more tries the next and finds none:
+// work before the reply that a lone datagram (one request in flight, the
+// latency case) should not pay. If more did arrive, the next read takes
+// them at once, without waiting.
+func (b *mmsgIO) recvmmsg(fd uintptr) bool {
+	hs := b.hs
+	if b.waited {
+		b.hs = hs[:1]
+	}
+	done := b.mmsg(unix.SYS_RECVMMSG, fd)
+	b.hs = hs
+	if !done {
+		b.waited = true
+	}
+	return done
+}
 func (b *mmsgIO) sendmmsg(fd uintptr) bool { return b.mmsg(unix.SYS_SENDMMSG, fd) }
 
 // mmsg makes one call of recvmmsg or sendmmsg on b.hs, and reports whether

@@ -189,10 +189,10 @@ func (s *Server) Serve(pc net.PacketConn) error {
 	}
 	r := newReader(s, conn)
 	r.steer = readerSteer{st: s.steererOf(conn, r.io), conn: conn}
-	if r.steer.st != nil {
-		defer r.steer.st.release()
-	}
 	err = r.run()
+	if r.steer.st != nil {
+		r.steer.st.release(conn) // while conn is open: the last detaches
+	}
 	if !errors.Is(err, ErrServerClosed) {
 		// The socket failed: close it rather than leave it bound with no
 		// reader, which would keep receiving its share of the port.
@@ -210,6 +210,19 @@ func (s *Server) Close() error {
 	s.init()
 	s.mu.Lock()
 	s.closing.Store(true)
+	// Detach each steered address's program through one of its sockets
+	// while they are open: the group outlives this server in a reload.
+	for pc := range s.conns {
+		conn, err := udpConnOf(pc)
+		if err != nil {
+			continue
+		}
+		addr := conn.LocalAddr().Network() + "/" + conn.LocalAddr().String()
+		if st := s.steerers[addr]; st != nil && !st.off.Load() {
+			st.off.Store(true) // detached once
+			s.unsteer(conn, addr)
+		}
+	}
 	var errs []error
 	for pc := range s.conns {
 		errs = append(errs, pc.Close())

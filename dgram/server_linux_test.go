@@ -5,6 +5,7 @@ package dgram
 import (
 	"errors"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -73,4 +74,59 @@ func TestServeClosesFailedSocket(t *testing.T) {
 	if err := <-goodDone; !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("Serve of the other socket returned %v, want ErrServerClosed", err)
 	}
+}
+
+// A read that waited for its socket reads the one datagram that woke it,
+// the latency case, and the next read takes whatever else arrived meanwhile
+// in one batch, without waiting.
+func TestReadAfterWaitTakesOne(t *testing.T) {
+	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: 8}
+	s.init()
+	conn := listen(t)
+	defer conn.Close()
+	r := newReader(s, conn)
+	b := r.io.(*mmsgIO)
+	to := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	c := listen(t)
+	defer c.Close()
+	for range 50 {
+		done := make(chan int, 1)
+		go func() {
+			n, err := r.io.read(r.in)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- n
+		}()
+		runtime.Gosched()
+		for i := range 5 {
+			if _, err := c.WriteToUDPAddrPort([]byte{'x', byte(i)}, to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first := <-done
+		if !b.waited {
+			// The datagrams arrived before the read: it took them in a batch.
+			for got := first; got < 5; {
+				n, err := r.io.read(r.in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got += n
+			}
+			continue
+		}
+		if first != 1 {
+			t.Fatalf("a read that waited took %d datagrams, want 1", first)
+		}
+		n, err := r.io.read(r.in)
+		if err != nil || n != 4 || b.waited {
+			t.Fatalf("the next read took %d datagrams (waited %v, %v), want the 4 others at once", n, b.waited, err)
+		}
+		if r.in[n-1].n != 2 || r.in[n-1].buf[1] != 4 {
+			t.Fatalf("the last datagram read is %q, want the fifth", r.in[n-1].buf[:r.in[n-1].n])
+		}
+		return
+	}
+	t.Fatal("no read waited for its socket in 50 tries")
 }

@@ -1,8 +1,10 @@
 package dgram
 
 import (
+	"errors"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -29,7 +31,13 @@ import (
 // The program belongs to the group, not to a socket: during a reload the
 // old configuration's sockets and the new one's share it, and each server
 // applies its mode again at the end of each window, so the survivor's
-// holds.
+// holds. A server that does not steer (a batch too small to tell a
+// backlog) detaches it when it starts serving a socket, and a server
+// detaches it when the last reader of an address goes (Close, or every
+// socket failed), so a group never keeps a program no server applies. The
+// program is attached only where the kernel can detach it again (Linux
+// 5.3 and later): a program that cannot be detached would send every
+// datagram to one socket for the life of the group.
 const (
 	// steerWindow is how often a server reconsiders an address's mode.
 	steerWindow = time.Second
@@ -56,7 +64,7 @@ type steerer struct {
 	window  int64        // nanoseconds
 	mode    atomic.Int32 // steerOne or steerSpread
 	off     atomic.Bool  // the kernel refused: its hash decides, as without steering
-	start   atomic.Int64 // the window's start, in nanoseconds since epoch
+	start   atomic.Int64 // the window's start (monotonic)
 	reads   atomic.Int64 // in the window, with mode steerSpread
 	read    atomic.Int64 // datagrams read in the window
 	busy    atomic.Int64 // reads of half a batch or more in the window
@@ -66,10 +74,13 @@ type steerer struct {
 // steererOf returns the steering of conn's address, shared by the readers
 // of its sockets, or nil where the server cannot tell a backlog.
 func (s *Server) steererOf(conn *net.UDPConn, io packetIO) *steerer {
+	addr := conn.LocalAddr().Network() + "/" + conn.LocalAddr().String()
 	if _, single := io.(singleIO); single || s.Batch < steerMinBatch {
+		// No steering: a program another server of the group attached
+		// (before a reload) goes.
+		s.unsteer(conn, addr)
 		return nil
 	}
-	addr := conn.LocalAddr().Network() + "/" + conn.LocalAddr().String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.steerers[addr]
@@ -79,10 +90,12 @@ func (s *Server) steererOf(conn *net.UDPConn, io packetIO) *steerer {
 			window = steerWindow
 		}
 		st = &steerer{s: s, addr: addr, batch: s.Batch, window: int64(window)}
-		st.start.Store(time.Now().UnixNano())
+		st.start.Store(monotonic())
 		st.mode.Store(steerOne)
-		if err := steerTo(conn, steerOne); err != nil {
-			// Not an SO_REUSEPORT socket, or no BPF: the kernel decides.
+		// Detaching first tells whether the kernel can detach at all; a
+		// socket without SO_REUSEPORT, or without BPF, fails here or at
+		// the attach: the kernel decides.
+		if steerTo(conn, steerSpread) != nil || steerTo(conn, steerOne) != nil {
 			st.off.Store(true)
 		}
 		s.steerers[addr] = st
@@ -91,13 +104,31 @@ func (s *Server) steererOf(conn *net.UDPConn, io packetIO) *steerer {
 	return st
 }
 
-// release forgets a reader of st's address.
-func (st *steerer) release() {
+// release forgets a reader of st's address whose socket conn is still
+// open; the last one detaches the program.
+func (st *steerer) release(conn *net.UDPConn) {
 	st.s.mu.Lock()
-	defer st.s.mu.Unlock()
+	last := false
 	if st.readers--; st.readers == 0 {
 		delete(st.s.steerers, st.addr)
+		last = !st.off.Load() && !st.s.closing.Load() // Close detaches
 	}
+	st.s.mu.Unlock()
+	if last {
+		st.s.unsteer(conn, st.addr)
+	}
+}
+
+// unsteer detaches any program from the SO_REUSEPORT group of conn, whose
+// address is addr; where the kernel refuses, it logs that every datagram
+// may go to one socket.
+func (s *Server) unsteer(conn *net.UDPConn, addr string) {
+	err := steerTo(conn, steerSpread)
+	if err == nil || errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported) {
+		return // detached, none attached, or not an SO_REUSEPORT socket
+	}
+	s.Logger.Error("detaching the UDP steering program from the address's sockets failed; every datagram of the address may go to one socket until they are all closed",
+		zap.String("address", addr), zap.Error(err))
 }
 
 // readerSteer is one reader's view of its address's steering.
@@ -131,7 +162,7 @@ func (r *readerSteer) observe(n int) {
 			st.busy.Add(1)
 		}
 	}
-	now := time.Now().UnixNano()
+	now := monotonic()
 	start := st.start.Load()
 	if now-start < st.window || !st.start.CompareAndSwap(start, now) {
 		return
@@ -147,19 +178,30 @@ func (r *readerSteer) observe(n int) {
 
 // switchTo sets the mode of st's address through conn, one of its sockets;
 // setting the mode it has applies it again.
+// After Close began, it does nothing: Close detaches the program.
 func (st *steerer) switchTo(conn *net.UDPConn, mode int32) {
+	st.s.mu.Lock()
+	if st.s.closing.Load() {
+		st.s.mu.Unlock()
+		return
+	}
 	old := st.mode.Swap(mode)
-	if err := steerTo(conn, mode); err != nil {
-		if st.s.closing.Load() {
+	err := steerTo(conn, mode)
+	st.s.mu.Unlock()
+	if err != nil {
+		st.off.Store(true)
+		if mode == steerOne {
+			st.s.Logger.Warn("steering UDP datagrams over the address's sockets failed; the kernel spreads them by source",
+				zap.String("address", st.addr), zap.Error(err))
+			st.s.unsteer(conn, st.addr)
 			return
 		}
-		st.s.Logger.Warn("steering UDP datagrams over the address's sockets failed; the kernel spreads them by source",
+		st.s.Logger.Error("detaching the UDP steering program from the address's sockets failed; every datagram of the address may go to one socket until they are all closed",
 			zap.String("address", st.addr), zap.Error(err))
-		st.off.Store(true)
 		return
 	}
 	if old != mode {
-		st.start.Store(time.Now().UnixNano())
+		st.start.Store(monotonic())
 		st.reads.Store(0)
 		st.read.Store(0)
 		st.busy.Store(0)
@@ -168,3 +210,9 @@ func (st *steerer) switchTo(conn *net.UDPConn, mode int32) {
 		}
 	}
 }
+
+var epoch = time.Now()
+
+// monotonic reads the monotonic clock alone, in nanoseconds: time.Now
+// reads the wall clock too, which costs as much again.
+func monotonic() int64 { return int64(time.Since(epoch)) }

@@ -177,3 +177,55 @@ func TestSteerOffWithoutReusePort(t *testing.T) {
 		}
 	}
 }
+
+// After a reload from a server that steers to one that does not (a batch
+// too small to tell a backlog), the kernel spreads the datagrams by
+// source again once the old server is closed: its program does not stay
+// attached to the group, sending every datagram to one socket.
+func TestSteerDetachedAfterReloadToNoSteering(t *testing.T) {
+	old := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: 32}
+	to, conn, _ := steered(t, old)
+	if st := old.steerMode(conn); st != steerOne {
+		t.Fatalf("old server's mode %d, want one socket", st)
+	}
+	fromSources(t, to, 4) // the old readers apply their mode
+
+	addr := to.String()
+	var conns [2]*net.UDPConn
+	var counts [2]*atomic.Int64
+	for i := range conns {
+		conns[i] = listenReusePort(t, addr)
+		counts[i] = new(atomic.Int64)
+	}
+	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: 4}
+	s.newIO = func(c *net.UDPConn, batch int) packetIO {
+		for i := range conns {
+			if c == conns[i] {
+				return countingIO{newPacketIO(c, batch), counts[i]}
+			}
+		}
+		return newPacketIO(c, batch)
+	}
+	done := make(chan error, len(conns))
+	for _, c := range conns {
+		go func() { done <- s.Serve(c) }()
+	}
+	t.Cleanup(func() {
+		s.Close()
+		for range conns {
+			<-done
+		}
+	})
+	waitFor(t, "the new readers", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.conns) == len(conns)
+	})
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fromSources(t, to, 64)
+	if a, b := counts[0].Load(), counts[1].Load(); a+b < 64 || a == 0 || b == 0 {
+		t.Fatalf("64 sources read per socket: %d and %d, want some on each", a, b)
+	}
+}

@@ -10,20 +10,25 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/caddymodule"
+	"github.com/gamegate/gamegate/handlers/a2s"
 	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/a2sserver"
 	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
+	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
-// transportsCaddyfile serves QoS and the relay twice from one Caddyfile: on
-// a UDP server of the gamegate app at appAddr, and on caddy-l4 routes at
-// l4Addr. Both transports run the same protocol implementations
-// (handlers/qos, handlers/relay), which this file's tests hold them to.
-func transportsCaddyfile(appAddr, l4Addr string) string {
+// transportsCaddyfile serves QoS, the relay, GQP and the A2S shield (of
+// the game server at game) twice from one Caddyfile: on a UDP server of
+// the gamegate app at appAddr, and on caddy-l4 routes at l4Addr. Both
+// transports run the same protocol implementations (handlers/qos,
+// handlers/relay, handlers/gqp, handlers/a2s), which this file's tests hold
+// them to.
+func transportsCaddyfile(appAddr, l4Addr, game string) string {
 	return fmt.Sprintf(`{
 	gamegate {
-		udp %s {
+		udp %[1]s {
 			qos {
 				rate 1
 				burst 3
@@ -32,10 +37,17 @@ func transportsCaddyfile(appAddr, l4Addr string) string {
 				secrets {env.GAMEGATE_TEST_RELAY_SECRET}
 				name transports-app
 			}
+			gqp {
+				identify transports 1.0 1
+				command motd {
+					record message hello
+				}
+			}
+			a2s_shield %[3]s
 		}
 	}
 	layer4 {
-		udp/%s {
+		udp/%[2]s {
 			idle_timeout 10s
 			@qos qos
 			route @qos {
@@ -51,10 +63,23 @@ func transportsCaddyfile(appAddr, l4Addr string) string {
 					name transports-l4
 				}
 			}
+			@gqp gqp
+			route @gqp {
+				gqp {
+					identify transports 1.0 1
+					command motd {
+						record message hello
+					}
+				}
+			}
+			@a2s a2s
+			route @a2s {
+				a2s_shield %[3]s
+			}
 		}
 	}
 }
-`, appAddr, l4Addr)
+`, appAddr, l4Addr, game)
 }
 
 // clientScript is what a protocol's clients send and receive on one transport.
@@ -123,6 +148,38 @@ func relayExchange(host, joiner *relay.Allocation, hostData, joinerData []byte) 
 	}
 }
 
+// gqpQueries asks identify, echo and a static command, each in its own
+// query from one source.
+func gqpQueries(t *testing.T, addr string) [][]byte {
+	c := testutil.DialUDP(t, "127.0.0.1:0", addr)
+	var got [][]byte
+	for _, q := range [][]byte{gqpQuery("identify"), gqpQuery("echo", "a", "b"), gqpQuery("motd")} {
+		c.Send(q)
+		b, ok := c.Recv(replyTimeout)
+		if !ok {
+			t.Fatalf("query %q: no answer", q)
+		}
+		got = append(got, b)
+	}
+	return got
+}
+
+// a2sExchange asks A2S_INFO and A2S_PLAYER through the shield's challenge
+// (which differs per source, so the answers are compared, not the
+// challenges).
+func a2sExchange(t *testing.T, addr string) [][]byte {
+	c := &a2s.Client{Timeout: replyTimeout}
+	var got [][]byte
+	for _, typ := range []wirea2s.Type{wirea2s.TypeInfoRequest, wirea2s.TypePlayerRequest} {
+		a, err := c.Query(t.Context(), addr, typ)
+		if err != nil {
+			t.Fatalf("%c: %v", typ, err)
+		}
+		got = append(got, a.Message)
+	}
+	return got
+}
+
 // TestDatagramProtocolsServeAlikeOnAppAndLayer4 runs each datagram
 // protocol through the gamegate app and through a caddy-l4 route of one
 // Caddy, from one Caddyfile, and requires the same answers, byte for byte:
@@ -130,7 +187,8 @@ func relayExchange(host, joiner *relay.Allocation, hostData, joinerData []byte) 
 func TestDatagramProtocolsServeAlikeOnAppAndLayer4(t *testing.T) {
 	t.Setenv("GAMEGATE_TEST_RELAY_SECRET", relaySecret)
 	appAddr, l4Addr := testutil.FreeUDPAddr(t), testutil.FreeUDPAddr(t)
-	testcaddy.Start(t, transportsCaddyfile(appAddr, l4Addr))
+	game := a2sserver.Start(t, a2sserver.Config{Info: a2sInfo("Transports"), Players: a2sPlayers, InfoChallenge: true})
+	testcaddy.Start(t, transportsCaddyfile(appAddr, l4Addr, game.Addr))
 
 	sealer, err := relay.NewSealer([]byte(relaySecret))
 	if err != nil {
@@ -147,6 +205,8 @@ func TestDatagramProtocolsServeAlikeOnAppAndLayer4(t *testing.T) {
 	}{
 		{"qos", qosExchange, 4},
 		{"relay", relayExchange(host, joiner, hostData, joinerData), 6},
+		{"gqp", gqpQueries, 3},
+		{"a2s_shield", a2sExchange, 2},
 	} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			app := tc.clientScript(t, appAddr)
@@ -166,8 +226,10 @@ func TestDatagramProtocolsServeAlikeOnAppAndLayer4(t *testing.T) {
 
 // TestLayer4AdapterStartsNoGoroutinePerAssociation: caddy-l4 runs one
 // goroutine per client address, which runs the route's handler; the
-// adapter serving QoS and the relay there adds none, and the app's UDP
-// server none at all.
+// adapter serving QoS, the relay, GQP and the A2S shield there adds none
+// (the GQP and A2S handlers each ran a goroutine of their own per
+// association before; their workers are now a fixed few), and the app's
+// UDP server none at all.
 //
 // The test runs alone in a fresh process (runIsolated): caddy-l4 strands
 // association goroutines of servers other tests stopped.
@@ -177,10 +239,14 @@ func TestLayer4AdapterStartsNoGoroutinePerAssociation(t *testing.T) {
 	}
 	t.Setenv("GAMEGATE_TEST_RELAY_SECRET", relaySecret)
 	appAddr, l4Addr := testutil.FreeUDPAddr(t), testutil.FreeUDPAddr(t)
-	testcaddy.Start(t, transportsCaddyfile(appAddr, l4Addr))
+	testcaddy.Start(t, transportsCaddyfile(appAddr, l4Addr, "127.0.0.1:9")) // the shield only challenges here
 	qosHandle := funcName((*caddymodule.QoSEcho).Handle)
 	relayHandle := funcName((*caddymodule.Relay).Handle)
+	gqpHandle := funcName((*caddymodule.GQPResponder).Handle)
+	a2sHandle := funcName((*caddymodule.A2SShield).Handle)
+	handles := []string{qosHandle, relayHandle, gqpHandle, a2sHandle}
 	ping, _ := (&wirerelay.Ping{}).AppendTo(nil)
+	a2sInfoRequest, _ := (&wirea2s.Request{Type: wirea2s.TypeInfoRequest}).AppendTo(nil)
 
 	const clients = 20
 	for _, tc := range []struct {
@@ -191,6 +257,8 @@ func TestLayer4AdapterStartsNoGoroutinePerAssociation(t *testing.T) {
 	}{
 		{"qos on layer4", l4Addr, unityRequest(1, 1, 1), qosHandle},
 		{"relay on layer4", l4Addr, ping, relayHandle},
+		{"gqp on layer4", l4Addr, gqpQuery("identify"), gqpHandle},
+		{"a2s_shield on layer4", l4Addr, a2sInfoRequest, a2sHandle},
 		{"qos on the app", appAddr, unityRequest(1, 1, 1), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -201,8 +269,8 @@ func TestLayer4AdapterStartsNoGoroutinePerAssociation(t *testing.T) {
 			if _, ok := first.Recv(replyTimeout); !ok {
 				t.Fatal("the first client: no answer")
 			}
-			before, inHandle := runtime.NumGoroutine(), goroutinesIn(qosHandle, relayHandle)
-			ours := gamegateGoroutines(qosHandle, relayHandle)
+			before, inHandle := runtime.NumGoroutine(), goroutinesIn(handles...)
+			ours := gamegateGoroutines(handles...)
 			for i := range clients {
 				c := testutil.DialUDP(t, fmt.Sprintf("127.0.0.%d:0", 10+i), tc.addr)
 				c.Send(tc.request)
@@ -216,10 +284,10 @@ func TestLayer4AdapterStartsNoGoroutinePerAssociation(t *testing.T) {
 			if tc.handle != "" {
 				perAssociation = 1
 			}
-			if got, want := goroutinesIn(qosHandle, relayHandle)-inHandle, clients*perAssociation; got != want {
+			if got, want := goroutinesIn(handles...)-inHandle, clients*perAssociation; got != want {
 				t.Fatalf("goroutines running the handler: got %d more, want %d (one per association)", got, want)
 			}
-			if got := gamegateGoroutines(qosHandle, relayHandle); got != ours {
+			if got := gamegateGoroutines(handles...); got != ours {
 				t.Fatalf("other goroutines in gamegate's code: got %d, want %d as before the clients came", got, ours)
 			}
 			grown := runtime.NumGoroutine() - before

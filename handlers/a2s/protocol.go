@@ -1,6 +1,7 @@
 package a2s
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -200,13 +201,13 @@ func NewShieldProtocol(o ShieldOptions) (*ShieldProtocol, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	orDefault(&o.TTL, DefaultTTL)
-	orDefault(&o.StaleWhileRevalidate, DefaultStaleWhileRevalidate)
-	orDefault(&o.StaleIfError, DefaultStaleIfError)
-	orDefault(&o.NegativeTTL, DefaultNegativeTTL)
-	orDefault(&o.ChallengeWindow, DefaultChallengeWindow)
-	orDefault(&o.AttemptTimeout, DefaultAttemptTimeout)
-	orDefault(&o.Retries, DefaultRetries)
+	o.TTL = cmp.Or(o.TTL, DefaultTTL)
+	o.StaleWhileRevalidate = cmp.Or(o.StaleWhileRevalidate, DefaultStaleWhileRevalidate)
+	o.StaleIfError = cmp.Or(o.StaleIfError, DefaultStaleIfError)
+	o.NegativeTTL = cmp.Or(o.NegativeTTL, DefaultNegativeTTL)
+	o.ChallengeWindow = cmp.Or(o.ChallengeWindow, DefaultChallengeWindow)
+	o.AttemptTimeout = cmp.Or(o.AttemptTimeout, DefaultAttemptTimeout)
+	o.Retries = cmp.Or(o.Retries, DefaultRetries)
 	// One upstream query: every attempt, and a second.
 	loadBy := time.Duration(max(0, o.Retries)+1)*o.AttemptTimeout + time.Second
 	shield, err := NewShield(ShieldConfig{
@@ -229,14 +230,6 @@ func NewShieldProtocol(o ShieldOptions) (*ShieldProtocol, error) {
 	p := &ShieldProtocol{opts: o, shield: shield, loadBy: loadBy}
 	p.workers.Start(ShieldWorkers, ShieldQueue, p.serve, func(shieldJob) { p.count(DroppedNoAnswer) })
 	return p, nil
-}
-
-// orDefault sets *v to d if it is zero.
-func orDefault[T comparable](v *T, d T) {
-	var zero T
-	if *v == zero {
-		*v = d
-	}
 }
 
 // Shield returns the shield the protocol serves.

@@ -44,6 +44,7 @@
 package gqp
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -218,13 +219,13 @@ var Loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustPa
 // NewServer returns a server; custom commands may not reuse the names of
 // the required commands.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	orDefault(&cfg.AuthTTL, DefaultAuthTTL)
-	orDefault(&cfg.ChallengeTTL, DefaultChallengeTTL)
-	orDefault(&cfg.ChallengeLockout, DefaultChallengeLockout)
-	orDefault(&cfg.MaxAuthorized, DefaultMaxAuthorized)
-	orDefault(&cfg.MaxDatagram, DefaultMaxDatagram)
-	orDefault(&cfg.AuthAmplification, DefaultAuthAmplification)
-	orDefault(&cfg.MaxChallengeFailures, DefaultMaxChallengeFailures)
+	cfg.AuthTTL = cmp.Or(cfg.AuthTTL, DefaultAuthTTL)
+	cfg.ChallengeTTL = cmp.Or(cfg.ChallengeTTL, DefaultChallengeTTL)
+	cfg.ChallengeLockout = cmp.Or(cfg.ChallengeLockout, DefaultChallengeLockout)
+	cfg.MaxAuthorized = cmp.Or(cfg.MaxAuthorized, DefaultMaxAuthorized)
+	cfg.MaxDatagram = cmp.Or(cfg.MaxDatagram, DefaultMaxDatagram)
+	cfg.AuthAmplification = cmp.Or(cfg.AuthAmplification, DefaultAuthAmplification)
+	cfg.MaxChallengeFailures = cmp.Or(cfg.MaxChallengeFailures, DefaultMaxChallengeFailures)
 	if cfg.Trusted == nil {
 		cfg.Trusted = Loopback
 	}
@@ -272,14 +273,6 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		s.commands[c.Name] = c
 	}
 	return s, nil
-}
-
-// orDefault sets *v to d if it is zero.
-func orDefault[T comparable](v *T, d T) {
-	var zero T
-	if *v == zero {
-		*v = d
-	}
 }
 
 // Authorized reports whether src (address and port) has validated and its

@@ -554,6 +554,35 @@ func TestChallengeEvictionPrefersTheBusiestSource(t *testing.T) {
 	}
 }
 
+// A flood of heartbeats forged from 1000 addresses, one challenge each,
+// makes room by forgetting its own challenges, not the one waiting for a
+// server already listed (here every forged address is in a network of
+// its own), nor a new server's when the flood comes from a few networks.
+func TestChallengeEvictionKeepsListedAndQuietNetworks(t *testing.T) {
+	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: time.Minute})
+	const listed = "203.0.113.5:27960"
+	r.register(listed, "")
+	c := r.challenge(listed) // its next heartbeat
+	for i := range 1000 {
+		r.send(fmt.Sprintf("10.%d.%d.1:27960", i/256, i%256), heartbeat)
+	}
+	r.send(listed, infoResponse(c, ""))
+	if r.counts[ChallengedEvicting] < 900 || r.counts[Refreshed] != 1 {
+		t.Fatalf("a listed server's challenge through a flood from 1000 networks: %v", r.counts)
+	}
+
+	r = newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: time.Minute})
+	const newcomer = "203.0.113.9:27960"
+	c = r.challenge(newcomer)
+	for i := range 1000 {
+		r.send(fmt.Sprintf("198.18.%d.%d:27960", i%4, i/4), heartbeat)
+	}
+	r.send(newcomer, infoResponse(c, ""))
+	if r.counts[ChallengedEvicting] < 900 || r.counts[Registered] != 1 {
+		t.Fatalf("a new server's challenge through a flood from 4 networks: %v", r.counts)
+	}
+}
+
 // What the registry keeps of an infoResponse is bounded: the keys a list
 // shows, each value cut to MaxInfoValue bytes, whatever the server sent.
 func TestRegistryKeepsBoundedInfo(t *testing.T) {

@@ -3,6 +3,7 @@ package master
 import (
 	"bytes"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type Registry struct {
 	perAddr   map[netip.Addr]int
 	pending   map[netip.AddrPort]challenge
 	perSource map[netip.Prefix]int // challenges waiting, by source
+	perNet    map[netip.Prefix]int // challenges waiting, by network (/24, /48)
 	nextSweep int64
 
 	// The link to a shared store (nil: none), the registrations waiting to
@@ -50,6 +52,7 @@ type server struct {
 type challenge struct {
 	expires int64
 	source  netip.Prefix // the key it is counted under in perSource
+	network netip.Prefix // and in perNet
 	n       uint8
 	b       [maxChallengeSent]byte
 }
@@ -63,6 +66,7 @@ func NewRegistry(now func() time.Time) *Registry {
 		perAddr:   make(map[netip.Addr]int),
 		pending:   make(map[netip.AddrPort]challenge),
 		perSource: make(map[netip.Prefix]int),
+		perNet:    make(map[netip.Prefix]int),
 		outbox:    make(map[netip.AddrPort]outgoing),
 	}
 	r.maxServers.Store(DefaultMaxServers)
@@ -115,6 +119,9 @@ func (r *Registry) forget(addr netip.AddrPort, c challenge) {
 	if r.perSource[c.source]--; r.perSource[c.source] <= 0 {
 		delete(r.perSource, c.source)
 	}
+	if r.perNet[c.network]--; r.perNet[c.network] <= 0 {
+		delete(r.perNet, c.network)
+	}
 }
 
 // evictSample is how many waiting challenges are looked at to choose the
@@ -126,10 +133,16 @@ const evictSample = 8
 // MaxChallengesPerAddress wait at its source already: heartbeats forged
 // from one source then never make another source's challenge forgotten.
 // When MaxChallenges wait in all, one is forgotten to make room: of a
-// few taken at random, one of the source with the most waiting, so that a
-// flood from forged sources mostly forgets its own; it shortens the time
-// a real server has to answer (MaxChallenges over the flood's rate)
-// instead of locking every new server out while it lasts.
+// few taken at random, preferably one sent to an address with no server
+// listed, then one of the network (/24, /48) with the most waiting, then
+// of the source with the most waiting. So a server already listed keeps
+// its challenge through a flood (a forger would have to spoof listed
+// addresses, MaxChallengesPerAddress each), and a flood from few sources
+// or networks mostly forgets its own. A flood forged from as many
+// networks as it has heartbeats ties with a new server's challenge: it
+// is forgotten at random, the flood shortening the time a new server has
+// to answer (MaxChallenges over the flood's rate) rather than locking
+// every new server out while it lasts.
 func (r *Registry) challenge(addr netip.AddrPort, c []byte, cfg *Config) Verdict {
 	now := r.clock.Now()
 	source := clientaddr.Key(addr.Addr(), cfg.ClientIPv6Prefix)
@@ -153,10 +166,15 @@ func (r *Registry) challenge(addr netip.AddrPort, c []byte, cfg *Config) Verdict
 		for len(r.pending) >= cfg.MaxChallenges {
 			var victim netip.AddrPort
 			var vc challenge
-			most, seen := -1, 0
+			best, seen := [3]int{-1}, 0
 			for a, p := range r.pending {
-				if n := r.perSource[p.source]; n > most {
-					victim, vc, most = a, p, n
+				unlisted := 0
+				if r.perAddr[a.Addr()] == 0 {
+					unlisted = 1
+				}
+				score := [3]int{unlisted, r.perNet[p.network], r.perSource[p.source]}
+				if slices.Compare(score[:], best[:]) > 0 {
+					victim, vc, best = a, p, score
 				}
 				if seen++; seen == evictSample {
 					break
@@ -166,10 +184,12 @@ func (r *Registry) challenge(addr netip.AddrPort, c []byte, cfg *Config) Verdict
 			v = ChallengedEvicting
 		}
 	}
-	p := challenge{expires: now + int64(cfg.ChallengeTimeout), source: source, n: uint8(len(c))}
+	p := challenge{expires: now + int64(cfg.ChallengeTimeout), source: source,
+		network: clientaddr.Network(addr.Addr(), 0, 0), n: uint8(len(c))}
 	copy(p.b[:], c)
 	r.pending[addr] = p
 	r.perSource[source]++
+	r.perNet[p.network]++
 	return v
 }
 
