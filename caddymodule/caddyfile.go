@@ -171,7 +171,7 @@ func parseRenamedBlock(d *caddyfile.Dispenser, module string, repeatable []strin
 				}
 				return d.Errf("%s: %v", module, bothNames(old, name))
 			}
-			return d.Errf("%s: duplicate option '%s'", module, name)
+			return d.Errf("%s: duplicate option '%s'", module, as)
 		}
 		given[name] = as
 		if err := option(name); err != nil {

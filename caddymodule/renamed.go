@@ -18,7 +18,14 @@ import (
 //     load however many modules or elements use it;
 //   - a Caddyfile with the former name adapts to the current JSON key
 //     (parseRenamedBlock), with a warning naming the file and line;
-//   - giving both names is an error, in JSON and in a Caddyfile.
+//   - giving both names is an error, in JSON and in a Caddyfile. In JSON
+//     "given" means non-zero: a module's JSON fields are plain values, so
+//     Provision cannot tell a key given as 0 (or "0s", false, "") from one
+//     left out, and zero means "the default" for every renamed option. A
+//     former name given with the current one at zero therefore loads, with
+//     the former name's value and the warning; telling them apart would
+//     take a pointer or raw field for every current option, and the
+//     Caddyfile, which adapters use, never writes a zero.
 
 // renamed moves an option given under its former name to its current one,
 // warning once per load; giving both is an error. A former option whose

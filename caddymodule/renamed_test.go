@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -138,5 +140,23 @@ func TestRenamedOptionsWarnOnce(t *testing.T) {
 	}
 	if got := deprecationWarnings(string(out)); len(got) != 0 {
 		t.Fatalf("the adapted Caddyfile warns again when loaded: %q", got)
+	}
+}
+
+// An option given twice under the same name is reported under the name
+// the Caddyfile gives, former or current; given under both names, the
+// error names both.
+func TestCaddyfileRepeatedOptionNamesTheGivenName(t *testing.T) {
+	for _, tc := range []struct{ block, want string }{
+		{"timeout 1s\ntimeout 2s", "duplicate option 'timeout'"},
+		{"attempt_timeout 1s\nattempt_timeout 2s", "duplicate option 'attempt_timeout'"},
+		{"timeout 1s\nattempt_timeout 2s", "timeout is the former name of attempt_timeout: give only attempt_timeout"},
+	} {
+		d := caddyfile.NewTestDispenser("gqp {\n" + tc.block + "\n}")
+		var o attemptOptions
+		err := o.unmarshalCaddyfile(d, "gqp")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want an error containing %q", tc.block, err, tc.want)
+		}
 	}
 }
