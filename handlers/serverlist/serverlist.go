@@ -121,6 +121,17 @@ type List struct {
 
 	hostsMu sync.Mutex
 	hosts   map[string]*hostScope // by host name of a gateway's server
+
+	// encoded holds each listed entry's JSON by its status (a cached
+	// status is one value until it is refreshed), so that a request
+	// encodes only what changed; cleared when it outgrows the list.
+	encMu   sync.Mutex
+	encoded map[encKey][]byte
+}
+
+type encKey struct {
+	st           *query.Status
+	game, region string
 }
 
 // hostScope is what a host name resolved to, for TTL.
@@ -164,6 +175,7 @@ func New(cfg Config) (*List, error) {
 		life:    life,
 		end:     end,
 		hosts:   map[string]*hostScope{},
+		encoded: map[encKey][]byte{},
 	}, nil
 }
 
@@ -562,7 +574,9 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 		_, _ = w.Write([]byte(`{"error":"invalid parameter ` + bad + `"}`))
 		return http.StatusBadRequest
 	}
-	body, err := json.Marshal(f.Apply(l.Servers(l.Client(r))))
+	servers := l.Servers(l.Client(r))
+	n := len(servers)
+	body, err := l.encode(f.Apply(servers), 2*n+1024)
 	if err != nil {
 		http.Error(w, `{"error":"internal"}`, http.StatusInternalServerError)
 		return http.StatusInternalServerError
@@ -582,4 +596,31 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 		_, _ = w.Write(body)
 	}
 	return http.StatusOK
+}
+
+// encode is json.Marshal(p), reusing the encoding of each server whose
+// status is the one encoded before; at most most encodings are kept.
+func (l *List) encode(p Page, most int) ([]byte, error) {
+	body := fmt.Appendf(make([]byte, 0, 4096), `{"total":%d,"offset":%d,"limit":%d,"servers":[`, p.Total, p.Offset, p.Limit)
+	l.encMu.Lock()
+	defer l.encMu.Unlock()
+	if len(l.encoded) > most {
+		clear(l.encoded) // statuses refreshed since: their old encodings go
+	}
+	for i, s := range p.Servers {
+		k := encKey{s.Status, s.Game, s.Region}
+		b, ok := l.encoded[k]
+		if !ok {
+			var err error
+			if b, err = json.Marshal(s); err != nil {
+				return nil, err
+			}
+			l.encoded[k] = b
+		}
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, b...)
+	}
+	return append(body, "]}"...), nil
 }

@@ -379,3 +379,49 @@ func TestListsShareStatuses(t *testing.T) {
 		t.Fatalf("%d queries for 4 servers shown by two lists, want 4", got)
 	}
 }
+
+// A request whose servers' statuses are cached reuses their encodings:
+// the body is what encoding the page would give, and a repeated request
+// allocates a bounded amount, not an encoding of every status.
+func TestCachedEncodings(t *testing.T) {
+	live := map[string]*query.Status{}
+	for _, a := range []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "10.0.0.1:4"} {
+		st := &query.Status{Name: "Live " + a, Map: "oa_dm1", NumPlayers: 3, MaxPlayers: 8, Protocol: "quake3",
+			Players: []query.Player{}, Bots: []query.Player{{Name: "Sarge"}}, Raw: map[string]any{}}
+		for i := range 40 {
+			st.Raw[fmt.Sprintf("key%02d", i)] = fmt.Sprintf("<value %d & more>", i)
+		}
+		st.SetAddress(a, 0)
+		live[a] = st
+	}
+	r := newRig(t, live)
+	testutil.WaitFor(t, "every live status", func() bool {
+		_, p := r.get(t, "127.0.0.1:9", "/", nil)
+		return strings.Count(names(p), "Live") == 4
+	})
+	client := netip.MustParseAddr("127.0.0.1")
+	want, err := json.Marshal(defaultFilter(t).Apply(r.list.Servers(client)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := r.get(t, "127.0.0.1:9", "/", nil)
+	if w.Body.String() != string(want) {
+		t.Fatalf("body\n%s\nwant\n%s", w.Body, want)
+	}
+	req := httptest.NewRequest("GET", "/", nil)
+	req.RemoteAddr = "127.0.0.1:9"
+	allocs := testing.AllocsPerRun(20, func() { r.list.ServeHTTP(httptest.NewRecorder(), req) })
+	if allocs > 200 {
+		t.Fatalf("%.0f allocations per request of 4 cached statuses, want at most 200", allocs)
+	}
+	t.Logf("%.0f allocations per request", allocs)
+}
+
+func defaultFilter(t *testing.T) Filter {
+	t.Helper()
+	f, bad := ParseFilter(map[string][]string{})
+	if bad != "" {
+		t.Fatal(bad)
+	}
+	return f
+}
