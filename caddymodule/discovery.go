@@ -129,53 +129,71 @@ func (p pooledOverrides) Destruct() error {
 	return nil
 }
 
-func (h *QoSDiscovery) setDefaults() {
-	if h.MaxAge == 0 {
-		h.MaxAge = caddy.Duration(1200 * time.Second)
+// config is the handler's discovery.Config as configured, without the
+// run-time parts (overrides, access, logger, metrics) and without defaults.
+// Options that are strings here and parsed values there are parsed; their
+// errors name the option.
+func (h *QoSDiscovery) config() (discovery.Config, error) {
+	names, err := discovery.ParseFieldNames(h.FieldNames)
+	if err != nil {
+		return discovery.Config{}, fmt.Errorf("field_names: %w", err)
 	}
-	if h.FilePoll == 0 {
-		h.FilePoll = caddy.Duration(2 * time.Second)
+	var inline map[string][]discovery.Server
+	if h.Fleets != nil {
+		inline = make(map[string][]discovery.Server, len(h.Fleets))
 	}
-	if h.Name == "" {
-		h.Name = "default"
+	for id, list := range h.Fleets {
+		servers := make([]discovery.Server, 0, len(list))
+		for _, s := range list {
+			servers = append(servers, discovery.Server(s))
+		}
+		inline[id] = servers
+	}
+	cfg := discovery.Config{
+		Inline:     inline,
+		File:       h.FleetsFile,
+		FilePoll:   time.Duration(h.FilePoll),
+		FieldNames: names,
+		StrongETag: h.StrongETag,
+		MaxAge:     time.Duration(h.MaxAge),
 	}
 	if hc := h.HealthCheck; hc != nil {
-		if hc.Interval == 0 {
-			hc.Interval = caddy.Duration(10 * time.Second)
-		}
-		if hc.Failures == 0 {
-			hc.Failures = 3
-		}
-		if hc.Requests == 0 {
-			hc.Requests = 3
-		}
-		if hc.Wait == 0 {
-			hc.Wait = caddy.Duration(time.Second)
+		cfg.Health = &discovery.HealthConfig{
+			Fleets: hc.Fleets, Interval: time.Duration(hc.Interval), Failures: hc.Failures,
+			Requests: hc.Requests, Wait: time.Duration(hc.Wait),
 		}
 	}
+	return cfg, nil
 }
 
 // Provision loads the fleet sources and starts the file watcher and health
 // checks.
 func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
-	h.setDefaults()
-	if err := h.Validate(); err != nil {
+	if h.Name == "" {
+		h.Name = "default"
+	}
+	cfg, err := h.config()
+	if err != nil {
 		return err
+	}
+	// NewService refuses what Validate refuses, before starting anything.
+	cfg = cfg.WithDefaults()
+	for id, list := range cfg.Inline {
+		cfg.Inline[id] = discovery.Dedupe(list)
 	}
 	var access discovery.Access
 	for _, a := range h.Allow {
 		p, _ := parsePrefix(a)
 		access.Allow = append(access.Allow, p)
 	}
-	keys, err := replacedEach("qos_discovery", "api_keys", h.APIKeys)
+	keys, err := replacedEach("", "api_keys", h.APIKeys)
 	if err != nil {
 		return err
 	}
 	if access.Keys, err = httpauth.New(keys...); err != nil {
-		return fmt.Errorf("qos_discovery: api_keys: %w", err)
+		return fmt.Errorf("api_keys: %w", err)
 	}
-	names, _ := discovery.ParseFieldNames(h.FieldNames)
 	val, _, err := discoveryOverrides.LoadOrNew(h.Name, func() (caddy.Destructor, error) {
 		return pooledOverrides{discovery.NewOverrides()}, nil
 	})
@@ -190,46 +208,27 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	} else {
 		overrides.Unshare()
 	}
-	inline := make(map[string][]discovery.Server, len(h.Fleets))
-	for id, list := range h.Fleets {
-		for _, s := range list {
-			inline[id] = append(inline[id], discovery.Server(s))
+	cfg.Overrides = overrides
+	cfg.Private = access.Restricted()
+	cfg.Logger = h.logger
+	cfg.OnFileLoad = func(err error) {
+		if err != nil {
+			discoveryMetrics.fileErrors.WithLabelValues(h.Name).Inc()
+			discoveryMetrics.fileOK.WithLabelValues(h.Name).Set(0)
+		} else {
+			discoveryMetrics.fileLoads.WithLabelValues(h.Name).Inc()
+			discoveryMetrics.fileOK.WithLabelValues(h.Name).Set(1)
 		}
-		inline[id] = discovery.Dedupe(inline[id])
 	}
-	cfg := discovery.Config{
-		Inline:     inline,
-		File:       h.FleetsFile,
-		FilePoll:   time.Duration(h.FilePoll),
-		Overrides:  val.(pooledOverrides).Overrides,
-		FieldNames: names,
-		StrongETag: h.StrongETag,
-		MaxAge:     time.Duration(h.MaxAge),
-		Private:    access.Restricted(),
-		Logger:     h.logger,
-		OnFileLoad: func(err error) {
-			if err != nil {
-				discoveryMetrics.fileErrors.WithLabelValues(h.Name).Inc()
-				discoveryMetrics.fileOK.WithLabelValues(h.Name).Set(0)
-			} else {
-				discoveryMetrics.fileLoads.WithLabelValues(h.Name).Inc()
-				discoveryMetrics.fileOK.WithLabelValues(h.Name).Set(1)
-			}
-		},
-	}
-	if hc := h.HealthCheck; hc != nil {
-		cfg.Health = &discovery.HealthConfig{
-			Fleets: hc.Fleets, Interval: time.Duration(hc.Interval), Failures: hc.Failures,
-			Requests: hc.Requests, Wait: time.Duration(hc.Wait),
-			// The QoS servers of this process answer these checks even
-			// while they ban the checker's address.
-			ProbeKey: qos.ProcessProbeKey(),
-		}
+	if cfg.Health != nil {
+		// The QoS servers of this process answer these checks even
+		// while they ban the checker's address.
+		cfg.Health.ProbeKey = qos.ProcessProbeKey()
 	}
 	h.service, err = discovery.NewService(cfg)
 	if err != nil {
 		_, _ = discoveryOverrides.Delete(h.Name)
-		return fmt.Errorf("qos_discovery: %w", err)
+		return err
 	}
 	h.handler = discovery.Handler{Service: h.service, Access: access, ClientIP: clientIP}
 	h.service.Start()
@@ -249,42 +248,27 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration: the options only the gateway has
+// here, then the handler's Config.
 func (h *QoSDiscovery) Validate() error {
-	if _, err := discovery.ParseFieldNames(h.FieldNames); err != nil {
-		return fmt.Errorf("qos_discovery: field_names: %w", err)
-	}
 	for _, a := range h.Allow {
 		if _, err := parsePrefix(a); err != nil {
-			return fmt.Errorf("qos_discovery: allow: %q is not a CIDR or IP address", a)
+			return fmt.Errorf("allow: %q is not a CIDR or IP address", a)
 		}
 	}
-	for id, list := range h.Fleets {
-		if err := discovery.ValidateFleetID(id); err != nil {
-			return fmt.Errorf("qos_discovery: fleets: %w", err)
-		}
-		for i, s := range list {
-			if err := discovery.Server(s).Validate(); err != nil {
-				return fmt.Errorf("qos_discovery: fleet %q server %d: %w", id, i, err)
-			}
-		}
+	cfg, err := h.config()
+	if err != nil {
+		return err
 	}
-	c := newChecker("qos_discovery")
-	c.durationIn("max_age", h.MaxAge, ttlRange)
-	c.durationIn("file_poll", h.FilePoll, ttlRange)
-	if hc := h.HealthCheck; hc != nil {
-		c.durationIn("health_check interval", hc.Interval, ttlRange)
-		c.optIn("health_check failures", int64(hc.Failures), discoveryFailuresRange)
-		c.optIn("health_check requests", int64(hc.Requests), discoveryRequestsRange)
-		c.durationIn("health_check wait", hc.Wait, timeoutRange)
-	}
-	return c.err
+	return cfg.Validate()
 }
 
-// Ranges of the discovery handler's options.
+// Ranges of the discovery handler's options (the handler's bounds), for
+// the Caddyfile.
 var (
-	discoveryFailuresRange = intRange{1, 1000}
-	discoveryRequestsRange = intRange{1, 256}
+	discoveryFailuresRange = intRange{1, discovery.MaxHealthFailures}
+	discoveryRequestsRange = intRange{1, discovery.MaxHealthRequests}
+	discoveryWaitRange     = durationRange{0, discovery.MaxHealthWait}
 )
 
 // Cleanup stops the file watcher and health checks.
@@ -468,7 +452,7 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		case "requests":
 			hc.Requests, err = parseIntIn(d, discoveryRequestsRange)
 		case "wait":
-			hc.Wait, err = parseDurationIn(d, timeoutRange)
+			hc.Wait, err = parseDurationIn(d, discoveryWaitRange)
 		default:
 			return unknownOption(d, "qos_discovery: health_check", opt)
 		}

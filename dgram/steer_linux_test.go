@@ -206,6 +206,7 @@ func TestSteerDetachedAfterReloadToNoSteering(t *testing.T) {
 		}
 		return newPacketIO(c, batch)
 	}
+	s.init() // before the readers: the wait below reads s.conns
 	done := make(chan error, len(conns))
 	for _, c := range conns {
 		go func() { done <- s.Serve(c) }()

@@ -132,16 +132,22 @@ func checkCaddyfile(t *testing.T, where string, body []byte) {
 	if formatted := caddyfile.Format(body); !bytes.Equal(formatted, body) {
 		t.Errorf("%s: Caddyfile input is not formatted; `caddy fmt` makes it:\n%s", where, formatted)
 	}
-	config, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(body, map[string]any{"filename": where})
-	if err != nil {
-		t.Errorf("%s: does not adapt: %v", where, err)
-		return
-	}
-	for _, w := range warnings {
-		t.Errorf("%s: adapting warns: %s", where, w)
-	}
-	if err := validateDoc(config); err != nil {
-		t.Errorf("%s: does not load: %v", where, err)
+	// A former option name still loads, with a warning a reader of the
+	// docs would meet: the docs use the current names.
+	for _, d := range deprecationsDuring(t, func() {
+		config, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(body, map[string]any{"filename": where})
+		if err != nil {
+			t.Errorf("%s: does not adapt: %v", where, err)
+			return
+		}
+		for _, w := range warnings {
+			t.Errorf("%s: adapting warns: %s", where, w)
+		}
+		if err := validateDoc(config); err != nil {
+			t.Errorf("%s: does not load: %v", where, err)
+		}
+	}) {
+		t.Errorf("%s: uses a deprecated spelling: %s", where, d)
 	}
 }
 
@@ -192,8 +198,12 @@ func TestDocSnippetsLoad(t *testing.T) {
 			continue
 		}
 		counts[s.file+" json"]++
-		if err := validateDoc([]byte(s.body)); err != nil {
-			t.Errorf("%s: does not load: %v", s, err)
+		for _, d := range deprecationsDuring(t, func() {
+			if err := validateDoc([]byte(s.body)); err != nil {
+				t.Errorf("%s: does not load: %v", s, err)
+			}
+		}) {
+			t.Errorf("%s: uses a deprecated spelling: %s", s, d)
 		}
 	}
 	// Every module page shows its configuration both ways, and loads.
@@ -213,4 +223,24 @@ func TestDocSnippetsLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCaddyfile(t, "../Caddyfile.example", example)
+
+	// The examples, as adapted (they are run elsewhere, with the services
+	// they need).
+	examples, err := filepath.Glob("../examples/*.Caddyfile")
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("no examples/*.Caddyfile: %v", err)
+	}
+	for _, file := range examples {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range deprecationsDuring(t, func() {
+			if _, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(body, map[string]any{"filename": file}); err != nil {
+				t.Errorf("%s: does not adapt: %v", file, err)
+			}
+		}) {
+			t.Errorf("%s: uses a deprecated spelling: %s", file, d)
+		}
+	}
 }

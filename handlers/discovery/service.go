@@ -75,7 +75,7 @@ func NewService(cfg Config) (*Service, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	if cfg.FilePoll <= 0 {
-		cfg.FilePoll = 2 * time.Second
+		cfg.FilePoll = DefaultFilePoll
 	}
 	if cfg.Overrides == nil {
 		cfg.Overrides = NewOverrides()
@@ -84,10 +84,10 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.Private {
 		cc = "private, " + cc
 	}
-	for id := range cfg.Inline {
-		if err := ValidateFleetID(id); err != nil {
-			return nil, err
-		}
+	// A service never runs with values Validate refuses (a negative
+	// interval, say), whoever built its Config.
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	s := &Service{
 		cfg:          cfg,
