@@ -228,23 +228,34 @@ func (r *Registry) register(addr netip.AddrPort, in *wire.Info, cfg *Config) Ver
 		if len(r.servers) >= cfg.MaxServers || r.perAddr[addr.Addr()] >= cfg.MaxServersPerAddress {
 			return DroppedServersFull
 		}
-		i, v = len(r.servers), Registered
-		if i < cap(r.servers) {
-			r.servers = r.servers[:i+1]
-		} else {
-			r.servers = append(r.servers, server{})
-		}
-		r.index[addr] = i
-		r.perAddr[addr.Addr()]++
+		i, v = r.list(addr), Registered
 	}
-	s := &r.servers[i]
-	s.addr, s.expires = addr, now+int64(cfg.Expiry)
-	s.name = append(s.name[:0], in.Name()...)
-	s.protocol, s.clients, s.maxClients, s.gameType = in.Protocol, in.Clients, in.MaxClients, in.GameType
-	s.info = AppendKeptInfo(s.info[:0], in.Raw)
+	r.servers[i].set(addr, now+int64(cfg.Expiry), in.Name(), in.Raw, in.Protocol, in.Clients, in.MaxClients, in.GameType)
 	r.queueShared(i, cfg)
 	r.sweep(now, false)
 	return v
+}
+
+// list gives the server at addr a new slot of r.servers, counted under its
+// address, and returns the slot. r.mu is held and the limits are checked.
+func (r *Registry) list(addr netip.AddrPort) int {
+	i := len(r.servers)
+	if i < cap(r.servers) {
+		r.servers = r.servers[:i+1] // the slot's buffers are reused
+	} else {
+		r.servers = append(r.servers, server{})
+	}
+	r.index[addr] = i
+	r.perAddr[addr.Addr()]++
+	return i
+}
+
+// set records what the server at addr said of itself, until expires.
+func (s *server) set(addr netip.AddrPort, expires int64, name, info []byte, protocol, clients, maxClients, gameType int) {
+	s.addr, s.expires = addr, expires
+	s.name = append(s.name[:0], name...)
+	s.protocol, s.clients, s.maxClients, s.gameType = protocol, clients, maxClients, gameType
+	s.info = AppendKeptInfo(s.info[:0], info)
 }
 
 // InfoKeys are the keys of an infoResponse the registry keeps, in this

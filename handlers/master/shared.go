@@ -279,18 +279,7 @@ func (r *Registry) adopt(ls store.ListedServer) {
 		if len(r.servers) >= limit {
 			return
 		}
-		i = len(r.servers)
-		if i < cap(r.servers) {
-			r.servers = r.servers[:i+1]
-		} else {
-			r.servers = append(r.servers, server{})
-		}
-		r.index[addr] = i
-		r.perAddr[addr.Addr()]++
+		i = r.list(addr)
 	}
-	s := &r.servers[i]
-	s.addr, s.expires = addr, expires
-	s.name = append(s.name[:0], rec.GameName...)
-	s.protocol, s.clients, s.maxClients, s.gameType = rec.Protocol, rec.Clients, rec.MaxClients, rec.GameType
-	s.info = AppendKeptInfo(s.info[:0], []byte(rec.Info))
+	r.servers[i].set(addr, expires, []byte(rec.GameName), []byte(rec.Info), rec.Protocol, rec.Clients, rec.MaxClients, rec.GameType)
 }

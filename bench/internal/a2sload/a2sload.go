@@ -16,8 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,17 +108,11 @@ func Run(cfg Config) (*benchutil.Workload, error) {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchutil.StartCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		return nil, err
 	}
+	defer stopProfile()
 	var runErr error
 	loads := benchutil.Rounds(cfg.Rounds, cfg.Pause, targets, func(_, _ int, t *target) {
 		if runErr != nil {

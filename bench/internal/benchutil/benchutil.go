@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -183,4 +184,25 @@ func ListenEcho() (*net.UDPConn, error) {
 		}
 	}()
 	return conn, nil
+}
+
+// StartCPUProfile starts profiling the process's CPU into the file at path
+// and returns the function that stops it and closes the file; with path
+// empty it does nothing.
+func StartCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -30,7 +30,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"runtime/trace"
 	"slices"
 	"strings"
@@ -97,17 +96,11 @@ func Run(cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchutil.StartCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		return nil, err
 	}
+	defer stopProfile()
 	if cfg.Trace != "" {
 		f, err := os.Create(cfg.Trace)
 		if err != nil {

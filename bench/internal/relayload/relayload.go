@@ -27,9 +27,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -169,17 +167,11 @@ func Run(cfg Config) (*Result, error) {
 	for i, t := range targets {
 		run(t, uint32(i), cfg.Warmup)
 	}
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchutil.StartCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		return nil, err
 	}
+	defer stopProfile()
 	loads := benchutil.Rounds(cfg.Rounds, cfg.Pause, targets, func(r, i int, t *target) {
 		t.res = append(t.res, run(t, uint32(len(targets)*(r+1)+i), cfg.Duration))
 	})
