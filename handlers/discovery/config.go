@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -25,12 +26,8 @@ const (
 // WithDefaults returns c with every zero field set to its default (and a
 // copy of Health with its own defaults).
 func (c Config) WithDefaults() Config {
-	if c.FilePoll == 0 {
-		c.FilePoll = DefaultFilePoll
-	}
-	if c.MaxAge == 0 {
-		c.MaxAge = DefaultMaxAge
-	}
+	c.FilePoll = cmp.Or(c.FilePoll, DefaultFilePoll)
+	c.MaxAge = cmp.Or(c.MaxAge, DefaultMaxAge)
 	if c.Health != nil {
 		h := c.Health.WithDefaults()
 		c.Health = &h
@@ -40,18 +37,10 @@ func (c Config) WithDefaults() Config {
 
 // WithDefaults returns h with every zero field set to its default.
 func (h HealthConfig) WithDefaults() HealthConfig {
-	if h.Interval == 0 {
-		h.Interval = DefaultHealthInterval
-	}
-	if h.Failures == 0 {
-		h.Failures = DefaultHealthFailures
-	}
-	if h.Requests == 0 {
-		h.Requests = DefaultHealthRequests
-	}
-	if h.Wait == 0 {
-		h.Wait = DefaultHealthWait
-	}
+	h.Interval = cmp.Or(h.Interval, DefaultHealthInterval)
+	h.Failures = cmp.Or(h.Failures, DefaultHealthFailures)
+	h.Requests = cmp.Or(h.Requests, DefaultHealthRequests)
+	h.Wait = cmp.Or(h.Wait, DefaultHealthWait)
 	return h
 }
 

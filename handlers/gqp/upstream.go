@@ -2,6 +2,7 @@ package gqp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,18 +70,10 @@ type HTTPCommand struct {
 }
 
 func (c *HTTPCommand) init() {
-	if c.TTL == 0 {
-		c.TTL = DefaultUpstreamTTL
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultUpstreamTimeout
-	}
-	if c.Rate == 0 {
-		c.Rate = DefaultUpstreamRate
-	}
-	if c.Burst == 0 {
-		c.Burst = ratelimit.DefaultBurst(c.Rate)
-	}
+	c.TTL = cmp.Or(c.TTL, DefaultUpstreamTTL)
+	c.Timeout = cmp.Or(c.Timeout, DefaultUpstreamTimeout)
+	c.Rate = cmp.Or(c.Rate, DefaultUpstreamRate)
+	c.Burst = cmp.Or(c.Burst, ratelimit.DefaultBurst(c.Rate))
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: c.Timeout}
 	}

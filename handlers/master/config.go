@@ -7,6 +7,7 @@
 package master
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -108,12 +109,8 @@ func (c Config) WithDefaults() Config {
 	def(&c.MaxSources, DefaultMaxSources)
 	def(&c.MaxReplyDatagrams, DefaultMaxReplyDatagrams)
 	def(&c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
-	if c.Expiry == 0 {
-		c.Expiry = DefaultExpiry
-	}
-	if c.ChallengeTimeout == 0 {
-		c.ChallengeTimeout = DefaultChallengeTimeout
-	}
+	c.Expiry = cmp.Or(c.Expiry, DefaultExpiry)
+	c.ChallengeTimeout = cmp.Or(c.ChallengeTimeout, DefaultChallengeTimeout)
 	if c.HeartbeatRate == 0 {
 		c.HeartbeatRate = DefaultHeartbeatRate
 		def(&c.HeartbeatBurst, DefaultHeartbeatBurst)
@@ -122,9 +119,7 @@ func (c Config) WithDefaults() Config {
 		c.ListRate = DefaultListRate
 		def(&c.ListBurst, DefaultListBurst)
 	}
-	if c.ReplyRate == 0 {
-		c.ReplyRate = DefaultReplyRate
-	}
+	c.ReplyRate = cmp.Or(c.ReplyRate, DefaultReplyRate)
 	def(&c.HeartbeatBurst, ratelimit.DefaultBurst(c.HeartbeatRate))
 	def(&c.ListBurst, ratelimit.DefaultBurst(c.ListRate))
 	def(&c.ReplyBurst, ratelimit.DefaultBurst(c.ReplyRate))

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"errors"
 	"hash/maphash"
 	"net/netip"
@@ -90,15 +91,9 @@ type tableShard struct {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c TableConfig) WithDefaults() TableConfig {
-	if c.Limit == 0 {
-		c.Limit = DefaultMaxBindings
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.AloneTimeout == 0 {
-		c.AloneTimeout = DefaultAloneTimeout
-	}
+	c.Limit = cmp.Or(c.Limit, DefaultMaxBindings)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.AloneTimeout = cmp.Or(c.AloneTimeout, DefaultAloneTimeout)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

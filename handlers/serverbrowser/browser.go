@@ -7,6 +7,7 @@
 package serverbrowser
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	_ "embed"
@@ -138,18 +139,10 @@ func New(cfg Config) (*Browser, error) {
 	if cfg.Title == "" {
 		cfg.Title = DefaultTitle
 	}
-	if cfg.Refresh == 0 {
-		cfg.Refresh = DefaultRefresh
-	}
-	if cfg.History == 0 {
-		cfg.History = DefaultHistory
-	}
-	if cfg.HistorySamples == 0 {
-		cfg.HistorySamples = DefaultHistorySamples
-	}
-	if cfg.MaxHistoryServers == 0 {
-		cfg.MaxHistoryServers = DefaultMaxHistoryServers
-	}
+	cfg.Refresh = cmp.Or(cfg.Refresh, DefaultRefresh)
+	cfg.History = cmp.Or(cfg.History, DefaultHistory)
+	cfg.HistorySamples = cmp.Or(cfg.HistorySamples, DefaultHistorySamples)
+	cfg.MaxHistoryServers = cmp.Or(cfg.MaxHistoryServers, DefaultMaxHistoryServers)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -6,6 +6,7 @@ package serverlist
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -149,15 +150,9 @@ func New(cfg Config) (*List, error) {
 	if cfg.Registry == nil || cfg.Statuses == nil {
 		return nil, fmt.Errorf("serverlist: no registry or statuses")
 	}
-	if cfg.TTL == 0 {
-		cfg.TTL = DefaultTTL
-	}
-	if cfg.QueryTimeout == 0 {
-		cfg.QueryTimeout = DefaultQueryTimeout
-	}
-	if cfg.MaxQueries == 0 {
-		cfg.MaxQueries = DefaultMaxQueries
-	}
+	cfg.TTL = cmp.Or(cfg.TTL, DefaultTTL)
+	cfg.QueryTimeout = cmp.Or(cfg.QueryTimeout, DefaultQueryTimeout)
+	cfg.MaxQueries = cmp.Or(cfg.MaxQueries, DefaultMaxQueries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -526,9 +521,7 @@ func (f Filter) Apply(servers []Server) Page {
 		as, an := key(a)
 		bs, bn := key(b)
 		c := strings.Compare(as, bs)
-		if c == 0 {
-			c = int(min(max(an-bn, -1), 1))
-		}
+		c = cmp.Or(c, int(min(max(an-bn, -1), 1)))
 		if f.Desc {
 			c = -c
 		}
