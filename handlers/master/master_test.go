@@ -605,3 +605,22 @@ func TestRegistryKeepsBoundedInfo(t *testing.T) {
 		t.Fatalf("kept %d bytes of info, want at most %d", len(info), max)
 	}
 }
+
+// Heartbeats forged from a listed server's IP on other ports fill that
+// address's challenge quota, yet the server's own heartbeat is still
+// challenged, so it is never delisted by them.
+func TestForgedHeartbeatsFromAListedServersIPKeepItListed(t *testing.T) {
+	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: 2 * time.Second})
+	const listed = "203.0.113.5:27960"
+	r.register(listed, "")
+	for i := range 8 {
+		r.send(fmt.Sprintf("203.0.113.5:%d", 40000+i), heartbeat)
+	}
+	if out := r.send(listed, heartbeat); len(out) != 1 {
+		t.Fatalf("the listed server's heartbeat after 8 forged from its IP: got %d datagrams back, want its challenge; counts %v", len(out), r.counts)
+	}
+	// An unlisted port of the same IP is still held to the quota.
+	if out := r.send("203.0.113.5:40100", heartbeat); len(out) != 0 {
+		t.Fatalf("a ninth forged heartbeat from the IP: got %d datagrams back, want none", len(out))
+	}
+}

@@ -130,8 +130,9 @@ const evictSample = 8
 
 // challenge records c as the challenge sent to addr, unless one is
 // already waiting there (a heartbeat does not extend it), or
-// MaxChallengesPerAddress wait at its source already: heartbeats forged
-// from one source then never make another source's challenge forgotten.
+// MaxChallengesPerAddress wait at its source already and addr is not a
+// listed server: heartbeats forged from one source then never make another
+// source's challenge forgotten, nor keep a listed server from its own.
 // When MaxChallenges wait in all, one is forgotten to make room: of a
 // few taken at random, preferably one sent to an address with no server
 // listed, then one of the network (/24, /48) with the most waiting, then
@@ -154,7 +155,11 @@ func (r *Registry) challenge(addr netip.AddrPort, c []byte, cfg *Config) Verdict
 		}
 		r.forget(addr, p)
 	}
-	if r.perSource[source] >= cfg.MaxChallengesPerAddress {
+	// A listed server is challenged whatever waits at its source: forged
+	// heartbeats from its IP on other ports must not get it delisted. At
+	// most one challenge per listed server waits, so this stays bounded
+	// by MaxServers.
+	if _, listed := r.index[addr]; !listed && r.perSource[source] >= cfg.MaxChallengesPerAddress {
 		r.sweep(now, false)
 		if r.perSource[source] >= cfg.MaxChallengesPerAddress {
 			return DroppedChallengesFull
