@@ -321,7 +321,9 @@ func (l *List) hostVisible(address string, client netip.Addr) bool {
 			h.resolving = false
 			h.expires = l.cfg.Now().Add(l.cfg.TTL)
 			if err != nil || len(got) == 0 {
-				h.addrs = nil
+				// Keep the addresses it last had (none if it never
+				// resolved): one failed lookup must not hide a public
+				// server for a whole ttl.
 				return
 			}
 			h.addrs = got

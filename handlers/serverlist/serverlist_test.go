@@ -425,3 +425,51 @@ func defaultFilter(t *testing.T) Filter {
 	}
 	return f
 }
+
+// A failed lookup of a host-named server keeps the addresses it last had:
+// one DNS failure does not hide a public server from public clients for a
+// whole ttl.
+func TestHostNameKeepsItsAddressesThroughAFailedLookup(t *testing.T) {
+	r := newRig(t, nil)
+	p := &fakeProtocol{live: map[string]*query.Status{}}
+	gw, err := query.NewGateway(query.Config{Now: r.clock.Now, Servers: map[string]query.Server{
+		"pub": {Name: "pub", Address: "play.example.com:27960", Protocol: p},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	var fail atomic.Bool
+	var lookups atomic.Int32
+	r.list = r.newList(t, Config{Gateways: func() []*query.Gateway { return []*query.Gateway{gw} },
+		LookupHost: func(_ context.Context, host string) ([]netip.Addr, error) {
+			lookups.Add(1)
+			if fail.Load() {
+				return nil, fmt.Errorf("SERVFAIL")
+			}
+			return []netip.Addr{netip.MustParseAddr("203.0.113.7")}, nil
+		}})
+	testutil.WaitFor(t, "first lookup", func() bool {
+		_, pg := r.get(t, "8.8.8.8:9", "/", nil)
+		return names(pg) == "pub"
+	})
+	fail.Store(true)
+	r.clock.Advance(DefaultTTL + time.Second)
+	n := lookups.Load()
+	r.get(t, "8.8.8.8:9", "/", nil) // starts the re-resolution
+	testutil.WaitFor(t, "second lookup", func() bool { return lookups.Load() > n })
+	testutil.WaitFor(t, "the failed lookup to be recorded", func() bool {
+		r.list.hostsMu.Lock()
+		defer r.list.hostsMu.Unlock()
+		for _, h := range r.list.hosts {
+			if h.resolving {
+				return false
+			}
+		}
+		return true
+	})
+	_, pg := r.get(t, "8.8.8.8:9", "/", nil)
+	if names(pg) != "pub" {
+		t.Fatalf("after a failed lookup a public client sees %q, want the public server", names(pg))
+	}
+}
