@@ -256,6 +256,7 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.PacketRate = f
 			if len(args) == 2 { // deprecated: packet_burst
+				noteDeprecated("freeciv_guard packet_rate <rate> <burst> → packet_burst")
 				caddy.Log().Warn("deprecated Caddyfile syntax: give the burst as packet_burst", zap.String("option", "freeciv_guard packet_rate"), zap.String("file", d.File()), zap.Int("line", d.Line()))
 				b, berr := parseIntArg(args[1])
 				if berr != nil || b < 1 {

@@ -67,6 +67,36 @@ func bothNames(old, current string) error {
 // already warned about, until the load ends.
 var warnedRenames sync.Map // context.Context → *sync.Map of module+" "+old
 
+// deprecations counts the warnings of a former option name or syntax this
+// process has logged, and keeps the most recent.
+var deprecations struct {
+	sync.Mutex
+	n      uint64
+	recent [16]string
+}
+
+// noteDeprecated counts one deprecation warning, described by what.
+func noteDeprecated(what string) {
+	deprecations.Lock()
+	defer deprecations.Unlock()
+	deprecations.recent[deprecations.n%uint64(len(deprecations.recent))] = what
+	deprecations.n++
+}
+
+// Deprecations returns how many warnings of a former option name or
+// syntax this process has logged, and the most recent of them (up to 16,
+// oldest first, each "module option → current"). A tool that checks
+// configurations compares the count before and after a load.
+func Deprecations() (n uint64, recent []string) {
+	deprecations.Lock()
+	defer deprecations.Unlock()
+	size := uint64(len(deprecations.recent))
+	for i := deprecations.n - min(deprecations.n, size); i < deprecations.n; i++ {
+		recent = append(recent, deprecations.recent[i%size])
+	}
+	return deprecations.n, recent
+}
+
 // warnRenamed logs that module's option old is now current, once per load.
 func warnRenamed(ctx caddy.Context, module, old, current string) {
 	if load := ctx.Context; load != nil {
@@ -78,6 +108,7 @@ func warnRenamed(ctx caddy.Context, module, old, current string) {
 			return
 		}
 	}
+	noteDeprecated(module + " " + old + " → " + current)
 	ctx.Logger().Warn("deprecated option name: use the current one",
 		zap.String("module", module), zap.String("option", old), zap.String("current", current))
 }
@@ -89,6 +120,7 @@ type formerNames map[string]string
 // warnFormerName logs that a Caddyfile gives module's option current by its
 // former name old, at the dispenser's file and line.
 func warnFormerName(d *caddyfile.Dispenser, module, old, current string) {
+	noteDeprecated(module + " " + old + " → " + current)
 	caddy.Log().Warn("deprecated option name: use the current one",
 		zap.String("module", module), zap.String("option", old), zap.String("current", current),
 		zap.String("file", d.File()), zap.Int("line", d.Line()))
