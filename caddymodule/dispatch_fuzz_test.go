@@ -131,13 +131,7 @@ func dispatchSeeds(tb testing.TB) [][]byte {
 		{"identify"}, {"echo", "a", "b"}, {"motd"}, {"status"}, {"status", "x"}, {"kick", "bob"},
 		{"challenge", "admin", "wrong"}, {"validate", "00"}, {"extensions"}, {"identify", "motd", "pad", "................"},
 	} {
-		var q wiregqp.Query
-		args := make([][]byte, 0, len(cmds)-1)
-		for _, a := range cmds[1:] {
-			args = append(args, []byte(a))
-		}
-		q.Add([]byte(cmds[0]), args...)
-		b, err := q.AppendTo(nil)
+		b, err := wiregqp.QueryOf(cmds[0], cmds[1:]...).AppendTo(nil)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -123,34 +123,17 @@ func TestDocLinksResolve(t *testing.T) {
 // Every gamegate module has a row in the README's module index, and the
 // page that row links to names the module's ID.
 func TestEveryModuleDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+	modules := gamegateModules(t)
+	if len(modules) < 29 {
+		t.Fatalf("found %d gamegate modules, want at least 29: %v", len(modules), modules)
 	}
-	var ids []string
-	for _, id := range caddy.Modules() {
-		info, err := caddy.GetModule(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		typ := reflect.TypeOf(info.New())
-		for typ.Kind() == reflect.Pointer {
-			typ = typ.Elem()
-		}
-		if strings.HasPrefix(typ.PkgPath(), "github.com/gamegate/gamegate") {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) < 29 {
-		t.Fatalf("found %d gamegate modules, want at least 29: %v", len(ids), ids)
-	}
-	for _, id := range ids {
-		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(id) + "` \\|.*\\]\\(([^)#]+)[^)]*\\)").FindSubmatch(readme)
-		if row == nil {
+	for _, m := range modules {
+		id := m.id
+		if m.page == "" {
 			t.Errorf("module %s: no row `| `%s` | … | [page](…) |` in the README's module index", id, id)
 			continue
 		}
-		page := filepath.Join("..", string(row[1]))
+		page := m.page
 		text, err := os.ReadFile(page)
 		if err != nil {
 			t.Errorf("module %s: its page: %v", id, err)
@@ -184,11 +167,43 @@ func TestModulePagesHaveTheirSections(t *testing.T) {
 // named on the module's page (the page its README row links to), former
 // names of renamed options too, so that no option goes undocumented.
 func TestModuleOptionsDocumented(t *testing.T) {
+	checked := 0
+	for _, m := range gamegateModules(t) {
+		if m.page == "" {
+			continue // TestEveryModuleDocumented reports it
+		}
+		page, err := os.ReadFile(m.page)
+		if err != nil {
+			continue
+		}
+		for _, key := range jsonOptions(m.typ, map[reflect.Type]bool{}) {
+			checked++
+			if !strings.Contains(string(page), "`"+key+"`") {
+				t.Errorf("module %s: option %s is not named on %s", m.id, key, m.page)
+			}
+		}
+	}
+	if checked < 200 {
+		t.Errorf("checked %d options, want at least 200", checked)
+	}
+}
+
+// gamegateModule is one of gamegate's own Caddy modules.
+type gamegateModule struct {
+	id   string
+	typ  reflect.Type // its config struct
+	page string       // the page the README's module index links it to; "" if it has no row
+}
+
+// gamegateModules returns the Caddy modules registered from gamegate's own
+// packages, each with the page the README's module index links it to.
+func gamegateModules(t *testing.T) []gamegateModule {
+	t.Helper()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked := 0
+	var modules []gamegateModule
 	for _, id := range caddy.Modules() {
 		info, err := caddy.GetModule(id)
 		if err != nil {
@@ -201,24 +216,13 @@ func TestModuleOptionsDocumented(t *testing.T) {
 		if !strings.HasPrefix(typ.PkgPath(), "github.com/gamegate/gamegate") {
 			continue
 		}
-		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(id) + "` \\|.*\\]\\(([^)#]+)[^)]*\\)").FindSubmatch(readme)
-		if row == nil {
-			continue // TestEveryModuleDocumented reports it
+		m := gamegateModule{id: id, typ: typ}
+		if row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(id) + "` \\|.*\\]\\(([^)#]+)[^)]*\\)").FindSubmatch(readme); row != nil {
+			m.page = filepath.Join("..", string(row[1]))
 		}
-		page, err := os.ReadFile(filepath.Join("..", string(row[1])))
-		if err != nil {
-			continue
-		}
-		for _, key := range jsonOptions(typ, map[reflect.Type]bool{}) {
-			checked++
-			if !strings.Contains(string(page), "`"+key+"`") {
-				t.Errorf("module %s: option %s is not named on %s", id, key, row[1])
-			}
-		}
+		modules = append(modules, m)
 	}
-	if checked < 200 {
-		t.Errorf("checked %d options, want at least 200", checked)
-	}
+	return modules
 }
 
 // jsonOptions returns the JSON keys of a module's struct and of the

@@ -21,17 +21,7 @@ import (
 func startMaster(t *testing.T, options string) (*testcaddy.Caddy, string) {
 	t.Helper()
 	addr := testutil.FreeUDPAddr(t)
-	gate := testcaddy.Start(t, fmt.Sprintf(`{
-	gamegate {
-		udp %s {
-			master {
-				%s
-			}
-		}
-	}
-}
-`, addr, strings.ReplaceAll(options, "\n", "\n\t\t\t\t")))
-	return gate, addr
+	return testcaddy.Start(t, gateConfig{UDP: addr, Protocols: "master {\n\t" + options + "\n}"}.String()), addr
 }
 
 // masterList asks the master for a list with query from c and returns
@@ -375,23 +365,11 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 // map and, once its status is queried, its bots, in the game query
 // result shape; filters apply; the ETag answers 304.
 func TestServerListWithOpenArena(t *testing.T) {
-	udp, web := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
-	gate := testcaddy.Start(t, fmt.Sprintf(`{
-	gamegate {
-		udp %s {
-			master
-		}
+	gate, udp, web := startMasterSite(t, `handle_path /servers/* {
+	server_list {
+		ttl 2s
 	}
-}
-
-http://%s {
-	handle_path /servers/* {
-		server_list {
-			ttl 2s
-		}
-	}
-}
-`, udp, web))
+}`)
 	registered := gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`)
 	bots := []string{"Grism", "Sarge"}
 	oa := testutil.StartOpenArenaWithMaster(t, udp, "^3List ^7Arena", 8, bots...)
@@ -464,22 +442,13 @@ http://%s {
 // are listed after it, with the new configuration's limits.
 func TestMasterListSurvivesReload(t *testing.T) {
 	addr := testutil.FreeUDPAddr(t)
-	config := func(expiry string) string {
-		return fmt.Sprintf(`{
-	gamegate {
-		udp %s {
-			master {
-				expiry %s
-			}
-		}
+	config := func(options string) string {
+		return gateConfig{UDP: addr, Protocols: "master {\n\t" + options + "\n}"}.String()
 	}
-}
-`, addr, expiry)
-	}
-	gate := testcaddy.Start(t, config("10m"))
+	gate := testcaddy.Start(t, config("expiry 10m"))
 	servers := fakeServers(t, addr, "127.0.0.1", 3)
 	testutil.WaitFor(t, "the servers to register", func() bool { return gate.MustMetric(t, "gamegate_master_servers") == 3 })
-	gate.Load(t, config("20m"))
+	gate.Load(t, config("expiry 20m"))
 	client := testutil.DialUDP(t, "127.0.0.2:0", addr)
 	got, _, _ := masterList(t, client, "getservers 71 empty full")
 	var want []string
@@ -492,7 +461,7 @@ func TestMasterListSurvivesReload(t *testing.T) {
 		t.Fatalf("after the reload: listed %v, want %v", got, want)
 	}
 	// A name of its own starts an empty list.
-	gate.Load(t, strings.Replace(config("20m"), "expiry 20m", "expiry 20m\n\t\t\t\tname other", 1))
+	gate.Load(t, config("expiry 20m\nname other"))
 	if got, _, _ := masterList(t, client, "getservers 71 empty full"); len(got) != 0 {
 		t.Fatalf("a master of another name lists %v", got)
 	}

@@ -40,36 +40,26 @@ func labelValues(t *testing.T, c *testcaddy.Caddy, name, label string) []string 
 func TestMetricLabelsComeFromTheConfig(t *testing.T) {
 	answering := testutil.ServeUDP(t, func(netip.AddrPort, []byte) [][]byte { return nil }).String()
 	udpAddr, httpAddr := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
-	c := testcaddy.Start(t, fmt.Sprintf(`{
-	gamegate {
-		udp %s {
-			qos
-		}
+	c := testcaddy.Start(t, gateConfig{UDP: udpAddr, Protocols: "qos", Web: httpAddr, Site: `qos_discovery {
+	fleet labelled-fleet {
+		server region-a 1 127.0.0.1:9000
 	}
 }
-http://%s {
-	qos_discovery {
-		fleet labelled-fleet {
-			server region-a 1 127.0.0.1:9000
+handle_path /query/* {
+	game_query {
+		server known ` + answering + ` a2s {
+			timeout 100ms
+			retries -1
 		}
-	}
-	handle_path /query/* {
-		game_query {
-			server known %s a2s {
-				timeout 100ms
-				retries -1
-			}
-			ad_hoc a2s {
-				timeout 100ms
-				retries -1
-			}
-			allow_targets 127.0.0.0/8
-			ad_hoc_rate 1000
-			ad_hoc_burst 1000
+		ad_hoc a2s {
+			timeout 100ms
+			retries -1
 		}
+		allow_targets 127.0.0.0/8
+		ad_hoc_rate 1000
+		ad_hoc_burst 1000
 	}
-}
-`, udpAddr, httpAddr, answering))
+}`}.String())
 	// Metrics are process-wide: other tests' configurations have labels
 	// of their own. This one's are there from the start, and traffic adds
 	// none.

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/testutil"
-	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -81,24 +79,12 @@ func artifactsDir(t *testing.T) string {
 // its query string; each server has its chart; the badge shows the
 // server's players. A screenshot is kept.
 func TestServerBrowserInChromium(t *testing.T) {
-	udp, web := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
-	gate := testcaddy.Start(t, fmt.Sprintf(`{
-	gamegate {
-		udp %s {
-			master
-		}
+	gate, udp, web := startMasterSite(t, `handle_path /browser/* {
+	server_browser {
+		title "LAN servers"
+		refresh 2s
 	}
-}
-
-http://%s {
-	handle_path /browser/* {
-		server_browser {
-			title "LAN servers"
-			refresh 2s
-		}
-	}
-}
-`, udp, web))
+}`)
 	registered := gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`)
 	oa := testutil.StartOpenArenaWithMaster(t, udp, "^2Browser ^7Arena", 8, "Grism", "Sarge")
 	testutil.WaitFor(t, "the OpenArena server to register", func() bool {

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -17,21 +16,10 @@ import (
 // shown a loopback server's address.
 func TestServerListBehindAProxyHidesInternalServers(t *testing.T) {
 	udp, web := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
-	gate := testcaddy.Start(t, fmt.Sprintf(`{
-	servers {
-		trusted_proxies static 127.0.0.0/8
-	}
-	gamegate {
-		udp %s {
-			master
-		}
-	}
-}
-
-http://%s {
-	server_list
-}
-`, udp, web))
+	gate := testcaddy.Start(t, gateConfig{
+		Globals: "servers {\n\ttrusted_proxies static 127.0.0.0/8\n}",
+		UDP:     udp, Protocols: "master", Web: web, Site: "server_list",
+	}.String())
 	fakeServers(t, udp, "127.0.0.9", 1)
 	testutil.WaitFor(t, "the server to register", func() bool {
 		return gate.MustMetric(t, "gamegate_master_servers") == 1

@@ -40,29 +40,18 @@ type listedPage struct {
 func TestServerListWithGameQueryServers(t *testing.T) {
 	udp, web := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
 	config := func(gameQuery string) string {
-		return fmt.Sprintf(`{
-	gamegate {
-		udp %s {
-			master
-		}
+		return gateConfig{UDP: udp, Protocols: "master", Web: web, Site: `handle_path /game/* {
+	game_query {
+		` + gameQuery + `
+		ttl status 1h
 	}
 }
-
-http://%s {
-	handle_path /game/* {
-		game_query {
-			%s
-			ttl status 1h
-		}
-	}
-	handle_path /servers/* {
-		server_list
-	}
-	handle_path /browser/* {
-		server_browser
-	}
+handle_path /servers/* {
+	server_list
 }
-`, udp, web, gameQuery)
+handle_path /browser/* {
+	server_browser
+}`}.String()
 	}
 	gate := testcaddy.Start(t, config(""))
 	registered := gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`)
@@ -162,26 +151,14 @@ func startStatusServer(t *testing.T, masterAddr, name string) *statusServer {
 // server_list and server_browser of one master share its servers'
 // statuses: a server is queried once for both, not once for each.
 func TestServerListAndBrowserQueryOnce(t *testing.T) {
-	udp, web := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
-	gate := testcaddy.Start(t, fmt.Sprintf(`{
-	gamegate {
-		udp %s {
-			master
-		}
+	gate, udp, web := startMasterSite(t, `handle_path /servers/* {
+	server_list {
+		ttl 1h
 	}
 }
-
-http://%s {
-	handle_path /servers/* {
-		server_list {
-			ttl 1h
-		}
-	}
-	handle_path /browser/* {
-		server_browser
-	}
-}
-`, udp, web))
+handle_path /browser/* {
+	server_browser
+}`)
 	srv := startStatusServer(t, udp, "Once")
 	testutil.WaitFor(t, "the server to register", func() bool { return gate.MustMetric(t, "gamegate_master_servers") == 1 })
 	for _, url := range []string{"http://" + web + "/servers/", "http://" + web + "/browser/servers.json"} {

@@ -16,6 +16,7 @@ import (
 	"github.com/gamegate/gamegate/internal/testutil/a2sserver"
 	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
@@ -120,26 +121,19 @@ func relayExchange(host, joiner *relay.Allocation, hostData, joinerData []byte) 
 			}
 			return b
 		}
-		encode := func(m interface{ AppendTo([]byte) ([]byte, error) }) []byte {
-			b, err := m.AppendTo(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
 		var got [][]byte
 		h.Send(rawBind(t, host, hostData, 1))
 		got = append(got, recv(h, "host's BIND"))
 		j.Send(rawBind(t, joiner, joinerData, 1))
 		got = append(got, recv(j, "joiner's BIND"))
-		j.Send(encode(&wirerelay.Ping{AllocationID: joiner.ID, Number: 9}))
+		j.Send(testutil.Encode(t, &wirerelay.Ping{AllocationID: joiner.ID, Number: 9}))
 		got = append(got, recv(j, "PING"))
-		j.Send(encode(&wirerelay.ConnectRequest{AllocationID: joiner.ID, ToConnectionData: hostData}))
+		j.Send(testutil.Encode(t, &wirerelay.ConnectRequest{AllocationID: joiner.ID, ToConnectionData: hostData}))
 		got = append(got, recv(j, "CONNECT_REQUEST"))
-		toHost := encode(&wirerelay.Relay{From: joiner.ID, To: host.ID, Content: []byte("to the host")})
+		toHost := testutil.Encode(t, &wirerelay.Relay{From: joiner.ID, To: host.ID, Content: []byte("to the host")})
 		j.Send(toHost)
 		got = append(got, recv(h, "RELAY to the host"))
-		h.Send(encode(&wirerelay.Relay{From: host.ID, To: joiner.ID, Content: []byte("to the joiner")}))
+		h.Send(testutil.Encode(t, &wirerelay.Relay{From: host.ID, To: joiner.ID, Content: []byte("to the joiner")}))
 		got = append(got, recv(j, "RELAY to the joiner"))
 		if !bytes.Equal(got[0], bindReceived) || !bytes.Equal(got[4], toHost) {
 			t.Fatalf("got BIND reply %x and relayed %x; want %x and the RELAY unchanged", got[0], got[4], bindReceived)
@@ -153,11 +147,11 @@ func relayExchange(host, joiner *relay.Allocation, hostData, joinerData []byte) 
 func gqpQueries(t *testing.T, addr string) [][]byte {
 	c := testutil.DialUDP(t, "127.0.0.1:0", addr)
 	var got [][]byte
-	for _, q := range [][]byte{gqpQuery("identify"), gqpQuery("echo", "a", "b"), gqpQuery("motd")} {
-		c.Send(q)
+	for _, q := range []*wiregqp.Query{wiregqp.QueryOf("identify"), wiregqp.QueryOf("echo", "a", "b"), wiregqp.QueryOf("motd")} {
+		c.Send(testutil.Encode(t, q))
 		b, ok := c.Recv(replyTimeout)
 		if !ok {
-			t.Fatalf("query %q: no answer", q)
+			t.Fatalf("query %q: no answer", q.Commands[0].Name)
 		}
 		got = append(got, b)
 	}
@@ -257,7 +251,7 @@ func TestLayer4AdapterStartsNoGoroutinePerAssociation(t *testing.T) {
 	}{
 		{"qos on layer4", l4Addr, unityRequest(1, 1, 1), qosHandle},
 		{"relay on layer4", l4Addr, ping, relayHandle},
-		{"gqp on layer4", l4Addr, gqpQuery("identify"), gqpHandle},
+		{"gqp on layer4", l4Addr, testutil.Encode(t, wiregqp.QueryOf("identify")), gqpHandle},
 		{"a2s_shield on layer4", l4Addr, a2sInfoRequest, a2sHandle},
 		{"qos on the app", appAddr, unityRequest(1, 1, 1), ""},
 	} {

@@ -12,6 +12,7 @@ import (
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
+	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
 // reloadBound is how long a reload may take while requests wait for an
@@ -157,7 +158,7 @@ func TestUDPAppReloadDoesNotWaitForGQPUpstream(t *testing.T) {
 	const queries = 8
 	client := testutil.DialUDP(t, "127.0.0.1:0", addr)
 	for i := range queries {
-		client.Send(gqpQuery("slow", fmt.Sprint(i)))
+		client.Send(testutil.Encode(t, wiregqp.QueryOf("slow", fmt.Sprint(i))))
 	}
 	testutil.WaitFor(t, "the upstream to get every query's request", func() bool { return requests.Load() == queries })
 
@@ -204,7 +205,7 @@ func TestLayer4GQPReloadEndsUpstreamRequests(t *testing.T) {
 	// each starting its own upstream request.
 	const queries = 4
 	for i := range queries {
-		testutil.DialUDP(t, "127.0.0.1:0", addr).Send(gqpQuery("slow", fmt.Sprint(i)))
+		testutil.DialUDP(t, "127.0.0.1:0", addr).Send(testutil.Encode(t, wiregqp.QueryOf("slow", fmt.Sprint(i))))
 	}
 	testutil.WaitFor(t, "the upstream to get every query's request", func() bool { return requests.Load() == queries })
 	reloadPromptly(t, c, cfg)

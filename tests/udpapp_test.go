@@ -74,21 +74,6 @@ func startUDPApp(t *testing.T, qosOptions string) *udpAppEnv {
 	return env
 }
 
-// gqpQuery encodes a query of one command.
-func gqpQuery(name string, args ...string) []byte {
-	var q wiregqp.Query
-	a := make([][]byte, len(args))
-	for i, x := range args {
-		a[i] = []byte(x)
-	}
-	q.Add([]byte(name), a...)
-	b, err := q.AppendTo(nil)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 // gqpMotd asks the server for its motd with a fresh client socket and
 // reports whether the right answer came back within timeout.
 func gqpMotd(addr string, timeout time.Duration) bool {
@@ -183,7 +168,8 @@ func flood(ctx context.Context, t *testing.T, addr string, sockets int) int64 {
 		{0xDA, 0x72, 0, byte(wirerelay.TypeRelay)}, // relay headers
 		{0xDA, 0x72, 0, byte(wirerelay.TypeBind)},
 		{0xDA, 0x72, 0, byte(wirerelay.TypePing)},
-		gqpQuery("motd"), gqpQuery("identify"), gqpQuery("challenge", "x", "y"), gqpQuery("echo", "a", "b"),
+		testutil.Encode(t, wiregqp.QueryOf("motd")), testutil.Encode(t, wiregqp.QueryOf("identify")),
+		testutil.Encode(t, wiregqp.QueryOf("challenge", "x", "y")), testutil.Encode(t, wiregqp.QueryOf("echo", "a", "b")),
 	}
 	var sent atomic.Int64
 	var wg sync.WaitGroup
@@ -366,7 +352,7 @@ func TestUDPAppScale(t *testing.T) {
 	pingBytes, _ := ping.AppendTo(nil)
 	relayPer := sendFromEach(pingBytes, relayIn)
 	gqpIn := func() float64 { return env.caddy.MustMetric(t, `gamegate_gqp_queries_total{outcome="answered"}`) }
-	gqpPer := sendFromEach(gqpQuery("identify"), gqpIn)
+	gqpPer := sendFromEach(testutil.Encode(t, wiregqp.QueryOf("identify")), gqpIn)
 	const qosBound, relayBound, gqpBound = 300, 64, 64
 	t.Logf("bytes of heap per source, %d sources each: QoS %.0f (bound %d), relay %.0f (bound %d), GQP %.0f (bound %d); goroutines %d throughout",
 		sources, qosPer, qosBound, relayPer, relayBound, gqpPer, gqpBound, runtime.NumGoroutine())

@@ -139,15 +139,12 @@ func (p *QueryProtocol) Command(ctx context.Context, address, command string, ar
 	if err := validString(command); err != nil || command == "" {
 		return nil, query.Errorf(http.StatusBadRequest, "command name %q cannot be sent over GQP", command)
 	}
-	q := new(wiregqp.Query)
-	bargs := make([][]byte, len(args))
 	for i, a := range args {
 		if err := validString(a); err != nil {
 			return nil, query.Errorf(http.StatusBadRequest, "argument %d cannot be sent over GQP: %v", i+1, err)
 		}
-		bargs[i] = []byte(a)
 	}
-	q.Add([]byte(command), bargs...)
+	q := wiregqp.QueryOf(command, args...)
 	if _, err := q.AppendTo(nil); err != nil {
 		// Too many arguments, or too long a query: the request's fault.
 		return nil, query.Errorf(http.StatusBadRequest, "the command cannot be sent over GQP: %v", err)

@@ -37,21 +37,6 @@ func TestResponderWaitsAtTheBound(t *testing.T) {
 	}
 }
 
-// queryOf encodes a query of one command.
-func queryOf(name string, args ...string) []byte {
-	var q wiregqp.Query
-	a := make([][]byte, len(args))
-	for i, x := range args {
-		a[i] = []byte(x)
-	}
-	q.Add([]byte(name), a...)
-	b, err := q.AppendTo(nil)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 // countedResponder returns a responder for cfg on a real socket on
 // loopback, and the drops it counted by reason.
 func countedResponder(t *testing.T, cfg Config) (r *Responder, addr string, drops *[NumDrops]atomic.Int64) {
@@ -102,7 +87,7 @@ func TestResponderDropsWithReasons(t *testing.T) {
 		// dropped.
 		const sent = ResponderQueue + 36
 		for i := range sent {
-			client.Send(queryOf("slow", fmt.Sprint(i)))
+			client.Send(testutil.Encode(t, wiregqp.QueryOf("slow", fmt.Sprint(i))))
 		}
 		testutil.WaitFor(t, "every query to be queued or dropped", func() bool {
 			return drops[DropQueueFull].Load() == sent-ResponderQueue
@@ -119,7 +104,7 @@ func TestResponderDropsWithReasons(t *testing.T) {
 
 	t.Run("unvalidated", func(t *testing.T) {
 		_, addr, drops := countedResponder(t, Config{Trusted: []netip.Prefix{}, Commands: []CommandConfig{slow}})
-		testutil.DialUDP(t, "127.0.0.1:0", addr).Send(queryOf("slow"))
+		testutil.DialUDP(t, "127.0.0.1:0", addr).Send(testutil.Encode(t, wiregqp.QueryOf("slow")))
 		testutil.WaitFor(t, "the query to be dropped as unvalidated", func() bool { return drops[DropUnvalidated].Load() == 1 })
 	})
 

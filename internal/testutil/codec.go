@@ -45,6 +45,19 @@ func Reencodes(t testing.TB, want []byte, appendTo func([]byte) ([]byte, error))
 	}
 }
 
+// Encode returns m encoded, failing t if m cannot be encoded: for tests
+// that send a message built with the real encoder.
+func Encode(t testing.TB, m interface {
+	AppendTo([]byte) ([]byte, error)
+}) []byte {
+	t.Helper()
+	b, err := m.AppendTo(nil)
+	if err != nil {
+		t.Fatalf("encoding %T: %v", m, err)
+	}
+	return b
+}
+
 // BenchEncode measures m's encoder into a reused buffer, reporting
 // allocations and bytes per operation.
 func BenchEncode(b *testing.B, m interface {

@@ -179,6 +179,19 @@ func (q *Query) Add(name []byte, args ...[]byte) {
 	c.Args = append(c.Args[:0], args...)
 }
 
+// QueryOf returns a query of one command, name with args, for callers that
+// hold them as strings. It checks nothing: AppendTo refuses what cannot be
+// encoded.
+func QueryOf(name string, args ...string) *Query {
+	a := make([][]byte, len(args))
+	for i, x := range args {
+		a[i] = []byte(x)
+	}
+	q := new(Query)
+	q.Add([]byte(name), a...)
+	return q
+}
+
 // ReplyKind says which of the three forms a reply's data takes.
 type ReplyKind uint8
 

@@ -625,6 +625,21 @@ func TestBuilders(t *testing.T) {
 	if want := vs["draft-echo-query"].Bytes; err != nil || !bytes.Equal(out, want) {
 		t.Fatalf("echo query: got %x (%v), want %x", out, err, want)
 	}
+
+	for _, tc := range []struct {
+		vector string
+		q      *Query
+	}{
+		{"draft-identify-query", QueryOf("identify")},
+		{"echo-one-empty-arg", QueryOf("echo", "")},
+		{"echo-two-empty-args", QueryOf("echo", "", "")},
+		{"command-utf8", QueryOf("echo", "ワオ")},
+	} {
+		out, err = tc.q.AppendTo(out[:0])
+		if want := vs[tc.vector].Bytes; err != nil || !bytes.Equal(out, want) {
+			t.Errorf("QueryOf for %s: got %x (%v), want %x", tc.vector, out, err, want)
+		}
+	}
 }
 
 // TestReuse decodes every vector into structs that held every other one:
