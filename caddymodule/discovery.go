@@ -47,7 +47,8 @@ type QoSDiscovery struct {
 	// good list in service. Its fleets take precedence over inline ones.
 	// Default: none.
 	FleetsFile string `json:"fleets_file,omitempty"`
-	// How often the fleets file is checked for changes. Default: 2s.
+	// How often the fleets file is checked for changes, from 100ms to 24h.
+	// Default: 2s.
 	FilePoll caddy.Duration `json:"file_poll,omitempty"`
 	// Spelling of the ID fields in answers: "both" writes location_id and
 	// region_id (the protocol document's names) and locationid and regionid
@@ -57,8 +58,9 @@ type QoSDiscovery struct {
 	// Send strong ETags. By default ETags are weak (W/"…"), because the
 	// shipped Unity discovery client ignores strong ones. Default: false.
 	StrongETag bool `json:"strong_etag,omitempty"`
-	// Cache-Control max-age of answers. Default: 1200s (the protocol's
-	// 20-minute discovery interval).
+	// Cache-Control max-age of answers, from 1s (max-age counts whole
+	// seconds) to 24h. Default: 1200s (the protocol's 20-minute discovery
+	// interval).
 	MaxAge caddy.Duration `json:"max_age,omitempty"`
 	// Client addresses allowed, as CIDRs or single IPs (the client address
 	// honours the server's trusted_proxies). Others get 403. Default: all.
@@ -101,7 +103,7 @@ type DiscoveryServer struct {
 type DiscoveryHealthCheck struct {
 	// Fleets to check. Default: all.
 	Fleets []string `json:"fleets,omitempty"`
-	// Time between checks. Default: 10s.
+	// Time between checks, from 100ms to 24h. Default: 10s.
 	Interval caddy.Duration `json:"interval,omitempty"`
 	// Consecutive failed checks before a server is withheld. Default: 3.
 	Failures int `json:"failures,omitempty"`
@@ -269,6 +271,9 @@ var (
 	discoveryFailuresRange = intRange{1, discovery.MaxHealthFailures}
 	discoveryRequestsRange = intRange{1, discovery.MaxHealthRequests}
 	discoveryWaitRange     = durationRange{0, discovery.MaxHealthWait}
+	discoveryFilePollRange = durationRange{discovery.MinFilePoll, discovery.MaxLifetime}
+	discoveryMaxAgeRange   = durationRange{discovery.MinMaxAge, discovery.MaxLifetime}
+	discoveryIntervalRange = durationRange{discovery.MinHealthInterval, discovery.MaxLifetime}
 )
 
 // Cleanup stops the file watcher and health checks.
@@ -347,7 +352,7 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "fleets_file":
 			h.FleetsFile, err = parseSingleArg(d)
 		case "file_poll":
-			h.FilePoll, err = parseDuration(d)
+			h.FilePoll, err = parseDurationIn(d, discoveryFilePollRange)
 		case "field_names":
 			h.FieldNames, err = parseOneOf(d, "both", "seed", "unity")
 		case "strong_etag":
@@ -356,7 +361,7 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.StrongETag = true
 		case "max_age":
-			h.MaxAge, err = parseDuration(d)
+			h.MaxAge, err = parseDurationIn(d, discoveryMaxAgeRange)
 		case "allow":
 			h.Allow, err = parseArgs(d)
 			for _, a := range h.Allow {
@@ -446,7 +451,7 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		case "fleets":
 			hc.Fleets, err = parseArgs(d)
 		case "interval":
-			hc.Interval, err = parseDuration(d)
+			hc.Interval, err = parseDurationIn(d, discoveryIntervalRange)
 		case "failures":
 			hc.Failures, err = parseIntIn(d, discoveryFailuresRange)
 		case "requests":

@@ -14,10 +14,11 @@ import (
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
-// runValidate runs `gamegate validate` on a JSON configuration file and
-// returns its output, with the messages of its JSON log lines decoded.
-func runValidate(bin, config string) (string, error) {
-	out, err := exec.Command(bin, "validate", "--config", config, "--adapter", "").CombinedOutput()
+// runValidate runs `gamegate validate` on a configuration file, JSON when
+// adapter is "", and returns its output, with the messages of its JSON log
+// lines decoded.
+func runValidate(bin, config, adapter string) (string, error) {
+	out, err := exec.Command(bin, "validate", "--config", config, "--adapter", adapter).CombinedOutput()
 	var text strings.Builder
 	for line := range strings.Lines(string(out)) {
 		var entry struct{ Msg, Error string }
@@ -30,24 +31,34 @@ func runValidate(bin, config string) (string, error) {
 }
 
 // TestValidateRefusesInvalidJSON runs the gamegate binary's validate
-// command on every testdata/invalid/*.jsontest file: a JSON configuration,
-// a line of dashes, then "error: <text>", which the error message must
-// contain (it names the field). Each must be refused (a non-zero exit)
-// without a panic. testdata/valid.json, which uses every module, must be
-// accepted, so that the refusals are the invalid values' doing.
+// command on every testdata/invalid/*.jsontest file (a JSON configuration)
+// and *.caddytest file (a Caddyfile): the configuration, a line of dashes,
+// then "error: <text>", which the error message must contain (it names the
+// field). Each must be refused (a non-zero exit) without a panic.
+// testdata/valid.json, which uses every module, must be accepted, so that
+// the refusals are the invalid values' doing.
 func TestValidateRefusesInvalidJSON(t *testing.T) {
 	files, err := filepath.Glob("testdata/invalid/*.jsontest")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no invalid configurations (%v)", err)
 	}
+	caddyfiles, err := filepath.Glob("testdata/invalid/*.caddytest")
+	if err != nil || len(caddyfiles) == 0 {
+		t.Fatalf("no invalid Caddyfiles (%v)", err)
+	}
+	files = append(files, caddyfiles...)
 	bin := testutil.BuildGamegate(t)
 	dir := t.TempDir()
 
-	if out, err := runValidate(bin, "testdata/valid.json"); err != nil {
+	if out, err := runValidate(bin, "testdata/valid.json", ""); err != nil {
 		t.Fatalf("testdata/valid.json: got %v, want it accepted:\n%s", err, out)
 	}
 	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".jsontest")
+		name, ext, adapter := filepath.Base(file), ".json", ""
+		if n, ok := strings.CutSuffix(name, ".caddytest"); ok {
+			name, ext, adapter = n+"_caddyfile", ".caddyfile", "caddyfile"
+		}
+		name = strings.TrimSuffix(name, ".jsontest")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			data, err := os.ReadFile(file)
@@ -57,14 +68,14 @@ func TestValidateRefusesInvalidJSON(t *testing.T) {
 			config, want, ok := strings.Cut(string(data), "----------")
 			want, isErr := strings.CutPrefix(strings.TrimSpace(want), "error:")
 			if !ok || !isErr {
-				t.Fatal("want a JSON configuration, a ---------- line, then error: <text>")
+				t.Fatal("want a configuration, a ---------- line, then error: <text>")
 			}
 			want = strings.TrimSpace(want)
-			path := filepath.Join(dir, name+".json")
+			path := filepath.Join(dir, name+ext)
 			if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err := runValidate(bin, path)
+			out, err := runValidate(bin, path, adapter)
 			if _, exited := err.(*exec.ExitError); !exited {
 				t.Fatalf("got %v, want a non-zero exit:\n%s", err, out)
 			}

@@ -55,7 +55,7 @@ http://%s {
 		qos_discovery {
 			%s
 			fleets_file %s
-			file_poll 50ms
+			file_poll 100ms
 		}
 	}
 	route /locked/* {

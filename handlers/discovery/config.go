@@ -17,7 +17,17 @@ const (
 	DefaultHealthWait     = time.Second
 
 	// MaxLifetime bounds MaxAge, FilePoll and the health-check Interval.
-	MaxLifetime       = 24 * time.Hour
+	MaxLifetime = 24 * time.Hour
+	// MinFilePoll and MinHealthInterval are the shortest file poll and
+	// health-check interval: reading a file or probing every server more
+	// often than ten times a second costs I/O and the QoS servers' rate
+	// limits and makes no answer fresher, so a shorter one is a mistake.
+	MinFilePoll       = 100 * time.Millisecond
+	MinHealthInterval = 100 * time.Millisecond
+	// MinMaxAge is the shortest MaxAge: Cache-Control's max-age counts
+	// whole seconds, so a shorter one cannot be stated (it would be sent
+	// as max-age=0).
+	MinMaxAge         = time.Second
 	MaxHealthWait     = time.Hour
 	MaxHealthFailures = 1000
 	MaxHealthRequests = 256
@@ -57,10 +67,10 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	if err := durationIn("max_age", c.MaxAge, MaxLifetime); err != nil {
+	if err := durationIn("max_age", c.MaxAge, MinMaxAge, MaxLifetime); err != nil {
 		return err
 	}
-	if err := durationIn("file_poll", c.FilePoll, MaxLifetime); err != nil {
+	if err := durationIn("file_poll", c.FilePoll, MinFilePoll, MaxLifetime); err != nil {
 		return err
 	}
 	if c.Health != nil {
@@ -74,10 +84,10 @@ func (c Config) Validate() error {
 // Validate checks h; zero values (the defaults) are valid.
 func (h HealthConfig) Validate() error {
 	for _, err := range []error{
-		durationIn("interval", h.Interval, MaxLifetime),
+		durationIn("interval", h.Interval, MinHealthInterval, MaxLifetime),
 		countIn("failures", h.Failures, MaxHealthFailures),
 		countIn("requests", h.Requests, MaxHealthRequests),
-		durationIn("wait", h.Wait, MaxHealthWait),
+		durationIn("wait", h.Wait, 0, MaxHealthWait),
 	} {
 		if err != nil {
 			return err
@@ -86,11 +96,16 @@ func (h HealthConfig) Validate() error {
 	return nil
 }
 
-func durationIn(field string, d, hi time.Duration) error {
-	if d < 0 || d > hi {
+// durationIn checks an optional duration: zero (the default) or in
+// [lo, hi].
+func durationIn(field string, d, lo, hi time.Duration) error {
+	if d == 0 || lo <= d && d <= hi {
+		return nil
+	}
+	if lo == 0 {
 		return fmt.Errorf("%s must be a duration in [0s, %s], not %s", field, hi, d)
 	}
-	return nil
+	return fmt.Errorf("%s must be a duration in [%s, %s] (0s for the default), not %s", field, lo, hi, d)
 }
 
 func countIn(field string, n, hi int) error {

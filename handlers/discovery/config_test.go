@@ -1,0 +1,42 @@
+package discovery
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each duration option accepts zero (its default), its shortest and its
+// longest value (as documented, not as the constants say), and refuses one
+// past either end by name.
+func TestConfigDurationBounds(t *testing.T) {
+	for _, tc := range []struct {
+		field  string
+		lo, hi time.Duration
+		set    func(d time.Duration) Config
+	}{
+		{"file_poll", 100 * time.Millisecond, 24 * time.Hour, func(d time.Duration) Config { return Config{FilePoll: d} }},
+		{"max_age", time.Second, 24 * time.Hour, func(d time.Duration) Config { return Config{MaxAge: d} }},
+		{"health_check interval", 100 * time.Millisecond, 24 * time.Hour, func(d time.Duration) Config {
+			return Config{Health: &HealthConfig{Interval: d}}
+		}},
+		{"health_check wait", 0, time.Hour, func(d time.Duration) Config { return Config{Health: &HealthConfig{Wait: d}} }},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			for _, d := range []time.Duration{0, tc.lo, tc.hi} {
+				if err := tc.set(d).Validate(); err != nil {
+					t.Errorf("%s %v: got %v, want it accepted", tc.field, d, err)
+				}
+			}
+			for _, d := range []time.Duration{tc.lo - 1, tc.hi + 1, -time.Second} {
+				if d == 0 {
+					continue
+				}
+				err := tc.set(d).Validate()
+				if err == nil || !strings.HasPrefix(err.Error(), tc.field+" must be a duration in [") {
+					t.Errorf("%s %v: got %v, want an error naming %s and its range", tc.field, d, err, tc.field)
+				}
+			}
+		})
+	}
+}
