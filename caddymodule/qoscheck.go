@@ -18,6 +18,8 @@ import (
 )
 
 func init() {
+	// The flags' defaults are the checker's own.
+	def := qos.CheckConfig{}.WithDefaults()
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "qos-check",
 		Usage: "(--discovery <url> --fleet <id> ... | --server [<region>=]<host:port> ...) [--requests <n>] [--wait <duration>] [--size <bytes>] [--json]",
@@ -25,7 +27,7 @@ func init() {
 		Long: `
 Runs a QoS check the way game clients should: each distinct QoS server is
 contacted once for all the regions it serves, with a burst of requests
-(10 by default); responses carry back the send time, so latency is measured
+(--requests); responses carry back the send time, so latency is measured
 per response; duplicates and responses from another check are discarded;
 a server's back-off or ban is reported, with the time to stay away.
 
@@ -42,10 +44,10 @@ Prints a table per region (latency p50/p95, loss, flow control), or JSON with
 			cmd.Flags().StringArray("fleet", nil, "fleet ID to discover (repeatable; with --discovery)")
 			cmd.Flags().String("api-key", "", "API key sent to the discovery service (X-Api-Key)")
 			cmd.Flags().Bool("ipv6", false, "with discovery, contact servers over IPv6")
-			cmd.Flags().Int("requests", 10, "requests per server (the protocol recommends 10-20)")
-			cmd.Flags().Duration("wait", time.Second, "how long to wait for responses after the last request")
+			cmd.Flags().Int("requests", def.Requests, "requests per server (the protocol recommends 10-20)")
+			cmd.Flags().Duration("wait", def.Wait, "how long to wait for responses after the last request")
 			cmd.Flags().Int("size", 0, "pad requests to this many bytes (at most 1500)")
-			cmd.Flags().String("title", "QoS request", "game title sent in each request")
+			cmd.Flags().String("title", def.Title, "game title sent in each request")
 			cmd.Flags().String("local", "", "local address to send from")
 			cmd.Flags().Bool("json", false, "print JSON instead of a table")
 			cmd.RunE = caddycmd.WrapCommandFuncForCobra(cmdQoSCheck)

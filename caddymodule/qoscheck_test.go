@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
 
 	"github.com/gamegate/gamegate/handlers/qos"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
@@ -43,5 +47,31 @@ func TestQoSCheckOutput(t *testing.T) {
 	r := got.Regions[0]
 	if r.Region != "eu" || r.Loss < 0.199 || r.Loss > 0.201 || r.P50Ms != 4 || r.P95Ms != 8 || r.FlowControl != "ban 4m0s" {
 		t.Fatalf("JSON: got %+v", r)
+	}
+}
+
+// qos-check's flags default to what the checker does with a zero field,
+// so that the command and the library cannot drift apart.
+func TestQoSCheckFlagDefaults(t *testing.T) {
+	c, ok := caddycmd.Commands()["qos-check"]
+	if !ok {
+		t.Fatal("no qos-check command registered")
+	}
+	cmd := new(cobra.Command)
+	c.CobraFunc(cmd)
+	def := qos.CheckConfig{}.WithDefaults()
+	for flag, want := range map[string]string{
+		"requests": strconv.Itoa(def.Requests),
+		"wait":     def.Wait.String(),
+		"title":    def.Title,
+	} {
+		f := cmd.Flags().Lookup(flag)
+		if f == nil {
+			t.Errorf("--%s: no such flag", flag)
+			continue
+		}
+		if f.DefValue != want {
+			t.Errorf("--%s default: got %q, want %q (qos.CheckConfig's)", flag, f.DefValue, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package qos
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -48,6 +49,26 @@ type CheckConfig struct {
 	ProbeKey []byte
 	// Now returns the current time. Default: time.Now.
 	Now func() time.Time
+}
+
+// Defaults of CheckConfig.
+const (
+	DefaultCheckTitle    = "QoS request"
+	DefaultCheckRequests = 10
+	DefaultCheckWait     = time.Second
+	DefaultCheckMargin   = 30 * time.Second
+)
+
+// WithDefaults returns c with every zero field set to its default.
+func (c CheckConfig) WithDefaults() CheckConfig {
+	c.Title = cmp.Or(c.Title, DefaultCheckTitle)
+	c.Requests = cmp.Or(c.Requests, DefaultCheckRequests)
+	c.Wait = cmp.Or(c.Wait, DefaultCheckWait)
+	c.Margin = cmp.Or(c.Margin, DefaultCheckMargin)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
 }
 
 // ServerResult is the outcome of checking one QoS server.
@@ -103,21 +124,7 @@ type Checker struct {
 
 // NewChecker returns a Checker with cfg's defaults filled in.
 func NewChecker(cfg CheckConfig) (*Checker, error) {
-	if cfg.Title == "" {
-		cfg.Title = "QoS request"
-	}
-	if cfg.Requests == 0 {
-		cfg.Requests = 10
-	}
-	if cfg.Wait == 0 {
-		cfg.Wait = time.Second
-	}
-	if cfg.Margin == 0 {
-		cfg.Margin = 30 * time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg = cfg.WithDefaults()
 	switch {
 	case cfg.Requests < 1 || cfg.Requests > 256:
 		return nil, errors.New("requests per server must be in [1, 256]: the sequence number is one byte")
