@@ -21,20 +21,9 @@ work=$(mktemp -d)
 trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 go build -o "$work/gamegate" ./cmd/gamegate
 
-# A fleet of eight servers in four regions: about 1 KB of JSON, the size of a
-# real discovery answer.
-cat >"$work/fleets.json" <<'JSON'
-{"fleets": {"bench-fleet": {"servers": [
- {"location_id": 123, "region_id": "4f7d1d1a-a565-40b4-955a-ff0257d7ed3b", "ipv4": "192.0.2.1", "ipv6": "2001:db8::1", "port": 9000},
- {"location_id": 124, "region_id": "4f7d1d1a-a565-40b4-955a-ff0257d7ed3b", "ipv4": "192.0.2.2", "ipv6": "", "port": 9000},
- {"location_id": 456, "region_id": "22bf10c2-2565-4e75-848f-d2df25210896", "ipv4": "198.51.100.1", "ipv6": "2001:db8:1::1", "port": 9000},
- {"location_id": 457, "region_id": "22bf10c2-2565-4e75-848f-d2df25210896", "ipv4": "198.51.100.2", "ipv6": "", "port": 9000},
- {"location_id": 789, "region_id": "0d6a8a3e-5a0b-4d0e-9b6f-3f1c2e4d5a6b", "ipv4": "203.0.113.1", "ipv6": "2001:db8:2::1", "port": 9000},
- {"location_id": 790, "region_id": "0d6a8a3e-5a0b-4d0e-9b6f-3f1c2e4d5a6b", "ipv4": "203.0.113.2", "ipv6": "", "port": 9000},
- {"location_id": 901, "region_id": "9e1f0c4b-7a2d-4c3e-8f5a-1b2c3d4e5f60", "ipv4": "192.0.2.90", "ipv6": "2001:db8:3::1", "port": 9000},
- {"location_id": 902, "region_id": "9e1f0c4b-7a2d-4c3e-8f5a-1b2c3d4e5f60", "ipv4": "192.0.2.91", "ipv6": "", "port": 9000}
-]}}}
-JSON
+# A fleet of eight servers in four regions (about 1 KB of JSON, the size of a
+# real discovery answer), the file bench/run's discovery workload serves too.
+cp bench/internal/httpload/fleets.json "$work/fleets.json"
 mkdir -p "$work/www/v1/fleets/bench-fleet"
 fport=$(free_port)
 dport=$(free_port)

@@ -21,12 +21,8 @@ func main() {
 	var c relayload.Config
 	flag.IntVar(&c.Window, "window", 32, "messages in flight")
 	flag.IntVar(&c.Size, "size", 100, "content bytes per message")
-	flag.DurationVar(&c.Duration, "duration", time.Second, "measuring time per target per round")
-	flag.IntVar(&c.Rounds, "rounds", 5, "rounds over all targets")
-	flag.DurationVar(&c.Pause, "pause", 2*time.Second, "idle time between rounds (the machine is shared)")
-	flag.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "load on every target before the rounds")
+	c.AddFlags(flag.CommandLine, 300*time.Millisecond)
 	flag.StringVar(&c.Only, "only", "", "measure only this target, beside direct, bare and proxy (for profiling)")
-	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.Parse()
 	r, err := relayload.Run(c)
 	if err != nil {

@@ -105,6 +105,7 @@ func Run(o Options) (string, error) {
 	if o.Quick {
 		warmup = 0
 	}
+	udpSchedule := benchutil.Schedule{Duration: o.Duration, Rounds: o.Rounds, Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile}
 	page := Page{Machine: machine(), Quick: o.Quick, Started: time.Now(), LoadBefore: loadAverages()}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.Log, "bench: %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
@@ -142,16 +143,14 @@ func Run(o Options) (string, error) {
 			return r.Workload("qos-one", "QoS echo, one request in flight", qosOneAbout), nil
 		}},
 		{"relay", func() (*benchutil.Workload, error) {
-			r, err := relayload.Run(relayload.Config{Window: 64, Size: 100, Duration: o.Duration, Rounds: o.Rounds,
-				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
+			r, err := relayload.Run(relayload.Config{Window: 64, Size: 100, Schedule: udpSchedule})
 			if err != nil {
 				return nil, err
 			}
 			return r.Workload("relay", "Relay forwarding", relayAbout), nil
 		}},
 		{"a2s", func() (*benchutil.Workload, error) {
-			w, err := a2sload.Run(a2sload.Config{Clients: 8, Inflight: 8, Duration: o.Duration, Rounds: o.Rounds,
-				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
+			w, err := a2sload.Run(a2sload.Config{Clients: 8, Inflight: 8, Schedule: udpSchedule})
 			if err != nil {
 				return nil, err
 			}
@@ -184,8 +183,9 @@ func Run(o Options) (string, error) {
 	}
 	if len(httpIDs) > 0 {
 		logf("%s", strings.Join(httpIDs, ", "))
-		ws, err := httpload.Run(httpload.Config{Conns: o.Conns, Duration: o.HTTP, Rounds: o.Rounds, Pause: o.Pause,
-			Warmup: warmup, Servers: o.Servers, Workloads: httpIDs, CPUProfile: o.CPUProfile})
+		httpSchedule := udpSchedule
+		httpSchedule.Duration = o.HTTP
+		ws, err := httpload.Run(httpload.Config{Conns: o.Conns, Servers: o.Servers, Workloads: httpIDs, Schedule: httpSchedule})
 		if err != nil {
 			return "", fmt.Errorf("http: %w", err)
 		}

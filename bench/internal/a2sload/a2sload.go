@@ -13,10 +13,7 @@
 package a2sload
 
 import (
-	"errors"
 	"fmt"
-	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,14 +26,9 @@ import (
 
 // Config is one run's load and rounds.
 type Config struct {
-	Clients  int           // client sockets per target
-	Inflight int           // queries in flight per client socket
-	Duration time.Duration // measuring time per target per round
-	Rounds   int           // rounds over all targets
-	Pause    time.Duration // idle time between rounds
-	Warmup   time.Duration // load on every target before the rounds
-	// CPUProfile, if set, is written with a CPU profile of the rounds.
-	CPUProfile string
+	Clients  int // client sockets per target
+	Inflight int // queries in flight per client socket
+	benchutil.Schedule
 }
 
 type target struct {
@@ -103,30 +95,19 @@ func Run(cfg Config) (*benchutil.Workload, error) {
 		{name: "gg-a2s", label: "gamegate app `a2s_shield`, default readers", addr: app},
 		{name: "l4-a2s", label: "layer4 `a2s_shield` route", addr: l4},
 	}
-	for _, t := range targets {
-		if _, _, err := runLoad(t.addr, cfg.Clients, cfg.Inflight, max(cfg.Warmup, 100*time.Millisecond)); err != nil {
-			return nil, fmt.Errorf("%s: %w", t.name, err)
-		}
-	}
-	stopProfile, err := benchutil.StartCPUProfile(cfg.CPUProfile)
+	loads, err := benchutil.Measure(cfg.Schedule, targets, func(t *target) string { return t.name },
+		func(_ int, t *target) error {
+			_, _, err := runLoad(t.addr, cfg.Clients, cfg.Inflight, max(cfg.Warmup, 100*time.Millisecond))
+			return err
+		},
+		func(_, _ int, t *target) error {
+			rate, lost, err := runLoad(t.addr, cfg.Clients, cfg.Inflight, cfg.Duration)
+			t.rates = append(t.rates, rate)
+			t.lost += lost
+			return err
+		})
 	if err != nil {
 		return nil, err
-	}
-	defer stopProfile()
-	var runErr error
-	loads := benchutil.Rounds(cfg.Rounds, cfg.Pause, targets, func(_, _ int, t *target) {
-		if runErr != nil {
-			return
-		}
-		rate, lost, err := runLoad(t.addr, cfg.Clients, cfg.Inflight, cfg.Duration)
-		if err != nil {
-			runErr = fmt.Errorf("%s: %w", t.name, err)
-		}
-		t.rates = append(t.rates, rate)
-		t.lost += lost
-	})
-	if runErr != nil {
-		return nil, runErr
 	}
 	if n := game.ReceivedOf(wirea2s.TypeInfoRequest); n > 4*int64(cfg.Rounds+2) {
 		return nil, fmt.Errorf("the game server was asked %d times: the answers did not come from the cache", n)
@@ -150,90 +131,44 @@ func Run(cfg Config) (*benchutil.Workload, error) {
 // for d and returns the answers per second (echo: queries of two round
 // trips each) and the datagrams never answered.
 func runLoad(addr string, clients, inflight int, d time.Duration) (float64, int, error) {
-	raddr, err := net.ResolveUDPAddr("udp", addr)
+	first, _ := (&wirea2s.Request{Type: wirea2s.TypeInfoRequest}).AppendTo(nil)
+	again, _ := (&wirea2s.Request{Type: wirea2s.TypeInfoRequest, HasChallenge: true}).AppendTo(nil)
+	var answers, lost atomic.Int64
+	_, err := benchutil.ClosedLoop(addr, clients, d, func(_ int, c *benchutil.LoopConn) benchutil.Loop {
+		_ = c.SetReadBuffer(1 << 20)
+		out := make([]byte, len(again))
+		n := 0
+		return benchutil.Loop{
+			Fill: func() error {
+				for range inflight {
+					_ = c.Send(first)
+				}
+				return nil
+			},
+			Answer: func(b []byte) error {
+				switch {
+				case len(b) == wirea2s.ChallengeLen && b[4] == byte(wirea2s.TypeChallenge):
+					// The shield's challenge: ask again with it.
+					copy(out, again)
+					copy(out[len(out)-4:], b[5:9])
+					_ = c.Send(out)
+				case len(b) == len(first):
+					// The echo of a first request plays the challenge.
+					_ = c.Send(again)
+				default: // an answer (or the echo of a request with a challenge)
+					n++
+					_ = c.Send(first)
+				}
+				return nil
+			},
+			Done: func() {
+				answers.Add(int64(n))
+				lost.Add(int64(c.Sent - c.Received))
+			},
+		}
+	})
 	if err != nil {
 		return 0, 0, err
 	}
-	var first, again []byte
-	first, _ = (&wirea2s.Request{Type: wirea2s.TypeInfoRequest}).AppendTo(nil)
-	again, _ = (&wirea2s.Request{Type: wirea2s.TypeInfoRequest, HasChallenge: true}).AppendTo(nil)
-	start := time.Now()
-	stopAt := start.Add(d)
-	var wg sync.WaitGroup
-	var answers, lost atomic.Int64
-	errs := make(chan error, clients)
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conn, err := net.DialUDP("udp", nil, raddr)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer conn.Close()
-			_ = conn.SetReadBuffer(1 << 20)
-			out := make([]byte, len(again))
-			sent, received, n := 0, 0, 0
-			send := func(b []byte) {
-				if _, err := conn.Write(b); err == nil {
-					sent++
-				}
-			}
-			for range inflight {
-				send(first)
-			}
-			buf := make([]byte, 2048)
-			for time.Now().Before(stopAt) {
-				_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-				k, err := conn.Read(buf)
-				if err != nil {
-					var ne net.Error
-					if errors.As(err, &ne) && ne.Timeout() {
-						for range inflight { // the window is lost: refill it
-							send(first)
-						}
-						continue
-					}
-					errs <- err
-					return
-				}
-				received++
-				switch {
-				case k == wirea2s.ChallengeLen && buf[4] == byte(wirea2s.TypeChallenge):
-					// The shield's challenge: ask again with it.
-					copy(out, again)
-					copy(out[len(out)-4:], buf[5:9])
-					send(out)
-				case k == len(first):
-					// The echo of a first request plays the challenge.
-					send(again)
-				default: // an answer (or the echo of a request with a challenge)
-					n++
-					send(first)
-				}
-			}
-			// Late answers count as received, not as answered in time.
-			for received < sent {
-				_ = conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-				if _, err := conn.Read(buf); err != nil {
-					break
-				}
-				received++
-			}
-			answers.Add(int64(n))
-			lost.Add(int64(sent - received))
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return 0, 0, err
-	default:
-	}
-	elapsed := time.Since(start)
-	if d > 0 {
-		elapsed = d
-	}
-	return float64(answers.Load()) / elapsed.Seconds(), int(lost.Load()), nil
+	return float64(answers.Load()) / d.Seconds(), int(lost.Load()), nil
 }

@@ -165,27 +165,6 @@ func Rounds[T any](rounds int, pause time.Duration, targets []T, run func(round,
 	return loads
 }
 
-// ListenEcho starts the bare baseline of the UDP workloads: a plain Go
-// echo loop on loopback (one reader, ReadFrom, WriteTo), the floor of what
-// any UDP echo in Go costs. Closing the connection stops it.
-func ListenEcho() (*net.UDPConn, error) {
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			_, _ = conn.WriteToUDPAddrPort(buf[:n], from)
-		}
-	}()
-	return conn, nil
-}
-
 // StartCPUProfile starts profiling the process's CPU into the file at path
 // and returns the function that stops it and closes the file; with path
 // empty it does nothing.

@@ -16,6 +16,7 @@
 package httpload
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,14 +45,10 @@ const (
 
 // Config is one run's load and rounds.
 type Config struct {
-	Conns      int           // connections kept busy
-	Duration   time.Duration // measuring time per target per round
-	Rounds     int           // rounds over all targets
-	Pause      time.Duration // idle time between rounds
-	Warmup     time.Duration // load on every target before the rounds
-	Servers    int           // game servers registered with the master
-	Workloads  []string      // which of Discovery, GameQuery, ServerList; all if empty
-	CPUProfile string        // write a CPU profile of the measured rounds here
+	Conns     int      // connections kept busy
+	Servers   int      // game servers registered with the master
+	Workloads []string // which of Discovery, GameQuery, ServerList; all if empty
+	benchutil.Schedule
 }
 
 type target struct {
@@ -77,7 +74,7 @@ func Run(cfg Config) ([]*benchutil.Workload, error) {
 	}
 	defer os.RemoveAll(dir)
 	fleets := filepath.Join(dir, "fleets.json")
-	if err := os.WriteFile(fleets, []byte(fleetsJSON), 0o644); err != nil {
+	if err := os.WriteFile(fleets, fleetsJSON, 0o644); err != nil {
 		return nil, err
 	}
 	game, err := a2sserver.Listen(a2sserver.Config{InfoChallenge: true, Info: wirea2s.Info{
@@ -203,30 +200,19 @@ http://%[2]s {
 		}
 		add("list", fmt.Sprintf("`server_list`, %d servers", cfg.Servers), web, "/servers/", 200, []string{ServerList})
 	}
-	for _, t := range targets {
-		if _, _, err := load(t.addr, t.req, t.want, cfg.Conns, max(cfg.Warmup, 50*time.Millisecond)); err != nil {
-			return nil, fmt.Errorf("%s: %w", t.name, err)
-		}
-	}
-	stopProfile, err := benchutil.StartCPUProfile(cfg.CPUProfile)
+	loads, err := benchutil.Measure(cfg.Schedule, targets, func(t *target) string { return t.name },
+		func(_ int, t *target) error {
+			_, _, err := load(t.addr, t.req, t.want, cfg.Conns, max(cfg.Warmup, 50*time.Millisecond))
+			return err
+		},
+		func(_, _ int, t *target) error {
+			rate, lat, err := load(t.addr, t.req, t.want, cfg.Conns, cfg.Duration)
+			t.rates = append(t.rates, rate)
+			t.lat = append(t.lat, lat...)
+			return err
+		})
 	if err != nil {
 		return nil, err
-	}
-	defer stopProfile()
-	var runErr error
-	loads := benchutil.Rounds(cfg.Rounds, cfg.Pause, targets, func(_, _ int, t *target) {
-		if runErr != nil {
-			return
-		}
-		rate, lat, err := load(t.addr, t.req, t.want, cfg.Conns, cfg.Duration)
-		if err != nil {
-			runErr = fmt.Errorf("%s: %w", t.name, err)
-		}
-		t.rates = append(t.rates, rate)
-		t.lat = append(t.lat, lat...)
-	})
-	if runErr != nil {
-		return nil, runErr
 	}
 	if n := game.ReceivedOf(wirea2s.TypeInfoRequest); n > 4 {
 		return nil, fmt.Errorf("the A2S game server was asked %d times: the answers did not come from the cache", n)
@@ -266,20 +252,11 @@ http://%[2]s {
 }
 
 // fleetsJSON holds a fleet of eight servers in four regions (about 1 KB of
-// JSON, the size of a real discovery answer) and one of two.
-const fleetsJSON = `{"fleets": {"bench-fleet": {"servers": [
- {"location_id": 123, "region_id": "4f7d1d1a-a565-40b4-955a-ff0257d7ed3b", "ipv4": "192.0.2.1", "ipv6": "2001:db8::1", "port": 9000},
- {"location_id": 124, "region_id": "4f7d1d1a-a565-40b4-955a-ff0257d7ed3b", "ipv4": "192.0.2.2", "ipv6": "", "port": 9000},
- {"location_id": 456, "region_id": "22bf10c2-2565-4e75-848f-d2df25210896", "ipv4": "198.51.100.1", "ipv6": "2001:db8:1::1", "port": 9000},
- {"location_id": 457, "region_id": "22bf10c2-2565-4e75-848f-d2df25210896", "ipv4": "198.51.100.2", "ipv6": "", "port": 9000},
- {"location_id": 789, "region_id": "0d6a8a3e-5a0b-4d0e-9b6f-3f1c2e4d5a6b", "ipv4": "203.0.113.1", "ipv6": "2001:db8:2::1", "port": 9000},
- {"location_id": 790, "region_id": "0d6a8a3e-5a0b-4d0e-9b6f-3f1c2e4d5a6b", "ipv4": "203.0.113.2", "ipv6": "", "port": 9000},
- {"location_id": 901, "region_id": "9e1f0c4b-7a2d-4c3e-8f5a-1b2c3d4e5f60", "ipv4": "192.0.2.90", "ipv6": "2001:db8:3::1", "port": 9000},
- {"location_id": 902, "region_id": "9e1f0c4b-7a2d-4c3e-8f5a-1b2c3d4e5f60", "ipv4": "192.0.2.91", "ipv6": "", "port": 9000}
-]}, "two": {"servers": [
- {"location_id": 123, "region_id": "4f7d1d1a-a565-40b4-955a-ff0257d7ed3b", "ipv4": "192.0.2.1", "ipv6": "", "port": 9000},
- {"location_id": 456, "region_id": "22bf10c2-2565-4e75-848f-d2df25210896", "ipv4": "198.51.100.1", "ipv6": "", "port": 9000}
-]}}}`
+// JSON, the size of a real discovery answer) and one of two. bench/discovery.sh
+// serves the same file.
+//
+//go:embed fleets.json
+var fleetsJSON []byte
 
 // waitBody waits up to 10 s for path to answer 200 and returns its body
 // and ETag.

@@ -52,14 +52,10 @@ type target struct {
 
 // Config is one run's load and rounds.
 type Config struct {
-	Window     int           // messages in flight
-	Size       int           // content bytes per message
-	Duration   time.Duration // measuring time per target per round
-	Rounds     int           // rounds over all targets
-	Pause      time.Duration // idle time between rounds (the machine is shared)
-	Warmup     time.Duration // load on every target before the rounds
-	Only       string        // measure only this target, beside direct, bare and proxy
-	CPUProfile string        // write a CPU profile of the measured rounds here
+	Window int    // messages in flight
+	Size   int    // content bytes per message
+	Only   string // measure only this target, beside direct, bare and proxy
+	benchutil.Schedule
 }
 
 // Result is what a run measured.
@@ -131,7 +127,7 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer caddy.Stop() //nolint:errcheck
-	bare, err := startBareForwarder(aConn.LocalAddr().(*net.UDPAddr), bConn.LocalAddr().(*net.UDPAddr))
+	bare, err := benchutil.ListenForwarder(aConn.LocalAddr().(*net.UDPAddr).AddrPort(), bConn.LocalAddr().(*net.UDPAddr).AddrPort())
 	if err != nil {
 		return nil, err
 	}
@@ -161,20 +157,20 @@ func Run(cfg Config) (*Result, error) {
 			return t.name != cfg.Only && t.name != "direct" && t.name != "bare" && t.name != "proxy"
 		})
 	}
-	run := func(t *target, run uint32, d time.Duration) result {
-		return measure(aConn, bConn, t, run, cfg.Window, d)
-	}
-	for i, t := range targets {
-		run(t, uint32(i), cfg.Warmup)
-	}
-	stopProfile, err := benchutil.StartCPUProfile(cfg.CPUProfile)
+	// Each run has its own number, so that no answer of one counts in
+	// another.
+	loads, err := benchutil.Measure(cfg.Schedule, targets, func(t *target) string { return t.name },
+		func(i int, t *target) error {
+			measure(aConn, bConn, t, uint32(i), cfg.Window, cfg.Warmup)
+			return nil
+		},
+		func(r, i int, t *target) error {
+			t.res = append(t.res, measure(aConn, bConn, t, uint32(len(targets)*(r+1)+i), cfg.Window, cfg.Duration))
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	defer stopProfile()
-	loads := benchutil.Rounds(cfg.Rounds, cfg.Pause, targets, func(r, i int, t *target) {
-		t.res = append(t.res, run(t, uint32(len(targets)*(r+1)+i), cfg.Duration))
-	})
 	return &Result{Config: cfg, Targets: targets, Loads: loads, At: time.Now()}, nil
 }
 
@@ -258,30 +254,6 @@ func ratios(t, base *target) string {
 		xs = append(xs, t.res[i].rate()/base.res[i].rate())
 	}
 	return benchutil.FormatSpread(xs)
-}
-
-// startBareForwarder forwards every datagram from a to b and from b to a.
-func startBareForwarder(a, b *net.UDPAddr) (*net.UDPConn, error) {
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return nil, err
-	}
-	ap, bp := a.AddrPort(), b.AddrPort()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			to := bp
-			if from == bp {
-				to = ap
-			}
-			_, _ = conn.WriteToUDPAddrPort(buf[:n], to)
-		}
-	}()
-	return conn, nil
 }
 
 // bindPair binds A and B to the relay (B as the host) and connects A to B.
