@@ -122,26 +122,23 @@ func Run(o Options) (string, error) {
 		page.Workloads = append(page.Workloads, w)
 		return nil
 	}
+	// qos measures the QoS echo with clients sockets of inflight requests.
+	qos := func(clients, inflight int, id, title, about string) func() (*benchutil.Workload, error) {
+		return func() (*benchutil.Workload, error) {
+			r, err := qosload.Run(qosload.Config{Clients: clients, Inflight: inflight, Duration: o.Duration, Rounds: o.Rounds,
+				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
+			if err != nil {
+				return nil, err
+			}
+			return r.Workload(id, title, about), nil
+		}
+	}
 	steps := []struct {
 		id  string
 		run func() (*benchutil.Workload, error)
 	}{
-		{"qos", func() (*benchutil.Workload, error) {
-			r, err := qosload.Run(qosload.Config{Clients: 8, Inflight: 16, Duration: o.Duration, Rounds: o.Rounds,
-				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
-			if err != nil {
-				return nil, err
-			}
-			return r.Workload("qos", "QoS echo under load", qosAbout), nil
-		}},
-		{"qos-one", func() (*benchutil.Workload, error) {
-			r, err := qosload.Run(qosload.Config{Clients: 1, Inflight: 1, Duration: o.Duration, Rounds: o.Rounds,
-				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
-			if err != nil {
-				return nil, err
-			}
-			return r.Workload("qos-one", "QoS echo, one request in flight", qosOneAbout), nil
-		}},
+		{"qos", qos(8, 16, "qos", "QoS echo under load", qosAbout)},
+		{"qos-one", qos(1, 1, "qos-one", "QoS echo, one request in flight", qosOneAbout)},
 		{"relay", func() (*benchutil.Workload, error) {
 			r, err := relayload.Run(relayload.Config{Window: 64, Size: 100, Schedule: udpSchedule})
 			if err != nil {

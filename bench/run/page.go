@@ -59,15 +59,10 @@ func machine() Machine {
 
 // loadAverages returns the 1, 5 and 15 minute load averages.
 func loadAverages() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
+	if l := benchutil.LoadAverages(); l != nil {
+		return strings.Join(l, ", ")
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], ", ")
+	return "unknown"
 }
 
 // Write writes BENCHMARKS.md into dir and the charts into dir/ChartDir,

@@ -100,15 +100,24 @@ func Sorted(d []time.Duration) []time.Duration {
 // /proc/loadavg gives it, or "?": results on a shared machine mean little
 // without it.
 func LoadAverage() string {
+	if l := LoadAverages(); l != nil {
+		return l[0]
+	}
+	return "?"
+}
+
+// LoadAverages returns the system's 1, 5 and 15 minute load averages as
+// /proc/loadavg gives them, or nil.
+func LoadAverages() []string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		return "?"
+		return nil
 	}
 	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
+	if len(f) < 3 {
+		return nil
 	}
-	return f[0]
+	return f[:3]
 }
 
 // Spread returns the median, the smallest and the largest of xs (ratios
