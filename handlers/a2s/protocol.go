@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"net"
 	"net/netip"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
@@ -109,50 +109,27 @@ type ShieldOptions struct {
 // Validate checks every option; zero values (the defaults) pass, but for
 // Upstream, which is required.
 func (o *ShieldOptions) Validate() error {
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	in := func(name string, v, lo, hi int) {
-		if v != 0 && (v < lo || v > hi) {
-			fail("%s must be in [%d, %d], not %d", name, lo, hi, v)
-		}
-	}
-	dur := func(name string, d, lo, hi time.Duration) {
-		if d != 0 && (d < lo || d > hi) {
-			fail("%s must be a duration in [%s, %s], not %s", name, lo, hi, d)
-		}
-	}
+	var c bounds.Check
 	if o.Upstream == "" {
-		fail("upstream is required")
+		c.Failf("upstream is required")
 	} else if _, _, err := net.SplitHostPort(o.Upstream); err != nil {
-		fail("upstream %q is not host:port", o.Upstream)
+		c.Failf("upstream %q is not host:port", o.Upstream)
 	}
-	dur("ttl", o.TTL, MinTTL, MaxLifetime)
-	dur("stale_while_revalidate", o.StaleWhileRevalidate, 0, MaxLifetime)
-	dur("stale_if_error", o.StaleIfError, 0, MaxLifetime)
-	dur("negative_ttl", o.NegativeTTL, 0, MaxLifetime)
-	dur("challenge_window", o.ChallengeWindow, MinChallengeWindow, MaxChallengeWindow)
-	in("max_payload", o.MaxPayload, MinMaxPayload, MaxSingle)
+	c.Duration("ttl", o.TTL, MinTTL, MaxLifetime)
+	c.Duration("stale_while_revalidate", o.StaleWhileRevalidate, 0, MaxLifetime)
+	c.Duration("stale_if_error", o.StaleIfError, 0, MaxLifetime)
+	c.Duration("negative_ttl", o.NegativeTTL, 0, MaxLifetime)
+	c.Duration("challenge_window", o.ChallengeWindow, MinChallengeWindow, MaxChallengeWindow)
+	c.Int("max_payload", o.MaxPayload, MinMaxPayload, MaxSingle)
 	l := o.Limits
-	if r := l.Rate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-		fail("rate must be a positive number, not %v", r)
-	} else {
-		in("burst", l.Burst, 1, ratelimit.MaxBurst)
-		if err := ratelimit.ValidateNamed("rate", "burst", r, max(l.Burst, 1)); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	in("byte_rate", l.ByteRate, 1, MaxByteRate)
-	in("byte_burst", l.ByteBurst, 1, MaxByteRate)
-	in("total_byte_rate", l.TotalByteRate, 1, MaxByteRate)
-	in("total_byte_burst", l.TotalByteBurst, 1, MaxByteRate)
-	in("max_sources", l.MaxSources, 1, MaxMaxSources)
-	if err := ValidateClient("attempt_timeout", o.AttemptTimeout, o.Retries, o.MaxPackets, o.MaxResponse); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
+	c.Add(ratelimit.ValidateOptions("rate", "burst", l.Rate, l.Burst, ratelimit.MaxBurst))
+	c.Int("byte_rate", l.ByteRate, 1, MaxByteRate)
+	c.Int("byte_burst", l.ByteBurst, 1, MaxByteRate)
+	c.Int("total_byte_rate", l.TotalByteRate, 1, MaxByteRate)
+	c.Int("total_byte_burst", l.TotalByteBurst, 1, MaxByteRate)
+	c.Int("max_sources", l.MaxSources, 1, MaxMaxSources)
+	c.Add(ValidateClient("attempt_timeout", o.AttemptTimeout, o.Retries, o.MaxPackets, o.MaxResponse))
+	return c.Err()
 }
 
 // ValidateClient checks the options of a Client, its timeout option named
@@ -160,17 +137,16 @@ func (o *ShieldOptions) Validate() error {
 // With at most MaxRetries+1 attempts of at most MaxAttemptTimeout, every
 // wait derived from them is well defined.
 func ValidateClient(timeoutName string, timeout time.Duration, retries, maxPackets, maxResponse int) error {
-	switch {
-	case timeout < 0 || timeout > MaxAttemptTimeout:
-		return fmt.Errorf("%s must be a duration in [0s, %s], not %s", timeoutName, MaxAttemptTimeout, timeout)
-	case retries < -1 || retries > MaxRetries:
-		return fmt.Errorf("retries must be in [-1, %d], not %d", MaxRetries, retries)
-	case maxPackets != 0 && (maxPackets < MinMaxPackets || maxPackets > wirea2s.MaxSourcePackets):
-		return fmt.Errorf("max_packets must be in [%d, %d], not %d", MinMaxPackets, wirea2s.MaxSourcePackets, maxPackets)
-	case maxResponse != 0 && (maxResponse < MinMaxResponse || maxResponse > MaxMaxResponse):
-		return fmt.Errorf("max_response must be in [%d, %d], not %d", MinMaxResponse, MaxMaxResponse, maxResponse)
+	var retriesErr error // -1 is no retries: not an optional count
+	if retries < -1 || retries > MaxRetries {
+		retriesErr = fmt.Errorf("retries must be in [-1, %d], not %d", MaxRetries, retries)
 	}
-	return nil
+	return bounds.First(
+		bounds.Duration(timeoutName, timeout, 0, MaxAttemptTimeout),
+		retriesErr,
+		bounds.Int("max_packets", maxPackets, MinMaxPackets, wirea2s.MaxSourcePackets),
+		bounds.Int("max_response", maxResponse, MinMaxResponse, MaxMaxResponse),
+	)
 }
 
 // ShieldProtocol serves a Shield as a dgram.Protocol. Each datagram is

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/gamegate/gamegate/internal/bounds"
 )
 
 // Defaults of Config and HealthConfig, and the bounds Validate checks.
@@ -67,10 +69,10 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	if err := durationIn("max_age", c.MaxAge, MinMaxAge, MaxLifetime); err != nil {
-		return err
-	}
-	if err := durationIn("file_poll", c.FilePoll, MinFilePoll, MaxLifetime); err != nil {
+	if err := bounds.First(
+		bounds.Duration("max_age", c.MaxAge, MinMaxAge, MaxLifetime),
+		bounds.Duration("file_poll", c.FilePoll, MinFilePoll, MaxLifetime),
+	); err != nil {
 		return err
 	}
 	if c.Health != nil {
@@ -83,34 +85,10 @@ func (c Config) Validate() error {
 
 // Validate checks h; zero values (the defaults) are valid.
 func (h HealthConfig) Validate() error {
-	for _, err := range []error{
-		durationIn("interval", h.Interval, MinHealthInterval, MaxLifetime),
-		countIn("failures", h.Failures, MaxHealthFailures),
-		countIn("requests", h.Requests, MaxHealthRequests),
-		durationIn("wait", h.Wait, 0, MaxHealthWait),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// durationIn checks an optional duration: zero (the default) or in
-// [lo, hi].
-func durationIn(field string, d, lo, hi time.Duration) error {
-	if d == 0 || lo <= d && d <= hi {
-		return nil
-	}
-	if lo == 0 {
-		return fmt.Errorf("%s must be a duration in [0s, %s], not %s", field, hi, d)
-	}
-	return fmt.Errorf("%s must be a duration in [%s, %s] (0s for the default), not %s", field, lo, hi, d)
-}
-
-func countIn(field string, n, hi int) error {
-	if n < 0 || n > hi {
-		return fmt.Errorf("%s must be in [1, %d], not %d", field, hi, n)
-	}
-	return nil
+	return bounds.First(
+		bounds.Duration("interval", h.Interval, MinHealthInterval, MaxLifetime),
+		bounds.Int("failures", h.Failures, 1, MaxHealthFailures),
+		bounds.Int("requests", h.Requests, 1, MaxHealthRequests),
+		bounds.Duration("wait", h.Wait, 0, MaxHealthWait),
+	)
 }

@@ -3,13 +3,13 @@ package gqp
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"time"
 
 	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
@@ -96,76 +96,53 @@ type CommandConfig struct {
 
 // Validate checks every option; zero values (the defaults) pass.
 func (c *Config) Validate() error {
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	in := func(name string, v, lo, hi int) {
-		if v != 0 && (v < lo || v > hi) {
-			fail("%s must be in [%d, %d], not %d", name, lo, hi, v)
-		}
-	}
-	dur := func(name string, d, hi time.Duration) {
-		if d < 0 || d > hi {
-			fail("%s must be a duration in [0s, %s], not %s", name, hi, d)
-		}
-	}
+	var v bounds.Check
 	seen := make(map[string]bool, len(c.Commands))
 	for _, cmd := range c.Commands {
 		field := func(f string) string { return fmt.Sprintf("command %q: %s", cmd.Name, f) }
 		switch cmd.Name {
 		case "":
-			fail("commands: needs names, got an empty one")
+			v.Failf("commands: needs names, got an empty one")
 		case "identify", "echo", "challenge", "validate", "extensions", PadCommand:
-			fail("command %s is built in", cmd.Name)
+			v.Failf("command %s is built in", cmd.Name)
 		}
 		if seen[cmd.Name] {
-			fail("command %q is defined twice", cmd.Name)
+			v.Failf("command %q is defined twice", cmd.Name)
 		}
 		seen[cmd.Name] = true
 		switch {
 		case cmd.URL != "" && len(cmd.Records) > 0:
-			fail("command %q: give url or records, not both", cmd.Name)
+			v.Failf("command %q: give url or records, not both", cmd.Name)
 		case cmd.URL == "" && len(cmd.Records) == 0:
-			fail("command %q: give url or records", cmd.Name)
+			v.Failf("command %q: give url or records", cmd.Name)
 		}
-		in(field("min_args"), cmd.MinArgs, 0, wiregqp.MaxArgs)
-		dur(field("ttl"), cmd.TTL, MaxLifetime)
-		if r := cmd.UpstreamRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-			fail("%s must be a positive number, not %v", field("upstream_rate"), r)
-		} else {
-			in(field("upstream_burst"), cmd.UpstreamBurst, 1, ratelimit.MaxBurst)
-			if err := ratelimit.ValidateNamed(field("upstream_rate"), field("upstream_burst"), r, max(cmd.UpstreamBurst, 1)); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		v.Int(field("min_args"), cmd.MinArgs, 0, wiregqp.MaxArgs)
+		v.Duration(field("ttl"), cmd.TTL, 0, MaxLifetime)
+		v.Add(ratelimit.ValidateOptions(field("upstream_rate"), field("upstream_burst"), cmd.UpstreamRate, cmd.UpstreamBurst, ratelimit.MaxBurst))
 		if cmd.URL != "" {
 			u, err := url.Parse(cmd.URL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				fail("%s %q is not an http(s) URL", field("url"), cmd.URL)
+				v.Failf("%s %q is not an http(s) URL", field("url"), cmd.URL)
 			}
 		}
 	}
 	for login, pw := range c.Logins {
 		switch {
 		case login == "":
-			fail("logins: needs names, got an empty one")
+			v.Failf("logins: needs names, got an empty one")
 		case pw == "":
-			fail("login %q: the password is empty", login)
+			v.Failf("login %q: the password is empty", login)
 		}
 	}
-	in("auth_amplification", c.AuthAmplification, 1, MaxAuthAmplification)
-	in("max_challenge_failures", c.MaxChallengeFailures, 1, MaxMaxChallengeFailures)
-	in("max_authorized", c.MaxAuthorized, 1, MaxMaxAuthorized)
-	if err := clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix); err != nil {
-		errs = append(errs, err)
-	}
-	dur("challenge_lockout", c.ChallengeLockout, MaxLifetime)
-	dur("auth_ttl", c.AuthTTL, MaxLifetime)
-	dur("upstream_timeout", c.UpstreamTimeout, MaxUpstreamTimeout)
-	in("max_datagram", c.MaxDatagram, MinMaxDatagram, MaxMaxDatagram)
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
+	v.Int("auth_amplification", c.AuthAmplification, 1, MaxAuthAmplification)
+	v.Int("max_challenge_failures", c.MaxChallengeFailures, 1, MaxMaxChallengeFailures)
+	v.Int("max_authorized", c.MaxAuthorized, 1, MaxMaxAuthorized)
+	v.Add(clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix))
+	v.Duration("challenge_lockout", c.ChallengeLockout, 0, MaxLifetime)
+	v.Duration("auth_ttl", c.AuthTTL, 0, MaxLifetime)
+	v.Duration("upstream_timeout", c.UpstreamTimeout, 0, MaxUpstreamTimeout)
+	v.Int("max_datagram", c.MaxDatagram, MinMaxDatagram, MaxMaxDatagram)
+	return v.Err()
 }
 
 // Drop is why the responder dropped a query before the server answered

@@ -8,10 +8,9 @@ package master
 
 import (
 	"cmp"
-	"fmt"
-	"math"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
@@ -131,43 +130,18 @@ func (c Config) WithDefaults() Config {
 
 // Validate checks every option's range; zero values (the defaults) pass.
 func (c Config) Validate() error {
-	var errs []error
-	in := func(name string, v, lo, hi int) {
-		if v != 0 && (v < lo || v > hi) {
-			errs = append(errs, fmt.Errorf("%s must be in [%d, %d], not %d", name, lo, hi, v))
-		}
-	}
-	dur := func(name string, d, lo, hi time.Duration) {
-		if d != 0 && (d < lo || d > hi) {
-			errs = append(errs, fmt.Errorf("%s must be a duration in [%s, %s], not %s", name, lo, hi, d))
-		}
-	}
-	rate := func(rateName, burstName string, r float64, burst int) {
-		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-			errs = append(errs, fmt.Errorf("%s must be a positive number of events per second, not %v", rateName, r))
-			return
-		}
-		in(burstName, burst, 1, ratelimit.MaxBurst)
-		if err := ratelimit.ValidateNamed(rateName, burstName, r, max(burst, 1)); r > 0 && err != nil {
-			errs = append(errs, err)
-		}
-	}
-	in("max_servers", c.MaxServers, 1, MaxMaxServers)
-	in("max_servers_per_address", c.MaxServersPerAddress, 1, MaxMaxServers)
-	dur("expiry", c.Expiry, MinExpiry, MaxExpiry)
-	dur("challenge_timeout", c.ChallengeTimeout, MinChallengeTimeout, MaxChallengeTimeout)
-	in("max_challenges", c.MaxChallenges, 1, MaxMaxChallenges)
-	in("max_challenges_per_address", c.MaxChallengesPerAddress, 1, MaxMaxChallenges)
-	rate("heartbeat_rate", "heartbeat_burst", c.HeartbeatRate, c.HeartbeatBurst)
-	rate("list_rate", "list_burst", c.ListRate, c.ListBurst)
-	in("max_sources", c.MaxSources, 1, MaxMaxSources)
-	in("max_reply_datagrams", c.MaxReplyDatagrams, 1, MaxMaxReplyDatagrams)
-	rate("reply_rate", "reply_burst", c.ReplyRate, c.ReplyBurst)
-	if err := clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
+	var v bounds.Check
+	v.Int("max_servers", c.MaxServers, 1, MaxMaxServers)
+	v.Int("max_servers_per_address", c.MaxServersPerAddress, 1, MaxMaxServers)
+	v.Duration("expiry", c.Expiry, MinExpiry, MaxExpiry)
+	v.Duration("challenge_timeout", c.ChallengeTimeout, MinChallengeTimeout, MaxChallengeTimeout)
+	v.Int("max_challenges", c.MaxChallenges, 1, MaxMaxChallenges)
+	v.Int("max_challenges_per_address", c.MaxChallengesPerAddress, 1, MaxMaxChallenges)
+	v.Add(ratelimit.ValidateOptions("heartbeat_rate", "heartbeat_burst", c.HeartbeatRate, c.HeartbeatBurst, ratelimit.MaxBurst))
+	v.Add(ratelimit.ValidateOptions("list_rate", "list_burst", c.ListRate, c.ListBurst, ratelimit.MaxBurst))
+	v.Int("max_sources", c.MaxSources, 1, MaxMaxSources)
+	v.Int("max_reply_datagrams", c.MaxReplyDatagrams, 1, MaxMaxReplyDatagrams)
+	v.Add(ratelimit.ValidateOptions("reply_rate", "reply_burst", c.ReplyRate, c.ReplyBurst, ratelimit.MaxBurst))
+	v.Add(clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix))
+	return v.Err()
 }

@@ -1,13 +1,12 @@
 package qos
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
@@ -135,60 +134,43 @@ func (c Config) WithDefaults() Config {
 
 // Validate checks every option's range; zero values (the defaults) pass.
 func (c Config) Validate() error {
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	in := func(name string, v, lo, hi int) {
-		if v != 0 && (v < lo || v > hi) {
-			fail("%s must be in [%d, %d], not %d", name, lo, hi, v)
-		}
-	}
+	var v bounds.Check
 	d := c.WithDefaults()
 	// A rate and its burst: each in range as given, then together as they
 	// will run, defaults included (ValidateNamed).
 	rate := func(rateName, burstName string, r float64, burst int) {
 		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-			fail("%s must be a positive number of requests per second, not %v", rateName, r)
+			v.Failf("%s must be a positive number of requests per second, not %v", rateName, r)
 			return
 		}
-		in(burstName, burst, 1, ratelimit.MaxBurst)
+		v.Int(burstName, burst, 1, ratelimit.MaxBurst)
 	}
 	rate("rate", "burst", c.Rate, c.Burst)
-	if len(errs) == 0 {
-		if err := ratelimit.ValidateNamed("rate", "burst", d.Rate, d.Burst); err != nil {
-			errs = append(errs, err)
-		}
+	if v.Err() == nil {
+		v.Add(ratelimit.ValidateNamed("rate", "burst", d.Rate, d.Burst))
 	}
-	in("ban_units", c.BanUnits, 1, 8)
-	if c.BanDuration < 0 || c.BanDuration > MaxBanDuration {
-		fail("ban_duration must be a duration in (0s, %s], not %s", MaxBanDuration, c.BanDuration)
-	}
-	if c.BackoffUnits < 0 || c.BackoffUnits > 7 {
-		fail("backoff_units must be in [0, 7], not %d", c.BackoffUnits)
-	}
+	v.Int("ban_units", c.BanUnits, 1, 8)
+	v.Duration("ban_duration", c.BanDuration, 0, MaxBanDuration)
+	v.Int("backoff_units", c.BackoffUnits, 0, 7)
 	rate("capacity", "capacity_burst", c.Capacity, c.CapacityBurst)
-	if len(errs) == 0 {
-		if err := ratelimit.ValidateNamed("capacity", "capacity_burst", d.Capacity, d.CapacityBurst); err != nil {
-			errs = append(errs, err)
-		}
+	if v.Err() == nil {
+		v.Add(ratelimit.ValidateNamed("capacity", "capacity_burst", d.Capacity, d.CapacityBurst))
 	}
-	in("max_sources", c.MaxSources, 1, MaxMaxSources)
+	v.Int("max_sources", c.MaxSources, 1, MaxMaxSources)
 	switch c.SourceKey {
 	case "", SourceKeyIP, SourceKeyIPPort:
 	default:
-		fail("source_key must be one of %s, %s, not %q", SourceKeyIP, SourceKeyIPPort, c.SourceKey)
+		v.Failf("source_key must be one of %s, %s, not %q", SourceKeyIP, SourceKeyIPPort, c.SourceKey)
 	}
 	if err := clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix); err != nil {
-		errs = append(errs, err)
+		v.Add(err)
 	} else if c.ClientIPv6Prefix != 0 && c.SourceKey == SourceKeyIPPort {
-		errs = append(errs, errors.New("client_ipv6_prefix applies to source_key ip: with ip_port a source is one address and port"))
+		v.Failf("client_ipv6_prefix applies to source_key ip: with ip_port a source is one address and port")
 	}
 	for _, t := range c.Titles {
 		if t == "" || len(t) > wireqos.MaxTitle {
-			fail("titles must be 1 to %d bytes long, not %q", wireqos.MaxTitle, t)
+			v.Failf("titles must be 1 to %d bytes long, not %q", wireqos.MaxTitle, t)
 		}
 	}
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
+	return v.Err()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
@@ -68,33 +69,28 @@ func (c Config) Validate() error {
 		if cmd == "" {
 			return errors.New("ttl: needs command names, got an empty one")
 		}
-		if err := inDuration(fmt.Sprintf("ttl %q", cmd), d, MaxTTL); err != nil {
+		if err := bounds.Duration(fmt.Sprintf("ttl %q", cmd), d, 0, MaxTTL); err != nil {
 			return err
 		}
 	}
-	for _, check := range []error{
-		inDuration("default_ttl", c.DefaultTTL, MaxTTL),
-		inDuration("stale_while_revalidate", c.StaleWhileRevalidate, MaxTTL),
-		inDuration("stale_if_error", c.StaleIfError, MaxTTL),
-		inDuration("negative_ttl", c.NegativeTTL, MaxTTL),
+	return bounds.First(
+		bounds.Duration("default_ttl", c.DefaultTTL, 0, MaxTTL),
+		bounds.Duration("stale_while_revalidate", c.StaleWhileRevalidate, 0, MaxTTL),
+		bounds.Duration("stale_if_error", c.StaleIfError, 0, MaxTTL),
+		bounds.Duration("negative_ttl", c.NegativeTTL, 0, MaxTTL),
 		ratelimit.ValidateOptions("upstream_rate", "upstream_burst", c.UpstreamRate, c.UpstreamBurst, MaxBurst),
-		inDuration("query_timeout", c.QueryTimeout, MaxQueryTimeout),
-		in("max_entries", int64(c.MaxEntries), 1, MaxMaxEntries),
-		in("max_batch", int64(c.MaxBatch), 1, MaxMaxBatch),
-		in("batch_concurrency", int64(c.BatchConcurrency), 1, MaxBatchConcurrency),
-		in("max_body", c.MaxBody, 1, MaxMaxBody),
-		in("max_batch_answer", c.MaxBatchAnswer, MinMaxBatchAnswer, MaxMaxBatchAnswer),
+		bounds.Duration("query_timeout", c.QueryTimeout, 0, MaxQueryTimeout),
+		bounds.Int("max_entries", int64(c.MaxEntries), 1, MaxMaxEntries),
+		bounds.Int("max_batch", int64(c.MaxBatch), 1, MaxMaxBatch),
+		bounds.Int("batch_concurrency", int64(c.BatchConcurrency), 1, MaxBatchConcurrency),
+		bounds.Int("max_body", c.MaxBody, 1, MaxMaxBody),
+		bounds.Int("max_batch_answer", c.MaxBatchAnswer, MinMaxBatchAnswer, MaxMaxBatchAnswer),
 		ratelimit.ValidateOptions("batch_rate", "batch_burst", c.BatchRate, c.BatchBurst, MaxBurst),
-		in("max_ad_hoc", int64(c.MaxAdHoc), 1, MaxMaxAdHoc),
-		in("max_ad_hoc_per_network", int64(c.MaxAdHocPerNetwork), 1, MaxMaxAdHoc),
+		bounds.Int("max_ad_hoc", int64(c.MaxAdHoc), 1, MaxMaxAdHoc),
+		bounds.Int("max_ad_hoc_per_network", int64(c.MaxAdHocPerNetwork), 1, MaxMaxAdHoc),
 		ratelimit.ValidateOptions("ad_hoc_rate", "ad_hoc_burst", c.AdHocRate, c.AdHocBurst, MaxAdHocBurst),
 		clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix),
-	} {
-		if check != nil {
-			return check
-		}
-	}
-	return nil
+	)
 }
 
 // validate checks a server named name.
@@ -168,18 +164,4 @@ func (c Config) WithDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
-}
-
-func in(name string, v, lo, hi int64) error {
-	if v != 0 && (v < lo || v > hi) {
-		return fmt.Errorf("%s must be in [%d, %d], not %d", name, lo, hi, v)
-	}
-	return nil
-}
-
-func inDuration(name string, d, hi time.Duration) error {
-	if d < 0 || d > hi {
-		return fmt.Errorf("%s must be a duration in [0s, %s], not %s", name, hi, d)
-	}
-	return nil
 }

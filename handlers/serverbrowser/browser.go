@@ -25,6 +25,7 @@ import (
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/serverlist"
+	"github.com/gamegate/gamegate/internal/bounds"
 )
 
 // Defaults of Config.
@@ -70,31 +71,20 @@ type Config struct {
 // Validate checks the options' ranges; zero values (the defaults) pass.
 // The names are the options'.
 func (c Config) Validate() error {
-	dur := func(name string, v, lo, hi time.Duration) error {
-		if v != 0 && (v < lo || v > hi) {
-			return fmt.Errorf("%s must be a duration in [%s, %s], not %s", name, lo, hi, v)
-		}
-		return nil
-	}
 	if len(c.Title) > MaxTitle {
 		return fmt.Errorf("title must be at most %d bytes, not %d", MaxTitle, len(c.Title))
 	}
-	if err := dur("refresh", c.Refresh, MinRefresh, MaxRefresh); err != nil {
+	if err := bounds.First(
+		bounds.Duration("refresh", c.Refresh, MinRefresh, MaxRefresh),
+		bounds.Duration("history", c.History, MinHistory, MaxHistory),
+		bounds.Int("history_samples", c.HistorySamples, MinHistorySamples, MaxHistorySamples),
+	); err != nil {
 		return err
-	}
-	if err := dur("history", c.History, MinHistory, MaxHistory); err != nil {
-		return err
-	}
-	if c.HistorySamples != 0 && (c.HistorySamples < MinHistorySamples || c.HistorySamples > MaxHistorySamples) {
-		return fmt.Errorf("history_samples must be in [%d, %d], not %d", MinHistorySamples, MaxHistorySamples, c.HistorySamples)
 	}
 	if c.History != 0 && c.HistorySamples != 0 && c.History/time.Duration(c.HistorySamples) < time.Second {
 		return fmt.Errorf("history_samples must leave each of history's buckets at least 1s: %s / %d is less", c.History, c.HistorySamples)
 	}
-	if c.MaxHistoryServers < 0 || c.MaxHistoryServers > master.MaxMaxServers {
-		return fmt.Errorf("max_history_servers must be in [1, %d], not %d", master.MaxMaxServers, c.MaxHistoryServers)
-	}
-	return nil
+	return bounds.Int("max_history_servers", c.MaxHistoryServers, 1, master.MaxMaxServers)
 }
 
 // Browser serves the page, the list as JSON, the history and the badges.

@@ -21,6 +21,7 @@ import (
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/netaddr"
 	wiremaster "github.com/gamegate/gamegate/wire/master"
@@ -80,15 +81,11 @@ const (
 // Validate checks the options' ranges; zero values (the defaults) pass.
 // The names are the options'.
 func (c Config) Validate() error {
-	switch {
-	case c.TTL < 0 || c.TTL > MaxTTL:
-		return fmt.Errorf("ttl must be a duration in [0s, %s], not %s", MaxTTL, c.TTL)
-	case c.QueryTimeout < 0 || c.QueryTimeout > MaxQueryTimeout:
-		return fmt.Errorf("query_timeout must be a duration in [0s, %s], not %s", MaxQueryTimeout, c.QueryTimeout)
-	case c.MaxQueries < 0 || c.MaxQueries > MaxMaxQueries:
-		return fmt.Errorf("max_queries must be in [1, %d], not %d", MaxMaxQueries, c.MaxQueries)
-	}
-	return nil
+	return bounds.First(
+		bounds.Duration("ttl", c.TTL, 0, MaxTTL),
+		bounds.Duration("query_timeout", c.QueryTimeout, 0, MaxQueryTimeout),
+		bounds.Int("max_queries", c.MaxQueries, 1, MaxMaxQueries),
+	)
 }
 
 // Statuses are the live statuses of a master's servers, queried with one
