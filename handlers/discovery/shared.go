@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/periodic"
 	"go.uber.org/zap"
 )
 
@@ -87,16 +88,8 @@ func (o *Overrides) Unshare() {
 
 func (o *Overrides) poll(sh *sharing) {
 	defer close(sh.done)
-	t := time.NewTicker(SharedPoll)
-	defer t.Stop()
-	for {
-		o.sync(sh)
-		select {
-		case <-sh.stop:
-			return
-		case <-t.C:
-		}
-	}
+	o.sync(sh)
+	periodic.Run(sh.stop, SharedPoll, func() { o.sync(sh) })
 }
 
 // sync reads the store's version and, if it changed, every fleet.

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gamegate/gamegate/internal/periodic"
 	"github.com/gamegate/gamegate/store"
 	wire "github.com/gamegate/gamegate/wire/master"
 )
@@ -150,17 +151,8 @@ func (r *Registry) queueShared(i int, cfg *Config) {
 
 func (r *Registry) poll(sh *sharing) {
 	defer close(sh.done)
-	t := time.NewTicker(SharedPoll)
-	defer t.Stop()
-	for {
-		r.sync(sh)
-		select {
-		case <-sh.stop:
-			return
-		case <-t.C:
-		case <-sh.wake:
-		}
-	}
+	r.sync(sh)
+	periodic.RunWoken(sh.stop, sh.wake, SharedPoll, func() { r.sync(sh) })
 }
 
 // sync writes the registrations waiting, then reads the changes.
