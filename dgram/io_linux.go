@@ -40,6 +40,13 @@ type mmsgIO struct {
 	recvF, sendF func(fd uintptr) bool
 	// waited: this read has found the socket empty and waited for it.
 	waited bool
+	// probe: the last read waited, so this one reads one datagram.
+	probe bool
+	// The buffers the read vectors point to (in[0] and how many), and how
+	// many headers the last read filled.
+	rset    *message
+	rsetN   int
+	rfilled int
 }
 
 func newBatchIO(conn *net.UDPConn, batch int) (packetIO, error) {
@@ -78,22 +85,45 @@ func newBatchIO(conn *net.UDPConn, batch int) (packetIO, error) {
 	return b, nil
 }
 
+// read reads into in's buffers. A reader reads into the same buffers every
+// time, so their vectors are set once and, before each read, only the
+// headers the last read filled are reset (the kernel writes the source
+// address's length and the flags of the datagrams it returns, no others):
+// with one datagram at a time, setting a whole batch's vectors on every
+// read cost more than the rest of the read's own work.
 func (b *mmsgIO) read(in []message) (int, error) {
 	n := min(len(in), len(b.rh))
-	for i := range n {
-		b.riov[i].Base = &in[i].buf[0]
-		b.riov[i].SetLen(len(in[i].buf))
-		b.rh[i].hdr.Namelen = unix.SizeofSockaddrInet6
-		b.rh[i].hdr.Flags = 0
+	if n == 0 {
+		return 0, nil
+	}
+	if b.rset != &in[0] || b.rsetN != n {
+		for i := range n {
+			b.riov[i].Base = &in[i].buf[0]
+			b.riov[i].SetLen(len(in[i].buf))
+			b.rh[i].hdr.Namelen = unix.SizeofSockaddrInet6
+			b.rh[i].hdr.Flags = 0
+		}
+		b.rset, b.rsetN = &in[0], n
+	} else {
+		for i := range b.rfilled {
+			b.rh[i].hdr.Namelen = unix.SizeofSockaddrInet6
+			b.rh[i].hdr.Flags = 0
+		}
 	}
 	b.hs = b.rh[:n]
 	b.waited = false
+	b.rfilled = 1 // a failed call leaves the first header as it found it, or not
 	if err := b.rc.Read(b.recvF); err != nil {
 		return 0, err
 	}
 	if b.errno != 0 {
 		return 0, os.NewSyscallError("recvmmsg", b.errno)
 	}
+	b.rfilled = max(b.done, 1)
+	// After a lone datagram that woke the reader, the next read takes one
+	// too: mostly it finds none, and recvfrom finds that out for less than
+	// recvmmsg. If it finds one, the read after it takes a batch.
+	b.probe = b.waited
 	for i := range b.done {
 		in[i].n = int(b.rh[i].n)
 		in[i].addr = decodeSockaddr(&b.rname[i])
@@ -118,25 +148,63 @@ func (b *mmsgIO) write(out []message) (int, error) {
 	return b.done, nil
 }
 
-// recvmmsg reads a batch; after the reader has waited for the socket, it
-// reads one datagram only. A reader woken for a datagram mostly finds that
-// one alone, and recvmmsg asked for more tries the next and finds none:
-// work before the reply that a lone datagram (one request in flight, the
-// latency case) should not pay. If more did arrive, the next read takes
-// them at once, without waiting.
+// recvmmsg reads a batch; after the reader has waited for the socket, and
+// in the read after that, it reads one datagram only, with recvfrom. A
+// reader woken for a datagram mostly finds that one alone, and recvmmsg
+// asked for more tries the next and finds none: work before the reply that
+// a lone datagram (one request in flight, the latency case) should not
+// pay. If more did arrive, the read after takes them at once, without
+// waiting.
 func (b *mmsgIO) recvmmsg(fd uintptr) bool {
-	hs := b.hs
-	if b.waited {
-		b.hs = hs[:1]
+	var done bool
+	if b.waited || b.probe {
+		done = b.one(true, fd, &b.rh[0])
+	} else {
+		done = b.mmsg(unix.SYS_RECVMMSG, fd)
 	}
-	done := b.mmsg(unix.SYS_RECVMMSG, fd)
-	b.hs = hs
 	if !done {
 		b.waited = true
 	}
 	return done
 }
-func (b *mmsgIO) sendmmsg(fd uintptr) bool { return b.mmsg(unix.SYS_SENDMMSG, fd) }
+
+// sendmmsg sends b.hs, a lone datagram with sendto.
+func (b *mmsgIO) sendmmsg(fd uintptr) bool {
+	if len(b.hs) == 1 {
+		return b.one(false, fd, &b.wh[0])
+	}
+	return b.mmsg(unix.SYS_SENDMMSG, fd)
+}
+
+// one makes one call of recvfrom (recv) or sendto for the datagram h
+// describes, and reports whether it is done as mmsg does: for a lone
+// datagram they cost less than recvmmsg or sendmmsg, which copy in the
+// message header and its vector first.
+func (b *mmsgIO) one(recv bool, fd uintptr, h *mmsghdr) bool {
+	for {
+		var n uintptr
+		var errno syscall.Errno
+		if recv {
+			n, _, errno = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(h.hdr.Iov.Base)), uintptr(h.hdr.Iov.Len), 0,
+				uintptr(unsafe.Pointer(h.hdr.Name)), uintptr(unsafe.Pointer(&h.hdr.Namelen)))
+		} else {
+			n, _, errno = unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(h.hdr.Iov.Base)), uintptr(h.hdr.Iov.Len), 0,
+				uintptr(unsafe.Pointer(h.hdr.Name)), uintptr(h.hdr.Namelen))
+		}
+		switch errno {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		case 0:
+			h.n = uint32(n)
+			b.done, b.errno = 1, 0
+		default:
+			b.done, b.errno = 0, errno
+		}
+		return true
+	}
+}
 
 // mmsg makes one call of recvmmsg or sendmmsg on b.hs, and reports whether
 // it is done (false: the socket is not ready, wait for the poller).

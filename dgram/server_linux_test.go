@@ -5,10 +5,12 @@ package dgram
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gamegate/gamegate/internal/testutil"
 )
@@ -77,8 +79,10 @@ func TestServeClosesFailedSocket(t *testing.T) {
 }
 
 // A read that waited for its socket reads the one datagram that woke it,
-// the latency case, and the next read takes whatever else arrived meanwhile
-// in one batch, without waiting.
+// the latency case; the next read takes one too (mostly it finds none, and
+// one datagram is cheaper to look for), and, having found one, the read
+// after it takes whatever else arrived meanwhile in one batch, without
+// waiting.
 func TestReadAfterWaitTakesOne(t *testing.T) {
 	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: 8}
 	s.init()
@@ -120,8 +124,12 @@ func TestReadAfterWaitTakesOne(t *testing.T) {
 			t.Fatalf("a read that waited took %d datagrams, want 1", first)
 		}
 		n, err := r.io.read(r.in)
-		if err != nil || n != 4 || b.waited {
-			t.Fatalf("the next read took %d datagrams (waited %v, %v), want the 4 others at once", n, b.waited, err)
+		if err != nil || n != 1 || b.waited {
+			t.Fatalf("the read after it took %d datagrams (waited %v, %v), want 1 without waiting", n, b.waited, err)
+		}
+		n, err = r.io.read(r.in)
+		if err != nil || n != 3 || b.waited {
+			t.Fatalf("the next read took %d datagrams (waited %v, %v), want the 3 others at once", n, b.waited, err)
 		}
 		if r.in[n-1].n != 2 || r.in[n-1].buf[1] != 4 {
 			t.Fatalf("the last datagram read is %q, want the fifth", r.in[n-1].buf[:r.in[n-1].n])
@@ -129,4 +137,47 @@ func TestReadAfterWaitTakesOne(t *testing.T) {
 		return
 	}
 	t.Fatal("no read waited for its socket in 50 tries")
+}
+
+// A lone reply goes out with sendto, a batch with sendmmsg; either way a
+// reply the kernel refuses (an IPv6 destination on an IPv4 socket) is
+// counted as a failed write, and the replies beside it still go.
+func TestRefusedReplyCountedAloneAndInBatch(t *testing.T) {
+	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: 8}
+	s.init()
+	conn := listen(t)
+	defer conn.Close()
+	r := newReader(s, conn)
+	if _, ok := r.io.(*mmsgIO); !ok {
+		t.Fatalf("batch 8 writes with %T", r.io)
+	}
+	c := listen(t)
+	defer c.Close()
+	to := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	v6 := netip.MustParseAddrPort("[::1]:9")
+	buf := make([]byte, 64)
+
+	r.w.WriteTo([]byte("alone"), to)
+	r.w.Flush()
+	if n, _, err := c.ReadFromUDPAddrPort(buf); err != nil || string(buf[:n]) != "alone" {
+		t.Fatalf("lone reply: %q, %v", buf[:n], err)
+	}
+	r.w.WriteTo([]byte("refused"), v6)
+	r.w.Flush()
+	if got := r.counts[countDropWriteFailed]; got != 1 {
+		t.Fatalf("a lone refused reply: %d failed writes counted, want 1", got)
+	}
+	r.w.WriteTo([]byte("first"), to)
+	r.w.WriteTo([]byte("refused"), v6)
+	r.w.WriteTo([]byte("last"), to)
+	r.w.Flush()
+	if got := r.counts[countDropWriteFailed]; got != 2 {
+		t.Fatalf("a refused reply in a batch: %d failed writes counted in all, want 2", got)
+	}
+	for _, want := range []string{"first", "last"} {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, _, err := c.ReadFromUDPAddrPort(buf); err != nil || string(buf[:n]) != want {
+			t.Fatalf("batch reply: %q, %v; want %q", buf[:n], err, want)
+		}
+	}
 }
