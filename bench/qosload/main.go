@@ -6,7 +6,8 @@
 //	go run ./bench/qosload
 //
 // (see -h for the knobs). Everything listens on loopback. bench/run runs
-// it with the other workloads and writes BENCHMARKS.md.
+// it with the other workloads and writes BENCHMARKS.md. The clients run in
+// a process of their own: this program, started again.
 package main
 
 import (
@@ -19,9 +20,12 @@ import (
 )
 
 func main() {
+	qosload.Child()
 	var c qosload.Config
 	flag.IntVar(&c.Clients, "clients", 8, "client sockets per target")
-	flag.IntVar(&c.Inflight, "inflight", 16, "requests in flight per client socket")
+	flag.IntVar(&c.Inflight, "inflight", 16, "requests in flight per client socket (closed loop)")
+	flag.BoolVar(&c.SameProcess, "same-process", false, "run the clients in this process, as goroutines (closed loop; for one request in flight)")
+	flag.IntVar(&c.Rate, "rate", 0, "requests per second from all client sockets together, whatever the answers do (open loop; 0: closed loop)")
 	flag.DurationVar(&c.Duration, "duration", time.Second, "measuring time per target per round")
 	flag.IntVar(&c.Rounds, "rounds", 5, "rounds over all targets")
 	flag.DurationVar(&c.Pause, "pause", 2*time.Second, "idle time between rounds (the machine is shared)")

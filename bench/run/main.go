@@ -46,9 +46,10 @@ type Options struct {
 }
 
 // Workload IDs, in the page's order.
-var workloadIDs = []string{"qos", "qos-one", "relay", "a2s", "dgram", httpload.Discovery, httpload.GameQuery, httpload.ServerList}
+var workloadIDs = []string{"qos", "qos-rate", "qos-one", "relay", "a2s", "dgram", httpload.Discovery, httpload.GameQuery, httpload.ServerList}
 
 func main() {
+	qosload.Child()
 	o := Options{Log: os.Stderr}
 	flag.IntVar(&o.Rounds, "rounds", 5, "interleaved rounds of each workload")
 	flag.DurationVar(&o.Duration, "duration", 2*time.Second, "measuring time per target per round, UDP workloads")
@@ -122,23 +123,46 @@ func Run(o Options) (string, error) {
 		page.Workloads = append(page.Workloads, w)
 		return nil
 	}
-	// qos measures the QoS echo with clients sockets of inflight requests.
-	qos := func(clients, inflight int, id, title, about string) func() (*benchutil.Workload, error) {
-		return func() (*benchutil.Workload, error) {
-			r, err := qosload.Run(qosload.Config{Clients: clients, Inflight: inflight, Duration: o.Duration, Rounds: o.Rounds,
-				Pause: o.Pause, Warmup: warmup, CPUProfile: o.CPUProfile})
-			if err != nil {
-				return nil, err
-			}
-			return r.Workload(id, title, about), nil
+	var bareRate float64 // the bare loop's responses/s in the qos workload
+	// qos measures the QoS echo under cfg's load, on the run's schedule.
+	qos := func(cfg qosload.Config, id, title, about string) (*qosload.Result, *benchutil.Workload, error) {
+		cfg.Duration, cfg.Rounds, cfg.Pause, cfg.Warmup, cfg.CPUProfile = o.Duration, o.Rounds, o.Pause, warmup, o.CPUProfile
+		r, err := qosload.Run(cfg)
+		if err != nil {
+			return nil, nil, err
 		}
+		return r, r.Workload(id, title, about), nil
 	}
 	steps := []struct {
 		id  string
 		run func() (*benchutil.Workload, error)
 	}{
-		{"qos", qos(8, 16, "qos", "QoS echo under load", qosAbout)},
-		{"qos-one", qos(1, 1, "qos-one", "QoS echo, one request in flight", qosOneAbout)},
+		{"qos", func() (*benchutil.Workload, error) {
+			r, w, err := qos(qosload.Config{Clients: 8, Inflight: 16}, "qos", "QoS echo under load", qosAbout)
+			if err == nil {
+				bareRate = r.BareRate()
+			}
+			return w, err
+		}},
+		{"qos-rate", func() (*benchutil.Workload, error) {
+			if bareRate == 0 {
+				// Alone: the bare loop's throughput under the qos
+				// workload's load, first.
+				r, err := qosload.Run(qosload.Config{Clients: 8, Inflight: 16, Duration: o.Duration, Rounds: 1,
+					Warmup: warmup, Only: "bare"})
+				if err != nil {
+					return nil, err
+				}
+				bareRate = r.BareRate()
+			}
+			rate := max(int(bareRate*qosRateShare), 1000)
+			_, w, err := qos(qosload.Config{Clients: 8, Rate: rate}, "qos-rate", "QoS echo at a fixed rate", fmt.Sprintf(qosRateAbout, rate))
+			return w, err
+		}},
+		{"qos-one", func() (*benchutil.Workload, error) {
+			_, w, err := qos(qosload.Config{Clients: 1, Inflight: 1, SameProcess: true}, "qos-one", "QoS echo, one request in flight", qosOneAbout)
+			return w, err
+		}},
 		{"relay", func() (*benchutil.Workload, error) {
 			r, err := relayload.Run(relayload.Config{Window: 64, Size: 100, Schedule: udpSchedule})
 			if err != nil {

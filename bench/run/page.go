@@ -99,9 +99,9 @@ func (p *Page) markdown(b *bytes.Buffer) {
 target once per round, the order reversed every other round, a pause between rounds, so that
 a change of the machine's load hits both. A ratio is a target's figure over its baseline's
 in the same round; the page gives the median and the range (lowest–highest) over the rounds.
-The load generators run in the same process and on the same CPUs as the servers, over
-loopback, so absolute figures say more about the machine than about gamegate: compare the
-ratios. On a loaded machine wall-clock throughput mostly measures how many threads a path
+The load generators run on the same CPUs as the servers, over loopback (in the same process,
+but for QoS's, which run in one of their own), so absolute figures say more about the machine
+than about gamegate: compare the ratios. On a loaded machine wall-clock throughput mostly measures how many threads a path
 keeps runnable; read the load averages below before the figures.
 
 `)
@@ -115,7 +115,7 @@ keeps runnable; read the load averages below before the figures.
 		for _, c := range w.Comparisons {
 			xs, _ := w.Ratios(c)
 			fmt.Fprintf(b, "| [%s](#%s) | %s | %s | %s | %s |\n", w.Title, anchor(w.Title), w.Target(c.Target).Label,
-				w.Target(c.Baseline).Label, benchutil.FormatSpread(xs), goal(c, xs))
+				over(w, c), benchutil.FormatSpread(xs), goal(c, xs))
 		}
 	}
 	b.WriteString("\n")
@@ -125,7 +125,7 @@ keeps runnable; read the load averages below before the figures.
 		fmt.Fprintf(b, "| target | over | ratio: median (range) | goal |\n|---|---|---|---|\n")
 		for _, c := range w.Comparisons {
 			xs, _ := w.Ratios(c)
-			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", w.Target(c.Target).Label, w.Target(c.Baseline).Label, benchutil.FormatSpread(xs), goal(c, xs))
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", w.Target(c.Target).Label, over(w, c), benchutil.FormatSpread(xs), goal(c, xs))
 		}
 		latency := false
 		for _, t := range w.Targets {
@@ -152,6 +152,15 @@ keeps runnable; read the load averages below before the figures.
 			fmt.Fprintf(b, "%s\n\n", n)
 		}
 	}
+}
+
+// over names a comparison's baseline, and what is divided where it is not
+// the rate.
+func over(w *benchutil.Workload, c benchutil.Comparison) string {
+	if c.Metric == benchutil.P99 {
+		return w.Target(c.Baseline).Label + " (p99: the baseline's over the target's)"
+	}
+	return w.Target(c.Baseline).Label
 }
 
 func goal(c benchutil.Comparison, xs []float64) string {
@@ -213,7 +222,7 @@ func chart(w *benchutil.Workload) ([]byte, error) {
 			return nil, err
 		}
 		m, lo, hi := benchutil.Spread(xs)
-		lines = append(lines, line{label: w.Target(c.Target).Label, over: "over " + w.Target(c.Baseline).Label,
+		lines = append(lines, line{label: w.Target(c.Target).Label, over: "over " + over(w, c),
 			m: m, lo: lo, hi: hi, goal: c.Goal, met: m >= c.Goal, hasAny: len(xs) > 0})
 		scale = math.Max(scale, hi*1.1)
 	}

@@ -9,7 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gamegate/gamegate/bench/internal/qosload"
 )
+
+// TestMain lets the QoS workloads start this test binary again as their
+// clients.
+func TestMain(m *testing.M) {
+	qosload.Child()
+	os.Exit(m.Run())
+}
 
 // bench/run's quickest run writes a page with every workload's section and
 // a chart for each that is well-formed SVG. It asserts the page's
@@ -32,7 +41,7 @@ func TestQuickRunWritesEveryWorkload(t *testing.T) {
 			t.Errorf("the page lacks %q", want)
 		}
 	}
-	titles := map[string]string{"qos": "QoS echo under load", "qos-one": "QoS echo, one request in flight",
+	titles := map[string]string{"qos": "QoS echo under load", "qos-rate": "QoS echo at a fixed rate", "qos-one": "QoS echo, one request in flight",
 		"relay": "Relay forwarding", "a2s": "A2S shield", "dgram": "dgram's echo benchmark",
 		"discovery": "Discovery", "game-query": "Cached game query", "server-list": "Server list"}
 	if len(titles) != len(workloadIDs) {

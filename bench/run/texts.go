@@ -3,14 +3,34 @@ package main
 import "github.com/gamegate/gamegate/bench/internal/httpload"
 
 // What each workload measures, for the page.
+// qosRateShare is the share of the bare loop's throughput the qos-rate
+// workload offers every target.
+const qosRateShare = 0.5
+
 const (
 	qosAbout = `QoS echo (Unity's layout) on the gamegate app and on a caddy-l4 route, against a bare Go
 echo loop (one reader, ReadFrom, WriteTo) and caddy-l4's own ` + "`echo`" + `: 8 client sockets, each
-keeping 16 requests in flight. Responses per second, and the round-trip time of every
-response. The goals: throughput at least the bare loop's, p99 no worse than its.`
+keeping 16 requests in flight (a closed loop). The clients run in a process of their own, all
+their sockets on one thread waiting in epoll_wait, so that they do not share the servers' Go
+scheduler and keep up with the fastest server. Responses per
+second, the round-trip time of every response, the servers' process's CPU time per response, and
+where the requests wait: the mean number of datagrams queued in the server's sockets and in the
+clients' (sampled every millisecond). Goal: throughput at least the bare loop's. In a closed loop
+the round-trip times follow from the throughput (128 requests always outstanding) and from which
+side of the loop the CPUs are given to, so latency is compared at a fixed rate, below.`
+	qosRateAbout = `The same paths and clients at a fixed rate: the 8 client sockets send %d requests a second
+in all, whatever the answers do (an open loop), half of what the bare loop answered under the load
+above in this run, so that every target is compared at the same offered load. The figure
+compared is the round-trip time's p99 in each round: the bare loop's over the target's (above 1:
+the target's is lower). A request lost is not in a p99: a server whose socket buffer overflows
+during a stall (the bare loop's is the kernel's default) drops requests that would have waited
+longest. Goal: the gamegate app's p99 no worse than the bare loop's.`
 	qosOneAbout = `The same paths with one client keeping one request in flight: how game clients use QoS
-(one ping at a time), where the cost of each wakeup and system call shows. Goal: 0.95× the
-bare loop with the default readers.`
+(one ping at a time), where the cost of each wakeup and system call shows. Here the client is
+a goroutine in the servers' process: no P stays busy with one request in flight, and client and
+reader hand one thread to each other, so the figure is the paths' own cost, without cross-CPU
+wakeups (whose cost on a virtual machine varies by a factor of two from round to round). Goal:
+0.95× the bare loop with the default readers.`
 	relayAbout = `Messages forwarded per second between two loopback clients (138-byte datagrams, 64 in
 flight, each answered straight back): gamegate's relay on the gamegate app (RELAY messages
 between bound, connected allocations) and on a caddy-l4 route, against a bare Go forwarder and

@@ -38,18 +38,33 @@ type Target struct {
 	// P50 and P99 are latency percentiles over every round, in
 	// microseconds; zero when not measured.
 	P50, P99 float64
+	// P99s has the p99 of each round, in microseconds, where comparisons
+	// by latency need it.
+	P99s []float64
 	// Extra is one more figure worth showing (lost datagrams, CPU per
 	// message), or empty.
 	Extra string
 }
 
 // Comparison is one target's rate over another's (its baseline), round by
-// round.
+// round; or, by P99, the baseline's p99 over the target's (above 1: the
+// target's is lower), for loads where the rate is fixed.
 type Comparison struct {
 	Target, Baseline string
 	// Goal is the ratio aimed at, or zero for none.
 	Goal float64
+	// Metric is Rate (the zero value) or P99.
+	Metric Metric
 }
+
+// Metric is what a comparison divides.
+type Metric int
+
+// Metrics of a comparison.
+const (
+	Rate Metric = iota // the target's rate over the baseline's
+	P99                // the baseline's p99 over the target's
+)
 
 // Target returns the workload's target of that name, or nil.
 func (w *Workload) Target(name string) *Target {
@@ -67,13 +82,17 @@ func (w *Workload) Ratios(c Comparison) ([]float64, error) {
 	if t == nil || b == nil {
 		return nil, fmt.Errorf("%s: comparison %s/%s names an unknown target", w.ID, c.Target, c.Baseline)
 	}
-	if len(t.Rates) != len(b.Rates) {
+	num, den := t.Rates, b.Rates
+	if c.Metric == P99 {
+		num, den = b.P99s, t.P99s
+	}
+	if len(num) != len(den) {
 		return nil, fmt.Errorf("%s: %s has %d rounds, %s %d", w.ID, t.Name, len(t.Rates), b.Name, len(b.Rates))
 	}
-	xs := make([]float64, 0, len(t.Rates))
-	for i := range t.Rates {
-		if b.Rates[i] > 0 {
-			xs = append(xs, t.Rates[i]/b.Rates[i])
+	xs := make([]float64, 0, len(num))
+	for i := range num {
+		if den[i] > 0 {
+			xs = append(xs, num[i]/den[i])
 		}
 	}
 	return xs, nil
