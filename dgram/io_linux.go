@@ -40,8 +40,11 @@ type mmsgIO struct {
 	recvF, sendF func(fd uintptr) bool
 	// waited: this read has found the socket empty and waited for it.
 	waited bool
-	// probe: the last read waited, so this one reads one datagram.
-	probe bool
+	// probe: the last read waited, so this one reads one datagram;
+	// probeSkips: wakes to go before probing again, after a probe found a
+	// datagram.
+	probe      bool
+	probeSkips int
 	// The buffers the read vectors point to (in[0] and how many), and how
 	// many headers the last read filled.
 	rset    *message
@@ -111,6 +114,7 @@ func (b *mmsgIO) read(in []message) (int, error) {
 		}
 	}
 	b.hs = b.rh[:n]
+	probed := b.probe
 	b.waited = false
 	b.rfilled = 1 // a failed call leaves the first header as it found it, or not
 	if err := b.rc.Read(b.recvF); err != nil {
@@ -120,10 +124,18 @@ func (b *mmsgIO) read(in []message) (int, error) {
 		return 0, os.NewSyscallError("recvmmsg", b.errno)
 	}
 	b.rfilled = max(b.done, 1)
-	// After a lone datagram that woke the reader, the next read takes one
-	// too: mostly it finds none, and recvfrom finds that out for less than
-	// recvmmsg. If it finds one, the read after it takes a batch.
-	b.probe = b.waited
+	// After a datagram that woke the reader, the next read takes one too:
+	// with lone datagrams (one request in flight) it finds none, and
+	// recvfrom finds that out for less than recvmmsg. If it finds one,
+	// others are arriving together: the read after it takes a batch, and
+	// the reads after the next probeBackoff wakes take batches at once.
+	if probed && !b.waited {
+		b.probeSkips = probeBackoff
+	}
+	b.probe = b.waited && b.probeSkips == 0
+	if b.waited && b.probeSkips > 0 {
+		b.probeSkips--
+	}
 	for i := range b.done {
 		in[i].n = int(b.rh[i].n)
 		in[i].addr = decodeSockaddr(&b.rname[i])
@@ -147,6 +159,10 @@ func (b *mmsgIO) write(out []message) (int, error) {
 	}
 	return b.done, nil
 }
+
+// probeBackoff is how many wakes a reader takes batches after without
+// probing, once a probe found a datagram (see read).
+const probeBackoff = 64
 
 // recvmmsg reads a batch; after the reader has waited for the socket, and
 // in the read after that, it reads one datagram only, with recvfrom. A

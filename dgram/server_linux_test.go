@@ -82,7 +82,8 @@ func TestServeClosesFailedSocket(t *testing.T) {
 // the latency case; the next read takes one too (mostly it finds none, and
 // one datagram is cheaper to look for), and, having found one, the read
 // after it takes whatever else arrived meanwhile in one batch, without
-// waiting.
+// waiting; and for a while after, the read after a woken one takes a
+// batch at once.
 func TestReadAfterWaitTakesOne(t *testing.T) {
 	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: 8}
 	s.init()
@@ -134,7 +135,43 @@ func TestReadAfterWaitTakesOne(t *testing.T) {
 		if r.in[n-1].n != 2 || r.in[n-1].buf[1] != 4 {
 			t.Fatalf("the last datagram read is %q, want the fifth", r.in[n-1].buf[:r.in[n-1].n])
 		}
-		return
+		// The probe found a datagram: datagrams arrive together, and after
+		// the next wakes the read after the woken one takes a batch.
+		for range 50 {
+			go func() {
+				n, err := r.io.read(r.in)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- n
+			}()
+			runtime.Gosched()
+			for i := range 5 {
+				if _, err := c.WriteToUDPAddrPort([]byte{'x', byte(i)}, to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			first, woke := <-done, b.waited
+			got := first
+			n, err := r.io.read(r.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for got += n; got < 5; {
+				k, err := r.io.read(r.in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got += k
+			}
+			if woke && first == 1 {
+				if n != 4 {
+					t.Fatalf("after a probe found a datagram, the read after a woken one took %d, want the 4 others at once", n)
+				}
+				return
+			}
+		}
+		t.Fatal("no read waited for its socket in 50 tries after the probe")
 	}
 	t.Fatal("no read waited for its socket in 50 tries")
 }
