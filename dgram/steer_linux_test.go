@@ -28,32 +28,7 @@ func (c countingIO) read(in []message) (int, error) {
 func steered(t *testing.T, s *Server) (netip.AddrPort, *net.UDPConn, [2]*atomic.Int64) {
 	t.Helper()
 	addr := testutil.FreeUDPAddr(t)
-	var conns [2]*net.UDPConn
-	var counts [2]*atomic.Int64
-	for i := range conns {
-		conns[i] = listenReusePort(t, addr)
-		counts[i] = new(atomic.Int64)
-	}
-	s.newIO = func(conn *net.UDPConn, batch int) packetIO {
-		for i := range conns {
-			if conn == conns[i] {
-				return countingIO{newPacketIO(conn, batch), counts[i]}
-			}
-		}
-		t.Error("an unknown socket")
-		return newPacketIO(conn, batch)
-	}
-	s.init()
-	done := make(chan error, len(conns))
-	for _, c := range conns {
-		go func() { done <- s.Serve(c) }()
-	}
-	t.Cleanup(func() {
-		s.Close()
-		for range conns {
-			<-done
-		}
-	})
+	conns, counts := serveCounted(t, s, addr)
 	waitFor(t, "the readers", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -190,33 +165,8 @@ func TestSteerDetachedAfterReloadToNoSteering(t *testing.T) {
 	}
 	fromSources(t, to, 4) // the old readers apply their mode
 
-	addr := to.String()
-	var conns [2]*net.UDPConn
-	var counts [2]*atomic.Int64
-	for i := range conns {
-		conns[i] = listenReusePort(t, addr)
-		counts[i] = new(atomic.Int64)
-	}
 	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: 4}
-	s.newIO = func(c *net.UDPConn, batch int) packetIO {
-		for i := range conns {
-			if c == conns[i] {
-				return countingIO{newPacketIO(c, batch), counts[i]}
-			}
-		}
-		return newPacketIO(c, batch)
-	}
-	s.init() // before the readers: the wait below reads s.conns
-	done := make(chan error, len(conns))
-	for _, c := range conns {
-		go func() { done <- s.Serve(c) }()
-	}
-	t.Cleanup(func() {
-		s.Close()
-		for range conns {
-			<-done
-		}
-	})
+	conns, counts := serveCounted(t, s, to.String())
 	waitFor(t, "the new readers", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -229,4 +179,37 @@ func TestSteerDetachedAfterReloadToNoSteering(t *testing.T) {
 	if a, b := counts[0].Load(), counts[1].Load(); a+b < 64 || a == 0 || b == 0 {
 		t.Fatalf("64 sources read per socket: %d and %d, want some on each", a, b)
 	}
+}
+
+// serveCounted serves s on two new SO_REUSEPORT sockets of addr, until the
+// test ends, and returns them with each one's count of datagrams read.
+func serveCounted(t *testing.T, s *Server, addr string) ([2]*net.UDPConn, [2]*atomic.Int64) {
+	t.Helper()
+	var conns [2]*net.UDPConn
+	var counts [2]*atomic.Int64
+	for i := range conns {
+		conns[i] = listenReusePort(t, addr)
+		counts[i] = new(atomic.Int64)
+	}
+	s.newIO = func(conn *net.UDPConn, batch int) packetIO {
+		for i := range conns {
+			if conn == conns[i] {
+				return countingIO{newPacketIO(conn, batch), counts[i]}
+			}
+		}
+		t.Error("an unknown socket")
+		return newPacketIO(conn, batch)
+	}
+	s.init() // before the readers: callers' waits read s.conns
+	done := make(chan error, len(conns))
+	for _, c := range conns {
+		go func() { done <- s.Serve(c) }()
+	}
+	t.Cleanup(func() {
+		s.Close()
+		for range conns {
+			<-done
+		}
+	})
+	return conns, counts
 }
