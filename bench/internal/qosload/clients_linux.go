@@ -3,6 +3,7 @@
 package qosload
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"runtime"
@@ -35,6 +36,10 @@ type client struct {
 const idle = 200 * time.Millisecond
 
 func dialClient(id int, raddr *net.UDPAddr) (*client, error) {
+	ip4 := raddr.IP.To4()
+	if ip4 == nil {
+		return nil, fmt.Errorf("%v: the clients dial IPv4 addresses only", raddr)
+	}
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -42,7 +47,7 @@ func dialClient(id int, raddr *net.UDPAddr) (*client, error) {
 	c := &client{id: id, fd: fd, req: make([]byte, 0, 64)}
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
 	to := &unix.SockaddrInet4{Port: raddr.Port}
-	copy(to.Addr[:], raddr.IP.To4())
+	copy(to.Addr[:], ip4)
 	if err := unix.Connect(fd, to); err != nil {
 		unix.Close(fd)
 		return nil, err
