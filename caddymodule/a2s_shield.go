@@ -74,6 +74,8 @@ type A2SShield struct {
 	// Most fragments an upstream answer may have. Default: 64.
 	MaxPackets int `json:"max_packets,omitempty"`
 	// Largest upstream answer accepted, in bytes. Default: 131072.
+	MaxResponseSize int `json:"max_response_size,omitempty"`
+	// Deprecated: the former name of max_response_size.
 	MaxResponse int `json:"max_response,omitempty"`
 	// Answers a second one source (an IPv4 address or an IPv6 /64, any
 	// port) is sent, past its challenge. Default: 10.
@@ -125,7 +127,7 @@ func (h *A2SShield) options() a2s.ShieldOptions {
 		AttemptTimeout:       time.Duration(h.AttemptTimeout),
 		Retries:              h.Retries,
 		MaxPackets:           h.MaxPackets,
-		MaxResponse:          h.MaxResponse,
+		MaxResponse:          h.MaxResponseSize,
 		Limits: a2s.Limits{Rate: h.Rate, Burst: h.Burst, ByteRate: h.ByteRate, ByteBurst: h.ByteBurst,
 			TotalByteRate: h.TotalByteRate, TotalByteBurst: h.TotalByteBurst, MaxSources: h.MaxSources},
 	}
@@ -141,6 +143,9 @@ func (h *A2SShield) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if err := renamed(ctx, "a2s_shield", "upstream_timeout", "attempt_timeout", &h.UpstreamTimeout, &h.AttemptTimeout); err != nil {
+		return err
+	}
+	if err := renamed(ctx, "a2s_shield", "max_response", "max_response_size", &h.MaxResponse, &h.MaxResponseSize); err != nil {
 		return err
 	}
 	o := h.options()
@@ -211,19 +216,20 @@ func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		split_layout           auto|source|source_no_size|goldsrc
 //		attempt_timeout        <duration>
 //		retries                <count>
-//		max_packets      <count>
-//		max_response     <bytes>
-//		rate             <answers_per_second>
-//		burst            <answers>
-//		byte_rate        <bytes_per_second>
-//		byte_burst       <bytes>
-//		total_byte_rate  <bytes_per_second>
-//		total_byte_burst <bytes>
-//		max_sources      <count>
+//		max_packets            <count>
+//		max_response_size      <bytes>
+//		rate                   <answers_per_second>
+//		burst                  <answers>
+//		byte_rate              <bytes_per_second>
+//		byte_burst             <bytes>
+//		total_byte_rate        <bytes_per_second>
+//		total_byte_burst       <bytes>
+//		max_sources            <count>
 //	}
 //
 // stale_ttl (both stale_while_revalidate and stale_if_error) and
-// upstream_timeout (attempt_timeout) are the deprecated former names.
+// upstream_timeout (attempt_timeout) and max_response
+// (max_response_size) are the deprecated former names.
 func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume the handler name
 	if !d.NextArg() {
@@ -266,8 +272,8 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Retries, err = parseIntRange(d, -1, a2s.MaxRetries)
 		case "max_packets":
 			h.MaxPackets, err = parseIntRange(d, a2s.MinMaxPackets, wirea2s.MaxSourcePackets)
-		case "max_response":
-			h.MaxResponse, err = parseIntRange(d, a2s.MinMaxResponse, a2s.MaxMaxResponse)
+		case "max_response_size":
+			h.MaxResponseSize, err = parseIntRange(d, a2s.MinMaxResponse, a2s.MaxMaxResponse)
 		case "rate":
 			h.Rate, err = parsePositiveFloat(d)
 		case "burst":
@@ -291,7 +297,7 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // a2sShieldFormerNames are the shield's renamed options but stale_ttl,
 // which became two (both stale options).
-var a2sShieldFormerNames = formerNames{"upstream_timeout": "attempt_timeout"}
+var a2sShieldFormerNames = formerNames{"upstream_timeout": "attempt_timeout", "max_response": "max_response_size"}
 
 // Ranges of the shield's durations, checked as the Caddyfile is read (the
 // bounds are the handler's).

@@ -32,6 +32,10 @@ type QueryA2S struct {
 	MaxPackets int `json:"max_packets,omitempty"`
 	// Largest answer accepted, in bytes, compressed and decompressed.
 	// Default: 131072.
+	MaxResponseSize int `json:"max_response_size,omitempty"`
+
+	// Deprecated: the former name of max_response_size, still read (with
+	// a warning at provision).
 	MaxResponse int `json:"max_response,omitempty"`
 
 	// The protocol itself, built by Provision: Name, Status and Command.
@@ -68,7 +72,7 @@ func validateA2SClient(module, timeoutField string, timeout caddy.Duration, retr
 	c.oneOf("split_layout", layout, "auto", "source", "source_no_size", "goldsrc")
 	(&attemptOptions{AttemptTimeout: timeout, Retries: retries}).check(c, timeoutField)
 	c.optIn("max_packets", int64(packets), a2sMaxPacketsRange)
-	c.optIn("max_response", int64(response), a2sMaxResponseRange)
+	c.optIn("max_response_size", int64(response), a2sMaxResponseRange)
 	return c.err
 }
 
@@ -82,26 +86,29 @@ func (p *QueryA2S) Provision(ctx caddy.Context) error {
 	if err := p.provision(ctx, "a2s"); err != nil {
 		return err
 	}
-	p.QueryProtocol = &a2s.QueryProtocol{Client: newA2SClient(p.AttemptTimeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)}
+	if err := renamed(ctx, "a2s", "max_response", "max_response_size", &p.MaxResponse, &p.MaxResponseSize); err != nil {
+		return err
+	}
+	p.QueryProtocol = &a2s.QueryProtocol{Client: newA2SClient(p.AttemptTimeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponseSize)}
 	return nil
 }
 
 // Validate checks the configuration.
 func (p *QueryA2S) Validate() error {
-	return validateA2SClient("", "attempt_timeout", p.AttemptTimeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponse)
+	return validateA2SClient("", "attempt_timeout", p.AttemptTimeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponseSize)
 }
 
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
 //	a2s {
-//		attempt_timeout <duration>
-//		retries         <count>
-//		split_layout    auto|source|source_no_size|goldsrc
-//		max_packets     <count>
-//		max_response    <bytes>
+//		attempt_timeout   <duration>
+//		retries           <count>
+//		split_layout      auto|source|source_no_size|goldsrc
+//		max_packets       <count>
+//		max_response_size <bytes>
 //	}
 func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseRenamedModuleBlock(d, "a2s", nil, attemptFormerNames, func(opt string) error {
+	return parseRenamedModuleBlock(d, "a2s", nil, maxResponseFormerNames, func(opt string) error {
 		if known, err := p.parseOption(d, opt); known {
 			return err
 		}
@@ -111,8 +118,8 @@ func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			p.SplitLayout, err = parseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
 		case "max_packets":
 			p.MaxPackets, err = parseIntIn(d, a2sMaxPacketsRange)
-		case "max_response":
-			p.MaxResponse, err = parseIntIn(d, a2sMaxResponseRange)
+		case "max_response_size":
+			p.MaxResponseSize, err = parseIntIn(d, a2sMaxResponseRange)
 		default:
 			return unknownOption(d, "a2s", opt)
 		}

@@ -31,6 +31,10 @@ var attemptRetriesRange = intRange{-1, 10}
 // attemptFormerNames are the renamed options of attemptOptions.
 var attemptFormerNames = formerNames{"timeout": "attempt_timeout"}
 
+// maxResponseFormerNames are the renamed options of the query protocols
+// with attemptOptions and max_response_size (a2s, gqp).
+var maxResponseFormerNames = formerNames{"timeout": "attempt_timeout", "max_response": "max_response_size"}
+
 // provision moves the deprecated timeout to attempt_timeout.
 func (o *attemptOptions) provision(ctx caddy.Context, module string) error {
 	return renamed(ctx, module, "timeout", "attempt_timeout", &o.Timeout, &o.AttemptTimeout)

@@ -32,6 +32,10 @@ type QueryGQP struct {
 	// a status. Default: none (identify only).
 	StatusCommand string `json:"status_command,omitempty"`
 	// Largest answer accepted, in bytes. Default: 65536.
+	MaxResponseSize int `json:"max_response_size,omitempty"`
+
+	// Deprecated: the former name of max_response_size, still read (with
+	// a warning at provision).
 	MaxResponse int `json:"max_response,omitempty"`
 
 	// The protocol itself, built by Provision: Name, Status and Command.
@@ -57,7 +61,7 @@ func (p *QueryGQP) Validate() error {
 	c := fieldChecker()
 	p.check(c, "attempt_timeout")
 	c.in("pad_to", int64(p.PadTo), queryGQPPadToRange)
-	c.optIn("max_response", int64(p.MaxResponse), queryGQPMaxResponseRange)
+	c.optIn("max_response_size", int64(p.MaxResponseSize), queryGQPMaxResponseRange)
 	return c.err
 }
 
@@ -66,13 +70,16 @@ func (p *QueryGQP) Provision(ctx caddy.Context) error {
 	if err := p.provision(ctx, "gqp"); err != nil {
 		return err
 	}
+	if err := renamed(ctx, "gqp", "max_response", "max_response_size", &p.MaxResponse, &p.MaxResponseSize); err != nil {
+		return err
+	}
 	retries := p.Retries // the client reads 0 as 1 and -1 as none
 	p.QueryProtocol = &gqp.QueryProtocol{
 		Client: &gqp.Client{
 			Timeout:     time.Duration(p.AttemptTimeout),
 			Retries:     retries,
 			PadTo:       p.PadTo,
-			MaxResponse: p.MaxResponse,
+			MaxResponse: p.MaxResponseSize,
 		},
 		StatusCommand: p.StatusCommand,
 	}
@@ -82,14 +89,14 @@ func (p *QueryGQP) Provision(ctx caddy.Context) error {
 // UnmarshalCaddyfile sets up the protocol from Caddyfile tokens. Syntax:
 //
 //	gqp {
-//		attempt_timeout <duration>
-//		retries         <count>
-//		pad_to          <bytes>
-//		status_command  <command>
-//		max_response    <bytes>
+//		attempt_timeout   <duration>
+//		retries           <count>
+//		pad_to            <bytes>
+//		status_command    <command>
+//		max_response_size <bytes>
 //	}
 func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseRenamedModuleBlock(d, "gqp", nil, attemptFormerNames, func(opt string) error {
+	return parseRenamedModuleBlock(d, "gqp", nil, maxResponseFormerNames, func(opt string) error {
 		if known, err := p.parseOption(d, opt); known {
 			return err
 		}
@@ -99,8 +106,8 @@ func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			p.PadTo, err = parseSize[int](d, queryGQPPadToRange)
 		case "status_command":
 			p.StatusCommand, err = parseSingleArg(d)
-		case "max_response":
-			p.MaxResponse, err = parseSize[int](d, queryGQPMaxResponseRange)
+		case "max_response_size":
+			p.MaxResponseSize, err = parseSize[int](d, queryGQPMaxResponseRange)
 		default:
 			return unknownOption(d, "gqp", opt)
 		}

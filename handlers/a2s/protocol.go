@@ -145,7 +145,7 @@ func ValidateClient(timeoutName string, timeout time.Duration, retries, maxPacke
 		bounds.Duration(timeoutName, timeout, 0, MaxAttemptTimeout),
 		retriesErr,
 		bounds.Int("max_packets", maxPackets, MinMaxPackets, wirea2s.MaxSourcePackets),
-		bounds.Int("max_response", maxResponse, MinMaxResponse, MaxMaxResponse),
+		bounds.Int("max_response_size", maxResponse, MinMaxResponse, MaxMaxResponse),
 	)
 }
 

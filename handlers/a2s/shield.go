@@ -325,7 +325,7 @@ func (s *Shield) layout(ctx context.Context, a *served) wirea2s.Layout {
 // answer datagrams now, and counts them against its limits and the total
 // if so: Answered, DroppedSourceLimit or DroppedTotalLimit. The game server
 // limits queries per address too; without this a validated source would
-// draw an answer of up to max_response bytes for each 9-byte request, as
+// draw an answer of up to max_response_size bytes for each 9-byte request, as
 // fast as it asks. It allocates nothing.
 func (s *Shield) Admit(src netip.AddrPort, datagrams [][]byte) Verdict {
 	n := 0
