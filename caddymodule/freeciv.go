@@ -60,20 +60,20 @@ func (m *MatchFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // FreecivGuard sits before proxy in a layer4 route and passes a Freeciv
 // client's stream through unchanged while checking it: the first packet is
 // a well-formed JOIN_REQ, every packet is well framed and within
-// max_packet_size, compressed chunks stay within max_chunk and decompress to at
-// most max_decompressed without nesting, and, optionally, the client sends
-// at most packet_rate packets per second. Only bytes of complete, checked
-// packets are passed on, so nothing malformed reaches the server; a
-// violation closes the connection with a log line saying why. The server's
-// answers pass unchanged (watched only for the join, after which both
-// directions use the 2-byte packet type).
+// max_packet_size, compressed chunks stay within max_chunk_size and
+// decompress to at most max_decompressed_size without nesting, and,
+// optionally, the client sends at most packet_rate packets per second.
+// Only bytes of complete, checked packets are passed on, so nothing
+// malformed reaches the server; a violation closes the connection with a
+// log line saying why. The server's answers pass unchanged (watched only
+// for the join, after which both directions use the 2-byte packet type).
 type FreecivGuard struct {
 	// Largest ordinary packet, header included, in bytes. Default: 4096.
 	MaxPacketSize int `json:"max_packet_size,omitempty"`
 	// Largest compressed chunk, framing included, in bytes. Default: 1048576.
-	MaxChunk int `json:"max_chunk,omitempty"`
+	MaxChunkSize int `json:"max_chunk_size,omitempty"`
 	// Most bytes one chunk may decompress to. Default: 1048576.
-	MaxDecompressed int `json:"max_decompressed,omitempty"`
+	MaxDecompressedSize int `json:"max_decompressed_size,omitempty"`
 	// Most packets per second a client may send. Default: 0 (no limit).
 	PacketRate float64 `json:"packet_rate,omitempty"`
 	// Packets a client may send at once above packet_rate. Default: 100.
@@ -82,6 +82,12 @@ type FreecivGuard struct {
 	// Deprecated: the former name of max_packet_size, still read (with a
 	// warning at provision).
 	MaxPacket int `json:"max_packet,omitempty"`
+	// Deprecated: the former name of max_chunk_size, still read (with a
+	// warning at provision).
+	MaxChunk int `json:"max_chunk,omitempty"`
+	// Deprecated: the former name of max_decompressed_size, still read
+	// (with a warning at provision).
+	MaxDecompressed int `json:"max_decompressed,omitempty"`
 
 	logger *zap.Logger
 }
@@ -97,8 +103,17 @@ func (*FreecivGuard) CaddyModule() caddy.ModuleInfo {
 // Provision sets up the guard.
 func (h *FreecivGuard) Provision(ctx caddy.Context) error {
 	h.logger = sampledLogger(ctx.Logger())
-	if err := renamed(ctx, "freeciv_guard", "max_packet", "max_packet_size", &h.MaxPacket, &h.MaxPacketSize); err != nil {
-		return err
+	for _, r := range []struct {
+		old, current   string
+		oldV, currentV *int
+	}{
+		{"max_packet", "max_packet_size", &h.MaxPacket, &h.MaxPacketSize},
+		{"max_chunk", "max_chunk_size", &h.MaxChunk, &h.MaxChunkSize},
+		{"max_decompressed", "max_decompressed_size", &h.MaxDecompressed, &h.MaxDecompressedSize},
+	} {
+		if err := renamed(ctx, "freeciv_guard", r.old, r.current, r.oldV, r.currentV); err != nil {
+			return err
+		}
 	}
 	if h.PacketBurst == 0 {
 		h.PacketBurst = 100
@@ -116,8 +131,8 @@ var (
 func (h *FreecivGuard) Validate() error {
 	c := fieldChecker()
 	c.optIn("max_packet_size", int64(h.MaxPacketSize), freecivMaxPacketRange)
-	c.optIn("max_chunk", int64(h.MaxChunk), freecivMaxChunkRange)
-	c.optIn("max_decompressed", int64(h.MaxDecompressed), freecivMaxChunkRange)
+	c.optIn("max_chunk_size", int64(h.MaxChunkSize), freecivMaxChunkRange)
+	c.optIn("max_decompressed_size", int64(h.MaxDecompressedSize), freecivMaxChunkRange)
 	c.rate("packet_rate", "packet_burst", h.PacketRate, int64(h.PacketBurst))
 	return c.err
 }
@@ -127,7 +142,7 @@ func (h *FreecivGuard) Validate() error {
 func (h *FreecivGuard) Handle(cx *layer4.Connection, next layer4.Handler) error {
 	freecivMetrics.connections.Inc()
 	g, err := freeciv.NewGuard(freeciv.GuardConfig{
-		MaxPacket: h.MaxPacketSize, MaxChunk: h.MaxChunk, MaxDecompressed: h.MaxDecompressed,
+		MaxPacket: h.MaxPacketSize, MaxChunk: h.MaxChunkSize, MaxDecompressed: h.MaxDecompressedSize,
 		PacketRate: h.PacketRate, PacketBurst: h.PacketBurst,
 	})
 	if err != nil {
@@ -227,22 +242,22 @@ func (c *guardedConn) CloseWrite() error {
 // UnmarshalCaddyfile sets up the guard from Caddyfile tokens. Syntax:
 //
 //	freeciv_guard {
-//		max_packet_size  <bytes>
-//		max_chunk        <bytes>
-//		max_decompressed <bytes>
-//		packet_rate      <packets_per_second>
-//		packet_burst     <packets>
+//		max_packet_size       <bytes>
+//		max_chunk_size        <bytes>
+//		max_decompressed_size <bytes>
+//		packet_rate           <packets_per_second>
+//		packet_burst          <packets>
 //	}
 func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseRenamedModuleBlock(d, "freeciv_guard", nil, formerNames{"max_packet": "max_packet_size"}, func(opt string) error {
+	return parseRenamedModuleBlock(d, "freeciv_guard", nil, freecivGuardFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "max_packet_size":
 			h.MaxPacketSize, err = parseSize[int](d, freecivMaxPacketRange)
-		case "max_chunk":
-			h.MaxChunk, err = parseSize[int](d, freecivMaxChunkRange)
-		case "max_decompressed":
-			h.MaxDecompressed, err = parseSize[int](d, freecivMaxChunkRange)
+		case "max_chunk_size":
+			h.MaxChunkSize, err = parseSize[int](d, freecivMaxChunkRange)
+		case "max_decompressed_size":
+			h.MaxDecompressedSize, err = parseSize[int](d, freecivMaxChunkRange)
 		case "packet_burst":
 			h.PacketBurst, err = parseIntIn(d, burstRange)
 		case "packet_rate":
@@ -269,6 +284,13 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return err
 	})
+}
+
+// freecivGuardFormerNames are the guard's renamed Caddyfile options.
+var freecivGuardFormerNames = formerNames{
+	"max_packet":       "max_packet_size",
+	"max_chunk":        "max_chunk_size",
+	"max_decompressed": "max_decompressed_size",
 }
 
 var freecivMetrics = newFreecivMetrics()

@@ -80,16 +80,28 @@ type GameQuery struct {
 	// Deprecated: the former name of upstream_burst, still read (with a
 	// warning at provision).
 	RateBurst int `json:"rate_burst,omitempty"`
+	// Deprecated: the former name of max_ad_hoc_queries, still read (with
+	// a warning at provision).
+	MaxAdHoc int `json:"max_ad_hoc,omitempty"`
+	// Deprecated: the former name of max_ad_hoc_queries_per_network,
+	// still read (with a warning at provision).
+	MaxAdHocPerNetwork int `json:"max_ad_hoc_per_network,omitempty"`
+	// Deprecated: the former name of max_batch_queries, still read (with
+	// a warning at provision).
+	MaxBatch int `json:"max_batch,omitempty"`
+	// Deprecated: the former name of max_batch_answer_size, still read
+	// (with a warning at provision).
+	MaxBatchAnswer int64 `json:"max_batch_answer,omitempty"`
 	// Ad-hoc upstream work (name lookups and queries, each holding a
 	// socket) running at once, over all clients; past it ad-hoc requests
 	// that need such work answer 503. Answers from the cache take none.
 	// Default: 32.
-	MaxAdHoc int `json:"max_ad_hoc,omitempty"`
+	MaxAdHocQueries int `json:"max_ad_hoc_queries,omitempty"`
 	// Ad-hoc upstream work running at once for one client network (an
 	// IPv4 /24, an IPv6 /48), so that a few networks asking targets that
 	// never answer cannot hold every slot; past it that network's ad-hoc
 	// requests that need such work answer 429. Default: 4.
-	MaxAdHocPerNetwork int `json:"max_ad_hoc_per_network,omitempty"`
+	MaxAdHocQueriesPerNetwork int `json:"max_ad_hoc_queries_per_network,omitempty"`
 	// Most ad-hoc requests per second per client (Caddy's client IP,
 	// honouring trusted_proxies; IPv6 clients by client_ipv6_prefix);
 	// past it they answer 429 with Retry-After. Default: 2.
@@ -105,8 +117,8 @@ type GameQuery struct {
 	// Most results cached, in each of two caches: named servers' status
 	// and argument-free commands, and everything else. Default: 10000.
 	MaxEntries int `json:"max_entries,omitempty"`
-	// Most servers × commands in one batch. Default: 100.
-	MaxBatch int `json:"max_batch,omitempty"`
+	// Most queries (servers × commands) in one batch. Default: 100.
+	MaxBatchQueries int `json:"max_batch_queries,omitempty"`
 	// Queries of one batch run at once. Default: 16.
 	BatchConcurrency int `json:"batch_concurrency,omitempty"`
 	// Largest batch request body, in bytes. Default: 65536.
@@ -115,7 +127,7 @@ type GameQuery struct {
 	// each result as it is ready; one that would pass this is answered
 	// with a short 413 error instead), in [1024, 67108864]. Default:
 	// 1048576 (1 MiB).
-	MaxBatchAnswer int64 `json:"max_batch_answer,omitempty"`
+	MaxBatchAnswerSize int64 `json:"max_batch_answer_size,omitempty"`
 	// Most batches per second per client network (an IPv4 /24, an IPv6
 	// /48); past it they answer 429 with Retry-After. Default: 2.
 	BatchRate float64 `json:"batch_rate,omitempty"`
@@ -214,6 +226,18 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if err := renamed(ctx, "game_query", "rate_burst", "upstream_burst", &h.RateBurst, &h.UpstreamBurst); err != nil {
+		return err
+	}
+	if err := renamed(ctx, "game_query", "max_ad_hoc", "max_ad_hoc_queries", &h.MaxAdHoc, &h.MaxAdHocQueries); err != nil {
+		return err
+	}
+	if err := renamed(ctx, "game_query", "max_ad_hoc_per_network", "max_ad_hoc_queries_per_network", &h.MaxAdHocPerNetwork, &h.MaxAdHocQueriesPerNetwork); err != nil {
+		return err
+	}
+	if err := renamed(ctx, "game_query", "max_batch", "max_batch_queries", &h.MaxBatch, &h.MaxBatchQueries); err != nil {
+		return err
+	}
+	if err := renamed(ctx, "game_query", "max_batch_answer", "max_batch_answer_size", &h.MaxBatchAnswer, &h.MaxBatchAnswerSize); err != nil {
 		return err
 	}
 	cfg := h.config()
@@ -318,14 +342,14 @@ func (h *GameQuery) config() query.Config {
 		UpstreamBurst:        h.UpstreamBurst,
 		QueryTimeout:         time.Duration(h.QueryTimeout),
 		MaxEntries:           h.MaxEntries,
-		MaxBatch:             h.MaxBatch,
+		MaxBatch:             h.MaxBatchQueries,
 		BatchConcurrency:     h.BatchConcurrency,
 		MaxBody:              h.MaxBody,
-		MaxBatchAnswer:       h.MaxBatchAnswer,
+		MaxBatchAnswer:       h.MaxBatchAnswerSize,
 		BatchRate:            h.BatchRate,
 		BatchBurst:           h.BatchBurst,
-		MaxAdHoc:             h.MaxAdHoc,
-		MaxAdHocPerNetwork:   h.MaxAdHocPerNetwork,
+		MaxAdHoc:             h.MaxAdHocQueries,
+		MaxAdHocPerNetwork:   h.MaxAdHocQueriesPerNetwork,
 		AdHocRate:            h.AdHocRate,
 		AdHocBurst:           h.AdHocBurst,
 		ClientIPv6Prefix:     h.ClientIPv6Prefix,
@@ -393,30 +417,30 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 //		ad_hoc <protocol> [{
 //			<protocol options>
 //		}]
-//		allow_targets          <cidr|ip> ...
-//		ttl                    <command> <duration>
-//		default_ttl            <duration>
-//		stale_while_revalidate <duration>
-//		stale_if_error         <duration>
-//		negative_ttl           <duration>
-//		upstream_rate          <queries_per_second>
-//		upstream_burst         <queries>
-//		commands               <server> <command> ...
-//		max_ad_hoc             <count>
-//		max_ad_hoc_per_network <count>
-//		ad_hoc_rate            <requests_per_second>
-//		ad_hoc_burst           <requests>
-//		client_ipv6_prefix     <bits>
-//		query_timeout          <duration>
-//		max_entries            <count>
-//		max_batch              <count>
-//		batch_concurrency      <count>
-//		max_body               <bytes>
-//		max_batch_answer       <bytes>
-//		batch_rate             <batches_per_second>
-//		batch_burst            <batches>
-//		region                 <server> <region>
-//		name                   <name>
+//		allow_targets                  <cidr|ip> ...
+//		ttl                            <command> <duration>
+//		default_ttl                    <duration>
+//		stale_while_revalidate         <duration>
+//		stale_if_error                 <duration>
+//		negative_ttl                   <duration>
+//		upstream_rate                  <queries_per_second>
+//		upstream_burst                 <queries>
+//		commands                       <server> <command> ...
+//		max_ad_hoc_queries             <count>
+//		max_ad_hoc_queries_per_network <count>
+//		ad_hoc_rate                    <requests_per_second>
+//		ad_hoc_burst                   <requests>
+//		client_ipv6_prefix             <bits>
+//		query_timeout                  <duration>
+//		max_entries                    <count>
+//		max_batch_queries              <count>
+//		batch_concurrency              <count>
+//		max_body                       <bytes>
+//		max_batch_answer_size          <bytes>
+//		batch_rate                     <batches_per_second>
+//		batch_burst                    <batches>
+//		region                         <server> <region>
+//		name                           <name>
 //	}
 //
 // A server's protocol defaults to gqp; server, ttl, commands and region
@@ -505,10 +529,10 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.Region = args[1]
 		case "name":
 			h.Name, err = parseSingleArg(d)
-		case "max_ad_hoc":
-			h.MaxAdHoc, err = parseIntIn(d, gameQueryMaxAdHocRange)
-		case "max_ad_hoc_per_network":
-			h.MaxAdHocPerNetwork, err = parseIntIn(d, gameQueryMaxAdHocRange)
+		case "max_ad_hoc_queries":
+			h.MaxAdHocQueries, err = parseIntIn(d, gameQueryMaxAdHocRange)
+		case "max_ad_hoc_queries_per_network":
+			h.MaxAdHocQueriesPerNetwork, err = parseIntIn(d, gameQueryMaxAdHocRange)
 		case "ad_hoc_rate":
 			h.AdHocRate, err = parsePositiveFloat(d)
 		case "ad_hoc_burst":
@@ -519,14 +543,14 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.QueryTimeout, err = parseDurationIn(d, gameQueryTimeoutRange)
 		case "max_entries":
 			h.MaxEntries, err = parseIntIn(d, gameQueryMaxEntriesRange)
-		case "max_batch":
-			h.MaxBatch, err = parseIntIn(d, gameQueryMaxBatchRange)
+		case "max_batch_queries":
+			h.MaxBatchQueries, err = parseIntIn(d, gameQueryMaxBatchRange)
 		case "batch_concurrency":
 			h.BatchConcurrency, err = parseIntIn(d, gameQueryBatchConcurrencyRange)
 		case "max_body":
 			h.MaxBody, err = parseSize[int64](d, gameQueryMaxBodyRange)
-		case "max_batch_answer":
-			h.MaxBatchAnswer, err = parseSize[int64](d, gameQueryMaxBatchAnswerRange)
+		case "max_batch_answer_size":
+			h.MaxBatchAnswerSize, err = parseSize[int64](d, gameQueryMaxBatchAnswerRange)
 		case "batch_rate":
 			h.BatchRate, err = parsePositiveFloat(d)
 		case "batch_burst":
@@ -539,7 +563,14 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // gameQueryFormerNames are the game query handler's renamed options.
-var gameQueryFormerNames = formerNames{"rate_limit": "upstream_rate", "rate_burst": "upstream_burst"}
+var gameQueryFormerNames = formerNames{
+	"rate_limit":             "upstream_rate",
+	"rate_burst":             "upstream_burst",
+	"max_ad_hoc":             "max_ad_hoc_queries",
+	"max_ad_hoc_per_network": "max_ad_hoc_queries_per_network",
+	"max_batch":              "max_batch_queries",
+	"max_batch_answer":       "max_batch_answer_size",
+}
 
 // parseRateLimit parses upstream_rate's former form, rate_limit <rate>
 // [<burst>].

@@ -71,7 +71,7 @@ type GQPResponder struct {
 	// an IPv6 /32) at most a sixteenth of the table (never less than a
 	// network); their other sources are refused challenges until some of
 	// their failures expire. Default: 10000.
-	MaxAuthorized int `json:"max_authorized,omitempty"`
+	MaxSources int `json:"max_sources,omitempty"`
 	// The length, in bits, of the IPv6 prefix that is one source for
 	// challenge failures and lockouts (32 to 128). Default: 64.
 	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
@@ -84,6 +84,13 @@ type GQPResponder struct {
 	// Time allowed for an upstream request, at most 1h. Default: 2s.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
 	// Largest datagram an answer is cut into, in bytes. Default: 1400.
+	MaxDatagramSize int `json:"max_datagram_size,omitempty"`
+
+	// Deprecated: the former name of max_sources, still read (with a
+	// warning at provision).
+	MaxAuthorized int `json:"max_authorized,omitempty"`
+	// Deprecated: the former name of max_datagram_size, still read (with a
+	// warning at provision).
 	MaxDatagram int `json:"max_datagram,omitempty"`
 
 	responder *gqp.Responder
@@ -152,9 +159,9 @@ func (h *GQPResponder) config() (gqp.Config, error) {
 		AuthAmplification:    h.AuthAmplification,
 		MaxChallengeFailures: h.MaxChallengeFailures,
 		ChallengeLockout:     time.Duration(h.ChallengeLockout),
-		MaxAuthorized:        h.MaxAuthorized,
+		MaxAuthorized:        h.MaxSources,
 		ClientIPv6Prefix:     h.ClientIPv6Prefix,
-		MaxDatagram:          h.MaxDatagram,
+		MaxDatagram:          h.MaxDatagramSize,
 		UpstreamTimeout:      time.Duration(h.UpstreamTimeout),
 	}
 	if h.Identify != nil {
@@ -195,6 +202,12 @@ func (h *GQPResponder) config() (gqp.Config, error) {
 func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	warnExposedLayer4(ctx)
+	if err := renamed(ctx, "gqp", "max_authorized", "max_sources", &h.MaxAuthorized, &h.MaxSources); err != nil {
+		return err
+	}
+	if err := renamed(ctx, "gqp", "max_datagram", "max_datagram_size", &h.MaxDatagram, &h.MaxDatagramSize); err != nil {
+		return err
+	}
 	cfg, err := h.config()
 	if err != nil {
 		return err
@@ -265,16 +278,16 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		auth_amplification     <factor>
 //		max_challenge_failures <count>
 //		challenge_lockout      <duration>
-//		max_authorized         <count>
+//		max_sources            <count>
 //		client_ipv6_prefix     <bits>
 //		trusted_networks       <cidr|ip|none> ...
 //		upstream_timeout <duration>
-//		max_datagram     <bytes>
+//		max_datagram_size      <bytes>
 //	}
 //
 // command, record and login may repeat.
 func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "gqp", []string{"command", "login"}, func(opt string) error {
+	return parseRenamedModuleBlock(d, "gqp", []string{"command", "login"}, gqpFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "identify":
@@ -305,22 +318,25 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxChallengeFailures, err = parseIntRange(d, 1, gqp.MaxMaxChallengeFailures)
 		case "challenge_lockout":
 			h.ChallengeLockout, err = parseDurationIn(d, ttlRange)
-		case "max_authorized":
-			h.MaxAuthorized, err = parseIntRange(d, 1, gqp.MaxMaxAuthorized)
+		case "max_sources":
+			h.MaxSources, err = parseIntRange(d, 1, gqp.MaxMaxAuthorized)
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "trusted_networks":
 			h.TrustedNetworks, err = parseArgs(d)
 		case "upstream_timeout":
 			h.UpstreamTimeout, err = parseDurationIn(d, timeoutRange)
-		case "max_datagram":
-			h.MaxDatagram, err = parseSize[int](d, intRange{gqp.MinMaxDatagram, gqp.MaxMaxDatagram})
+		case "max_datagram_size":
+			h.MaxDatagramSize, err = parseSize[int](d, intRange{gqp.MinMaxDatagram, gqp.MaxMaxDatagram})
 		default:
 			return unknownOption(d, "gqp", opt)
 		}
 		return err
 	})
 }
+
+// gqpFormerNames are the GQP responder's renamed options.
+var gqpFormerNames = formerNames{"max_authorized": "max_sources", "max_datagram": "max_datagram_size"}
 
 func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 	name, err := parseSingleArg(d)

@@ -334,7 +334,7 @@ func TestFreecivGameQueryLAN(t *testing.T) {
 func hostileStreams(t *testing.T) (valid []byte, cases map[string][]byte) {
 	t.Helper()
 	valid = joinReq(t, "+Freeciv-3.0-network")
-	// A compressed chunk whose packets decompress past max_decompressed
+	// A compressed chunk whose packets decompress past max_decompressed_size
 	// (64 KiB): 200 KiB of well-formed packets.
 	var packets []byte
 	for len(packets) < 200<<10 {
@@ -437,7 +437,7 @@ func freecivGuardRoutes(gate, bare, upstream string) string {
 			@freeciv freeciv
 			route @freeciv {
 				freeciv_guard {
-					max_decompressed 65536
+					max_decompressed_size 65536
 				}
 				proxy %s
 			}
@@ -445,7 +445,7 @@ func freecivGuardRoutes(gate, bare, upstream string) string {
 		%s {
 			route {
 				freeciv_guard {
-					max_decompressed 65536
+					max_decompressed_size 65536
 				}
 				proxy %s
 			}

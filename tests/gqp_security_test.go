@@ -359,7 +359,7 @@ func gqpExchange(t *testing.T, c *testutil.UDPClient, name string, args ...strin
 	return r
 }
 
-// docs/security.md bounds the responder's pending challenges by max_authorized.
+// docs/security.md bounds the responder's pending challenges by max_sources.
 // Challenges from 300 loopback addresses (the right password, so each would
 // be kept) fill the table to the bound and no further: exactly the bound
 // are issued, the rest answered 31. A client that asked before the flood
@@ -374,7 +374,7 @@ func TestGQPPendingChallengesBounded(t *testing.T) {
 					protected
 				}
 				login admin {env.GAMEGATE_TEST_GQP_PASSWORD}
-				max_authorized 16
+				max_sources 16
 			}`
 	t.Setenv("GAMEGATE_TEST_GQP_PASSWORD", "hunter2")
 	for _, tc := range []struct{ name, config string }{

@@ -136,12 +136,12 @@ func (c *Config) Validate() error {
 	}
 	v.Int("auth_amplification", c.AuthAmplification, 1, MaxAuthAmplification)
 	v.Int("max_challenge_failures", c.MaxChallengeFailures, 1, MaxMaxChallengeFailures)
-	v.Int("max_authorized", c.MaxAuthorized, 1, MaxMaxAuthorized)
+	v.Int("max_sources", c.MaxAuthorized, 1, MaxMaxAuthorized)
 	v.Add(clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix))
 	v.Duration("challenge_lockout", c.ChallengeLockout, 0, MaxLifetime)
 	v.Duration("auth_ttl", c.AuthTTL, 0, MaxLifetime)
 	v.Duration("upstream_timeout", c.UpstreamTimeout, 0, MaxUpstreamTimeout)
-	v.Int("max_datagram", c.MaxDatagram, MinMaxDatagram, MaxMaxDatagram)
+	v.Int("max_datagram_size", c.MaxDatagram, MinMaxDatagram, MaxMaxDatagram)
 	return v.Err()
 }
 

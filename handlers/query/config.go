@@ -48,7 +48,7 @@ const (
 	MaxMaxBody          = 64 << 20
 	MinMaxBatchAnswer   = 1 << 10
 	MaxMaxBatchAnswer   = 64 << 20
-	MaxMaxAdHoc         = 1 << 16 // max_ad_hoc, max_ad_hoc_per_network
+	MaxMaxAdHoc         = 1 << 16 // max_ad_hoc_queries, max_ad_hoc_queries_per_network
 	MaxAdHocBurst       = 1 << 20
 	MaxBurst            = ratelimit.MaxBurst // upstream_burst, batch_burst
 	MaxRegion           = 64                 // a server's Region, in bytes
@@ -81,13 +81,13 @@ func (c Config) Validate() error {
 		ratelimit.ValidateOptions("upstream_rate", "upstream_burst", c.UpstreamRate, c.UpstreamBurst, MaxBurst),
 		bounds.Duration("query_timeout", c.QueryTimeout, 0, MaxQueryTimeout),
 		bounds.Int("max_entries", int64(c.MaxEntries), 1, MaxMaxEntries),
-		bounds.Int("max_batch", int64(c.MaxBatch), 1, MaxMaxBatch),
+		bounds.Int("max_batch_queries", int64(c.MaxBatch), 1, MaxMaxBatch),
 		bounds.Int("batch_concurrency", int64(c.BatchConcurrency), 1, MaxBatchConcurrency),
 		bounds.Int("max_body", c.MaxBody, 1, MaxMaxBody),
-		bounds.Int("max_batch_answer", c.MaxBatchAnswer, MinMaxBatchAnswer, MaxMaxBatchAnswer),
+		bounds.Int("max_batch_answer_size", c.MaxBatchAnswer, MinMaxBatchAnswer, MaxMaxBatchAnswer),
 		ratelimit.ValidateOptions("batch_rate", "batch_burst", c.BatchRate, c.BatchBurst, MaxBurst),
-		bounds.Int("max_ad_hoc", int64(c.MaxAdHoc), 1, MaxMaxAdHoc),
-		bounds.Int("max_ad_hoc_per_network", int64(c.MaxAdHocPerNetwork), 1, MaxMaxAdHoc),
+		bounds.Int("max_ad_hoc_queries", int64(c.MaxAdHoc), 1, MaxMaxAdHoc),
+		bounds.Int("max_ad_hoc_queries_per_network", int64(c.MaxAdHocPerNetwork), 1, MaxMaxAdHoc),
 		ratelimit.ValidateOptions("ad_hoc_rate", "ad_hoc_burst", c.AdHocRate, c.AdHocBurst, MaxAdHocBurst),
 		clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix),
 	)

@@ -724,7 +724,7 @@ func TestBatchMergesRepeatsAndBoundsItsAnswer(t *testing.T) {
 		t.Fatalf("the answer has %d bytes for two questions whose status alone has %d", w.Body.Len(), one.Body.Len())
 	}
 
-	// Past max_batch_answer (at its least), results are short errors.
+	// Past max_batch_answer_size (at its least), results are short errors.
 	r = newRig(t, func(c *Config) { c.MaxBatchAnswer = MinMaxBatchAnswer })
 	big := strings.Repeat("x", MinMaxBatchAnswer/2)
 	w = r.do("POST", "/", `{"servers": ["arena"], "commands": ["status", {"name": "echo", "args": ["`+big+`"]}, {"name": "echo", "args": ["`+big+`y"]}]}`)
