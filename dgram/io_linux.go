@@ -89,11 +89,11 @@ func newBatchIO(conn *net.UDPConn, batch int) (packetIO, error) {
 }
 
 // read reads into in's buffers. A reader reads into the same buffers every
-// time, so their vectors are set once and, before each read, only the
-// headers the last read filled are reset (the kernel writes the source
-// address's length and the flags of the datagrams it returns, no others):
-// with one datagram at a time, setting a whole batch's vectors on every
-// read cost more than the rest of the read's own work.
+// time, so their vectors are set once (setting a batch's 32 vectors on
+// every read cost more than the rest of a lone read's own work), and before
+// each read only the headers the last read filled are reset: the kernel
+// takes a header's address length as the room for the source address and
+// writes back the length it used, and sets its flags.
 func (b *mmsgIO) read(in []message) (int, error) {
 	n := min(len(in), len(b.rh))
 	if n == 0 {
@@ -207,18 +207,9 @@ func (b *mmsgIO) one(recv bool, fd uintptr, h *mmsghdr) bool {
 			n, _, errno = unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(h.hdr.Iov.Base)), uintptr(h.hdr.Iov.Len), 0,
 				uintptr(unsafe.Pointer(h.hdr.Name)), uintptr(h.hdr.Namelen))
 		}
-		switch errno {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		case 0:
-			h.n = uint32(n)
-			b.done, b.errno = 1, 0
-		default:
-			b.done, b.errno = 0, errno
+		if retry, done := b.settle(n, errno, h); !retry {
+			return done
 		}
-		return true
 	}
 }
 
@@ -227,18 +218,31 @@ func (b *mmsgIO) one(recv bool, fd uintptr, h *mmsghdr) bool {
 func (b *mmsgIO) mmsg(trap, fd uintptr) bool {
 	for {
 		n, _, errno := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&b.hs[0])), uintptr(len(b.hs)), 0, 0, 0)
-		switch errno {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		case 0:
-			b.done, b.errno = int(n), 0
-		default:
-			b.done, b.errno = 0, errno
+		if retry, done := b.settle(n, errno, nil); !retry {
+			return done
 		}
-		return true
 	}
+}
+
+// settle records what a call of one or mmsg returned (n: the length of
+// h's datagram, or with h nil how many datagrams), and reports whether to
+// make the call again (EINTR) and whether it is done (false: the socket is
+// not ready, wait for the poller).
+func (b *mmsgIO) settle(n uintptr, errno syscall.Errno, h *mmsghdr) (retry, done bool) {
+	switch errno {
+	case unix.EINTR:
+		return true, false
+	case unix.EAGAIN:
+		return false, false
+	case 0:
+		b.done, b.errno = int(n), 0
+		if h != nil {
+			h.n, b.done = uint32(n), 1
+		}
+	default:
+		b.done, b.errno = 0, errno
+	}
+	return false, true
 }
 
 // decodeSockaddr returns the address and port of a struct sockaddr_in or

@@ -94,7 +94,18 @@ func TestReadAfterWaitTakesOne(t *testing.T) {
 	to := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	c := listen(t)
 	defer c.Close()
-	for range 50 {
+	read := func() int {
+		t.Helper()
+		n, err := r.io.read(r.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// burst starts a read, sends 5 datagrams while it (mostly) waits, and
+	// returns what the read took and whether it waited; then n more reads
+	// while datagrams are left, and what each took (0: none was left).
+	burst := func(n int) (first int, waited bool, next []int) {
 		done := make(chan int, 1)
 		go func() {
 			n, err := r.io.read(r.in)
@@ -109,64 +120,38 @@ func TestReadAfterWaitTakesOne(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		first := <-done
-		if !b.waited {
-			// The datagrams arrived before the read: it took them in a batch.
-			for got := first; got < 5; {
-				n, err := r.io.read(r.in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got += n
+		first, waited = <-done, b.waited
+		got := first
+		for range n {
+			k := 0
+			if got < 5 { // a read with nothing left to take would wait
+				k = read()
 			}
-			continue
+			next = append(next, k)
+			got += k
 		}
-		if first != 1 {
-			t.Fatalf("a read that waited took %d datagrams, want 1", first)
+		for got < 5 {
+			got += read()
 		}
-		n, err := r.io.read(r.in)
-		if err != nil || n != 1 || b.waited {
-			t.Fatalf("the read after it took %d datagrams (waited %v, %v), want 1 without waiting", n, b.waited, err)
+		return first, waited, next
+	}
+	for range 50 {
+		first, waited, next := burst(2)
+		if !waited {
+			continue // the datagrams arrived before the read: it took them in a batch
 		}
-		n, err = r.io.read(r.in)
-		if err != nil || n != 3 || b.waited {
-			t.Fatalf("the next read took %d datagrams (waited %v, %v), want the 3 others at once", n, b.waited, err)
+		if first != 1 || next[0] != 1 || next[1] != 3 {
+			t.Fatalf("a read that waited, the next and the one after took %d, %d and %d datagrams, want 1, 1 and the 3 others", first, next[0], next[1])
 		}
-		if r.in[n-1].n != 2 || r.in[n-1].buf[1] != 4 {
-			t.Fatalf("the last datagram read is %q, want the fifth", r.in[n-1].buf[:r.in[n-1].n])
+		if r.in[2].n != 2 || r.in[2].buf[1] != 4 {
+			t.Fatalf("the last datagram read is %q, want the fifth", r.in[2].buf[:r.in[2].n])
 		}
 		// The probe found a datagram: datagrams arrive together, and after
 		// the next wakes the read after the woken one takes a batch.
 		for range 50 {
-			go func() {
-				n, err := r.io.read(r.in)
-				if err != nil {
-					t.Error(err)
-				}
-				done <- n
-			}()
-			runtime.Gosched()
-			for i := range 5 {
-				if _, err := c.WriteToUDPAddrPort([]byte{'x', byte(i)}, to); err != nil {
-					t.Fatal(err)
-				}
-			}
-			first, woke := <-done, b.waited
-			got := first
-			n, err := r.io.read(r.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for got += n; got < 5; {
-				k, err := r.io.read(r.in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got += k
-			}
-			if woke && first == 1 {
-				if n != 4 {
-					t.Fatalf("after a probe found a datagram, the read after a woken one took %d, want the 4 others at once", n)
+			if first, waited, next := burst(1); waited && first == 1 {
+				if next[0] != 4 {
+					t.Fatalf("after a probe found a datagram, the read after a woken one took %d, want the 4 others at once", next[0])
 				}
 				return
 			}

@@ -100,8 +100,8 @@ target once per round, the order reversed every other round, a pause between rou
 a change of the machine's load hits both. A ratio is a target's figure over its baseline's
 in the same round; the page gives the median and the range (lowest–highest) over the rounds.
 The load generators run on the same CPUs as the servers, over loopback (in the same process,
-but for QoS's, which run in one of their own), so absolute figures say more about the machine
-than about gamegate: compare the ratios. On a loaded machine wall-clock throughput mostly measures how many threads a path
+but for QoS under load and at a fixed rate, whose clients run in one of their own), so absolute
+figures say more about the machine than about gamegate: compare the ratios. On a loaded machine wall-clock throughput mostly measures how many threads a path
 keeps runnable; read the load averages below before the figures.
 
 `)

@@ -137,6 +137,9 @@ func Spread(xs []float64) (median, lo, hi float64) {
 
 // FormatSpread formats a ratio's median and range: "1.02× (0.97–1.10)".
 func FormatSpread(xs []float64) string {
+	if len(xs) == 0 {
+		return "–" // nothing measured
+	}
 	m, lo, hi := Spread(xs)
 	return fmt.Sprintf("%.2f× (%.2f–%.2f)", m, lo, hi)
 }

@@ -82,17 +82,24 @@ func (w *Workload) Ratios(c Comparison) ([]float64, error) {
 	if t == nil || b == nil {
 		return nil, fmt.Errorf("%s: comparison %s/%s names an unknown target", w.ID, c.Target, c.Baseline)
 	}
-	num, den := t.Rates, b.Rates
+	tx, bx := t.Rates, b.Rates
 	if c.Metric == P99 {
-		num, den = b.P99s, t.P99s
+		tx, bx = t.P99s, b.P99s
 	}
-	if len(num) != len(den) {
-		return nil, fmt.Errorf("%s: %s has %d rounds, %s %d", w.ID, t.Name, len(t.Rates), b.Name, len(b.Rates))
+	if len(tx) != len(bx) {
+		return nil, fmt.Errorf("%s: %s has %d rounds, %s %d", w.ID, t.Name, len(tx), b.Name, len(bx))
 	}
-	xs := make([]float64, 0, len(num))
-	for i := range num {
-		if den[i] > 0 {
-			xs = append(xs, num[i]/den[i])
+	xs := make([]float64, 0, len(tx))
+	for i := range tx {
+		switch {
+		case c.Metric == Rate && bx[i] > 0:
+			xs = append(xs, tx[i]/bx[i])
+		case c.Metric == P99 && tx[i] <= 0:
+			// The target answered nothing in the round: the worst ratio,
+			// not a round left out.
+			xs = append(xs, 0)
+		case c.Metric == P99 && bx[i] > 0:
+			xs = append(xs, bx[i]/tx[i])
 		}
 	}
 	return xs, nil

@@ -62,8 +62,11 @@ func dialClient(id int, raddr *net.UDPAddr) (*client, error) {
 }
 
 // send sends one request stamped with the time since start.
-func (c *client) send(seq uint8, start time.Time) {
-	c.req = appendRequest(c.req[:0], seq, c.id, time.Since(start))
+func (c *client) send(seq uint8, start time.Time) { c.sendAt(seq, time.Since(start)) }
+
+// sendAt sends one request stamped with at, a time since the start.
+func (c *client) sendAt(seq uint8, at time.Duration) {
+	c.req = appendRequest(c.req[:0], seq, c.id, at)
 	for {
 		_, err := unix.Write(c.fd, c.req)
 		if err != unix.EINTR {
@@ -248,17 +251,24 @@ func answeredAll(cs []*client) bool {
 
 // pace sends rate requests a second over the client sockets in turn until
 // stopAt, whatever the answers do, sleeping in the kernel between sends.
+// Each request is stamped with the time it was due, not the time it went:
+// a sender that fell behind shows in the round-trip times rather than
+// hiding a server's stall. It stops at stopAt however far behind it is.
 func pace(cs []*client, rate float64, start, stopAt time.Time) {
-	interval := time.Duration(float64(time.Second) / rate)
-	next := start
-	for i := 0; next.Before(stopAt); i++ {
-		if d := time.Until(next); d > 0 {
+	interval := max(time.Duration(float64(time.Second)/rate), 1)
+	due := time.Duration(0)
+	for i := 0; ; i++ {
+		now := time.Since(start)
+		if start.Add(now).After(stopAt) {
+			return
+		}
+		if d := due - now; d > 0 {
 			ts := unix.NsecToTimespec(int64(d))
 			for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 			}
 		}
-		cs[i%len(cs)].send(uint8(i), start)
-		next = next.Add(interval)
+		cs[i%len(cs)].sendAt(uint8(i), due)
+		due += interval
 	}
 }
 

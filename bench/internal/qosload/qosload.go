@@ -37,9 +37,11 @@ package qosload
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/gob"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -89,6 +91,14 @@ type Result struct {
 // Run starts the baselines and gamegate's paths in this process, measures
 // them and stops them.
 func Run(cfg Config) (*Result, error) {
+	switch {
+	case cfg.Rate < 0 || cfg.Rate > maxRate:
+		return nil, fmt.Errorf("rate %d: want 0 (a closed loop) to %d requests/s", cfg.Rate, maxRate)
+	case cfg.Rate > 0 && cfg.SameProcess:
+		return nil, errors.New("the clients run in the servers' process in a closed loop only: no rate")
+	case cfg.Clients < 1 || cfg.Rate == 0 && cfg.Inflight < 1:
+		return nil, errors.New("want at least one client socket and, in a closed loop, one request in flight")
+	}
 	bare, err := benchutil.ListenEcho()
 	if err != nil {
 		return nil, err
@@ -239,6 +249,10 @@ type job struct {
 	Duration   time.Duration
 }
 
+// maxRate is the highest rate the clients are asked for: far above what
+// one sending thread manages, far below a zero interval between sends.
+const maxRate = 10_000_000
+
 // childEnv marks a process started as the clients of one measurement.
 const childEnv = "GAMEGATE_QOSLOAD_CLIENTS"
 
@@ -253,7 +267,11 @@ func runLoad(t *target, cfg Config, d time.Duration) (loadResult, error) {
 	if err != nil {
 		return loadResult{}, err
 	}
-	cmd := exec.Command(exe)
+	// The clients stop by themselves after d and at most a few idle
+	// waits; a child that does not is killed rather than waited for.
+	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe)
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stderr = os.Stderr
 	var in, out bytes.Buffer
