@@ -160,3 +160,80 @@ func TestCaddyfileRepeatedOptionNamesTheGivenName(t *testing.T) {
 		}
 	}
 }
+
+// The sizes and counts renamed to the naming rule (max_<things>, a size
+// with _size) load under their former JSON keys: each warns once, and its
+// value is the current option's, so an out-of-range one is refused naming
+// the current option.
+func TestFormerSizeAndCountNamesLoad(t *testing.T) {
+	bin := testutil.BuildGamegate(t)
+	dir := t.TempDir()
+	config := func(gameQuery, query, gqpResponder, shield, guard string) string {
+		return `{"apps": {"http": {"servers": {"s": {"listen": ["127.0.0.1:0"], "routes": [
+			{"handle": [{"handler": "game_query"` + gameQuery + `, "servers": {
+				"a": {"address": "127.0.0.1:7777", "protocol": {"protocol": "gqp"` + query + `}},
+				"c": {"address": "127.0.0.1:7779", "protocol": {"protocol": "a2s"` + query + `}}}}]}
+		]}}}, "layer4": {"servers": {
+			"u": {"listen": ["udp/127.0.0.1:0"], "routes": [
+				{"handle": [{"handler": "gqp"` + gqpResponder + `}]},
+				{"handle": [{"handler": "a2s_shield", "upstream": "127.0.0.1:27015"` + shield + `}]}]},
+			"t": {"listen": ["127.0.0.1:0"], "routes": [{"handle": [{"handler": "freeciv_guard"` + guard + `}]}]}
+		}}}}`
+	}
+	validate := func(name, config string) (string, error) {
+		path := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "validate", "--config", path, "--adapter", "").CombinedOutput()
+		return string(out), err
+	}
+
+	out, err := validate("former", config(
+		`, "max_ad_hoc": 16, "max_ad_hoc_per_network": 2, "max_batch": 50, "max_batch_answer": 524288`,
+		`, "max_response": 65536`,
+		`, "max_authorized": 16, "max_datagram": 1200`,
+		`, "max_response": 65536`,
+		`, "max_chunk": 65536, "max_decompressed": 65536`))
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	want := []string{
+		"a2s max_response→max_response_size",
+		"a2s_shield max_response→max_response_size",
+		"freeciv_guard max_chunk→max_chunk_size",
+		"freeciv_guard max_decompressed→max_decompressed_size",
+		"game_query max_ad_hoc→max_ad_hoc_queries",
+		"game_query max_ad_hoc_per_network→max_ad_hoc_queries_per_network",
+		"game_query max_batch→max_batch_queries",
+		"game_query max_batch_answer→max_batch_answer_size",
+		"gqp max_authorized→max_sources",
+		"gqp max_datagram→max_datagram_size",
+		"gqp max_response→max_response_size",
+	}
+	slices.Sort(want)
+	if got := deprecationWarnings(out); !slices.Equal(got, want) {
+		t.Fatalf("got warnings %q, want each once: %q\n%s", got, want, out)
+	}
+
+	for _, tc := range []struct {
+		name, current                        string
+		gameQuery, query, gqp, shield, guard string
+	}{
+		{"max_ad_hoc", "max_ad_hoc_queries", `, "max_ad_hoc": 100000`, "", "", "", ""},
+		{"max_ad_hoc_per_network", "max_ad_hoc_queries_per_network", `, "max_ad_hoc_per_network": -1`, "", "", "", ""},
+		{"max_batch", "max_batch_queries", `, "max_batch": -1`, "", "", "", ""},
+		{"max_batch_answer", "max_batch_answer_size", `, "max_batch_answer": 100`, "", "", "", ""},
+		{"max_response", "max_response_size", "", `, "max_response": 10`, "", "", ""},
+		{"max_authorized", "max_sources", "", "", `, "max_authorized": -1`, "", ""},
+		{"max_datagram", "max_datagram_size", "", "", `, "max_datagram": 10`, "", ""},
+		{"a2s_shield max_response", "max_response_size", "", "", "", `, "max_response": 10`, ""},
+		{"max_chunk", "max_chunk_size", "", "", "", "", `, "max_chunk": 8`},
+		{"max_decompressed", "max_decompressed_size", "", "", "", "", `, "max_decompressed": 8`},
+	} {
+		out, err := validate(strings.ReplaceAll(tc.name, " ", "_"), config(tc.gameQuery, tc.query, tc.gqp, tc.shield, tc.guard))
+		if err == nil || !strings.Contains(out, tc.current+" must be in") {
+			t.Errorf("%s out of range: got %v, want it refused naming %s:\n%s", tc.name, err, tc.current, out)
+		}
+	}
+}
