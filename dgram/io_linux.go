@@ -40,6 +40,8 @@ type mmsgIO struct {
 	recvF, sendF func(fd uintptr) bool
 	// waited: this read has found the socket empty and waited for it.
 	waited bool
+	// call names the system call that set errno, for its error.
+	call string
 	// probe: the last read waited, so this one reads one datagram;
 	// probeSkips: wakes to go before probing again, after a probe found a
 	// datagram.
@@ -121,7 +123,7 @@ func (b *mmsgIO) read(in []message) (int, error) {
 		return 0, err
 	}
 	if b.errno != 0 {
-		return 0, os.NewSyscallError("recvmmsg", b.errno)
+		return 0, os.NewSyscallError(b.call, b.errno)
 	}
 	b.rfilled = max(b.done, 1)
 	// After a datagram that woke the reader, the next read takes one too:
@@ -155,7 +157,7 @@ func (b *mmsgIO) write(out []message) (int, error) {
 		return 0, err
 	}
 	if b.errno != 0 {
-		return b.done, os.NewSyscallError("sendmmsg", b.errno)
+		return b.done, os.NewSyscallError(b.call, b.errno)
 	}
 	return b.done, nil
 }
@@ -165,7 +167,8 @@ func (b *mmsgIO) write(out []message) (int, error) {
 const probeBackoff = 64
 
 // recvmmsg reads a batch; after the reader has waited for the socket, and
-// in the read after that, it reads one datagram only, with recvfrom. A
+// in the read after that while such probes find nothing (see read), it
+// reads one datagram only, with recvfrom. A
 // reader woken for a datagram mostly finds that one alone, and recvmmsg
 // asked for more tries the next and finds none: work before the reply that
 // a lone datagram (one request in flight, the latency case) should not
@@ -201,9 +204,11 @@ func (b *mmsgIO) one(recv bool, fd uintptr, h *mmsghdr) bool {
 		var n uintptr
 		var errno syscall.Errno
 		if recv {
+			b.call = "recvfrom"
 			n, _, errno = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(h.hdr.Iov.Base)), uintptr(h.hdr.Iov.Len), 0,
 				uintptr(unsafe.Pointer(h.hdr.Name)), uintptr(unsafe.Pointer(&h.hdr.Namelen)))
 		} else {
+			b.call = "sendto"
 			n, _, errno = unix.Syscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(h.hdr.Iov.Base)), uintptr(h.hdr.Iov.Len), 0,
 				uintptr(unsafe.Pointer(h.hdr.Name)), uintptr(h.hdr.Namelen))
 		}
@@ -216,6 +221,10 @@ func (b *mmsgIO) one(recv bool, fd uintptr, h *mmsghdr) bool {
 // mmsg makes one call of recvmmsg or sendmmsg on b.hs, and reports whether
 // it is done (false: the socket is not ready, wait for the poller).
 func (b *mmsgIO) mmsg(trap, fd uintptr) bool {
+	b.call = "recvmmsg"
+	if trap == unix.SYS_SENDMMSG {
+		b.call = "sendmmsg"
+	}
 	for {
 		n, _, errno := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&b.hs[0])), uintptr(len(b.hs)), 0, 0, 0)
 		if retry, done := b.settle(n, errno, nil); !retry {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -200,6 +201,26 @@ func TestRefusedReplyCountedAloneAndInBatch(t *testing.T) {
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if n, _, err := c.ReadFromUDPAddrPort(buf); err != nil || string(buf[:n]) != want {
 			t.Fatalf("batch reply: %q, %v; want %q", buf[:n], err, want)
+		}
+	}
+}
+
+// An error of a write names the system call that failed: sendto for a lone
+// datagram, sendmmsg for a batch.
+func TestWriteErrorNamesItsCall(t *testing.T) {
+	conn := listen(t)
+	defer conn.Close()
+	io, err := newBatchIO(conn, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v6 := message{buf: []byte("x"), n: 1, addr: netip.MustParseAddrPort("[::1]:9")}
+	for _, c := range []struct {
+		out  []message
+		call string
+	}{{[]message{v6}, "sendto"}, {[]message{v6, v6}, "sendmmsg"}} {
+		if _, err := io.write(c.out); err == nil || !strings.HasPrefix(err.Error(), c.call+":") {
+			t.Errorf("writing %d datagrams the kernel refuses: %v, want an error of %s", len(c.out), err, c.call)
 		}
 	}
 }
