@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -21,14 +20,26 @@ func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(s int)           { w.status = s }
 
+// loadedContext returns a context of a loaded Caddy configuration (admin
+// off, nothing served), for handlers whose Provision asks it for Caddy's
+// storage: a bare caddy.NewContext has no configuration, and its Storage
+// panics. Benchmarks only: it replaces whatever configuration is running.
+func loadedContext(b *testing.B) caddy.Context {
+	if err := caddy.Load([]byte(`{"admin":{"disabled":true,"config":{"persist":false}},"logging":{"logs":{"default":{"level":"ERROR"}}}}`), true); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = caddy.Stop() })
+	ctx, cancel := caddy.NewContext(caddy.ActiveContext())
+	b.Cleanup(cancel)
+	return ctx
+}
+
 func provisionedDiscovery(b *testing.B) *QoSDiscovery {
 	h := &QoSDiscovery{Fleets: map[string][]DiscoveryServer{"f": {
 		{LocationID: 123, RegionID: "4f7d1d1a-a565-40b4-955a-ff0257d7ed3b", IPv4: "192.0.2.1", IPv6: "2001:db8::1", Port: 9000},
 		{LocationID: 456, RegionID: "22bf10c2-2565-4e75-848f-d2df25210896", IPv4: "198.51.100.1", Port: 9000},
 	}}, Name: "bench"}
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	b.Cleanup(cancel)
-	if err := h.Provision(ctx); err != nil {
+	if err := h.Provision(loadedContext(b)); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = h.Cleanup() })

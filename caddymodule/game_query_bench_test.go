@@ -1,11 +1,11 @@
 package caddymodule
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -27,11 +27,9 @@ func provisionedGameQuery(b *testing.B) *GameQuery {
 	})
 	h := &GameQuery{
 		Servers: map[string]*GameQueryServer{"cs2": {Address: srv.Addr, ProtocolRaw: json.RawMessage(`{"protocol":"a2s"}`)}},
-		TTL:     map[string]caddy.Duration{"status": caddy.Duration(1 << 62)},
+		TTL:     map[string]caddy.Duration{"status": caddy.Duration(24 * time.Hour)},
 	}
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	b.Cleanup(cancel)
-	if err := h.Provision(ctx); err != nil {
+	if err := h.Provision(loadedContext(b)); err != nil {
 		b.Fatal(err)
 	}
 	w := httptest.NewRecorder()
