@@ -63,7 +63,7 @@ http://:$hport {
 			ttl status 1m
 			ttl identify 1m
 			ttl echo 1s
-			rate_limit 1000
+			upstream_rate 1000
 		}
 	}
 }

@@ -54,12 +54,14 @@ var httpText = map[string][2]string{
 against Caddy's ` + "`file_server`" + ` serving the same body from a file, same Caddy, same client: 32
 keep-alive connections, one request at a time each. 200: the body; 304: ` + "`If-None-Match`" + `
 with the current ETag.`},
-	httpload.GameQuery: {"Cached game query", `game_query answering from its cache, behind ` + "`handle_path /query/*`" + `
-as its docs mount it: a GQP command (` + "`/query/bench/identify`" + `, from a GQP server on the
-gamegate app) and an A2S server's normalised status (` + "`/query/cs2`" + `, through the A2S shield
-from the canned A2S server), against qos_discovery's 200 for a fleet of two in the same Caddy,
-same client and connections, mounted as its docs do (at the site's top) and, to tell the
-handler's cost from the route's, behind a ` + "`handle_path`" + ` like game_query's. Goal: 0.95× discovery.`},
+	httpload.GameQuery: {"Cached game query", `game_query answering from its cache: a GQP command (` + "`bench/identify`" + `, from a
+GQP server on the gamegate app) and an A2S server's normalised status (` + "`cs2`" + `, through the A2S
+shield from the canned A2S server), against qos_discovery's 200 for a fleet of two in the same
+Caddy, same client and connections. Each is routed two ways: at a site's top (game_query as a
+query host of its own; qos_discovery as its docs mount it), and behind a ` + "`handle_path`" + ` (game_query
+at ` + "`/query/*`" + ` as its docs mount it). Goal: 0.95× discovery routed alike; game_query behind
+` + "`handle_path`" + ` over discovery at the top is reported too, and so is what the route costs
+discovery itself.`},
 	httpload.ServerList: {"Server list", `server_list's answer (` + "`GET /servers/`" + `, behind ` + "`handle_path /servers/*`" + `):
 every game server registered with the gamegate app's master, each with its status from the
 list's cache, as JSON, against qos_discovery's 200 (a fleet of eight) in the same Caddy, same
