@@ -103,13 +103,15 @@ type DiscoveryServer struct {
 type DiscoveryHealthCheck struct {
 	// Fleets to check. Default: all.
 	Fleets []string `json:"fleets,omitempty"`
-	// Time between checks, from 100ms to 24h. Default: 10s.
+	// Time between checks, from 100ms to 24h. Checks never overlap: with a
+	// wait longer than the interval they run back to back. Default: 10s.
 	Interval caddy.Duration `json:"interval,omitempty"`
 	// Consecutive failed checks before a server is withheld. Default: 3.
 	Failures int `json:"failures,omitempty"`
 	// QoS requests per check; a check passes if any is answered. Default: 3.
 	Requests int `json:"requests,omitempty"`
-	// How long to wait for answers, at most 1h. Default: 1s.
+	// How long to wait for answers after the last request is sent, from
+	// 10ms (a round trip to a QoS server nearby) to 1h. Default: 1s.
 	Wait caddy.Duration `json:"wait,omitempty"`
 }
 
@@ -270,7 +272,7 @@ func (h *QoSDiscovery) Validate() error {
 var (
 	discoveryFailuresRange = intRange{1, discovery.MaxHealthFailures}
 	discoveryRequestsRange = intRange{1, discovery.MaxHealthRequests}
-	discoveryWaitRange     = durationRange{0, discovery.MaxHealthWait}
+	discoveryWaitRange     = durationRange{discovery.MinHealthWait, discovery.MaxHealthWait}
 	discoveryFilePollRange = durationRange{discovery.MinFilePoll, discovery.MaxLifetime}
 	discoveryMaxAgeRange   = durationRange{discovery.MinMaxAge, discovery.MaxLifetime}
 	discoveryIntervalRange = durationRange{discovery.MinHealthInterval, discovery.MaxLifetime}

@@ -29,7 +29,13 @@ const (
 	// MinMaxAge is the shortest MaxAge: Cache-Control's max-age counts
 	// whole seconds, so a shorter one cannot be stated (it would be sent
 	// as max-age=0).
-	MinMaxAge         = time.Second
+	MinMaxAge = time.Second
+	// MinHealthWait is the shortest health-check Wait. Wait counts from
+	// the last request sent, and an answer needs a round trip: 10ms
+	// covers a QoS server in the same data centre or metro area. A shorter
+	// wait fails servers for the path's latency, not for their health (at
+	// 1ns none can answer), and withholds every one of them.
+	MinHealthWait     = 10 * time.Millisecond
 	MaxHealthWait     = time.Hour
 	MaxHealthFailures = 1000
 	MaxHealthRequests = 256
@@ -89,6 +95,6 @@ func (h HealthConfig) Validate() error {
 		bounds.Duration("interval", h.Interval, MinHealthInterval, MaxLifetime),
 		bounds.Int("failures", h.Failures, 1, MaxHealthFailures),
 		bounds.Int("requests", h.Requests, 1, MaxHealthRequests),
-		bounds.Duration("wait", h.Wait, 0, MaxHealthWait),
+		bounds.Duration("wait", h.Wait, MinHealthWait, MaxHealthWait),
 	)
 }

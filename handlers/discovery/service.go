@@ -296,13 +296,17 @@ func appendQuoted(s string) []byte { return appendJSONString(nil, s) }
 type HealthConfig struct {
 	// Fleets lists the fleets whose servers are checked; empty means all.
 	Fleets []string
-	// Interval between checks.
+	// Interval between checks. Checks never overlap: a check lasts the
+	// time to send its requests plus Wait, and ticks that come while one
+	// runs are dropped, so with a Wait longer than Interval the checks run
+	// back to back, one at a time.
 	Interval time.Duration
 	// Failures is the number of consecutive failed checks after which a
 	// server is withheld from answers; one passed check restores it.
 	Failures int
 	// Requests is the number of QoS requests per check, and Wait how long to
-	// wait for their responses.
+	// wait for their responses after the last is sent (MinHealthWait to
+	// MaxHealthWait).
 	Requests int
 	Wait     time.Duration
 	// ProbeKey signs the checks as health probes (qos.CheckConfig), which
