@@ -242,7 +242,7 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if _, _, err := net.SplitHostPort(h.Upstream); err != nil {
 		return d.Errf("a2s_shield: upstream '%s' is not host:port", h.Upstream)
 	}
-	return parseRenamedBlock(d, "a2s_shield", nil, a2sShieldFormerNames, func(opt string) error {
+	return parseRenamedBlock(d, "a2s_shield", "a2s_shield", nil, a2sShieldFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "ttl":

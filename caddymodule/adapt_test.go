@@ -43,6 +43,9 @@ func TestCaddyfileAdapt(t *testing.T) {
 				if !strings.Contains(err.Error(), want) {
 					t.Fatalf("got error %q, want one containing %q", err, want)
 				}
+				if name, ok := repeatsModuleName(err.Error()); ok {
+					t.Fatalf("got error %q, want %s named once: Caddy already names it", err, name)
+				}
 				return
 			}
 			if err != nil {

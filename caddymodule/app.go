@@ -126,7 +126,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		}
 		mods, err := ctx.LoadModule(s, "ProtocolsRaw")
 		if err != nil {
-			return fmt.Errorf("gamegate: udp[%d]: loading protocols: %w", i, err)
+			return fmt.Errorf("udp[%d]: loading protocols: %w", i, err)
 		}
 		if s.addrs, err = s.listenAddresses(i); err != nil {
 			return err
@@ -138,7 +138,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			// name) gets its server's: the listen addresses as written.
 			p, err := dgram.ProtocolAt(m, strings.Join(s.Listen, ","))
 			if err != nil {
-				return fmt.Errorf("gamegate: udp[%d]: %w", i, err)
+				return fmt.Errorf("udp[%d]: %w", i, err)
 			}
 			protocols = append(protocols, p)
 			s.protocols = append(s.protocols, m.(caddy.Module).CaddyModule().ID.Name())
@@ -191,7 +191,7 @@ func (a *App) checkServers() error {
 	var taken []udpListen
 	for i, s := range a.UDP {
 		if s == nil {
-			return fmt.Errorf("gamegate: udp[%d]: null; want a server with listen and protocols", i)
+			return fmt.Errorf("udp[%d]: null; want a server with listen and protocols", i)
 		}
 		for _, l := range s.Listen {
 			na, err := parseUDPListen(l)
@@ -199,7 +199,7 @@ func (a *App) checkServers() error {
 				continue // validate names it
 			}
 			if err := checkOverlap(taken, na, l); err != nil {
-				return fmt.Errorf("gamegate: udp[%d]: %w", i, err)
+				return fmt.Errorf("udp[%d]: %w", i, err)
 			}
 			taken = append(taken, udpListen{na, l})
 		}
@@ -289,17 +289,17 @@ func parseUDPListen(l string) (caddy.NetworkAddress, error) {
 func (s *UDPServer) validate(i int) error {
 	switch {
 	case len(s.Listen) == 0:
-		return fmt.Errorf("gamegate: udp[%d]: listen is required", i)
+		return fmt.Errorf("udp[%d]: listen is required", i)
 	case len(s.ProtocolsRaw) == 0 && s.server == nil:
-		return fmt.Errorf("gamegate: udp[%d]: at least one protocol is required", i)
+		return fmt.Errorf("udp[%d]: at least one protocol is required", i)
 	case s.Readers < 0 || s.Readers > 1024:
-		return fmt.Errorf("gamegate: udp[%d]: readers must be in [1, 1024]", i)
+		return fmt.Errorf("udp[%d]: readers must be in [1, 1024]", i)
 	case s.Batch < 0 || s.Batch > 1024:
-		return fmt.Errorf("gamegate: udp[%d]: batch must be in [1, 1024]", i)
+		return fmt.Errorf("udp[%d]: batch must be in [1, 1024]", i)
 	case s.ReadBuffer < 0 || s.ReadBuffer > 1<<30:
-		return fmt.Errorf("gamegate: udp[%d]: read_buffer must be in [1, 1GiB]", i)
+		return fmt.Errorf("udp[%d]: read_buffer must be in [1, 1GiB]", i)
 	case s.WriteBuffer < 0 || s.WriteBuffer > 1<<30:
-		return fmt.Errorf("gamegate: udp[%d]: write_buffer must be in [1, 1GiB]", i)
+		return fmt.Errorf("udp[%d]: write_buffer must be in [1, 1GiB]", i)
 	}
 	return nil
 }
@@ -311,10 +311,10 @@ func (s *UDPServer) listenAddresses(i int) ([]caddy.NetworkAddress, error) {
 	for _, l := range s.Listen {
 		na, err := parseUDPListen(l)
 		if err != nil {
-			return nil, fmt.Errorf("gamegate: udp[%d]: listen %q: %w", i, l, err)
+			return nil, fmt.Errorf("udp[%d]: listen %q: %w", i, l, err)
 		}
 		if err := checkOverlap(taken, na, l); err != nil {
-			return nil, fmt.Errorf("gamegate: udp[%d]: %w", i, err)
+			return nil, fmt.Errorf("udp[%d]: %w", i, err)
 		}
 		taken = append(taken, udpListen{na, l})
 		addrs = append(addrs, na)
@@ -341,18 +341,18 @@ func (a *App) Start() error {
 					ln, err := na.Listen(a.ctx, port, net.ListenConfig{})
 					if err != nil {
 						_ = a.Stop()
-						return fmt.Errorf("gamegate: listening on %s: %w", na, err)
+						return fmt.Errorf("listening on %s: %w", na, err)
 					}
 					pc, ok := ln.(net.PacketConn)
 					if !ok {
 						_ = a.Stop()
-						return fmt.Errorf("gamegate: %s is not a packet listener", na)
+						return fmt.Errorf("%s is not a packet listener", na)
 					}
 					b, err := s.server.SizeBuffers(pc)
 					if err != nil {
 						pc.Close()
 						_ = a.Stop()
-						return fmt.Errorf("gamegate: %s: %w", na, err)
+						return fmt.Errorf("%s: %w", na, err)
 					}
 					if i == 0 {
 						granted, local = b, pc.LocalAddr()
@@ -399,9 +399,9 @@ func (a *App) hold(na caddy.NetworkAddress, port uint) error {
 	if heldUDP.n[key] == 0 {
 		if err := dgram.CheckUnused(na.Network, hostport); err != nil {
 			if errors.Is(err, dgram.ErrAddressInUse) {
-				return fmt.Errorf("gamegate: listening on %s/%s: %w (another gamegate, or another program, serves it; two processes on one UDP address would split its datagrams)", na.Network, hostport, err)
+				return fmt.Errorf("listening on %s/%s: %w (another gamegate, or another program, serves it; two processes on one UDP address would split its datagrams)", na.Network, hostport, err)
 			}
-			return fmt.Errorf("gamegate: listening on %s/%s: %w", na.Network, hostport, err)
+			return fmt.Errorf("listening on %s/%s: %w", na.Network, hostport, err)
 		}
 	}
 	heldUDP.n[key]++
@@ -450,15 +450,15 @@ func parseApp(d *caddyfile.Dispenser, existing any) (any, error) {
 	if existing != nil {
 		prev, ok := existing.(httpcaddyfile.App)
 		if !ok {
-			return nil, d.Errf("gamegate: unexpected existing value %T", existing)
+			return nil, d.Errf("unexpected existing value %T", existing)
 		}
 		if err := json.Unmarshal(prev.Value, app); err != nil {
 			return nil, err
 		}
 	}
-	err := parseModuleBlock(d, "gamegate", []string{"udp"}, func(opt string) error {
+	err := parseModuleBlock(d, "", []string{"udp"}, func(opt string) error {
 		if opt != "udp" {
-			return unknownOption(d, "gamegate", opt)
+			return unknownOption(d, "", opt)
 		}
 		s, err := parseUDPServer(d, app.UDP)
 		if err != nil {
@@ -477,7 +477,7 @@ func parseApp(d *caddyfile.Dispenser, existing any) (any, error) {
 func parseUDPServer(d *caddyfile.Dispenser, before []*UDPServer) (*UDPServer, error) {
 	s := &UDPServer{Listen: d.RemainingArgs()}
 	if len(s.Listen) == 0 {
-		return nil, d.Errf("gamegate: udp takes one or more addresses")
+		return nil, d.Errf("udp takes one or more addresses")
 	}
 	var taken []udpListen
 	for _, b := range before {
@@ -492,15 +492,15 @@ func parseUDPServer(d *caddyfile.Dispenser, before []*UDPServer) (*UDPServer, er
 	for _, l := range s.Listen {
 		na, err := parseUDPListen(l)
 		if err != nil {
-			return nil, d.Errf("gamegate: udp: '%s': %v", l, err)
+			return nil, d.Errf("udp: '%s': %v", l, err)
 		}
 		if err := checkOverlap(taken, na, l); err != nil {
-			return nil, d.Errf("gamegate: udp: %v", err)
+			return nil, d.Errf("udp: %v", err)
 		}
 		taken = append(taken, udpListen{na, l})
 	}
 	protocols := map[string]bool{}
-	err := parseBlock(d, "gamegate: udp", nil, func(opt string) error {
+	err := parseBlock(d, "udp", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "readers":
@@ -514,10 +514,10 @@ func parseUDPServer(d *caddyfile.Dispenser, before []*UDPServer) (*UDPServer, er
 		default:
 			id := "gamegate.udp.protocols." + opt
 			if _, err := caddy.GetModule(id); err != nil {
-				return unknownOption(d, "gamegate: udp", opt)
+				return unknownOption(d, "udp", opt)
 			}
 			if protocols[opt] {
-				return d.Errf("gamegate: udp: duplicate protocol '%s'", opt)
+				return d.Errf("udp: duplicate protocol '%s'", opt)
 			}
 			protocols[opt] = true
 			unm, err := caddyfile.UnmarshalModule(d, id)

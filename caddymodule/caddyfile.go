@@ -145,16 +145,20 @@ func parseIntArg(s string) (int, error) { return strconv.Atoi(s) }
 
 // parseBlock calls option for each option of the block that follows, in
 // order. An option given twice is an error naming it, except those listed
-// as repeatable; module prefixes error messages ("qos", "gqp: command 'x'").
-func parseBlock(d *caddyfile.Dispenser, module string, repeatable []string, option func(name string) error) error {
-	return parseRenamedBlock(d, module, repeatable, nil, option)
+// as repeatable. block starts the errors ("qos", "gqp: command 'x'"); it is
+// "" in a Caddyfile directive or global option (game_query, gamegate),
+// whose errors Caddy starts with its name ("parsing caddyfile tokens for
+// 'game_query': …"), or in a directive's sub-block named by its option
+// ("health_check", "udp").
+func parseBlock(d *caddyfile.Dispenser, block string, repeatable []string, option func(name string) error) error {
+	return parseRenamedBlock(d, block, block, repeatable, nil, option)
 }
 
 // parseRenamedBlock is parseBlock for a module with renamed options: one
 // given by its former name (a key of former) is passed to option under its
-// current name, with a warning; giving both names is an error. option can
-// tell the spelling given from d.Val().
-func parseRenamedBlock(d *caddyfile.Dispenser, module string, repeatable []string, former formerNames, option func(name string) error) error {
+// current name, with a warning naming module; giving both names is an
+// error. option can tell the spelling given from d.Val().
+func parseRenamedBlock(d *caddyfile.Dispenser, module, block string, repeatable []string, former formerNames, option func(name string) error) error {
 	given := make(map[string]string) // by current name, the name given
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		as := d.Val()
@@ -169,15 +173,15 @@ func parseRenamedBlock(d *caddyfile.Dispenser, module string, repeatable []strin
 				if old == name {
 					old = as
 				}
-				return d.Errf("%s: %v", module, bothNames(old, name))
+				return blockErrf(d, block, "%v", bothNames(old, name))
 			}
-			return d.Errf("%s: duplicate option '%s'", module, as)
+			return blockErrf(d, block, "duplicate option '%s'", as)
 		}
 		given[name] = as
 		if err := option(name); err != nil {
 			return err
 		}
-		if err := noBlock(d, module, as); err != nil {
+		if err := noBlock(d, block, as); err != nil {
 			return err
 		}
 	}
@@ -186,44 +190,55 @@ func parseRenamedBlock(d *caddyfile.Dispenser, module string, repeatable []strin
 
 // parseModuleBlock consumes a module's name, refuses arguments after it,
 // and parses the block that follows with parseBlock.
-func parseModuleBlock(d *caddyfile.Dispenser, module string, repeatable []string, option func(name string) error) error {
-	return parseRenamedModuleBlock(d, module, repeatable, nil, option)
+func parseModuleBlock(d *caddyfile.Dispenser, block string, repeatable []string, option func(name string) error) error {
+	return parseRenamedModuleBlock(d, block, repeatable, nil, option)
 }
 
 // parseRenamedModuleBlock is parseModuleBlock for a module with renamed
-// options (see parseRenamedBlock).
-func parseRenamedModuleBlock(d *caddyfile.Dispenser, module string, repeatable []string, former formerNames, option func(name string) error) error {
+// options (see parseRenamedBlock); the warnings name the module as the
+// Caddyfile does.
+func parseRenamedModuleBlock(d *caddyfile.Dispenser, block string, repeatable []string, former formerNames, option func(name string) error) error {
 	d.Next() // consume the module name
+	module := d.Val()
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	return parseRenamedBlock(d, module, repeatable, former, option)
+	return parseRenamedBlock(d, module, block, repeatable, former, option)
 }
 
 // noBlock refuses a block after an option that takes none (options that
 // take one have consumed it by now).
-func noBlock(d *caddyfile.Dispenser, module, name string) error {
+func noBlock(d *caddyfile.Dispenser, block, name string) error {
 	line, val := d.Line(), d.Val()
 	if d.NextBlock(d.Nesting()) || d.Val() != val || d.Line() != line {
-		return d.Errf("%s: option '%s' takes no block", module, name)
+		return blockErrf(d, block, "option '%s' takes no block", name)
 	}
 	return nil
 }
 
 // parseNoOptions consumes the name of a module that takes neither
 // arguments nor options (the protocol matchers), refusing any.
-func parseNoOptions(d *caddyfile.Dispenser, module string) error {
+func parseNoOptions(d *caddyfile.Dispenser, block string) error {
 	d.Next() // consume the module name
 	if d.NextArg() {
 		return d.ArgErr()
 	}
 	if d.NextBlock(d.Nesting()) {
-		return d.Errf("%s: takes no options, got '%s'", module, d.Val())
+		return blockErrf(d, block, "takes no options, got '%s'", d.Val())
 	}
 	return nil
 }
 
-// unknownOption is the error for an option a module does not have.
-func unknownOption(d *caddyfile.Dispenser, module, name string) error {
-	return d.Errf("%s: unrecognized option '%s'", module, name)
+// blockErrf is an error of a Caddyfile block, started with block unless
+// it is "" (see parseBlock).
+func blockErrf(d *caddyfile.Dispenser, block, format string, args ...any) error {
+	if block == "" {
+		return d.Errf(format, args...)
+	}
+	return d.Errf("%s: "+format, append([]any{block}, args...)...)
+}
+
+// unknownOption is the error for an option a block does not have.
+func unknownOption(d *caddyfile.Dispenser, block, name string) error {
+	return blockErrf(d, block, "unrecognized option '%s'", name)
 }

@@ -346,7 +346,7 @@ func clientIP(r *http.Request) netip.Addr {
 // A server line gives the region, the location ID, and one or two addresses
 // (at most one IPv4 and one IPv6) sharing one port.
 func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "qos_discovery", []string{"fleet"}, func(opt string) error {
+	return parseModuleBlock(d, "", []string{"fleet"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "fleet":
@@ -368,7 +368,7 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Allow, err = parseArgs(d)
 			for _, a := range h.Allow {
 				if _, perr := parsePrefix(a); perr != nil {
-					return d.Errf("qos_discovery: allow: '%s' is not a CIDR or IP address", a)
+					return d.Errf("allow: '%s' is not a CIDR or IP address", a)
 				}
 			}
 		case "api_keys":
@@ -378,7 +378,7 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "name":
 			h.Name, err = parseSingleArg(d)
 		default:
-			return unknownOption(d, "qos_discovery", opt)
+			return unknownOption(d, "", opt)
 		}
 		return err
 	})
@@ -390,10 +390,10 @@ func (h *QoSDiscovery) parseFleet(d *caddyfile.Dispenser) error {
 		return err
 	}
 	if err := discovery.ValidateFleetID(id); err != nil {
-		return d.Errf("qos_discovery: fleet: %v", err)
+		return d.Errf("fleet: %v", err)
 	}
 	if _, dup := h.Fleets[id]; dup {
-		return d.Errf("qos_discovery: duplicate fleet '%s'", id)
+		return d.Errf("duplicate fleet '%s'", id)
 	}
 	if h.Fleets == nil {
 		h.Fleets = make(map[string][]DiscoveryServer)
@@ -401,37 +401,37 @@ func (h *QoSDiscovery) parseFleet(d *caddyfile.Dispenser) error {
 	var servers []DiscoveryServer
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		if d.Val() != "server" {
-			return d.Errf("qos_discovery: fleet '%s': unrecognized option '%s'", id, d.Val())
+			return d.Errf("fleet '%s': unrecognized option '%s'", id, d.Val())
 		}
 		args := d.RemainingArgs()
 		if len(args) < 3 || len(args) > 4 {
-			return d.Errf("qos_discovery: fleet '%s': server takes <region_id> <location_id> <ip:port> [<ip:port>]", id)
+			return d.Errf("fleet '%s': server takes <region_id> <location_id> <ip:port> [<ip:port>]", id)
 		}
 		s := DiscoveryServer{RegionID: args[0]}
 		if s.LocationID, err = strconv.ParseInt(args[1], 10, 64); err != nil || s.LocationID < 0 {
-			return d.Errf("qos_discovery: fleet '%s': location ID '%s' is not a non-negative integer", id, args[1])
+			return d.Errf("fleet '%s': location ID '%s' is not a non-negative integer", id, args[1])
 		}
 		for _, a := range args[2:] {
 			ap, err := netip.ParseAddrPort(a)
 			if err != nil || ap.Port() == 0 {
-				return d.Errf("qos_discovery: fleet '%s': '%s' is not an ip:port address", id, a)
+				return d.Errf("fleet '%s': '%s' is not an ip:port address", id, a)
 			}
 			if ap.Addr().Unmap().IsUnspecified() {
-				return d.Errf("qos_discovery: fleet '%s': '%s' means every address of a machine, which no client can reach: give the address clients reach the server at", id, a)
+				return d.Errf("fleet '%s': '%s' means every address of a machine, which no client can reach: give the address clients reach the server at", id, a)
 			}
 			if s.Port != 0 && s.Port != int(ap.Port()) {
-				return d.Errf("qos_discovery: fleet '%s': a server's IPv4 and IPv6 addresses must share one port", id)
+				return d.Errf("fleet '%s': a server's IPv4 and IPv6 addresses must share one port", id)
 			}
 			s.Port = int(ap.Port())
 			ip := ap.Addr().Unmap()
 			if ip.Is4() {
 				if s.IPv4 != "" {
-					return d.Errf("qos_discovery: fleet '%s': a server has at most one IPv4 address", id)
+					return d.Errf("fleet '%s': a server has at most one IPv4 address", id)
 				}
 				s.IPv4 = ip.String()
 			} else {
 				if s.IPv6 != "" {
-					return d.Errf("qos_discovery: fleet '%s': a server has at most one IPv6 address", id)
+					return d.Errf("fleet '%s': a server has at most one IPv6 address", id)
 				}
 				s.IPv6 = ip.String()
 			}
@@ -447,7 +447,7 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	hc := &DiscoveryHealthCheck{}
-	if err := parseBlock(d, "qos_discovery: health_check", nil, func(opt string) error {
+	if err := parseBlock(d, "health_check", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "fleets":
@@ -461,7 +461,7 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		case "wait":
 			hc.Wait, err = parseDurationIn(d, discoveryWaitRange)
 		default:
-			return unknownOption(d, "qos_discovery: health_check", opt)
+			return unknownOption(d, "health_check", opt)
 		}
 		return err
 	}); err != nil {

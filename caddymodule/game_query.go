@@ -447,7 +447,7 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 // may repeat (commands and region once per server, after its server
 // line).
 func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseRenamedModuleBlock(d, "game_query", []string{"server", "ttl", "commands", "region"}, gameQueryFormerNames, func(opt string) error {
+	return parseRenamedModuleBlock(d, "", []string{"server", "ttl", "commands", "region"}, gameQueryFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "server":
@@ -461,23 +461,23 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AllowTargets, err = parseArgs(d)
 			for _, a := range h.AllowTargets {
 				if _, perr := parsePrefix(a); perr != nil {
-					return d.Errf("game_query: allow_targets: '%s' is not a CIDR or IP address", a)
+					return d.Errf("allow_targets: '%s' is not a CIDR or IP address", a)
 				}
 			}
 		case "ttl":
 			args := d.RemainingArgs()
 			if len(args) != 2 {
-				return d.Errf("game_query: ttl takes <command> <duration>")
+				return d.Errf("ttl takes <command> <duration>")
 			}
 			dur, perr := caddy.ParseDuration(args[1])
 			if perr != nil || dur <= 0 || !gameQueryTTLRange.contains(caddy.Duration(dur)) {
-				return d.Errf("game_query: ttl %s: '%s' is not a positive duration up to %s", args[0], args[1], fmtDuration(caddy.Duration(gameQueryTTLRange.hi)))
+				return d.Errf("ttl %s: '%s' is not a positive duration up to %s", args[0], args[1], fmtDuration(caddy.Duration(gameQueryTTLRange.hi)))
 			}
 			if h.TTL == nil {
 				h.TTL = make(map[string]caddy.Duration)
 			}
 			if _, dup := h.TTL[args[0]]; dup {
-				return d.Errf("game_query: duplicate ttl for '%s'", args[0])
+				return d.Errf("duplicate ttl for '%s'", args[0])
 			}
 			h.TTL[args[0]] = caddy.Duration(dur)
 		case "default_ttl":
@@ -495,36 +495,36 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.UpstreamRate, err = parsePositiveFloat(d)
 		case "upstream_burst":
 			if h.UpstreamBurst != 0 {
-				return d.Errf("game_query: %v", bothNames("rate_limit's burst", "upstream_burst"))
+				return d.Errf("%v", bothNames("rate_limit's burst", "upstream_burst"))
 			}
 			h.UpstreamBurst, err = parseIntIn(d, burstRange)
 		case "commands":
 			args := d.RemainingArgs()
 			if len(args) < 2 {
-				return d.Errf("game_query: commands takes <server> <command> ...")
+				return d.Errf("commands takes <server> <command> ...")
 			}
 			s, ok := h.Servers[args[0]]
 			switch {
 			case !ok:
-				return d.Errf("game_query: commands: no server '%s' above", args[0])
+				return d.Errf("commands: no server '%s' above", args[0])
 			case s.Commands != nil:
-				return d.Errf("game_query: duplicate commands for '%s'", args[0])
+				return d.Errf("duplicate commands for '%s'", args[0])
 			}
 			s.Commands = args[1:]
 		case "region":
 			args := d.RemainingArgs()
 			if len(args) != 2 {
-				return d.Errf("game_query: region takes <server> <region>")
+				return d.Errf("region takes <server> <region>")
 			}
 			s, ok := h.Servers[args[0]]
 			switch {
 			case !ok:
-				return d.Errf("game_query: region: no server '%s' above", args[0])
+				return d.Errf("region: no server '%s' above", args[0])
 			case s.Region != "":
-				return d.Errf("game_query: duplicate region for '%s'", args[0])
+				return d.Errf("duplicate region for '%s'", args[0])
 			}
 			if err := query.ValidateRegion(args[1]); err != nil {
-				return d.Errf("game_query: region %s: %v", args[0], err)
+				return d.Errf("region %s: %v", args[0], err)
 			}
 			s.Region = args[1]
 		case "name":
@@ -556,7 +556,7 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "batch_burst":
 			h.BatchBurst, err = parseIntIn(d, burstRange)
 		default:
-			return unknownOption(d, "game_query", opt)
+			return unknownOption(d, "", opt)
 		}
 		return err
 	})
@@ -577,20 +577,20 @@ var gameQueryFormerNames = formerNames{
 func (h *GameQuery) parseRateLimit(d *caddyfile.Dispenser) error {
 	args := d.RemainingArgs()
 	if len(args) < 1 || len(args) > 2 {
-		return d.Errf("game_query: rate_limit takes <queries_per_second> [<burst>]")
+		return d.Errf("rate_limit takes <queries_per_second> [<burst>]")
 	}
 	f, err := strconv.ParseFloat(args[0], 64)
 	if err != nil || f <= 0 || math.IsInf(f, 0) {
-		return d.Errf("game_query: rate_limit: '%s' is not a positive number", args[0])
+		return d.Errf("rate_limit: '%s' is not a positive number", args[0])
 	}
 	h.UpstreamRate = f
 	if len(args) == 2 {
 		b, err := strconv.Atoi(args[1])
 		if err != nil || !burstRange.contains(int64(b)) {
-			return d.Errf("game_query: rate_limit burst: '%s' is not an integer in [%d, %d]", args[1], burstRange.lo, burstRange.hi)
+			return d.Errf("rate_limit burst: '%s' is not an integer in [%d, %d]", args[1], burstRange.lo, burstRange.hi)
 		}
 		if h.UpstreamBurst != 0 {
-			return d.Errf("game_query: %v", bothNames("rate_limit's burst", "upstream_burst"))
+			return d.Errf("%v", bothNames("rate_limit's burst", "upstream_burst"))
 		}
 		h.UpstreamBurst = b
 	}
@@ -603,12 +603,12 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 		args = append(args, d.Val())
 	}
 	if len(args) != 2 {
-		return d.Errf("game_query: server takes <name> <host:port> [<protocol>]")
+		return d.Errf("server takes <name> <host:port> [<protocol>]")
 	}
 	name, addr := args[0], args[1]
 	_, _, addrErr := netaddr.SplitHostPort(addr)
 	if _, dup := h.Servers[name]; dup {
-		return d.Errf("game_query: duplicate server '%s'", name)
+		return d.Errf("duplicate server '%s'", name)
 	}
 	s := &GameQueryServer{Address: addr}
 	var protocol query.Protocol
@@ -619,10 +619,10 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 		}
 		s.ProtocolRaw, protocol = raw, p
 	} else if d.NextBlock(d.Nesting()) {
-		return d.Errf("game_query: server '%s': name the protocol before its options", name)
+		return d.Errf("server '%s': name the protocol before its options", name)
 	}
 	if addrErr != nil && !query.FindsPort(protocol, addr) {
-		return d.Errf("game_query: server '%s': '%s' is not host:port", name, addr)
+		return d.Errf("server '%s': '%s' is not host:port", name, addr)
 	}
 	if h.Servers == nil {
 		h.Servers = make(map[string]*GameQueryServer)
@@ -637,7 +637,7 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 func unmarshalProtocol(d *caddyfile.Dispenser) (json.RawMessage, query.Protocol, error) {
 	name := d.Val()
 	if _, err := caddy.GetModule("gamegate.query." + name); err != nil {
-		return nil, nil, d.Errf("game_query: unknown query protocol '%s' (known: %s)", name, knownProtocols())
+		return nil, nil, d.Errf("unknown query protocol '%s' (known: %s)", name, knownProtocols())
 	}
 	unm, err := caddyfile.UnmarshalModule(d, "gamegate.query."+name)
 	if err != nil {
@@ -645,7 +645,7 @@ func unmarshalProtocol(d *caddyfile.Dispenser) (json.RawMessage, query.Protocol,
 	}
 	p, ok := unm.(query.Protocol)
 	if !ok {
-		return nil, nil, d.Errf("game_query: module '%s' is not a game query protocol", name)
+		return nil, nil, d.Errf("module '%s' is not a game query protocol", name)
 	}
 	return caddyconfig.JSONModuleObject(unm, "protocol", name, nil), p, nil
 }

@@ -215,7 +215,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	cfg.Logins = make(map[string]string, len(h.Logins))
 	for login, pw := range h.Logins {
-		if cfg.Logins[login], err = replaced(repl, "gqp", fmt.Sprintf("login %q", login), pw); err != nil {
+		if cfg.Logins[login], err = replaced(repl, "", fmt.Sprintf("login %q", login), pw); err != nil {
 			return err
 		}
 	}

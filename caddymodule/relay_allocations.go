@@ -443,7 +443,7 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 // regions "eu-west=Europe (Frankfurt)" us-east. max_body takes a number of
 // bytes, optionally with a unit: B, KB, KiB, MB or MiB.
 func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseRenamedModuleBlock(d, "relay_allocations", nil, relayAllocationsFormerNames, func(opt string) error {
+	return parseRenamedModuleBlock(d, "", nil, relayAllocationsFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -452,7 +452,7 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Tokens, err = parseArgs(d)
 		case "insecure_no_auth":
 			if d.NextArg() {
-				return d.Errf("relay_allocations: option 'insecure_no_auth' takes no value, got '%s'", d.Val())
+				return d.Errf("option 'insecure_no_auth' takes no value, got '%s'", d.Val())
 			}
 			h.InsecureNoAuth = true
 		case "public_address":
@@ -461,7 +461,7 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			if !strings.Contains(h.PublicAddress, "{") {
 				if _, _, perr := splitPublicAddress(h.PublicAddress); perr != nil {
-					return d.Errf("relay_allocations: option 'public_address': '%s': %v", h.PublicAddress, perr)
+					return d.Errf("option 'public_address': '%s': %v", h.PublicAddress, perr)
 				}
 			}
 		case "regions":
@@ -510,16 +510,16 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AuthFailureBurst, err = parseIntRange(d, 1, relay.MaxAPIBurst)
 		case "bind_to_client_network":
 			if d.NextArg() {
-				return d.Errf("relay_allocations: option 'bind_to_client_network' takes no value, got '%s'", d.Val())
+				return d.Errf("option 'bind_to_client_network' takes no value, got '%s'", d.Val())
 			}
 			h.BindToClientNetwork = true
 		case "any_client_join_code":
 			if d.NextArg() {
-				return d.Errf("relay_allocations: option '%s' takes no value, got '%s'", opt, d.Val())
+				return d.Errf("option '%s' takes no value, got '%s'", opt, d.Val())
 			}
 			h.AnyClientJoinCode = true
 		default:
-			return unknownOption(d, "relay_allocations", opt)
+			return unknownOption(d, "", opt)
 		}
 		return err
 	})
@@ -541,10 +541,10 @@ func (h *RelayAllocations) parseRegions(d *caddyfile.Dispenser) error {
 	for _, a := range args {
 		id, desc, _ := strings.Cut(a, "=")
 		if err := relay.ValidateRegionID(id); err != nil {
-			return d.Errf("relay_allocations: option 'regions': %v", err)
+			return d.Errf("option 'regions': %v", err)
 		}
 		if seen[id] {
-			return d.Errf("relay_allocations: option 'regions': duplicate region '%s'", id)
+			return d.Errf("option 'regions': duplicate region '%s'", id)
 		}
 		seen[id] = true
 		h.Regions = append(h.Regions, RelayAllocationsRegion{ID: id, Description: desc})

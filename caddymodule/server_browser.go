@@ -119,8 +119,8 @@ func (h *ServerBrowser) ServeHTTP(w http.ResponseWriter, r *http.Request, _ cadd
 //		max_history_servers <count>
 //	}
 func (h *ServerBrowser) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	const module = "server_browser"
-	return parseModuleBlock(d, module, nil, func(opt string) error {
+	// Caddy starts the errors with the directive's name.
+	return parseModuleBlock(d, "", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "master":
@@ -138,11 +138,11 @@ func (h *ServerBrowser) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_history_servers":
 			h.MaxHistoryServers, err = parseIntIn(d, intRange{1, master.MaxMaxServers})
 		default:
-			return unknownOption(d, module, opt)
+			return unknownOption(d, "", opt)
 		}
 		if err == nil {
 			if verr := h.Validate(); verr != nil {
-				return d.Errf("%s: %v", module, verr)
+				return d.Errf("%v", verr)
 			}
 		}
 		return err

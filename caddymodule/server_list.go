@@ -146,8 +146,8 @@ func (h *ServerList) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyht
 //		max_queries   <count>
 //	}
 func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	const module = "server_list"
-	return parseModuleBlock(d, module, nil, func(opt string) error {
+	// Caddy starts the errors with the directive's name.
+	return parseModuleBlock(d, "", nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "master":
@@ -161,11 +161,11 @@ func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_queries":
 			h.MaxQueries, err = parseIntIn(d, intRange{1, 1<<31 - 1})
 		default:
-			return unknownOption(d, module, opt)
+			return unknownOption(d, "", opt)
 		}
 		if err == nil {
 			if verr := h.Validate(); verr != nil {
-				return d.Errf("%s: %v", module, verr)
+				return d.Errf("%v", verr)
 			}
 		}
 		return err

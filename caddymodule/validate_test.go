@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -85,7 +86,53 @@ func TestValidateRefusesInvalidJSON(t *testing.T) {
 			if !strings.Contains(out, want) {
 				t.Fatalf("got:\n%s\nwant an error containing %q", out, want)
 			}
+			if name, ok := repeatsModuleName(out); ok {
+				t.Fatalf("got:\n%s\nwant %s named once: Caddy already names it", out, name)
+			}
 		})
+	}
+}
+
+// callerNamed is where Caddy names a module before the module's own error:
+// a Caddyfile directive or global option ("parsing caddyfile tokens for
+// 'game_query': "), a module's Provision ("provision
+// http.handlers.game_query: ") and an app's Start ("gamegate app module:
+// start: "); then the word the module's error starts with.
+var callerNamed = regexp.MustCompile(`(?:tokens for '|provision (?:[a-z0-9_]+\.)*)([a-z0-9_]+)'?: ([a-z0-9_]+):|\b([a-z0-9_]+) app module: start: ([a-z0-9_]+):`)
+
+// repeatsModuleName reports whether an error names its module again right
+// after Caddy has named it ("… for 'game_query': game_query: …").
+func repeatsModuleName(msg string) (string, bool) {
+	for _, m := range callerNamed.FindAllStringSubmatch(msg, -1) {
+		if m[1] != "" && m[1] == m[2] {
+			return m[1], true
+		}
+		if m[3] != "" && m[3] == m[4] {
+			return m[3], true
+		}
+	}
+	return "", false
+}
+
+func TestRepeatsModuleName(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want bool
+	}{
+		{"parsing caddyfile tokens for 'game_query': game_query: duplicate ttl for 'status', at Caddyfile:3", true},
+		{"parsing caddyfile tokens for 'game_query': duplicate ttl for 'status', at Caddyfile:3", false},
+		{"parsing caddyfile tokens for 'game_query': quake3: unrecognized option 'frob', at Caddyfile:4", false},
+		{"parsing caddyfile tokens for 'gamegate': qos: unrecognized option 'frob', at Caddyfile:6", false},
+		{"loading gamegate app module: provision gamegate: gamegate: udp[1]: listen is required", true},
+		{"loading gamegate app module: provision gamegate: udp[1]: listen is required", false},
+		{"provision http.handlers.game_query: game_query: default_ttl must be a duration", true},
+		{"provision http.handlers.game_query: default_ttl must be a duration", false},
+		{"gamegate app module: start: gamegate: listening on udp/127.0.0.1:9000: in use", true},
+		{"gamegate app module: start: listening on udp/127.0.0.1:9000: in use", false},
+	} {
+		if _, got := repeatsModuleName(tc.msg); got != tc.want {
+			t.Errorf("repeatsModuleName(%q): got %v, want %v", tc.msg, got, tc.want)
+		}
 	}
 }
 
