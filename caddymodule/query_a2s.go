@@ -83,10 +83,10 @@ func newA2SClient(timeout caddy.Duration, retries int, layout string, packets, r
 
 // Provision builds the A2S client.
 func (p *QueryA2S) Provision(ctx caddy.Context) error {
-	if err := p.provision(ctx, "a2s"); err != nil {
+	if err := p.provision(ctx, queryA2SBlock); err != nil {
 		return err
 	}
-	if err := renamed(ctx, "a2s", "max_response", "max_response_size", &p.MaxResponse, &p.MaxResponseSize); err != nil {
+	if err := renamed(ctx, queryA2SBlock, "max_response", "max_response_size", &p.MaxResponse, &p.MaxResponseSize); err != nil {
 		return err
 	}
 	p.QueryProtocol = &a2s.QueryProtocol{Client: newA2SClient(p.AttemptTimeout, p.Retries, p.SplitLayout, p.MaxPackets, p.MaxResponseSize)}
@@ -108,7 +108,7 @@ func (p *QueryA2S) Validate() error {
 //		max_response_size <bytes>
 //	}
 func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseRenamedModuleBlock(d, "a2s", nil, maxResponseFormerNames, func(opt string) error {
+	return parseRenamedModuleBlock(d, queryA2SBlock, nil, maxResponseFormerNames, func(opt string) error {
 		if known, err := p.parseOption(d, opt); known {
 			return err
 		}
@@ -121,7 +121,7 @@ func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_response_size":
 			p.MaxResponseSize, err = parseIntIn(d, a2sMaxResponseRange)
 		default:
-			return unknownOption(d, "a2s", opt)
+			return unknownOption(d, queryA2SBlock, opt)
 		}
 		return err
 	})

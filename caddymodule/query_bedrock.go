@@ -43,7 +43,7 @@ func (*QueryBedrock) CaddyModule() caddy.ModuleInfo {
 
 // Provision builds the protocol.
 func (p *QueryBedrock) Provision(ctx caddy.Context) error {
-	if err := p.provision(ctx, "bedrock"); err != nil {
+	if err := p.provision(ctx, queryBedrockBlock); err != nil {
 		return err
 	}
 	p.QueryProtocol = &bedrock.QueryProtocol{
@@ -62,7 +62,7 @@ func (p *QueryBedrock) Validate() error { return p.validate() }
 //		retries         <count>
 //	}
 func (p *QueryBedrock) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return p.unmarshalCaddyfile(d, "bedrock")
+	return p.unmarshalCaddyfile(d, queryBedrockBlock)
 }
 
 // Interface guards

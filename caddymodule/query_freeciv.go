@@ -122,7 +122,7 @@ func (p *QueryFreeciv) Provision(caddy.Context) error {
 //		lan_wait         <duration>
 //	}
 func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "freeciv", nil, func(opt string) error {
+	return parseModuleBlock(d, queryFreecivBlock, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "username":
@@ -134,7 +134,7 @@ func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "lan_group":
 			if p.LANGroup, err = parseSingleArg(d); err == nil {
 				if _, perr := netip.ParseAddr(p.LANGroup); perr != nil {
-					return d.Errf("freeciv: lan_group: '%s' is not an IP address", p.LANGroup)
+					return d.Errf("%s: lan_group: '%s' is not an IP address", queryFreecivBlock, p.LANGroup)
 				}
 			}
 		case "lan_request_port":
@@ -146,7 +146,7 @@ func (p *QueryFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "lan_wait":
 			p.LANWait, err = parseDurationIn(d, timeoutRange)
 		default:
-			return unknownOption(d, "freeciv", opt)
+			return unknownOption(d, queryFreecivBlock, opt)
 		}
 		return err
 	})

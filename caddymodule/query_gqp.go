@@ -67,10 +67,10 @@ func (p *QueryGQP) Validate() error {
 
 // Provision builds the GQP client.
 func (p *QueryGQP) Provision(ctx caddy.Context) error {
-	if err := p.provision(ctx, "gqp"); err != nil {
+	if err := p.provision(ctx, queryGQPBlock); err != nil {
 		return err
 	}
-	if err := renamed(ctx, "gqp", "max_response", "max_response_size", &p.MaxResponse, &p.MaxResponseSize); err != nil {
+	if err := renamed(ctx, queryGQPBlock, "max_response", "max_response_size", &p.MaxResponse, &p.MaxResponseSize); err != nil {
 		return err
 	}
 	retries := p.Retries // the client reads 0 as 1 and -1 as none
@@ -96,7 +96,7 @@ func (p *QueryGQP) Provision(ctx caddy.Context) error {
 //		max_response_size <bytes>
 //	}
 func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseRenamedModuleBlock(d, "gqp", nil, maxResponseFormerNames, func(opt string) error {
+	return parseRenamedModuleBlock(d, queryGQPBlock, nil, maxResponseFormerNames, func(opt string) error {
 		if known, err := p.parseOption(d, opt); known {
 			return err
 		}
@@ -109,7 +109,7 @@ func (p *QueryGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_response_size":
 			p.MaxResponseSize, err = parseSize[int](d, queryGQPMaxResponseRange)
 		default:
-			return unknownOption(d, "gqp", opt)
+			return unknownOption(d, queryGQPBlock, opt)
 		}
 		return err
 	})

@@ -127,7 +127,7 @@ func (p *QueryMinecraft) Validate() error {
 //		resolvers        <ip[:port]> ...
 //	}
 func (p *QueryMinecraft) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseModuleBlock(d, "minecraft", nil, func(opt string) error {
+	return parseModuleBlock(d, queryMinecraftBlock, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "timeout":
@@ -146,11 +146,11 @@ func (p *QueryMinecraft) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			for _, r := range p.Resolvers {
 				if _, perr := parseResolver(r); perr != nil {
-					return d.Errf("minecraft: resolvers: '%s': %v", r, perr)
+					return d.Errf("%s: resolvers: '%s': %v", queryMinecraftBlock, r, perr)
 				}
 			}
 		default:
-			return unknownOption(d, "minecraft", opt)
+			return unknownOption(d, queryMinecraftBlock, opt)
 		}
 		return err
 	})

@@ -42,7 +42,7 @@ func (*QueryQuake3) CaddyModule() caddy.ModuleInfo {
 
 // Provision builds the protocol.
 func (p *QueryQuake3) Provision(ctx caddy.Context) error {
-	if err := p.provision(ctx, "quake3"); err != nil {
+	if err := p.provision(ctx, queryQuake3Block); err != nil {
 		return err
 	}
 	p.QueryProtocol = &quake3.QueryProtocol{
@@ -61,7 +61,7 @@ func (p *QueryQuake3) Validate() error { return p.validate() }
 //		retries         <count>
 //	}
 func (p *QueryQuake3) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return p.unmarshalCaddyfile(d, "quake3")
+	return p.unmarshalCaddyfile(d, queryQuake3Block)
 }
 
 // Interface guards

@@ -77,8 +77,9 @@ func TestRenamedOptionsWarnOnce(t *testing.T) {
 		t.Fatalf("validate: %v\n%s", err, out)
 	}
 	got := deprecationWarnings(string(out))
-	want := []string{"a2s timeout→attempt_timeout", "a2s_shield stale_ttl→stale_while_revalidate and stale_if_error",
-		"a2s_shield upstream_timeout→attempt_timeout", "game_query rate_limit→upstream_rate", "gqp timeout→attempt_timeout", "relay_allocations joincode_rate→join_code_rate"}
+	want := []string{"a2s_shield stale_ttl→stale_while_revalidate and stale_if_error", "a2s_shield upstream_timeout→attempt_timeout",
+		"game_query a2s timeout→attempt_timeout", "game_query gqp timeout→attempt_timeout", "game_query rate_limit→upstream_rate",
+		"relay_allocations joincode_rate→join_code_rate"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("JSON load: got warnings %q, want each once: %q\n%s", got, want, out)
 	}
@@ -119,7 +120,7 @@ func TestRenamedOptionsWarnOnce(t *testing.T) {
 		t.Fatalf("adapt: %v\n%s", err, stderr.String())
 	}
 	got = deprecationWarnings(stderr.String())
-	want = []string{"game_query rate_limit→upstream_rate Caddyfile:10", "gqp timeout→attempt_timeout Caddyfile:5", "gqp timeout→attempt_timeout Caddyfile:8",
+	want = []string{"game_query gqp timeout→attempt_timeout Caddyfile:5", "game_query gqp timeout→attempt_timeout Caddyfile:8", "game_query rate_limit→upstream_rate Caddyfile:10",
 		"relay_allocations any_client_joincode→any_client_join_code Caddyfile:19", "relay_allocations joincode_rate→join_code_rate Caddyfile:18"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Caddyfile adaptation: got warnings %q, want one per line to change: %q\n%s", got, want, stderr.String())
@@ -199,7 +200,7 @@ func TestFormerSizeAndCountNamesLoad(t *testing.T) {
 		t.Fatalf("validate: %v\n%s", err, out)
 	}
 	want := []string{
-		"a2s max_response→max_response_size",
+		"game_query a2s max_response→max_response_size",
 		"a2s_shield max_response→max_response_size",
 		"freeciv_guard max_chunk→max_chunk_size",
 		"freeciv_guard max_decompressed→max_decompressed_size",
@@ -209,7 +210,7 @@ func TestFormerSizeAndCountNamesLoad(t *testing.T) {
 		"game_query max_batch_answer→max_batch_answer_size",
 		"gqp max_authorized→max_sources",
 		"gqp max_datagram→max_datagram_size",
-		"gqp max_response→max_response_size",
+		"game_query gqp max_response→max_response_size",
 	}
 	slices.Sort(want)
 	if got := deprecationWarnings(out); !slices.Equal(got, want) {
@@ -235,5 +236,68 @@ func TestFormerSizeAndCountNamesLoad(t *testing.T) {
 		if err == nil || !strings.Contains(out, tc.current+" must be in") {
 			t.Errorf("%s out of range: got %v, want it refused naming %s:\n%s", tc.name, err, tc.current, out)
 		}
+	}
+}
+
+// A former name's warning names its block: game_query's gqp protocol as
+// "game_query gqp", the GQP responder (the gamegate app protocol and the
+// layer4 handler alike, one set of options) as "gqp", so an operator can
+// tell which block to change. The responder's warning comes once however
+// many of its blocks use the former name.
+func TestGQPWarningsNameTheirBlock(t *testing.T) {
+	bin := testutil.BuildGamegate(t)
+	// validate provisions without listening, so the app's port is only
+	// parsed.
+	config := `{"apps": {
+		"gamegate": {"udp": [{"listen": ["127.0.0.1:9000"], "protocols": [{"protocol": "gqp", "max_datagram": 1200}]}]},
+		"layer4": {"servers": {"l": {"listen": ["udp/127.0.0.1:0"], "routes": [
+			{"handle": [{"handler": "gqp", "max_datagram": 1200}]}]}}},
+		"http": {"servers": {"s": {"listen": ["127.0.0.1:0"], "routes": [
+			{"handle": [{"handler": "game_query", "servers": {
+				"a": {"address": "127.0.0.1:7777", "protocol": {"protocol": "gqp", "timeout": "500ms", "max_response": 65536}}}}]}]}}}}}`
+	path := filepath.Join(t.TempDir(), "gqp.json")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "validate", "--config", path, "--adapter", "").CombinedOutput()
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	want := []string{"game_query gqp max_response→max_response_size", "game_query gqp timeout→attempt_timeout", "gqp max_datagram→max_datagram_size"}
+	if got := deprecationWarnings(string(out)); !slices.Equal(got, want) {
+		t.Fatalf("got warnings %q, want %q\n%s", got, want, out)
+	}
+
+	caddyfile := `{
+	gamegate {
+		udp 127.0.0.1:9000 {
+			gqp {
+				max_datagram 1200
+			}
+		}
+	}
+}
+
+:8080 {
+	game_query {
+		server a 127.0.0.1:7777 gqp {
+			timeout 500ms
+		}
+	}
+}
+`
+	path = filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(path, []byte(caddyfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "adapt", "--config", path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if _, err := cmd.Output(); err != nil {
+		t.Fatalf("adapt: %v\n%s", err, stderr.String())
+	}
+	want = []string{"game_query gqp timeout→attempt_timeout Caddyfile:14", "gqp max_datagram→max_datagram_size Caddyfile:5"}
+	if got := deprecationWarnings(stderr.String()); !slices.Equal(got, want) {
+		t.Fatalf("Caddyfile adaptation: got warnings %q, want %q\n%s", got, want, stderr.String())
 	}
 }
