@@ -195,11 +195,14 @@ func parseModuleBlock(d *caddyfile.Dispenser, block string, repeatable []string,
 }
 
 // parseRenamedModuleBlock is parseModuleBlock for a module with renamed
-// options (see parseRenamedBlock); the warnings name the module as the
-// Caddyfile does.
+// options (see parseRenamedBlock); the warnings name block, or for a
+// directive (block "") the directive.
 func parseRenamedModuleBlock(d *caddyfile.Dispenser, block string, repeatable []string, former formerNames, option func(name string) error) error {
 	d.Next() // consume the module name
-	module := d.Val()
+	module := block
+	if module == "" {
+		module = d.Val()
+	}
 	if d.NextArg() {
 		return d.ArgErr()
 	}
