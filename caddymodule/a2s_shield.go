@@ -260,10 +260,7 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_payload":
 			h.MaxPayload, err = parseIntRange(d, a2s.MinMaxPayload, a2s.MaxSingle)
 		case "decompress":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			h.Decompress = true
+			err = parseFlag(d, &h.Decompress)
 		case "split_layout":
 			h.SplitLayout, err = parseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
 		case "attempt_timeout":

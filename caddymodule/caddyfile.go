@@ -143,6 +143,17 @@ func parseFloatArg(s string) (float64, error) {
 
 func parseIntArg(s string) (int, error) { return strconv.Atoi(s) }
 
+// parseFlag sets an option that takes no value; a value is an error that
+// names the option.
+func parseFlag(d *caddyfile.Dispenser, flag *bool) error {
+	opt := d.Val()
+	if d.NextArg() {
+		return d.Errf("option '%s' takes no value, got '%s'", opt, d.Val())
+	}
+	*flag = true
+	return nil
+}
+
 // parseBlock calls option for each option of the block that follows, in
 // order. An option given twice is an error naming it, except those listed
 // as repeatable. block starts the errors ("qos", "gqp: command 'x'"); it is

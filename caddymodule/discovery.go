@@ -358,10 +358,7 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "field_names":
 			h.FieldNames, err = parseOneOf(d, "both", "seed", "unity")
 		case "strong_etag":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			h.StrongETag = true
+			err = parseFlag(d, &h.StrongETag)
 		case "max_age":
 			h.MaxAge, err = parseDurationIn(d, discoveryMaxAgeRange)
 		case "allow":

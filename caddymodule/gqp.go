@@ -358,10 +358,7 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 			}
 			c.Records = append(c.Records, GQPRecord{Name: args[0], Value: args[1]})
 		case "protected":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			c.Protected = true
+			err = parseFlag(d, &c.Protected)
 		case "min_args":
 			c.MinArgs, err = parseIntIn(d, intRange{0, wiregqp.MaxArgs})
 		case "ttl":

@@ -451,10 +451,7 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "tokens":
 			h.Tokens, err = parseArgs(d)
 		case "insecure_no_auth":
-			if d.NextArg() {
-				return d.Errf("option 'insecure_no_auth' takes no value, got '%s'", d.Val())
-			}
-			h.InsecureNoAuth = true
+			err = parseFlag(d, &h.InsecureNoAuth)
 		case "public_address":
 			if h.PublicAddress, err = parseSingleArg(d); err != nil {
 				return err
@@ -509,15 +506,9 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "auth_failure_burst":
 			h.AuthFailureBurst, err = parseIntRange(d, 1, relay.MaxAPIBurst)
 		case "bind_to_client_network":
-			if d.NextArg() {
-				return d.Errf("option 'bind_to_client_network' takes no value, got '%s'", d.Val())
-			}
-			h.BindToClientNetwork = true
+			err = parseFlag(d, &h.BindToClientNetwork)
 		case "any_client_join_code":
-			if d.NextArg() {
-				return d.Errf("option '%s' takes no value, got '%s'", opt, d.Val())
-			}
-			h.AnyClientJoinCode = true
+			err = parseFlag(d, &h.AnyClientJoinCode)
 		default:
 			return unknownOption(d, "", opt)
 		}

@@ -233,15 +233,6 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
-// parseFlag sets an option that takes no value.
-func parseFlag(d *caddyfile.Dispenser, flag *bool) error {
-	opt := d.Val()
-	if d.NextArg() {
-		return d.Errf("option '%s' takes no value, got '%s'", opt, d.Val())
-	}
-	*flag = true
-	return nil
-}
 
 // Interface guards
 var (
