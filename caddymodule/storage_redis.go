@@ -233,7 +233,6 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
-
 // Interface guards
 var (
 	_ caddy.Provisioner      = (*RedisStorage)(nil)
