@@ -52,7 +52,7 @@ func dispatchProtocols(tb testing.TB) ([]dgram.Protocol, *GQPProtocol) {
 				}
 			}
 			a2s_shield 127.0.0.1:1 {
-				upstream_timeout 100ms
+				attempt_timeout 100ms
 			}
 		}
 	}

@@ -281,7 +281,7 @@ func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		max_sources            <count>
 //		client_ipv6_prefix     <bits>
 //		trusted_networks       <cidr|ip|none> ...
-//		upstream_timeout <duration>
+//		upstream_timeout       <duration>
 //		max_datagram_size      <bytes>
 //	}
 //
