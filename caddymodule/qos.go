@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -253,33 +252,32 @@ func (l *listenerSet) list() []string {
 //	}
 //
 // The ranges are the service's (qos.Config.Validate), checked as each
-// option is read.
+// option is read: a value given is in range, 0 too where 0 is one.
 func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	const module = "qos"
-	number := intRange{math.MinInt32, math.MaxInt32} // the ranges are Validate's
 	return parseModuleBlock(d, module, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "rate":
 			h.Rate, err = parsePositiveFloat(d)
 		case "burst":
-			h.Burst, err = parseIntIn(d, number)
+			h.Burst, err = parseIntIn(d, burstRange)
 		case "ban_units":
-			h.BanUnits, err = parseIntIn(d, number)
+			h.BanUnits, err = parseIntIn(d, intRange{1, qos.MaxBanUnits})
 		case "ban_duration":
 			h.BanDuration, err = parseDuration(d)
 		case "backoff_units":
-			h.BackoffUnits, err = parseIntIn(d, number)
+			h.BackoffUnits, err = parseIntIn(d, intRange{0, qos.MaxBackoffUnits})
 		case "capacity":
 			h.Capacity, err = parsePositiveFloat(d)
 		case "capacity_burst":
-			h.CapacityBurst, err = parseIntIn(d, number)
+			h.CapacityBurst, err = parseIntIn(d, burstRange)
 		case "max_sources":
-			h.MaxSources, err = parseIntIn(d, number)
+			h.MaxSources, err = parseIntIn(d, intRange{1, qos.MaxMaxSources})
 		case "source_key":
 			h.SourceKey, err = parseOneOf(d, qos.SourceKeyIP, qos.SourceKeyIPPort)
 		case "client_ipv6_prefix":
-			h.ClientIPv6Prefix, err = parseIntIn(d, number)
+			h.ClientIPv6Prefix, err = parseIntIn(d, clientIPv6PrefixRange)
 		case "titles":
 			h.Titles, err = parseArgs(d)
 		case "name":

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -173,9 +172,9 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "alone_timeout":
 			h.AloneTimeout, err = parseDuration(d)
 		case "max_content":
-			h.MaxContent, err = parseSize[int](d, intRange{0, math.MaxInt32})
+			h.MaxContent, err = parseSize[int](d, intRange{1, relay.MaxMaxContent})
 		case "max_bindings":
-			h.MaxBindings, err = parseIntIn(d, intRange{math.MinInt32, math.MaxInt32})
+			h.MaxBindings, err = parseIntIn(d, intRange{1, relay.MaxMaxBindings})
 		case "nonce_byte_order":
 			h.NonceByteOrder, err = parseOneOf(d, relay.NonceLittleEndian, relay.NonceBigEndian)
 		case "name":

@@ -25,6 +25,11 @@ const (
 
 	MaxBanDuration = 24 * time.Hour
 	MaxMaxSources  = 1 << 30
+	// MaxBanUnits and MaxBackoffUnits are the longest ban and voluntary
+	// back-off a response can announce: its flow-control nibble holds 0
+	// to 7 units, and a ban adds one.
+	MaxBanUnits     = 8
+	MaxBackoffUnits = 7
 )
 
 // What a source is (Config.SourceKey).
@@ -149,9 +154,9 @@ func (c Config) Validate() error {
 	if v.Err() == nil {
 		v.Add(ratelimit.ValidateNamed("rate", "burst", d.Rate, d.Burst))
 	}
-	v.Int("ban_units", c.BanUnits, 1, 8)
+	v.Int("ban_units", c.BanUnits, 1, MaxBanUnits)
 	v.Duration("ban_duration", c.BanDuration, 0, MaxBanDuration)
-	v.Int("backoff_units", c.BackoffUnits, 0, 7)
+	v.Int("backoff_units", c.BackoffUnits, 0, MaxBackoffUnits)
 	rate("capacity", "capacity_burst", c.Capacity, c.CapacityBurst)
 	if v.Err() == nil {
 		v.Add(ratelimit.ValidateNamed("capacity", "capacity_burst", d.Capacity, d.CapacityBurst))
