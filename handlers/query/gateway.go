@@ -389,6 +389,11 @@ func (g *Gateway) resolve(ctx context.Context, name string, network netip.Prefix
 	}
 	for _, a := range addrs {
 		if !g.allowed(a) {
+			if _, err := netip.ParseAddr(host); err != nil {
+				// Not the address: that would tell anyone what a name
+				// resolves to inside the gateway's network.
+				return nil, Errorf(http.StatusForbidden, "%q resolves outside the networks this gateway may query", host)
+			}
 			return nil, Errorf(http.StatusForbidden, "%s is outside the networks this gateway may query", a)
 		}
 	}

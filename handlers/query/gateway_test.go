@@ -131,6 +131,29 @@ func TestAdHocTargetsOnlyInsideAllowedNetworks(t *testing.T) {
 	}
 }
 
+// A name that resolves outside allow_targets is refused without saying
+// what it resolves to: the gateway's resolver may see names (and
+// addresses) its clients must not.
+func TestAdHocNameOutsideAllowedNetworksKeepsItsAddress(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+	})
+	r.gw.cfg.AdHoc = r.proto
+	w := r.do("GET", "/localhost:7777", "")
+	body := w.Body.String()
+	if w.Code != 403 || r.proto.calls.Load() != 0 {
+		t.Fatalf("got %d %s after %d protocol calls, want 403 and none", w.Code, body, r.proto.calls.Load())
+	}
+	if !strings.Contains(body, `\"localhost\" resolves outside the networks`) {
+		t.Fatalf("got %s, want the name refused", body)
+	}
+	for _, addr := range []string{"127.0.0.1", "::1"} {
+		if strings.Contains(body, addr) {
+			t.Fatalf("got %s, which tells what the name resolves to (%s)", body, addr)
+		}
+	}
+}
+
 func TestCachingStaleAndConditional(t *testing.T) {
 	r := newRig(t, nil)
 	first := r.do("GET", "/arena/echo", "")
