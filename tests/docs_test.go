@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -241,6 +242,20 @@ func TestDocSnippetsLoad(t *testing.T) {
 			}
 		}) {
 			t.Errorf("%s: uses a deprecated spelling: %s", file, d)
+		}
+	}
+}
+
+// The README stays an overview that links to docs/, and the contributor
+// guide a guide: past these lengths, move detail to the page that owns it.
+func TestDocsREADMEAndContributingStayShort(t *testing.T) {
+	for file, limit := range map[string]int{"../README.md": 12000, "../CONTRIBUTING.md": 15000} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := utf8.RuneCount(data); n > limit {
+			t.Errorf("%s: got %d characters, want at most %d", file, n, limit)
 		}
 	}
 }
