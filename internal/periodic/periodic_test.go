@@ -6,36 +6,46 @@ import (
 	"time"
 )
 
-func TestRunCallsUntilStopped(t *testing.T) {
-	stop := make(chan struct{})
-	returned := make(chan struct{})
-	var calls atomic.Int64
+// started runs run on a goroutine with a stop channel of its own, and
+// returns a function that closes it and waits up to 10s for run to return.
+func started(t *testing.T, run func(stop chan struct{})) (stopAndWait func()) {
+	stop, returned := make(chan struct{}), make(chan struct{})
 	go func() {
-		Run(stop, time.Millisecond, func() { calls.Add(1) })
+		run(stop)
 		close(returned)
 	}()
-	for deadline := time.Now().Add(10 * time.Second); calls.Load() < 3; {
-		if time.Now().After(deadline) {
-			t.Fatalf("got %d calls in 10s, want at least 3", calls.Load())
+	return func() {
+		close(stop)
+		select {
+		case <-returned:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return within 10s of stop")
 		}
-		time.Sleep(time.Millisecond)
-	}
-	close(stop)
-	select {
-	case <-returned:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10s of stop")
 	}
 }
 
+// awaitCalls waits up to 10s for calls to reach n.
+func awaitCalls(t *testing.T, calls *atomic.Int64, n int64) {
+	for deadline := time.Now().Add(10 * time.Second); calls.Load() < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d calls in 10s, want at least %d", calls.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestRunCallsUntilStopped(t *testing.T) {
+	var calls atomic.Int64
+	stop := started(t, func(stop chan struct{}) { Run(stop, time.Millisecond, func() { calls.Add(1) }) })
+	awaitCalls(t, &calls, 3)
+	stop()
+}
+
 func TestRunWokenCallsOnWake(t *testing.T) {
-	stop, wake := make(chan struct{}), make(chan struct{})
-	returned := make(chan struct{})
-	calls := make(chan struct{})
-	go func() {
+	wake, calls := make(chan struct{}), make(chan struct{})
+	stop := started(t, func(stop chan struct{}) {
 		RunWoken(stop, wake, time.Hour, func() { calls <- struct{}{} })
-		close(returned)
-	}()
+	})
 	for i := range 2 {
 		wake <- struct{}{}
 		select {
@@ -44,45 +54,26 @@ func TestRunWokenCallsOnWake(t *testing.T) {
 			t.Fatalf("wake %d: no call within 10s (the tick is an hour away)", i+1)
 		}
 	}
-	close(stop)
-	select {
-	case <-returned:
-	case <-time.After(10 * time.Second):
-		t.Fatal("RunWoken did not return within 10s of stop")
-	}
+	stop()
 }
 
 // A call that outlasts the interval (a discovery health check whose wait is
 // longer than its interval) delays the next one instead of running beside
 // it: calls never overlap and none pile up.
 func TestRunCallsNeverOverlap(t *testing.T) {
-	stop := make(chan struct{})
-	returned := make(chan struct{})
 	var running, most, calls atomic.Int64
-	go func() {
+	stop := started(t, func(stop chan struct{}) {
 		Run(stop, time.Millisecond, func() {
 			n := running.Add(1)
-			if n > most.Load() {
-				most.Store(n)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
 			time.Sleep(5 * time.Millisecond) // five intervals
 			running.Add(-1)
 			calls.Add(1)
 		})
-		close(returned)
-	}()
-	for deadline := time.Now().Add(10 * time.Second); calls.Load() < 5; {
-		if time.Now().After(deadline) {
-			t.Fatalf("got %d calls in 10s, want at least 5", calls.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
-	close(stop)
-	select {
-	case <-returned:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10s of stop")
-	}
+	})
+	awaitCalls(t, &calls, 5)
+	stop()
 	if got := most.Load(); got != 1 {
 		t.Fatalf("got %d calls running at once, want 1", got)
 	}
