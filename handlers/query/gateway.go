@@ -390,9 +390,16 @@ func (g *Gateway) resolve(ctx context.Context, name string, network netip.Prefix
 	for _, a := range addrs {
 		if !g.allowed(a) {
 			if _, err := netip.ParseAddr(host); err != nil {
-				// Not the address: that would tell anyone what a name
-				// resolves to inside the gateway's network.
-				return nil, Errorf(http.StatusForbidden, "%q resolves outside the networks this gateway may query", host)
+				// Answered as a name that does not resolve: any other
+				// answer would tell a client which names exist inside
+				// the gateway's network, or what they resolve to. The
+				// log says why.
+				detail := fmt.Errorf("%s resolves to %s, outside allow_targets", host, a)
+				if g.cfg.Log != nil {
+					g.cfg.Log(name, detail)
+				}
+				return nil, &Error{HTTPStatus: http.StatusBadGateway, Type: TypeUnresolved,
+					Message: fmt.Sprintf("cannot resolve %q", host), Detail: detail}
 			}
 			return nil, Errorf(http.StatusForbidden, "%s is outside the networks this gateway may query", a)
 		}

@@ -131,26 +131,30 @@ func TestAdHocTargetsOnlyInsideAllowedNetworks(t *testing.T) {
 	}
 }
 
-// A name that resolves outside allow_targets is refused without saying
-// what it resolves to: the gateway's resolver may see names (and
-// addresses) its clients must not.
+// A name that resolves outside allow_targets is answered as one that does
+// not resolve: the gateway's resolver may see names (and addresses) its
+// clients must not, and a distinct answer would tell which names exist.
 func TestAdHocNameOutsideAllowedNetworksKeepsItsAddress(t *testing.T) {
 	r := newRig(t, func(c *Config) {
 		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 	})
 	r.gw.cfg.AdHoc = r.proto
-	w := r.do("GET", "/localhost:7777", "")
-	body := w.Body.String()
-	if w.Code != 403 || r.proto.calls.Load() != 0 {
-		t.Fatalf("got %d %s after %d protocol calls, want 403 and none", w.Code, body, r.proto.calls.Load())
-	}
-	if !strings.Contains(body, `\"localhost\" resolves outside the networks`) {
-		t.Fatalf("got %s, want the name refused", body)
+	outside := r.do("GET", "/localhost:7777", "")
+	missing := r.do("GET", "/gamegate-test.invalid:7777", "")
+	body := outside.Body.String()
+	if outside.Code != 502 || r.proto.calls.Load() != 0 {
+		t.Fatalf("got %d %s after %d protocol calls, want 502 and none", outside.Code, body, r.proto.calls.Load())
 	}
 	for _, addr := range []string{"127.0.0.1", "::1"} {
 		if strings.Contains(body, addr) {
 			t.Fatalf("got %s, which tells what the name resolves to (%s)", body, addr)
 		}
+	}
+	// The same answer as a name that does not resolve, but for the name.
+	same := strings.ReplaceAll(missing.Body.String(), "gamegate-test.invalid", "localhost")
+	if missing.Code != outside.Code || same != body {
+		t.Fatalf("a name outside allow_targets: %d %s; a name that does not resolve: %d %s; want the same answer",
+			outside.Code, body, missing.Code, missing.Body.String())
 	}
 }
 
