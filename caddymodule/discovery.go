@@ -111,7 +111,7 @@ type DiscoveryHealthCheck struct {
 	// QoS requests per check; a check passes if any is answered. Default: 3.
 	Requests int `json:"requests,omitempty"`
 	// How long to wait for answers after the last request is sent, from
-	// 10ms (a round trip to a QoS server nearby) to 1h. Default: 1s.
+	// 1ms (a round trip to a QoS server nearby) to 1h. Default: 1s.
 	Wait caddy.Duration `json:"wait,omitempty"`
 }
 

@@ -31,11 +31,13 @@ const (
 	// as max-age=0).
 	MinMaxAge = time.Second
 	// MinHealthWait is the shortest health-check Wait. Wait counts from
-	// the last request sent, and an answer needs a round trip: 10ms
-	// covers a QoS server in the same data centre or metro area. A shorter
-	// wait fails servers for the path's latency, not for their health (at
-	// 1ns none can answer), and withholds every one of them.
-	MinHealthWait     = 10 * time.Millisecond
+	// the last request sent, and an answer needs a round trip: below a
+	// millisecond not even a QoS server on the same host answers in time
+	// (at 1ns none can), and every server would be withheld. A few
+	// milliseconds suit servers in the same data centre only; a wait
+	// shorter than the path's round trip fails servers for their latency,
+	// not their health.
+	MinHealthWait     = time.Millisecond
 	MaxHealthWait     = time.Hour
 	MaxHealthFailures = 1000
 	MaxHealthRequests = 256
