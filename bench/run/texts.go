@@ -57,11 +57,11 @@ with the current ETag.`},
 	httpload.GameQuery: {"Cached game query", `game_query answering from its cache: a GQP command (` + "`bench/identify`" + `, from a
 GQP server on the gamegate app) and an A2S server's normalised status (` + "`cs2`" + `, through the A2S
 shield from the canned A2S server), against qos_discovery's 200 for a fleet of two in the same
-Caddy, same client and connections. Each is routed two ways: at a site's top (game_query as a
-query host of its own; qos_discovery as its docs mount it), and behind a ` + "`handle_path`" + ` (game_query
-at ` + "`/query/*`" + ` as its docs mount it). Goal: 0.95× discovery routed alike; game_query behind
-` + "`handle_path`" + ` over discovery at the top is reported too, and so is what the route costs
-discovery itself.`},
+Caddy, same client and connections. The handlers are compared routed alike: each the whole of a
+site of its own, and each behind a ` + "`handle_path`" + ` of the same site (game_query at ` + "`/query/*`" + ` as its
+docs mount it). Goal: 0.95× discovery routed alike. Also reported: game_query behind its
+` + "`handle_path`" + ` against discovery as its docs mount it (the site's last route, after the
+` + "`handle_path`" + ` routes), and what each route costs discovery against a site of its own.`},
 	httpload.ServerList: {"Server list", `server_list's answer (` + "`GET /servers/`" + `, behind ` + "`handle_path /servers/*`" + `):
 every game server registered with the gamegate app's master, each with its status from the
 list's cache, as JSON, against qos_discovery's 200 (a fleet of eight) in the same Caddy, same
