@@ -36,6 +36,12 @@ func deprecationsDuring(t *testing.T, load func()) []string {
 // (the A2S shield's stale_ttl) warns only when its JSON loads, so each
 // golden's JSON is loaded too.
 func TestAdaptGoldensUseCurrentNames(t *testing.T) {
+	// Goldens that adapt but do not load here, and why; any other that
+	// does not load fails, so that none escapes the check unseen.
+	notLoading := map[string]bool{
+		"relay_allocations_defaults.caddytest": true, // public_address from {env.…}, random text here, not host:port
+		"relay_allocations_full.caddytest":     true, // short API tokens on :8080, refused beyond loopback
+	}
 	t.Setenv("HOME", t.TempDir()) // Caddy's default storage, if a golden provisions it
 	files, err := filepath.Glob("../caddymodule/testdata/adapt/*.caddytest")
 	if err != nil || len(files) == 0 {
@@ -65,7 +71,13 @@ func TestAdaptGoldensUseCurrentNames(t *testing.T) {
 				return
 			}
 			if err := validateDoc(config); err != nil {
-				t.Logf("%s: does not load (its deprecations at load are not seen): %v", name, err)
+				if !notLoading[name] {
+					t.Errorf("%s: does not load: %v", name, err)
+					return
+				}
+				t.Logf("%s: does not load, as expected (its deprecations at load are not seen): %v", name, err)
+			} else if notLoading[name] {
+				t.Errorf("%s: loads now: check its deprecations at load by removing it from notLoading", name)
 			}
 		})
 		if strings.Contains(name, "_deprecated_") {

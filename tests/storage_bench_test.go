@@ -47,8 +47,8 @@ http://%s {
 		join_burst 1000000
 		join_network_rate 1000000
 		join_network_burst 1000000
-		joincode_rate 1000000
-		joincode_burst 1000000
+		join_code_rate 1000000
+		join_code_burst 1000000
 	}
 }
 `, global, addr, relayAPISecret))

@@ -59,7 +59,7 @@ func TestRunWokenCallsOnWake(t *testing.T) {
 
 // A call that outlasts the interval (a discovery health check whose wait is
 // longer than its interval) delays the next one instead of running beside
-// it: calls never overlap and none pile up.
+// it: calls never overlap.
 func TestRunCallsNeverOverlap(t *testing.T) {
 	var running, most, calls atomic.Int64
 	stop := started(t, func(stop chan struct{}) {
