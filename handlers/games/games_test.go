@@ -1,0 +1,169 @@
+package games
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/internal/testutil"
+)
+
+// The catalogue holds every game of the pinned GameDig package with its
+// facts: an ID missing, one too many, or a name, v4 ID, protocol or port
+// that differs fails, unless gamegate.json overrides that very field with
+// a reason.
+func TestCatalogueMatchesGameDig(t *testing.T) {
+	out := testutil.RunNode(t, 30*time.Second, "../../scripts/games-catalogue.mjs")
+	var live gamedigFile
+	if err := json.Unmarshal(out, &live); err != nil {
+		t.Fatalf("scripts/games-catalogue.mjs printed %.300s: %v", out, err)
+	}
+	c := Default()
+	if c.GamedigVersion != live.GamedigVersion {
+		t.Errorf("catalogue from GameDig %s, tests/peers has %s: regenerate gamedig.json", c.GamedigVersion, live.GamedigVersion)
+	}
+	if len(live.Games) != 358 {
+		t.Logf("GameDig %s lists %d games", live.GamedigVersion, len(live.Games))
+	}
+	d := GamegateDecisions()
+	seen := make(map[string]bool)
+	for _, want := range live.Games {
+		seen[want.ID] = true
+		got, ok := c.Lookup(want.ID)
+		if !ok || got.ID != want.ID {
+			t.Errorf("%s (%s): missing", want.ID, want.Name)
+			continue
+		}
+		o, overridden := d.Games[want.ID]
+		differs := func(field string, same bool, overrides bool) {
+			if !same && !(overridden && overrides && o.Why != "") {
+				t.Errorf("%s: %s differs from GameDig's without a reason in gamegate.json: got %s", want.ID, field, show(got))
+			}
+		}
+		differs("name", got.Name == want.Name, false)
+		differs("old_ids", slices.Equal(got.OldIDs, want.OldIDs), false)
+		differs("protocol", got.Protocol == want.Protocol, o.Protocol != "")
+		differs("port", got.Port == want.Port, o.Port != nil)
+		differs("port_query", got.QueryPort == want.QueryPort, o.QueryPort != nil)
+		differs("port_query_offset", slices.Equal(got.QueryPortOffsets, want.QueryPortOffsets), o.QueryPortOffsets != nil)
+		for _, old := range want.OldIDs {
+			if g, ok := c.Lookup(old); !ok || g.ID != want.ID {
+				t.Errorf("%s: its v4 ID %q finds %q", want.ID, old, g.ID)
+			}
+		}
+	}
+	for _, g := range c.Games() {
+		if !seen[g.ID] {
+			t.Errorf("%s: not in GameDig %s", g.ID, live.GamedigVersion)
+		}
+	}
+	t.Logf("%d games of GameDig %s, %d overridden by gamegate.json", len(live.Games), live.GamedigVersion, len(d.Games))
+}
+
+func show(g Game) string { b, _ := json.Marshal(g); return string(b) }
+
+// The checks of the catalogue's files refuse what would make a game
+// unusable or a difference unexplained.
+func TestParseRefuses(t *testing.T) {
+	own := []byte(`{"protocols": {}, "games": {}}`)
+	for _, c := range []struct{ name, facts, own string }{
+		{"duplicate ID", `{"games": [{"id":"a","name":"A","protocol":"p"},{"id":"a","name":"B","protocol":"p"}]}`, ""},
+		{"shared v4 ID", `{"games": [{"id":"a","name":"A","protocol":"p","old_ids":["x"]},{"id":"b","name":"B","protocol":"p","old_ids":["x"]}]}`, ""},
+		{"bad ID", `{"games": [{"id":"A b","name":"A","protocol":"p"}]}`, ""},
+		{"port", `{"games": [{"id":"a","name":"A","protocol":"p","port":70000}]}`, ""},
+		{"no protocol", `{"games": [{"id":"a","name":"A"}]}`, ""},
+		{"override without why", `{"games": [{"id":"a","name":"A","protocol":"p"}]}`, `{"games": {"a": {"port": 1}}}`},
+		{"override of no game", `{"games": [{"id":"a","name":"A","protocol":"p"}]}`, `{"games": {"b": {"port": 1, "why": "x"}}}`},
+		{"mapping without why", `{"games": [{"id":"a","name":"A","protocol":"p"}]}`, `{"protocols": {"p": {"gamegate_protocol": "q"}}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := own
+			if c.own != "" {
+				o = []byte(c.own)
+			}
+			if _, _, err := parse([]byte(c.facts), o); err == nil {
+				t.Errorf("parse accepted %s", c.facts)
+			}
+		})
+	}
+	if _, _, err := parse(gamedigJSON, gamegateJSON); err != nil {
+		t.Fatalf("the embedded catalogue: %v", err)
+	}
+}
+
+func TestLookupAndProtocols(t *testing.T) {
+	c := Default()
+	for _, tc := range []struct{ token, id, protocol, gamegate string }{
+		{"openarena", "openarena", "quake3", "quake3"},
+		{"rust", "rust", "valve", "a2s"},
+		{"arkse", "ase", "valve", "a2s"}, // v4 ID
+		{"ase", "ase", "valve", "a2s"},
+		{"q3a", "q3a", "quake3", "quake3"},
+		{"quake3", "q3a", "quake3", "quake3"}, // q3a's v4 ID
+		{"xonotic", "xonotic", "xonotic", "quake3"},
+		{"warfork", "warfork", "warsow", "quake3"},
+		{"counterstrike15", "counterstrike15", "goldsrc", "a2s"},
+		{"mbe", "mbe", "minecraft", "bedrock"},
+		{"minecraft", "minecraft", "minecraft", "minecraft"},
+		{"teamspeak3", "teamspeak3", "teamspeak3", "teamspeak3"},
+		{"ffow", "ffow", "ffow", "ffow"},
+	} {
+		g, ok := c.Lookup(tc.token)
+		if !ok || g.ID != tc.id || g.Protocol != tc.protocol || g.GamegateProtocol != tc.gamegate {
+			t.Errorf("Lookup(%q): got %s, %v; want id %s, protocol %s, gamegate %s", tc.token, show(g), ok, tc.id, tc.protocol, tc.gamegate)
+		}
+	}
+	if g, ok := c.Lookup("nosuchgame"); ok {
+		t.Errorf("Lookup(nosuchgame) found %s", show(g))
+	}
+}
+
+func TestQueryPortFor(t *testing.T) {
+	c := Default()
+	for _, tc := range []struct {
+		id          string
+		given, want int
+		err         bool
+	}{
+		{"openarena", 0, 27960, false}, // port_query only
+		{"openarena", 27961, 27961, false},
+		{"rust", 0, 28015, false}, // port only, no offset
+		{"rust", 28020, 28020, false},
+		{"ase", 0, 27015, false},     // port 7777, port_query 27015
+		{"ase", 7777, 27015, false},  // the default game port: its query port
+		{"ase", 7780, 7780, false},   // another: the given port
+		{"dayz", 2302, 27016, false}, // offset 24714
+		{"dayz", 0, 27016, false},
+		{"vrising", 27015, 27016, false}, // offsets [1, 15]: the first
+		{"ut3", 7777, 6500, false},       // offset -1277
+		{"ut3", 1000, 0, true},           // below 1
+		{"brink", 0, 0, true},            // an offset and no port
+		{"brink", 27015, 27016, false},
+		{"discord", 0, 0, true}, // no port at all
+	} {
+		g, _ := c.Lookup(tc.id)
+		got, err := g.QueryPortFor(tc.given)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("%s.QueryPortFor(%d): got %d, %v; want %d (error: %v)", tc.id, tc.given, got, err, tc.want, tc.err)
+		}
+		if tc.id == "brink" && tc.given == 0 && !errors.Is(err, ErrNoPort) {
+			t.Errorf("brink without a port: %v, want ErrNoPort", err)
+		}
+	}
+}
+
+func TestCoverage(t *testing.T) {
+	c := Default()
+	cov := c.Coverage(func(p string) bool { return p == "a2s" || p == "quake3" || p == "minecraft" || p == "bedrock" })
+	// valve 134 with goldsrc, dayz and sdtd; quake3 21 with warsow 2 and
+	// xonotic; minecraft and mbe.
+	if want := (Coverage{Games: 358, Queryable: 163, Percent: 45.5}); cov != want {
+		t.Errorf("got %+v, want %+v", cov, want)
+	}
+	none := c.Coverage(func(string) bool { return false })
+	if none.Queryable != 0 || none.Percent != 0 {
+		t.Errorf("nothing registered: %+v", none)
+	}
+}
