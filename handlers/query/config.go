@@ -65,6 +65,9 @@ func (c Config) Validate() error {
 	if c.AdHoc != nil && len(c.AllowTargets) == 0 {
 		return errors.New("ad_hoc needs allow_targets: the networks ad-hoc targets may be in")
 	}
+	if c.Games != nil && len(c.AllowTargets) == 0 {
+		return errors.New("ad_hoc_games needs allow_targets: the networks ad-hoc targets may be in")
+	}
 	for cmd, d := range c.TTL {
 		if cmd == "" {
 			return errors.New("ttl: needs command names, got an empty one")

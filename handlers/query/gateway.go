@@ -36,6 +36,15 @@ type Server struct {
 	Region string
 }
 
+// AdHocGame is how ad-hoc targets of one game are queried.
+type AdHocGame struct {
+	// Protocol speaks to the game's servers.
+	Protocol Protocol
+	// QueryPort returns the port to query for a target whose address
+	// names port given (0: none), or an error saying why there is none.
+	QueryPort func(given int) (int, error)
+}
+
 // Config is the behaviour of a Gateway.
 type Config struct {
 	// Servers by name.
@@ -43,6 +52,11 @@ type Config struct {
 	// AdHoc is the protocol for targets given as host:port instead of a
 	// name; nil refuses them.
 	AdHoc Protocol
+	// Games finds the protocol and query port of ad-hoc targets given by
+	// game ID (GET /{game}/{host[:port]}[/{command}]); nil refuses them.
+	// They are ad-hoc targets in every other way: AllowTargets and the
+	// ad-hoc limits apply.
+	Games func(id string) (AdHocGame, *Error)
 	// AllowTargets are the networks ad-hoc targets must resolve into
 	// (every address of a name must be inside), so the gateway cannot be
 	// used to send datagrams to arbitrary hosts.
@@ -309,8 +323,8 @@ func (t *target) allows(command string) bool {
 func (g *Gateway) request(ctx context.Context, client func() netip.Addr, name, command string, args []string) (*answer, cache.Result[*answer], *Error) {
 	var none cache.Result[*answer]
 	var network netip.Prefix
-	if _, named := g.named[name]; !named && g.cfg.AdHoc != nil {
-		if _, _, err := net.SplitHostPort(name); err == nil {
+	if _, named := g.named[name]; !named && (g.cfg.AdHoc != nil || g.cfg.Games != nil) {
+		if _, _, err := net.SplitHostPort(name); err == nil || g.cfg.Games != nil && strings.Contains(name, "/") {
 			// Bounded per client before anything else; the upstream
 			// work (name lookup, query) takes slots of its own.
 			ip := client()
@@ -361,15 +375,26 @@ func (g *Gateway) resolve(ctx context.Context, name string, network netip.Prefix
 	if t, ok := g.named[name]; ok {
 		return t, nil
 	}
-	host, port, err := netaddr.SplitHostPort(name)
-	if errors.Is(err, netaddr.ErrNotHostPort) {
-		return nil, Errorf(http.StatusNotFound, "no game server is named %q", name)
-	}
-	if g.cfg.AdHoc == nil {
-		return nil, Errorf(http.StatusForbidden, "only named game servers may be queried here, and none is named %q", name)
-	}
-	if err != nil {
-		return nil, Errorf(http.StatusBadRequest, "bad address %q: %v", name, err)
+	protocol := g.cfg.AdHoc
+	var host string
+	var port uint16
+	if id, address, byGame := strings.Cut(name, "/"); byGame && g.cfg.Games != nil {
+		var e *Error
+		if protocol, host, port, e = g.gameTarget(id, address); e != nil {
+			return nil, e
+		}
+	} else {
+		var err error
+		host, port, err = netaddr.SplitHostPort(name)
+		if errors.Is(err, netaddr.ErrNotHostPort) {
+			return nil, Errorf(http.StatusNotFound, "no game server is named %q", name)
+		}
+		if protocol == nil {
+			return nil, Errorf(http.StatusForbidden, "only named game servers may be queried here, and none is named %q", name)
+		}
+		if err != nil {
+			return nil, Errorf(http.StatusBadRequest, "bad address %q: %v", name, err)
+		}
 	}
 	if _, err := netip.ParseAddr(host); err != nil {
 		// A name lookup is upstream work too.
@@ -410,8 +435,31 @@ func (g *Gateway) resolve(ctx context.Context, name string, network netip.Prefix
 	addr := netip.AddrPortFrom(addrs[0], port).String()
 	// Its answers are cached and shared under that key, so they name it by
 	// the address too, never by one client's spelling.
-	return &target{key: g.cfg.AdHoc.Name() + "/" + addr, name: addr, address: addr, protocol: g.cfg.AdHoc,
-		commands: ReadOnlyCommands(g.cfg.AdHoc), network: network}, nil
+	return &target{key: protocol.Name() + "/" + addr, name: addr, address: addr, protocol: protocol,
+		commands: ReadOnlyCommands(protocol), network: network}, nil
+}
+
+// gameTarget resolves the ad-hoc target address (host or host:port) of
+// game id: its protocol, and the host and port to query.
+func (g *Gateway) gameTarget(id, address string) (Protocol, string, uint16, *Error) {
+	gm, e := g.cfg.Games(id)
+	if e != nil {
+		return nil, "", 0, e
+	}
+	host, given, err := netaddr.SplitHostPort(address)
+	if errors.Is(err, netaddr.ErrNotHostPort) {
+		if _, perr := netip.ParseAddr(address); perr == nil || netaddr.IsHostName(address) {
+			host, given, err = address, 0, nil // the game's default port
+		}
+	}
+	if err != nil {
+		return nil, "", 0, Errorf(http.StatusBadRequest, "bad address %q: %v", address, err)
+	}
+	port, err := gm.QueryPort(int(given))
+	if err != nil {
+		return nil, "", 0, Errorf(http.StatusBadRequest, "%s: %v", id, err)
+	}
+	return gm.Protocol, host, uint16(port), nil
 }
 
 func (g *Gateway) allowed(a netip.Addr) bool {
@@ -606,7 +654,9 @@ func errorAnswer(server string, e *Error) *answer {
 //	GET  /{server}/{command}?arg=…    a protocol command's answer
 //	POST /                            a batch: {"servers": [...], "commands": [...]}
 //
-// and returns the status code it answered with. A cached answer costs no
+// where {server} is a configured server's name, an ad-hoc host:port, or
+// with Games an ad-hoc {game}/{host[:port]} (a configured name wins), and
+// returns the status code it answered with. A cached answer costs no
 // allocation: its body and header values were built when it was loaded.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, path string) int {
 	path = strings.Trim(path, "/")
@@ -622,6 +672,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, path string)
 		return g.writeError(w, r, "", Errorf(http.StatusMethodNotAllowed, "use GET or HEAD"))
 	}
 	name, command, _ := strings.Cut(path, "/")
+	if _, named := g.named[name]; !named && g.cfg.Games != nil && command != "" && !strings.Contains(name, ":") {
+		// /{game}/{host[:port]}[/{command}]: an ad-hoc target by game ID.
+		address, rest, _ := strings.Cut(command, "/")
+		name, command = name+"/"+address, rest
+	}
 	if command == "" {
 		command = "status"
 	} else if strings.Contains(command, "/") {
