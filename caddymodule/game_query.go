@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/gamegate/gamegate/handlers/games"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/netaddr"
 )
@@ -51,9 +53,15 @@ type GameQuery struct {
 	// gamegate.query module). Such targets are allowed only inside
 	// allow_targets. Default: none (only named servers).
 	AdHocRaw json.RawMessage `json:"ad_hoc,omitempty" caddy:"namespace=gamegate.query inline_key=protocol"`
+	// The games whose servers may be asked ad hoc by game ID, as
+	// /{game}/{host[:port]}[/{command}]: GameDig's game IDs (or v4 IDs),
+	// or "*" alone for every game (a game this build cannot query answers
+	// 501 naming its protocol). Such targets are allowed only inside
+	// allow_targets. Default: none.
+	AdHocGames []string `json:"ad_hoc_games,omitempty"`
 	// Networks (CIDRs or IPs) that ad-hoc targets must resolve into, so the
 	// gateway cannot be used to send datagrams to arbitrary hosts. Required
-	// with ad_hoc. Default: none.
+	// with ad_hoc and ad_hoc_games. Default: none.
 	AllowTargets []string `json:"allow_targets,omitempty"`
 	// Cache lifetime per command name ("status" is the normalised status;
 	// Caddyfile: one ttl line each). Default: default_ttl for every command.
@@ -138,16 +146,26 @@ type GameQuery struct {
 	// game_query.
 	Name string `json:"name,omitempty"`
 
-	adHoc   query.Protocol
-	gateway *query.Gateway
-	listed  *gatewaySet
+	adHoc      query.Protocol
+	adHocGames func(string) (query.AdHocGame, *query.Error)
+	gateway    *query.Gateway
+	listed     *gatewaySet
 }
 
 // GameQueryServer is one named game server.
 type GameQueryServer struct {
-	// The server's query address, host:port. Required.
+	// The server's query address, host:port; with game, its game address
+	// (host:port, the port players join, or host alone: the game's query
+	// port). Required.
 	Address string `json:"address,omitempty"`
-	// Its query protocol (a gamegate.query module). Default: gqp.
+	// The game, by GameDig's game ID or v4 ID (gamegate games lists
+	// them): its protocol and query port follow from it, and a game this
+	// build cannot query is refused at load. Default: none (the protocol
+	// says).
+	Game string `json:"game,omitempty"`
+	// Its query protocol (a gamegate.query module) and the protocol's
+	// options; with game, the game's protocol. Default: the game's
+	// protocol, else gqp.
 	ProtocolRaw json.RawMessage `json:"protocol,omitempty" caddy:"namespace=gamegate.query inline_key=protocol"`
 	// The commands forwarded from HTTP besides the normalised status,
 	// which is always allowed (Caddyfile: commands <server> <command>...).
@@ -161,7 +179,8 @@ type GameQueryServer struct {
 	// (unknown).
 	Region string `json:"region,omitempty"`
 
-	protocol query.Protocol
+	protocol     query.Protocol
+	queryAddress string // Address, or with Game the address to query
 }
 
 // CaddyModule returns the Caddy module information.
@@ -206,14 +225,9 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		if s == nil {
 			continue // Validate names it
 		}
-		if s.ProtocolRaw == nil {
-			s.ProtocolRaw = json.RawMessage(`{"protocol":"gqp"}`)
-		}
-		p, err := loadProtocol(ctx, s, "ProtocolRaw")
-		if err != nil {
+		if err := s.provision(ctx); err != nil {
 			return fmt.Errorf("server %q: %w", name, err)
 		}
-		s.protocol = p
 	}
 	if h.AdHocRaw != nil {
 		p, err := loadProtocol(ctx, h, "AdHocRaw")
@@ -221,6 +235,9 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("ad_hoc: %w", err)
 		}
 		h.adHoc = p
+	}
+	if err := h.provisionAdHocGames(ctx); err != nil {
+		return fmt.Errorf("ad_hoc_games: %w", err)
 	}
 	if err := renamed(ctx, "game_query", "rate_limit", "upstream_rate", &h.RateLimit, &h.UpstreamRate); err != nil {
 		return err
@@ -261,6 +278,102 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 	}
 	h.listed.add(gw)
 	return gameQueryMetrics.register(ctx.GetMetricsRegistry())
+}
+
+// provision loads the server's protocol (its game's, when it names one)
+// and finds the address to query.
+func (s *GameQueryServer) provision(ctx caddy.Context) error {
+	var g games.Game
+	if s.Game != "" {
+		var err error
+		if g, err = gameProtocol(s.Game); err != nil {
+			return err
+		}
+		if s.ProtocolRaw == nil {
+			s.ProtocolRaw = caddyconfig.JSON(map[string]string{"protocol": g.GamegateProtocol}, nil)
+		} else {
+			var named struct{ Protocol string }
+			_ = json.Unmarshal(s.ProtocolRaw, &named)
+			if named.Protocol != g.GamegateProtocol {
+				return fmt.Errorf("the game %q is queried with the protocol %s, not %q", s.Game, g.GamegateProtocol, named.Protocol)
+			}
+		}
+	}
+	if s.ProtocolRaw == nil {
+		s.ProtocolRaw = json.RawMessage(`{"protocol":"gqp"}`)
+	}
+	p, err := loadProtocol(ctx, s, "ProtocolRaw")
+	if err != nil {
+		return err
+	}
+	s.protocol, s.queryAddress = p, s.Address
+	if s.Game != "" {
+		if s.queryAddress, err = gameAddress(g, p, s.Address); err != nil {
+			return fmt.Errorf("address of the game %q: %w", s.Game, err)
+		}
+	}
+	return nil
+}
+
+// provisionAdHocGames loads the protocols of the games ad_hoc_games
+// allows: each protocol once, ad_hoc's own when it is the same.
+func (h *GameQuery) provisionAdHocGames(ctx caddy.Context) error {
+	if len(h.AdHocGames) == 0 {
+		return nil
+	}
+	if err := validateAdHocGames(h.AdHocGames); err != nil {
+		return err
+	}
+	var allowed map[string]bool
+	need := make(map[string]bool)
+	if h.AdHocGames[0] == "*" {
+		for _, g := range games.Default().Games() {
+			if queryProtocolRegistered(g.GamegateProtocol) {
+				need[g.GamegateProtocol] = true
+			}
+		}
+	} else {
+		allowed = make(map[string]bool, len(h.AdHocGames))
+		for _, id := range h.AdHocGames {
+			g, _ := games.Default().Lookup(id)
+			allowed[g.ID], need[g.GamegateProtocol] = true, true
+		}
+	}
+	protocols := make(map[string]query.Protocol, len(need))
+	for _, name := range sortedKeys(need) {
+		if h.adHoc != nil && h.adHoc.Name() == name {
+			protocols[name] = h.adHoc
+			continue
+		}
+		mod, err := ctx.LoadModuleByID("gamegate.query."+name, json.RawMessage("{}"))
+		if err != nil {
+			return fmt.Errorf("protocol %s: %w", name, err)
+		}
+		p, ok := mod.(query.Protocol)
+		if !ok {
+			return fmt.Errorf("module %T is not a game query protocol", mod)
+		}
+		protocols[name] = p
+	}
+	h.adHocGames = adHocGames(allowed, protocols)
+	return nil
+}
+
+// validateAdHocGames checks ad_hoc_games: "*" alone, or games this build
+// can query.
+func validateAdHocGames(ids []string) error {
+	for _, id := range ids {
+		if id == "*" {
+			if len(ids) > 1 {
+				return errors.New(`"*" (every game) stands alone`)
+			}
+			continue
+		}
+		if _, err := gameProtocol(id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Cleanup takes the servers off the lists and ends the queries running.
@@ -332,6 +445,7 @@ func (s *gatewaySet) newestFirst() []*query.Gateway {
 func (h *GameQuery) config() query.Config {
 	cfg := query.Config{
 		AdHoc:                h.adHoc,
+		Games:                h.adHocGames,
 		Servers:              make(map[string]query.Server, len(h.Servers)),
 		TTL:                  make(map[string]time.Duration, len(h.TTL)),
 		DefaultTTL:           time.Duration(h.DefaultTTL),
@@ -356,7 +470,11 @@ func (h *GameQuery) config() query.Config {
 	}
 	for name, s := range h.Servers {
 		if s != nil {
-			cfg.Servers[name] = query.Server{Name: name, Address: s.Address, Protocol: s.protocol, Commands: s.Commands, Region: s.Region}
+			addr := s.queryAddress
+			if addr == "" { // not provisioned: Validate checks the address as given
+				addr = s.Address
+			}
+			cfg.Servers[name] = query.Server{Name: name, Address: addr, Protocol: s.protocol, Commands: s.Commands, Region: s.Region}
 		}
 	}
 	for _, a := range h.AllowTargets {
@@ -382,6 +500,12 @@ func (h *GameQuery) Validate() error {
 		if _, err := parsePrefix(a); err != nil {
 			return fmt.Errorf("allow_targets: %q is not a CIDR or IP address", a)
 		}
+	}
+	if err := validateAdHocGames(h.AdHocGames); err != nil {
+		return fmt.Errorf("ad_hoc_games: %w", err)
+	}
+	if len(h.AdHocGames) > 0 && len(h.AllowTargets) == 0 {
+		return errors.New("ad_hoc_games needs allow_targets: the networks ad-hoc targets may be in")
 	}
 	if strings.ContainsFunc(h.Name, unicode.IsSpace) || len(h.Name) > 64 {
 		return fmt.Errorf("name %q: at most 64 bytes, without spaces", h.Name)
@@ -411,12 +535,13 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
 //	game_query {
-//		server <name> <host:port> [<protocol> [{
+//		server <name> <host[:port]> [<protocol>|<game-id> [{
 //			<protocol options>
 //		}]]
 //		ad_hoc <protocol> [{
 //			<protocol options>
 //		}]
+//		ad_hoc_games                   <game-id>...|*
 //		allow_targets                  <cidr|ip> ...
 //		ttl                            <command> <duration>
 //		default_ttl                    <duration>
@@ -445,7 +570,10 @@ func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 //
 // A server's protocol defaults to gqp; server, ttl, commands and region
 // may repeat (commands and region once per server, after its server
-// line).
+// line). A server's third token is a query protocol when a
+// gamegate.query module has that name (as it always was), else a GameDig
+// game ID, else a GameDig v4 ID; a game's options block is its
+// protocol's.
 func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseRenamedModuleBlock(d, "", []string{"server", "ttl", "commands", "region"}, gameQueryFormerNames, func(opt string) error {
 		var err error
@@ -457,6 +585,13 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			h.AdHocRaw, _, err = unmarshalProtocol(d)
+		case "ad_hoc_games":
+			if h.AdHocGames, err = parseArgs(d); err != nil {
+				return err
+			}
+			if err := validateAdHocGames(h.AdHocGames); err != nil {
+				return d.Errf("ad_hoc_games: %v", err)
+			}
 		case "allow_targets":
 			h.AllowTargets, err = parseArgs(d)
 			for _, a := range h.AllowTargets {
@@ -616,7 +751,7 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 		args = append(args, d.Val())
 	}
 	if len(args) != 2 {
-		return d.Errf("server takes <name> <host:port> [<protocol>]")
+		return d.Errf("server takes <name> <host:port> [<protocol>|<game-id>]")
 	}
 	name, addr := args[0], args[1]
 	_, _, addrErr := netaddr.SplitHostPort(addr)
@@ -626,22 +761,69 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 	s := &GameQueryServer{Address: addr}
 	var protocol query.Protocol
 	if d.NextArg() {
-		raw, p, err := unmarshalProtocol(d)
-		if err != nil {
+		var err error
+		if protocol, err = s.parseProtocolOrGame(d, name); err != nil {
 			return err
 		}
-		s.ProtocolRaw, protocol = raw, p
 	} else if d.NextBlock(d.Nesting()) {
 		return d.Errf("server '%s': name the protocol before its options", name)
 	}
 	if addrErr != nil && !query.FindsPort(protocol, addr) {
-		return d.Errf("server '%s': '%s' is not host:port", name, addr)
+		g, isGame := games.Default().Lookup(s.Game)
+		_, port, err := splitGameAddress(addr)
+		switch {
+		case isGame && err == nil && port == 0 && !hasDefaultPort(g):
+			return d.Errf("server '%s': the game '%s' has no default port: give '%s' a port", name, s.Game, addr)
+		case !isGame || err != nil:
+			return d.Errf("server '%s': '%s' is not host:port", name, addr)
+		}
 	}
 	if h.Servers == nil {
 		h.Servers = make(map[string]*GameQueryServer)
 	}
 	h.Servers[name] = s
 	return nil
+}
+
+// parseProtocolOrGame parses the server's protocol, or its game, from the
+// current token and the block after it: a registered protocol's name is
+// that protocol, as it always was; else a game ID or v4 ID is that game,
+// queried with its protocol, whose options the block holds.
+func (s *GameQueryServer) parseProtocolOrGame(d *caddyfile.Dispenser, server string) (query.Protocol, error) {
+	token := d.Val()
+	if queryProtocolRegistered(token) {
+		raw, p, err := unmarshalProtocol(d)
+		s.ProtocolRaw = raw
+		return p, err
+	}
+	if _, known := games.Default().Lookup(token); !known {
+		return nil, d.Errf("unknown query protocol '%s' (known: %s), and no game has that ID (gamegate games lists them)", token, knownProtocols())
+	}
+	g, err := gameProtocol(token)
+	if err != nil {
+		return nil, d.Errf("server '%s': %v", server, err)
+	}
+	unm, err := caddyfile.UnmarshalModule(d, "gamegate.query."+g.GamegateProtocol)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := unm.(query.Protocol)
+	if !ok {
+		return nil, d.Errf("module '%s' is not a game query protocol", g.GamegateProtocol)
+	}
+	s.Game = token
+	// The protocol's options, if any were given.
+	if raw := caddyconfig.JSONModuleObject(unm, "protocol", g.GamegateProtocol, nil); string(raw) != `{"protocol":"`+g.GamegateProtocol+`"}` {
+		s.ProtocolRaw = raw
+	}
+	return p, nil
+}
+
+// hasDefaultPort reports whether a server of g may be given without a
+// port.
+func hasDefaultPort(g games.Game) bool {
+	_, err := g.QueryPortFor(0)
+	return err == nil
 }
 
 // unmarshalProtocol parses a protocol module from the current token (its
