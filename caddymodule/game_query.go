@@ -770,7 +770,7 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 	}
 	if addrErr != nil && !query.FindsPort(protocol, addr) {
 		g, isGame := games.Default().Lookup(s.Game)
-		_, port, err := splitGameAddress(addr)
+		_, port, err := netaddr.SplitHostOptionalPort(addr)
 		switch {
 		case isGame && err == nil && port == 0 && !hasDefaultPort(g):
 			return d.Errf("server '%s': the game '%s' has no default port: give '%s' a port", name, s.Game, addr)

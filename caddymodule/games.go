@@ -2,12 +2,10 @@ package caddymodule
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -221,14 +219,14 @@ func gameProtocol(id string) (games.Game, error) {
 // (Minecraft's SRV record) keeps it; else the game's port rules apply
 // (games.Game.QueryPortFor).
 func gameAddress(g games.Game, p query.Protocol, address string) (string, error) {
-	host, port, err := splitGameAddress(address)
+	host, port, err := netaddr.SplitHostOptionalPort(address)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%q: %w", address, err)
 	}
 	if port == 0 && query.FindsPort(p, address) {
 		return address, nil
 	}
-	qp, err := g.QueryPortFor(port)
+	qp, err := g.QueryPortFor(int(port))
 	if err != nil {
 		return "", err
 	}
@@ -254,21 +252,6 @@ func adHocGames(allowed map[string]bool, protocols map[string]query.Protocol) fu
 		}
 		return query.AdHocGame{Protocol: p, QueryPort: g.QueryPortFor}, nil
 	}
-}
-
-// splitGameAddress splits host:port, or takes a host or IP address alone
-// with port 0.
-func splitGameAddress(address string) (string, int, error) {
-	host, port, err := netaddr.SplitHostPort(address)
-	if errors.Is(err, netaddr.ErrNotHostPort) {
-		if _, perr := netip.ParseAddr(address); perr == nil || netaddr.IsHostName(address) {
-			return address, 0, nil
-		}
-	}
-	if err != nil {
-		return "", 0, fmt.Errorf("%q is not host or host:port", address)
-	}
-	return host, int(port), nil
 }
 
 func joinHostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }

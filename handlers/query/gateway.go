@@ -446,12 +446,7 @@ func (g *Gateway) gameTarget(id, address string) (Protocol, string, uint16, *Err
 	if e != nil {
 		return nil, "", 0, e
 	}
-	host, given, err := netaddr.SplitHostPort(address)
-	if errors.Is(err, netaddr.ErrNotHostPort) {
-		if _, perr := netip.ParseAddr(address); perr == nil || netaddr.IsHostName(address) {
-			host, given, err = address, 0, nil // the game's default port
-		}
-	}
+	host, given, err := netaddr.SplitHostOptionalPort(address) // no port: the game's
 	if err != nil {
 		return nil, "", 0, Errorf(http.StatusBadRequest, "bad address %q: %v", address, err)
 	}

@@ -37,6 +37,20 @@ func SplitHostPort(s string) (host string, port uint16, err error) {
 	return host, uint16(n), nil
 }
 
+// SplitHostOptionalPort is SplitHostPort for an address whose port may be
+// left out: a host name or IP address alone (an IPv6 one without
+// brackets) has port 0.
+func SplitHostOptionalPort(s string) (host string, port uint16, err error) {
+	host, port, err = SplitHostPort(s)
+	if errors.Is(err, ErrNotHostPort) {
+		if _, perr := netip.ParseAddr(s); perr == nil || IsHostName(s) {
+			return s, 0, nil
+		}
+		return "", 0, errors.New("want host or host:port")
+	}
+	return host, port, err
+}
+
 // LookupHost returns the addresses of host (an IP address is its own),
 // unmapped, or an error if there are none.
 func LookupHost(ctx context.Context, host string) ([]netip.Addr, error) {

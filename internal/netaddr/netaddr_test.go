@@ -113,3 +113,28 @@ func TestAddrPortOf(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitHostOptionalPort(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		host string
+		port uint16
+		ok   bool
+	}{
+		{"192.0.2.1:27960", "192.0.2.1", 27960, true},
+		{"192.0.2.1", "192.0.2.1", 0, true},
+		{"example.com", "example.com", 0, true},
+		{"::1", "::1", 0, true},
+		{"[::1]:7777", "::1", 7777, true},
+		{"[::1]", "", 0, false},
+		{"a b", "", 0, false},
+		{"192.0.2.1:0", "", 0, false},
+		{":7777", "", 0, false},
+		{"", "", 0, false},
+	} {
+		host, port, err := SplitHostOptionalPort(c.in)
+		if (err == nil) != c.ok || host != c.host || port != c.port {
+			t.Errorf("SplitHostOptionalPort(%q): got %q, %d, %v; want %q, %d, ok %v", c.in, host, port, err, c.host, c.port, c.ok)
+		}
+	}
+}
