@@ -167,3 +167,58 @@ func TestCoverage(t *testing.T) {
 		t.Errorf("nothing registered: %+v", none)
 	}
 }
+
+// The query port of every game, for a server given without a port, at
+// its default game port and at another, is the first port GameDig's own
+// query runner tries (read from the pinned package by running it with
+// attempts that record their port), except where GameDig's first try is
+// the game port itself and its next the game's query port: gamegate asks
+// the query port (Ark's 7777 is asked at 27015), as QueryPortFor says.
+func TestQueryPortsAsGameDigTriesThem(t *testing.T) {
+	out := testutil.RunNode(t, 60*time.Second, "gamedig-query-ports.mjs")
+	var tried map[string]struct{ None, Default, Other []int }
+	if err := json.Unmarshal(out, &tried); err != nil {
+		t.Fatalf("gamedig-query-ports.mjs printed %.300s: %v", out, err)
+	}
+	c := Default()
+	if len(tried) != len(c.Games()) {
+		t.Errorf("GameDig tried %d games, the catalogue has %d", len(tried), len(c.Games()))
+	}
+	checked := 0
+	for id, ports := range tried {
+		g, ok := c.Lookup(id)
+		if !ok {
+			t.Errorf("%s: not in the catalogue", id)
+			continue
+		}
+		other := 20000
+		if g.Port > 0 {
+			other = g.Port + 100
+		}
+		for _, k := range []struct {
+			name  string
+			given int
+			tries []int
+		}{{"no port", 0, ports.None}, {"the default game port", g.Port, ports.Default}, {"another port", other, ports.Other}} {
+			if len(k.tries) == 0 {
+				continue // no default game port to give
+			}
+			got, err := g.QueryPortFor(k.given)
+			want := k.tries[0]
+			if k.given > 0 && want == k.given && g.QueryPort > 0 && len(k.tries) > 1 && k.tries[1] == g.QueryPort {
+				want = g.QueryPort
+			}
+			if want == 0 { // GameDig tries without a port: gamegate needs one
+				if err == nil {
+					t.Errorf("%s, %s: got port %d, GameDig has none", id, k.name, got)
+				}
+				continue
+			}
+			if err != nil || got != want {
+				t.Errorf("%s, %s (%d): got %d, %v; GameDig tries %v", id, k.name, k.given, got, err, k.tries)
+			}
+			checked++
+		}
+	}
+	t.Logf("%d query ports as GameDig tries them", checked)
+}
