@@ -58,6 +58,16 @@ http://%s {
 		}
 	}
 
+	// GameDig, asked by the same game ID, reads the same server.
+	var gd struct {
+		Map  string
+		Bots []struct{ Name string }
+	}
+	testutil.Gamedig(t, "openarena", oa.Addr, &gd)
+	if gd.Map != byID.Map || len(gd.Bots) != len(byID.Bots) {
+		t.Errorf("GameDig --type openarena: map %q, %d bots; gamegate by game ID: map %q, %d bots", gd.Map, len(gd.Bots), byID.Map, len(byID.Bots))
+	}
+
 	// Ad hoc: a game without a protocol here, an unknown one, and the
 	// networks outside allow_targets.
 	for _, c := range []struct {
