@@ -75,7 +75,7 @@ http://%s {
 		status   int
 		contains string
 	}{
-		{"/query/ffow/127.0.0.1:5476", 501, "needs the query protocol ffow"},
+		{"/query/ffow/127.0.0.1:5476", 501, `"type":"unsupported","message":"the game \"ffow\" (Frontlines: Fuel of War) needs the query protocol ffow`},
 		{"/query/teamspeak3/127.0.0.1", 501, "teamspeak3"},
 		{"/query/nosuchgame/127.0.0.1:1", 404, `no game server or game is named \"nosuchgame\"`},
 		{"/query/openarena/192.0.2.1:27960", 403, "outside the networks"},

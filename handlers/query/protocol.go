@@ -200,6 +200,9 @@ const (
 	TypeMethodNotAllowed ErrorType = "method_not_allowed"
 	// TypeTooLarge: the request asks too much at once. 413.
 	TypeTooLarge ErrorType = "too_large"
+	// TypeUnsupported: the game asked about needs a query protocol this
+	// gateway does not speak; the message names it. 501.
+	TypeUnsupported ErrorType = "unsupported"
 	// TypeInternal: the gateway failed; the detail is in its log. 500.
 	TypeInternal ErrorType = "internal"
 )
@@ -252,6 +255,8 @@ func TypeOf(status int) ErrorType {
 		return TypeMethodNotAllowed
 	case http.StatusRequestEntityTooLarge:
 		return TypeTooLarge
+	case http.StatusNotImplemented:
+		return TypeUnsupported
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		return TypeLimited
 	case http.StatusGatewayTimeout:

@@ -157,6 +157,7 @@ func TestFailureTypes(t *testing.T) {
 		{io.ErrUnexpectedEOF, TypeBadAnswer},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}, TypeUnreachable},
 		{Errorf(http.StatusTooManyRequests, "slow down"), TypeLimited},
+		{Errorf(http.StatusNotImplemented, "the game x needs the protocol y"), TypeUnsupported},
 	} {
 		if got := Failure("192.0.2.1:1", tc.err).Kind(); got != tc.want {
 			t.Errorf("%v: got %s, want %s", tc.err, got, tc.want)
