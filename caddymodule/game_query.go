@@ -346,6 +346,13 @@ func (h *GameQuery) provisionAdHocGames(ctx caddy.Context) error {
 			continue
 		}
 		mod, err := ctx.LoadModuleByID("gamegate.query."+name, json.RawMessage("{}"))
+		if err != nil && allowed == nil {
+			// Every game: a protocol that cannot run on its defaults
+			// (one that needs credentials) leaves its games out.
+			ctx.Logger().Warn("ad_hoc_games: a query protocol needs settings of its own; its games cannot be asked ad hoc",
+				zap.String("protocol", name), zap.Error(err))
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("protocol %s: %w", name, err)
 		}

@@ -245,10 +245,15 @@ func adHocGames(allowed map[string]bool, protocols map[string]query.Protocol) fu
 			return query.AdHocGame{}, query.Errorf(http.StatusForbidden, "the game %q may not be queried ad hoc here", id)
 		}
 		p, ok := protocols[g.GamegateProtocol]
-		if !ok {
+		switch {
+		case !ok && !queryProtocolRegistered(g.GamegateProtocol):
 			return query.AdHocGame{}, query.Errorf(http.StatusNotImplemented,
 				"the game %q (%s) needs the query protocol %s (GameDig's %s), which this gateway does not speak",
 				id, g.Name, g.GamegateProtocol, g.Protocol)
+		case !ok:
+			return query.AdHocGame{}, query.Errorf(http.StatusNotImplemented,
+				"the game %q (%s) needs the query protocol %s, which needs settings of its own here: its servers must be configured by name",
+				id, g.Name, g.GamegateProtocol)
 		}
 		return query.AdHocGame{Protocol: p, QueryPort: g.QueryPortFor}, nil
 	}
