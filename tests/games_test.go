@@ -122,6 +122,13 @@ http://%s {
 		t.Errorf("/games: %d games, coverage %+v; counted %d queryable", len(listing.Games), listing.Coverage, queryable)
 	}
 	t.Logf("/games: %d of %d games queryable (%.1f%%)", listing.Coverage.Queryable, listing.Coverage.Games, listing.Coverage.Percent)
+	first := request(t, "GET", base+"/games")
+	if etag := first.header.Get("Etag"); etag == "" || request(t, "GET", base+"/games", "If-None-Match", etag).status != 304 {
+		t.Errorf("/games: ETag %q is not answered 304", etag)
+	}
+	if r := request(t, "POST", base+"/games"); r.status != 405 || r.header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST /games: %d, Allow %q; want 405, GET, HEAD", r.status, r.header.Get("Allow"))
+	}
 
 	// A configured server of a game no registered protocol speaks is
 	// refused at load, naming the game and its protocol, from a Caddyfile
