@@ -62,7 +62,7 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 		Servers: map[string]Server{"arena": {Name: "arena", Address: "192.0.2.1:27960", Protocol: r.proto,
 			Commands: []string{"echo", "missing", "other", "a", "b", "c", "d"}}},
 		DefaultTTL:           time.Second,
-		StaleWhileRevalidate: time.Nanosecond, // past its lifetime, a result is refreshed first
+		StaleWhileRevalidate: time.Millisecond, // past its lifetime, a result is refreshed first
 		StaleIfError:         time.Minute,
 		NegativeTTL:          time.Second,
 		Now:                  r.clock.Now,
