@@ -104,3 +104,51 @@ func get(t *testing.T, url string) string {
 	}
 	return string(body)
 }
+
+// gamegate qos-check sends its discovery API key as "Authorization:
+// Bearer", which Caddy's access log redacts by default: with a plain
+// access log (no filter), the key is nowhere in it. It was sent as
+// X-Api-Key, which the log records whole.
+func TestQoSCheckKeyStaysOutOfTheAccessLog(t *testing.T) {
+	const key = "discovery-key-from-the-environment-0123456789"
+	t.Setenv("GAMEGATE_TEST_DISCOVERY_KEY", key)
+	bin := testutil.BuildGamegate(t)
+	qosAddr, httpAddr := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
+	accessLog := filepath.Join(t.TempDir(), "access.log")
+	testcaddy.Start(t, fmt.Sprintf(`{
+	gamegate {
+		udp %s {
+			qos
+		}
+	}
+}
+
+http://%s {
+	log {
+		output file %s
+	}
+	qos_discovery {
+		fleet f {
+			server eu 1 %s
+		}
+		api_keys {env.GAMEGATE_TEST_DISCOVERY_KEY}
+	}
+}
+`, qosAddr, httpAddr, accessLog, qosAddr))
+	base := []string{"qos-check", "--discovery", "http://" + httpAddr, "--fleet", "f", "--requests", "3", "--wait", "500ms"}
+	if code, out := runGamegate(t, bin, append(base, "--api-key", key)...); code != 0 || !strings.Contains(out, "eu") {
+		t.Fatalf("qos-check --api-key: exit %d, want 0 with region eu:\n%s", code, out)
+	}
+	t.Setenv("GAMEGATE_DISCOVERY_KEY", key)
+	if code, out := runGamegate(t, bin, base...); code != 0 || !strings.Contains(out, "eu") {
+		t.Fatalf("qos-check with $GAMEGATE_DISCOVERY_KEY: exit %d, want 0 with region eu:\n%s", code, out)
+	}
+	var logged []byte
+	testutil.WaitFor(t, "both requests in the access log", func() bool {
+		logged, _ = os.ReadFile(accessLog)
+		return strings.Count(string(logged), `"status":200`) >= 2
+	})
+	if strings.Contains(string(logged), key) || strings.Count(string(logged), `"Authorization":["REDACTED"]`) < 2 {
+		t.Fatalf("access log: want the key sent as a redacted Authorization header, and nowhere:\n%s", logged)
+	}
+}
