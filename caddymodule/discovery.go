@@ -204,14 +204,7 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	// With a storage that nodes share (storage redis), admin changes go
-	// through it, so that every node serves the same fleets.
 	overrides := val.(pooledOverrides).Overrides
-	if shared, ok := ctx.Storage().(*redisstore.Store); ok {
-		overrides.Share(shared, h.Name, h.logger)
-	} else {
-		overrides.Unshare()
-	}
 	cfg.Overrides = overrides
 	cfg.Private = access.Restricted()
 	cfg.Logger = h.logger
@@ -235,7 +228,21 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.handler = discovery.Handler{Service: h.service, Access: access, ClientIP: clientIP}
-	h.service.Start()
+	// Health checks, the fleets file's polling and the shared store's
+	// start with the configuration, not when it is only validated.
+	shared, _ := ctx.Storage().(*redisstore.Store)
+	if err := whenStarted(ctx, func() {
+		// With a storage that nodes share (storage redis), admin changes
+		// go through it, so that every node serves the same fleets.
+		if shared != nil {
+			overrides.Share(shared, h.Name, h.logger)
+		} else {
+			overrides.Unshare()
+		}
+		h.service.Start()
+	}); err != nil {
+		return err
+	}
 	liveDiscoveryServices.add(h.service)
 	return discoveryMetrics.register(ctx.GetMetricsRegistry())
 }
