@@ -19,6 +19,7 @@ import (
 	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	"github.com/gamegate/gamegate/store/redisstore"
 )
 
@@ -66,10 +67,14 @@ type QoSDiscovery struct {
 	// honours the server's trusted_proxies). Others get 403. Default: all.
 	Allow []string `json:"allow,omitempty"`
 	// API keys, any of which a caller must send as "Authorization: Bearer
-	// <key>" or "X-Api-Key: <key>"; others get 401 with
-	// "WWW-Authenticate: Bearer". Placeholders such as {env.DISCOVERY_KEY}
-	// are replaced. Answers to callers that pass allow or api_keys are
-	// Cache-Control: private. Default: none required.
+	// <key>" (or "X-Api-Key: <key>", which Caddy's access log records);
+	// others get 401 with "WWW-Authenticate: Bearer". After 20 requests
+	// without a valid key, a client network gets 429 with Retry-After, valid
+	// key or not, until it has earned another attempt (one per 10 s).
+	// Placeholders such as {env.DISCOVERY_KEY} are replaced. On a server
+	// that listens beyond loopback each must be at least 16 bytes and not a
+	// development default. Answers to callers that pass allow or api_keys
+	// are Cache-Control: private. Default: none required.
 	APIKeys []string `json:"api_keys,omitempty"`
 	// Health checks of the listed QoS servers. Default: off.
 	HealthCheck *DiscoveryHealthCheck `json:"health_check,omitempty"`
@@ -126,7 +131,13 @@ func (*QoSDiscovery) CaddyModule() caddy.ModuleInfo {
 // discoveryOverrides holds each name's admin-set fleets across reloads.
 var discoveryOverrides = caddy.NewUsagePool()
 
-type pooledOverrides struct{ *discovery.Overrides }
+// pooledOverrides is what a name's handlers keep across reloads: the
+// admin-set fleets, and the failed API key attempts of each network (a
+// reload must not hand a guesser a fresh burst).
+type pooledOverrides struct {
+	*discovery.Overrides
+	failures *ratelimit.Table[string]
+}
 
 func (p pooledOverrides) Destruct() error {
 	p.Unshare()
@@ -198,13 +209,24 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	if access.Keys, err = httpauth.New(keys...); err != nil {
 		return fmt.Errorf("api_keys: %w", err)
 	}
+	// The relay allocations API's rules for its tokens: long enough
+	// beyond loopback, and a limit on the failed attempts.
+	if err := refuseWeakSecrets(ctx, "", "api_keys", h.APIKeys, keys, minExposedToken); err != nil {
+		return err
+	}
 	val, _, err := discoveryOverrides.LoadOrNew(h.Name, func() (caddy.Destructor, error) {
-		return pooledOverrides{discovery.NewOverrides()}, nil
+		return pooledOverrides{discovery.NewOverrides(), ratelimit.NewTable[string](httpauth.DefaultMaxNetworks, ratelimit.NewClock(nil))}, nil
 	})
 	if err != nil {
 		return err
 	}
-	overrides := val.(pooledOverrides).Overrides
+	pooled := val.(pooledOverrides)
+	failureLimit, err := ratelimit.NewLimit(httpauth.DefaultFailureRate, httpauth.DefaultFailureBurst)
+	if err != nil {
+		return err
+	}
+	access.Failures = &httpauth.LocalFailures{Table: pooled.failures, Limit: failureLimit, MaxKeys: httpauth.DefaultMaxNetworks}
+	overrides := pooled.Overrides
 	cfg.Overrides = overrides
 	cfg.Private = access.Restricted()
 	cfg.Logger = h.logger
