@@ -106,7 +106,7 @@ var pendingDurations = map[string]bool{
 // own range ("expiry": 900 was refused, "ban_duration": 120 accepted).
 func TestBareNumberDurationsRefused(t *testing.T) {
 	checked := 0
-	for _, id := range gamegateModules() {
+	for _, id := range moduleIDs() {
 		m, _ := caddy.GetModule(id)
 		values, names := bareDurations(reflect.TypeOf(m.New()), 120, 4)
 		for i, v := range values {
