@@ -17,6 +17,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/discovery"
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
 	"github.com/gamegate/gamegate/internal/ratelimit"
@@ -215,17 +216,18 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		return err
 	}
 	val, _, err := discoveryOverrides.LoadOrNew(h.Name, func() (caddy.Destructor, error) {
-		return pooledOverrides{discovery.NewOverrides(), ratelimit.NewTable[string](httpauth.DefaultMaxNetworks, ratelimit.NewClock(nil))}, nil
+		return pooledOverrides{discovery.NewOverrides(), ratelimit.NewTable[string](relay.DefaultMaxClients, ratelimit.NewClock(nil))}, nil
 	})
 	if err != nil {
 		return err
 	}
 	pooled := val.(pooledOverrides)
-	failureLimit, err := ratelimit.NewLimit(httpauth.DefaultFailureRate, httpauth.DefaultFailureBurst)
+	// The relay allocations API's limiter, at its defaults.
+	failureLimit, err := ratelimit.NewLimit(relay.DefaultAuthFailureRate, relay.DefaultAuthFailureBurst)
 	if err != nil {
 		return err
 	}
-	access.Failures = &httpauth.LocalFailures{Table: pooled.failures, Limit: failureLimit, MaxKeys: httpauth.DefaultMaxNetworks}
+	access.Failures = &relay.LocalLimiter{Table: pooled.failures, Limit: failureLimit, MaxKeys: relay.DefaultMaxClients}
 	overrides := pooled.Overrides
 	cfg.Overrides = overrides
 	cfg.Private = access.Restricted()

@@ -1,4 +1,4 @@
-package httpauth
+package httpauth_test
 
 import (
 	"context"
@@ -7,31 +7,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/handlers/relay"
+	"github.com/gamegate/gamegate/internal/httpauth"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // A network past its failures is refused before its key is looked at: a
 // guesser cannot tell the right key from 429s; another network is not
-// held back; an attempt is earned back at the failure rate.
+// held back; an attempt is earned back at the failure rate. The limiter is
+// the relay allocations API's, at its defaults.
 func TestGuardLimitsFailuresPerNetwork(t *testing.T) {
 	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
-	keys, err := New([]byte("the-right-key-0123456789"))
+	keys, err := httpauth.New([]byte("the-right-key-0123456789"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit, err := ratelimit.NewLimit(DefaultFailureRate, DefaultFailureBurst)
+	limit, err := ratelimit.NewLimit(relay.DefaultAuthFailureRate, relay.DefaultAuthFailureBurst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := Guard{Keys: keys, Failures: &LocalFailures{Table: ratelimit.NewTable[string](16, ratelimit.NewClock(clock.Now)), Limit: limit, MaxKeys: 16}}
+	g := httpauth.Guard{Keys: keys, Failures: &relay.LocalLimiter{Table: ratelimit.NewTable[string](16, ratelimit.NewClock(clock.Now)), Limit: limit, MaxKeys: 16}}
 	req := func(key string) *http.Request {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header.Set("Authorization", "Bearer "+key)
 		return r
 	}
 	ctx := context.Background()
-	for i := range DefaultFailureBurst {
+	for i := range relay.DefaultAuthFailureBurst {
 		if status, _ := g.Check(ctx, req("wrong"), "192.0.2.0/24"); status != http.StatusUnauthorized {
 			t.Fatalf("wrong key %d: got %d, want 401", i+1, status)
 		}
@@ -49,7 +52,7 @@ func TestGuardLimitsFailuresPerNetwork(t *testing.T) {
 	if status, _ := g.Check(ctx, req("the-right-key-0123456789"), "192.0.2.0/24"); status != 0 {
 		t.Fatalf("the right key once an attempt is earned back: got %d, want 0", status)
 	}
-	if status, _ := (Guard{}).Check(ctx, req("anything"), "192.0.2.0/24"); status != 0 {
+	if status, _ := (httpauth.Guard{}).Check(ctx, req("anything"), "192.0.2.0/24"); status != 0 {
 		t.Fatalf("no keys required: got %d, want 0", status)
 	}
 }
