@@ -162,6 +162,12 @@ func TestMinecraftLegacyAgainstRealServer(t *testing.T) {
 		st.Raw["protocol"] != float64(mu.Result.Version.Protocol) {
 		t.Errorf("gamegate %s, minecraft-server-util %s", r.body, out)
 	}
+	// The raw command answers such a server too: the status's raw data
+	// (it was 502 bad_answer, asking only the Server List Ping).
+	var raw map[string]any
+	if r := getJSON(t, gate+"/query/mc/raw", &raw); r.status != 200 || raw["legacy"] != true || raw["motd"] == nil || raw["max"] != float64(st.MaxPlayers) {
+		t.Errorf("GET /query/mc/raw on a legacy-only server: %d %s, want 200 with the legacy fields", r.status, r.body)
+	}
 }
 
 // minecraftServerUtil asks server with minecraft-server-util in mode (java,
