@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -87,6 +88,9 @@ type QoSDiscovery struct {
 	service *discovery.Service
 	handler discovery.Handler
 	logger  *zap.Logger
+	// xAPIKeyWarned: the warning that clients send keys as X-Api-Key is
+	// logged once per configuration.
+	xAPIKeyWarned sync.Once
 }
 
 // DiscoveryServer is one QoS server of a fleet.
@@ -328,6 +332,13 @@ func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	code := h.handler.ServeFleet(w, r, fleet)
 	discoveryMetrics.requests.count(code)
+	if code != http.StatusForbidden && h.handler.Access.Keys.Required() && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") != "" {
+		// Caddy's access log records X-Api-Key whole; no module can
+		// redact it. Tell the operator, once, what clients do.
+		h.xAPIKeyWarned.Do(func() {
+			h.logger.Warn("a client sent its API key as X-Api-Key, which Caddy's access log records in plain text; have clients send Authorization: Bearer <key> (which it redacts), or filter the header out of the access log")
+		})
+	}
 	if code == http.StatusOK || code == http.StatusNotModified {
 		// Only a fleet that exists is answered 200 or 304, so the label's
 		// values are the configured fleets (a Caddyfile, a fleets file or

@@ -152,3 +152,46 @@ http://%s {
 		t.Fatalf("access log: want the key sent as a redacted Authorization header, and nowhere:\n%s", logged)
 	}
 }
+
+// Caddy's access log records X-Api-Key whole and no module can redact it:
+// qos_discovery warns the operator, once per configuration, when clients
+// send their key that way; a key sent as Authorization: Bearer, which the
+// access log redacts, warns nothing.
+func TestXAPIKeyWarnedOnce(t *testing.T) {
+	const key = "discovery-key-0123456789abcdef"
+	httpAddr := testutil.FreeTCPAddr(t)
+	c := testcaddy.StartLogged(t, fmt.Sprintf(`http://%s {
+	qos_discovery {
+		fleet f {
+			server eu 1 127.0.0.1:9
+		}
+		api_keys %s
+	}
+}
+`, httpAddr, key))
+	url := "http://" + httpAddr + "/v1/fleets/f/servers"
+	warnings := func() int {
+		n := 0
+		for _, e := range c.Logs(t) {
+			if msg, _ := e["msg"].(string); strings.Contains(msg, "X-Api-Key") {
+				n++
+			}
+		}
+		return n
+	}
+	if r := request(t, "GET", url, "Authorization", "Bearer "+key); r.status != http.StatusOK {
+		t.Fatalf("Authorization: Bearer: got %d, want 200", r.status)
+	}
+	if n := warnings(); n != 0 {
+		t.Fatalf("after a key sent as Authorization: %d warnings, want none", n)
+	}
+	for range 3 {
+		if r := request(t, "GET", url, "X-Api-Key", key); r.status != http.StatusOK {
+			t.Fatalf("X-Api-Key: got %d, want 200", r.status)
+		}
+	}
+	testutil.WaitFor(t, "the warning", func() bool { return warnings() > 0 })
+	if n := warnings(); n != 1 {
+		t.Fatalf("after three keys sent as X-Api-Key: %d warnings, want 1", n)
+	}
+}
