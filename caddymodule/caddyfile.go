@@ -8,6 +8,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/gamegate/gamegate/internal/bounds"
 )
 
 // Shared Caddyfile argument parsers. Each consumes exactly one argument after
@@ -115,6 +117,11 @@ func parseDurationIn(d *caddyfile.Dispenser, r durationRange) (caddy.Duration, e
 		want += " up to " + fmtDuration(caddy.Duration(r.hi))
 	}
 	dur, err := caddy.ParseDuration(s)
+	// Every duration option is at least bounds.MinDuration; a range that
+	// starts higher says so in want.
+	if err == nil && dur > 0 && dur < bounds.MinDuration && r.lo < bounds.MinDuration {
+		return 0, d.Errf("option '%s': want a duration of at least %s, got '%s'", opt, bounds.MinDuration, s)
+	}
 	if err != nil || dur <= 0 || !r.contains(caddy.Duration(dur)) {
 		return 0, d.Errf("option '%s': want %s, got '%s'", opt, want, s)
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"testing"
 
@@ -134,30 +133,13 @@ func nullElements(t reflect.Type, depth int) []any {
 	return nil
 }
 
-// gamegateModules are the IDs of the modules this package registers.
-func gamegateModules() []string {
-	pkg := reflect.TypeFor[App]().PkgPath()
-	var ids []string
-	for _, id := range caddy.Modules() {
-		m, err := caddy.GetModule(id)
-		if err != nil {
-			continue
-		}
-		if t := reflect.TypeOf(m.New()); t.Kind() == reflect.Pointer && t.Elem().PkgPath() == pkg {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
 // A null where a configuration has an object or a value in a list or a
 // map, at any depth, of any module this package registers, is refused or
 // accepted, never a panic: {"apps":{"gamegate":{"udp":[null]}}} panicked in
 // Provision.
 func TestNullElementsDoNotPanic(t *testing.T) {
 	placed := 0
-	for _, id := range gamegateModules() {
+	for _, id := range moduleIDs() {
 		m, _ := caddy.GetModule(id)
 		docs := nullElements(reflect.TypeOf(m.New()), 4)
 		if moduleConfig(id, map[string]any{}) == nil {

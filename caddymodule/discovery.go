@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -17,8 +18,10 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/discovery"
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 	"github.com/gamegate/gamegate/store/redisstore"
 )
 
@@ -66,10 +69,14 @@ type QoSDiscovery struct {
 	// honours the server's trusted_proxies). Others get 403. Default: all.
 	Allow []string `json:"allow,omitempty"`
 	// API keys, any of which a caller must send as "Authorization: Bearer
-	// <key>" or "X-Api-Key: <key>"; others get 401 with
-	// "WWW-Authenticate: Bearer". Placeholders such as {env.DISCOVERY_KEY}
-	// are replaced. Answers to callers that pass allow or api_keys are
-	// Cache-Control: private. Default: none required.
+	// <key>" (or "X-Api-Key: <key>", which Caddy's access log records);
+	// others get 401 with "WWW-Authenticate: Bearer". After 20 requests
+	// without a valid key, a client network gets 429 with Retry-After, valid
+	// key or not, until it has earned another attempt (one per 10 s).
+	// Placeholders such as {env.DISCOVERY_KEY} are replaced. On a server
+	// that listens beyond loopback each must be at least 16 bytes and not a
+	// development default. Answers to callers that pass allow or api_keys
+	// are Cache-Control: private. Default: none required.
 	APIKeys []string `json:"api_keys,omitempty"`
 	// Health checks of the listed QoS servers. Default: off.
 	HealthCheck *DiscoveryHealthCheck `json:"health_check,omitempty"`
@@ -81,6 +88,9 @@ type QoSDiscovery struct {
 	service *discovery.Service
 	handler discovery.Handler
 	logger  *zap.Logger
+	// xAPIKeyWarned: the warning that clients send keys as X-Api-Key is
+	// logged once per configuration.
+	xAPIKeyWarned sync.Once
 }
 
 // DiscoveryServer is one QoS server of a fleet.
@@ -126,7 +136,13 @@ func (*QoSDiscovery) CaddyModule() caddy.ModuleInfo {
 // discoveryOverrides holds each name's admin-set fleets across reloads.
 var discoveryOverrides = caddy.NewUsagePool()
 
-type pooledOverrides struct{ *discovery.Overrides }
+// pooledOverrides is what a name's handlers keep across reloads: the
+// admin-set fleets, and the failed API key attempts of each network (a
+// reload must not hand a guesser a fresh burst).
+type pooledOverrides struct {
+	*discovery.Overrides
+	failures *ratelimit.Table[string]
+}
 
 func (p pooledOverrides) Destruct() error {
 	p.Unshare()
@@ -198,20 +214,25 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	if access.Keys, err = httpauth.New(keys...); err != nil {
 		return fmt.Errorf("api_keys: %w", err)
 	}
+	// The relay allocations API's rules for its tokens: long enough
+	// beyond loopback, and a limit on the failed attempts.
+	if err := refuseWeakSecrets(ctx, "", "api_keys", h.APIKeys, keys, minExposedToken); err != nil {
+		return err
+	}
 	val, _, err := discoveryOverrides.LoadOrNew(h.Name, func() (caddy.Destructor, error) {
-		return pooledOverrides{discovery.NewOverrides()}, nil
+		return pooledOverrides{discovery.NewOverrides(), ratelimit.NewTable[string](relay.DefaultMaxClients, ratelimit.NewClock(nil))}, nil
 	})
 	if err != nil {
 		return err
 	}
-	// With a storage that nodes share (storage redis), admin changes go
-	// through it, so that every node serves the same fleets.
-	overrides := val.(pooledOverrides).Overrides
-	if shared, ok := ctx.Storage().(*redisstore.Store); ok {
-		overrides.Share(shared, h.Name, h.logger)
-	} else {
-		overrides.Unshare()
+	pooled := val.(pooledOverrides)
+	// The relay allocations API's limiter, at its defaults.
+	failureLimit, err := ratelimit.NewLimit(relay.DefaultAuthFailureRate, relay.DefaultAuthFailureBurst)
+	if err != nil {
+		return err
 	}
+	access.Failures = &relay.LocalLimiter{Table: pooled.failures, Limit: failureLimit, MaxKeys: relay.DefaultMaxClients}
+	overrides := pooled.Overrides
 	cfg.Overrides = overrides
 	cfg.Private = access.Restricted()
 	cfg.Logger = h.logger
@@ -235,7 +256,21 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.handler = discovery.Handler{Service: h.service, Access: access, ClientIP: clientIP}
-	h.service.Start()
+	// Health checks, the fleets file's polling and the shared store's
+	// start with the configuration, not when it is only validated.
+	shared, _ := ctx.Storage().(*redisstore.Store)
+	if err := whenStarted(ctx, func() {
+		// With a storage that nodes share (storage redis), admin changes
+		// go through it, so that every node serves the same fleets.
+		if shared != nil {
+			overrides.Share(shared, h.Name, h.logger)
+		} else {
+			overrides.Unshare()
+		}
+		h.service.Start()
+	}); err != nil {
+		return err
+	}
 	liveDiscoveryServices.add(h.service)
 	return discoveryMetrics.register(ctx.GetMetricsRegistry())
 }
@@ -297,6 +332,13 @@ func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	code := h.handler.ServeFleet(w, r, fleet)
 	discoveryMetrics.requests.count(code)
+	if code != http.StatusForbidden && h.handler.Access.Keys.Required() && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") != "" {
+		// Caddy's access log records X-Api-Key whole; no module can
+		// redact it. Tell the operator, once, what clients do.
+		h.xAPIKeyWarned.Do(func() {
+			h.logger.Warn("a client sent its API key as X-Api-Key, which Caddy's access log records in plain text; have clients send Authorization: Bearer <key> (which it redacts), or filter the header out of the access log")
+		})
+	}
 	if code == http.StatusOK || code == http.StatusNotModified {
 		// Only a fleet that exists is answered 200 or 304, so the label's
 		// values are the configured fleets (a Caddyfile, a fleets file or

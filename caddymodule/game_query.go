@@ -258,7 +258,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		return err
 	}
 	cfg := h.config()
-	cfg.OnUpstream = gameQueryMetrics.upstreamOf(h.Servers)
+	cfg.OnUpstream = gameQueryMetrics.upstreamOf(h.Servers, h.adHoc != nil)
 	cfg.ClientIP = clientIP
 	cfg.Log = func(server string, err error) {
 		if ce := logger.Check(zap.WarnLevel, "game query failed"); ce != nil {
@@ -886,8 +886,9 @@ func newGameQueryMetrics() *gameQueryMetricSet {
 }
 
 // upstreamOf returns the gateway's OnUpstream for servers: each configured
-// server's observer is looked up once, and ad-hoc targets share one.
-func (m *gameQueryMetricSet) upstreamOf(servers map[string]*GameQueryServer) func(string, time.Duration) {
+// server's observer is looked up once, and ad-hoc targets, if
+// adHocTargets, share one.
+func (m *gameQueryMetricSet) upstreamOf(servers map[string]*GameQueryServer, adHocTargets bool) func(string, time.Duration) {
 	type serverMetrics struct {
 		queries  prometheus.Counter
 		duration prometheus.Observer
@@ -899,11 +900,16 @@ func (m *gameQueryMetricSet) upstreamOf(servers map[string]*GameQueryServer) fun
 	for name := range servers {
 		by[name] = of(name)
 	}
-	adHoc := of(adHocServer)
+	// Made when ad-hoc targets are configured: a configuration that takes
+	// none has no ad_hoc series.
+	adHoc := sync.OnceValue(func() serverMetrics { return of(adHocServer) })
+	if adHocTargets {
+		adHoc()
+	}
 	return func(server string, took time.Duration) {
 		s, ok := by[server]
 		if !ok {
-			s = adHoc
+			s = adHoc()
 		}
 		s.queries.Inc()
 		s.duration.Observe(took.Seconds())

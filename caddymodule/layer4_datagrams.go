@@ -42,15 +42,16 @@ func serveDatagrams(cx *layer4.Connection, v any, name string) error {
 		return err
 	}
 	src := netaddr.AddrPortOf(cx.RemoteAddr())
+	stats := layer4Stats()
 	a := takeAssociation(pc)
 	defer a.release()
 	return readDatagrams(cx, a.buf[:], func() {
-		layer4Stats.CountDropped(dgram.DropTooLarge)
+		stats.CountDropped(dgram.DropTooLarge)
 	}, func(datagram []byte) {
-		layer4Stats.CountReceived()
+		stats.CountReceived()
 		p.ServeDatagram(a.w, src, datagram)
 		a.w.Flush()
-		a.w.Report(layer4Stats)
+		a.w.Report(stats)
 	})
 }
 
@@ -82,10 +83,13 @@ func (a *association) release() {
 	associations.Put(a)
 }
 
-// layer4Stats counts what the adapter reads and drops itself on every
-// caddy-l4 route (oversized first datagrams, replies the kernel refused),
-// exported as the gamegate UDP metrics with the listener "layer4".
-var layer4Stats = udpStatsOf([]string{"layer4"})
+// layer4Stats returns the counts of what the adapter reads and drops
+// itself on every caddy-l4 route (oversized first datagrams, replies the
+// kernel refused), exported as the gamegate UDP metrics with the listener
+// "layer4". They are made with the first association a gamegate handler
+// serves on a caddy-l4 route: a process that serves none has no such
+// series.
+var layer4Stats = sync.OnceValue(func() *dgram.Stats { return udpStatsOf([]string{"layer4"}) })
 
 // registerDatagramMetrics registers a datagram protocol's metrics m, and the
 // adapter's own counts (udpMetrics, listener "layer4"), in the

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,7 +113,7 @@ func (h *QoSEcho) Provision(ctx caddy.Context) error {
 	// Discovery's health checks from this process are answered even
 	// while forged requests have their address banned.
 	cfg.ProbeKey = qos.ProcessProbeKey()
-	cfg.Count = qosMetrics.count
+	cfg.Count = qosMetrics.countFor
 	cfg.Logger = ctx.Logger()
 	h.svc = qos.NewService(cfg, qosTables{layer4: !h.inApp})
 	switch {
@@ -298,49 +299,82 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // QoS handler in the process.
 var qosMetrics = newQoSMetrics()
 
-// qosMetricSet counts what QoS handlers do: one atomic add per datagram,
-// for its verdict. Every metric is derived from those counts when scraped,
-// so the hot path pays for one counter, not one per metric.
+// qosMetricSet counts what QoS handlers do, by listener: one atomic add
+// per datagram, for its verdict. Every metric is derived from those counts
+// when scraped, so the hot path pays for one counter, not one per metric.
 type qosMetricSet struct {
 	metricSet
+	mu                                        sync.Mutex
+	listeners                                 map[string]*qosCounts // by listener label
+	requests, responses, drops, bans, tracked *prometheus.Desc
+}
+
+// qosCounts are the verdicts of the datagrams one listener served.
+type qosCounts struct {
 	verdicts [qos.NumVerdicts]struct {
 		n atomic.Uint64
 		_ [56]byte // one cache line each: verdicts are counted from every core
 	}
-	requests, responses, drops, bans, tracked *prometheus.Desc
 }
 
+func (c *qosCounts) count(v qos.Verdict) { c.verdicts[v].n.Add(1) }
+
 func newQoSMetrics() *qosMetricSet {
-	m := &qosMetricSet{metricSet: metricSet{subsystem: "qos"}}
-	m.requests = m.desc("requests_total", "Datagrams received by QoS echo handlers.")
-	m.responses = m.desc("responses_total", "QoS responses sent, by flow control (none, backoff, ban).", "flow")
-	m.drops = m.desc("dropped_total", "QoS datagrams dropped without a response, by reason.", "reason")
-	m.bans = m.desc("bans_total", "QoS sources banned, by cause (rate, capacity).", "cause")
+	m := &qosMetricSet{metricSet: metricSet{subsystem: "qos"}, listeners: make(map[string]*qosCounts)}
+	m.requests = m.desc("requests_total", "Datagrams received by QoS echo handlers, by listener.", "listener")
+	m.responses = m.desc("responses_total", "QoS responses sent, by listener and flow control (none, backoff, ban).", "listener", "flow")
+	m.drops = m.desc("dropped_total", "QoS datagrams dropped without a response, by listener and reason.", "listener", "reason")
+	m.bans = m.desc("bans_total", "QoS sources banned, by listener and cause (rate, capacity).", "listener", "cause")
 	m.tracked = m.desc("tracked_sources", "Sources whose QoS rate and ban state is remembered.")
 	m.scraped(m.collect, m.requests, m.responses, m.drops, m.bans, m.tracked)
 	return m
 }
 
-func (m *qosMetricSet) count(v qos.Verdict) { m.verdicts[v].n.Add(1) }
+// countFor returns the function counting the verdicts of the QoS server
+// of listener (qos.Config.Count): the gamegate app names a server's
+// listener by its listen addresses joined by commas (dgram.ProtocolAt),
+// a caddy-l4 route by the local address of its associations. Its label is
+// the udp metrics' for the app's servers (the addresses joined by
+// spaces), the address for caddy-l4's. The listener "" is no listener: a
+// named service holds its table at Provision through it, and never
+// serves there.
+func (m *qosMetricSet) countFor(listener string) func(qos.Verdict) {
+	if listener == "" {
+		return func(qos.Verdict) {}
+	}
+	label := strings.ReplaceAll(listener, ",", " ")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.listeners[label]
+	if c == nil {
+		c = new(qosCounts)
+		m.listeners[label] = c
+	}
+	return c.count
+}
 
 func (m *qosMetricSet) collect(ch chan<- prometheus.Metric) {
-	var n [qos.NumVerdicts]float64
-	total := 0.0
-	for v := range n {
-		n[v] = float64(m.verdicts[v].n.Load())
-		total += n[v]
-	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	counter(m.requests, total)
-	counter(m.responses, n[qos.Answered]+n[qos.AnsweredProbe], "none")
-	counter(m.responses, n[qos.AnsweredBackoff], "backoff")
-	counter(m.responses, n[qos.BannedRate]+n[qos.BannedCapacity], "ban")
-	counter(m.bans, n[qos.BannedRate], "rate")
-	counter(m.bans, n[qos.BannedCapacity], "capacity")
-	for v := qos.DroppedBanned; v < qos.NumVerdicts; v++ {
-		counter(m.drops, n[v], v.String())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for listener, c := range m.listeners {
+		var n [qos.NumVerdicts]float64
+		total := 0.0
+		for v := range n {
+			n[v] = float64(c.verdicts[v].n.Load())
+			total += n[v]
+		}
+		counter(m.requests, total, listener)
+		counter(m.responses, n[qos.Answered]+n[qos.AnsweredProbe], listener, "none")
+		counter(m.responses, n[qos.AnsweredBackoff], listener, "backoff")
+		counter(m.responses, n[qos.BannedRate]+n[qos.BannedCapacity], listener, "ban")
+		counter(m.bans, n[qos.BannedRate], listener, "rate")
+		counter(m.bans, n[qos.BannedCapacity], listener, "capacity")
+		for v := qos.DroppedBanned; v < qos.NumVerdicts; v++ {
+			counter(m.drops, n[v], listener, v.String())
+		}
 	}
 	tracked := liveSourceTables.sum((*qos.SourceTable).Len)
 	ch <- prometheus.MustNewConstMetric(m.tracked, prometheus.GaugeValue, float64(tracked))

@@ -34,7 +34,10 @@ a server's back-off or ban is reported, with the time to stay away.
 Servers come from a discovery service (--discovery with the service's base
 URL, and --fleet, repeatable) or are given with --server, repeated, as
 host:port or region=host:port. With discovery, IPv4 addresses are used unless
---ipv6 is set or a server has only an IPv6 address.
+--ipv6 is set or a server has only an IPv6 address. The discovery service's
+API key (--api-key, or the GAMEGATE_DISCOVERY_KEY environment variable, which
+keeps it out of the process list) is sent as "Authorization: Bearer", which
+Caddy's access log redacts.
 
 Prints a table per region (latency p50/p95, loss, flow control), or JSON with
 --json. Exits with status 1 if a region got no response at all.`,
@@ -42,7 +45,7 @@ Prints a table per region (latency p50/p95, loss, flow control), or JSON with
 			cmd.Flags().StringArray("server", nil, "QoS server as [region=]host:port (repeatable)")
 			cmd.Flags().String("discovery", "", "base URL of a discovery service (e.g. http://127.0.0.1:8080)")
 			cmd.Flags().StringArray("fleet", nil, "fleet ID to discover (repeatable; with --discovery)")
-			cmd.Flags().String("api-key", "", "API key sent to the discovery service (X-Api-Key)")
+			cmd.Flags().String("api-key", "", "API key sent to the discovery service as Authorization: Bearer (default: $GAMEGATE_DISCOVERY_KEY)")
 			cmd.Flags().Bool("ipv6", false, "with discovery, contact servers over IPv6")
 			cmd.Flags().Int("requests", def.Requests, "requests per server (the protocol recommends 10-20)")
 			cmd.Flags().Duration("wait", def.Wait, "how long to wait for responses after the last request")
@@ -73,8 +76,13 @@ func cmdQoSCheck(fl caddycmd.Flags) (int, error) {
 			return 1, fmt.Errorf("qos-check: --discovery needs at least one --fleet")
 		}
 		client := &discovery.Client{HTTP: &http.Client{Timeout: 10 * time.Second}}
-		if key := fl.String("api-key"); key != "" {
-			client.Header = http.Header{"X-Api-Key": {key}}
+		key := fl.String("api-key")
+		if key == "" {
+			key = os.Getenv("GAMEGATE_DISCOVERY_KEY")
+		}
+		if key != "" {
+			// Caddy's access log redacts Authorization, not X-Api-Key.
+			client.Header = http.Header{"Authorization": {"Bearer " + key}}
 		}
 		found, err := client.QoSTargets(context.Background(), base, fleets, fl.Bool("ipv6"))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
@@ -96,10 +97,12 @@ var (
 	cacheTTLRange = durationRange{100 * time.Millisecond, 24 * time.Hour}
 )
 
-// durationIn checks that d is 0 (the default) or in r.
+// durationIn checks that d is 0 (the default) or in r, and not under
+// bounds.MinDuration (a bare JSON number is nanoseconds): the one rule of
+// every duration option.
 func (c *checker) durationIn(field string, d caddy.Duration, r durationRange) {
-	if d != 0 && !r.contains(d) {
-		c.fail(field, "must be a duration in [%s, %s], not %s", fmtDuration(caddy.Duration(r.lo)), fmtDuration(caddy.Duration(r.hi)), fmtDuration(d))
+	if err := bounds.Duration(field, time.Duration(d), r.lo, r.hi); err != nil && c.err == nil {
+		c.err = c.errorf("%w", err)
 	}
 }
 

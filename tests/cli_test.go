@@ -105,3 +105,44 @@ http://%s {
 		})
 	}
 }
+
+// gamegate's help and usage name the gamegate binary, and `gamegate
+// modules` lists every gamegate module: the modules list-modules shows
+// without a package in a build of this checkout (list-modules | grep
+// gamegate found 12 of them).
+func TestCLINamesGamegate(t *testing.T) {
+	bin := testutil.BuildGamegate(t)
+	for _, tc := range []struct {
+		args []string
+		says []string
+	}{
+		{[]string{"help"}, []string{"gamegate is Caddy", "gamegate [command]", "gamegate adds 'modules'"}},
+		{[]string{"qos-check", "--help"}, []string{"Usage:\n  gamegate qos-check"}},
+		{[]string{"relay-check", "--help"}, []string{"Usage:\n  gamegate relay-check"}},
+	} {
+		code, out := runGamegate(t, bin, tc.args...)
+		for _, s := range tc.says {
+			if code != 0 || !strings.Contains(out, s) {
+				t.Errorf("gamegate %s: exit %d, want 0 saying %q:\n%s", strings.Join(tc.args, " "), code, s, out)
+			}
+		}
+		if strings.Contains(out, "Usage:\n  caddy") || strings.Contains(out, "Caddy is an extensible server platform") {
+			t.Errorf("gamegate %s: usage names caddy:\n%s", strings.Join(tc.args, " "), out)
+		}
+	}
+	code, out := runGamegate(t, bin, "modules")
+	if code != 0 {
+		t.Fatalf("gamegate modules: exit %d:\n%s", code, out)
+	}
+	listed := strings.Fields(out)
+	_, all := runGamegate(t, bin, "list-modules", "--packages", "--skip-standard")
+	var ours []string
+	for line := range strings.Lines(all) {
+		if f := strings.Fields(line); len(f) == 1 && !strings.Contains(f[0], ":") {
+			ours = append(ours, f[0])
+		}
+	}
+	if len(listed) < 29 || strings.Join(listed, " ") != strings.Join(ours, " ") {
+		t.Fatalf("gamegate modules: got %d %q, want the %d modules list-modules shows without a package %q", len(listed), listed, len(ours), ours)
+	}
+}

@@ -68,7 +68,7 @@ http://%s {
 	route /keyed/* {
 		qos_discovery {
 			%s
-			api_keys secret-one {env.GAMEGATE_TEST_DISCOVERY_KEY}
+			api_keys secret-one-0123456789 {env.GAMEGATE_TEST_DISCOVERY_KEY}
 			name keyed
 		}
 	}
@@ -81,7 +81,7 @@ http://%s {
 	respond "other site content" 200
 }
 `, addr, seedFleetBlock, env.file, seedFleetBlock, seedFleetBlock, broken)
-	t.Setenv("GAMEGATE_TEST_DISCOVERY_KEY", "secret-two")
+	t.Setenv("GAMEGATE_TEST_DISCOVERY_KEY", "secret-two-0123456789")
 	env.caddy = testcaddy.Start(t, env.cfg)
 	return env
 }
@@ -225,9 +225,9 @@ func TestDiscoveryForbidden(t *testing.T) {
 		{nil, 401},
 		{[]string{"X-Api-Key", "wrong"}, 401},
 		{[]string{"Authorization", "Bearer wrong"}, 401},
-		{[]string{"Authorization", "Basic secret-one"}, 401},
-		{[]string{"X-Api-Key", "secret-one"}, 200},
-		{[]string{"Authorization", "Bearer secret-two"}, 200}, // from {env.…}
+		{[]string{"Authorization", "Basic secret-one-0123456789"}, 401},
+		{[]string{"X-Api-Key", "secret-one-0123456789"}, 200},
+		{[]string{"Authorization", "Bearer secret-two-0123456789"}, 200}, // from {env.…}
 	} {
 		r := request(t, "GET", keyed, tc.header...)
 		if r.status != tc.want {
@@ -238,6 +238,20 @@ func TestDiscoveryForbidden(t *testing.T) {
 		}
 		if tc.want == 200 && r.header.Get("Cache-Control") != "private, max-age=1200" {
 			t.Fatalf("authenticated answer: got Cache-Control %q, want private", r.header.Get("Cache-Control"))
+		}
+	}
+	// Keys cannot be guessed fast: after 20 requests without a valid key
+	// (4 above), the network gets 429 with Retry-After, whatever key it
+	// sends, as the relay allocations API answers a token guesser.
+	for i := 4; i < 20; i++ {
+		if r := request(t, "GET", keyed, "Authorization", "Bearer guess"); r.status != 401 {
+			t.Fatalf("wrong key %d: got %d, want 401", i+1, r.status)
+		}
+	}
+	for _, key := range []string{"guess", "secret-one-0123456789"} {
+		r := request(t, "GET", keyed, "Authorization", "Bearer "+key)
+		if r.status != 429 || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, "without a valid API key") {
+			t.Fatalf("key %q after 20 wrong ones: got %d %q (Retry-After %q), want 429 with Retry-After", key, r.status, r.body, r.header.Get("Retry-After"))
 		}
 	}
 }

@@ -145,6 +145,25 @@ func TestMinecraftGamedigShapeWithLogins(t *testing.T) {
 
 // A server that refuses the modern ping (as servers before 1.7 do not
 // know it) is asked the legacy FE 01 ping.
+// A two-line MOTD is named as GameDig names it: every run of white space,
+// the line break too, one space, then the § codes removed (so the space
+// before a code and the one after it stay); raw keeps the line break.
+func TestMinecraftTwoLineMOTDAsGamedig(t *testing.T) {
+	gate, server := startMinecraftGate(t, "two-lines")
+	var st query.Status
+	if r := getJSON(t, gate+"/query/mc", &st); r.status != 200 {
+		t.Fatalf("GET /query/mc: %d %s", r.status, r.body)
+	}
+	var gd struct{ Name string }
+	out := testutil.Gamedig(t, "minecraft", server, &gd)
+	if st.Name != gd.Name || st.Name != "Gate Craft  second line" {
+		t.Errorf("name: gamegate %q, gamedig %q (%s), want both \"Gate Craft  second line\"", st.Name, gd.Name, out)
+	}
+	if d, _ := st.Raw["description"].(map[string]any); d == nil || d["text"] != "Gate Craft\n" {
+		t.Errorf("raw description: got %v, want the MOTD as sent", st.Raw["description"])
+	}
+}
+
 func TestMinecraftLegacyAgainstRealServer(t *testing.T) {
 	t.Logf("independent client: minecraft-server-util %s; server: minecraft-protocol %s",
 		testutil.NpmVersion(t, "minecraft-server-util"), testutil.NpmVersion(t, "minecraft-protocol"))
@@ -161,6 +180,12 @@ func TestMinecraftLegacyAgainstRealServer(t *testing.T) {
 		st.MaxPlayers != mu.Result.Players.Max || st.NumPlayers != mu.Result.Players.Online ||
 		st.Raw["protocol"] != float64(mu.Result.Version.Protocol) {
 		t.Errorf("gamegate %s, minecraft-server-util %s", r.body, out)
+	}
+	// The raw command answers such a server too: the status's raw data
+	// (it was 502 bad_answer, asking only the Server List Ping).
+	var raw map[string]any
+	if r := getJSON(t, gate+"/query/mc/raw", &raw); r.status != 200 || raw["legacy"] != true || raw["motd"] == nil || raw["max"] != float64(st.MaxPlayers) {
+		t.Errorf("GET /query/mc/raw on a legacy-only server: %d %s, want 200 with the legacy fields", r.status, r.body)
 	}
 }
 

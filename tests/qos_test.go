@@ -118,7 +118,8 @@ func TestQoSEchoDropsMalformed(t *testing.T) {
 	wantDrops := map[string]float64{"title_length": 2, "magic": 1, "flow": 1, "too_long": 2}
 	dropsBefore := map[string]float64{}
 	for reason := range wantDrops {
-		dropsBefore[reason] = caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="`+reason+`"}`)
+		// A caddy-l4 route's QoS series appear with its first datagram.
+		dropsBefore[reason], _ = caddy.Metric(t, `gamegate_qos_dropped_total{listener="`+addr+`",reason="`+reason+`"}`)
 	}
 	valid := unityRequest(1, 7, 42)
 	bad := map[string][]byte{
@@ -154,7 +155,7 @@ func TestQoSEchoDropsMalformed(t *testing.T) {
 		})
 	}
 	for reason, want := range wantDrops {
-		if got := caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="`+reason+`"}`) - dropsBefore[reason]; got != want {
+		if got := caddy.MustMetric(t, `gamegate_qos_dropped_total{listener="`+addr+`",reason="`+reason+`"}`) - dropsBefore[reason]; got != want {
 			t.Errorf("gamegate_qos_dropped_total{reason=%q} rose by %v, want %v", reason, got, want)
 		}
 	}
@@ -179,7 +180,7 @@ func TestQoSEchoRateLimitBan(t *testing.T) {
 	}
 }
 `, addr))
-	bansBefore := caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`)
+	bansBefore, _ := caddy.Metric(t, `gamegate_qos_bans_total{cause="rate",listener="`+addr+`"}`)
 	c := testutil.DialUDP(t, "127.0.0.1:0", addr)
 	for seq := range uint8(6) {
 		c.Send(unityRequest(seq, 9, uint64(seq)))
@@ -207,7 +208,7 @@ func TestQoSEchoRateLimitBan(t *testing.T) {
 	if answer[1] != 0 {
 		t.Fatalf("first response after the ban: flow %#x, want none", answer[1])
 	}
-	if got := caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`) - bansBefore; got != 1 {
+	if got := caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate",listener="`+addr+`"}`) - bansBefore; got != 1 {
 		t.Fatalf("gamegate_qos_bans_total{cause=\"rate\"} rose by %v, want 1", got)
 	}
 }
@@ -466,13 +467,13 @@ func TestQoSBanSurvivesReload(t *testing.T) {
 			}
 			// The banned source is still ignored: its request is dropped
 			// for the ban, and nothing comes back.
-			dropped := caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`)
+			dropped := caddy.MustMetric(t, `gamegate_qos_dropped_total{listener="`+addr+`",reason="banned"}`)
 			banned.Send(unityRequest(100, 3, 100))
 			testutil.WaitFor(t, "the banned source's request to be dropped", func() bool {
 				if b, ok := banned.Recv(time.Millisecond); ok {
 					t.Fatalf("the banned source was answered after the reload: %x", b)
 				}
-				return caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`) > dropped
+				return caddy.MustMetric(t, `gamegate_qos_dropped_total{listener="`+addr+`",reason="banned"}`) > dropped
 			})
 			if b, ok := banned.Recv(200 * time.Millisecond); ok {
 				t.Fatalf("the banned source was answered after the reload: %x", b)

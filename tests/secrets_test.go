@@ -104,3 +104,94 @@ func get(t *testing.T, url string) string {
 	}
 	return string(body)
 }
+
+// gamegate qos-check sends its discovery API key as "Authorization:
+// Bearer", which Caddy's access log redacts by default: with a plain
+// access log (no filter), the key is nowhere in it. It was sent as
+// X-Api-Key, which the log records whole.
+func TestQoSCheckKeyStaysOutOfTheAccessLog(t *testing.T) {
+	const key = "discovery-key-from-the-environment-0123456789"
+	t.Setenv("GAMEGATE_TEST_DISCOVERY_KEY", key)
+	bin := testutil.BuildGamegate(t)
+	qosAddr, httpAddr := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
+	accessLog := filepath.Join(t.TempDir(), "access.log")
+	testcaddy.Start(t, fmt.Sprintf(`{
+	gamegate {
+		udp %s {
+			qos
+		}
+	}
+}
+
+http://%s {
+	log {
+		output file %s
+	}
+	qos_discovery {
+		fleet f {
+			server eu 1 %s
+		}
+		api_keys {env.GAMEGATE_TEST_DISCOVERY_KEY}
+	}
+}
+`, qosAddr, httpAddr, accessLog, qosAddr))
+	base := []string{"qos-check", "--discovery", "http://" + httpAddr, "--fleet", "f", "--requests", "3", "--wait", "500ms"}
+	if code, out := runGamegate(t, bin, append(base, "--api-key", key)...); code != 0 || !strings.Contains(out, "eu") {
+		t.Fatalf("qos-check --api-key: exit %d, want 0 with region eu:\n%s", code, out)
+	}
+	t.Setenv("GAMEGATE_DISCOVERY_KEY", key)
+	if code, out := runGamegate(t, bin, base...); code != 0 || !strings.Contains(out, "eu") {
+		t.Fatalf("qos-check with $GAMEGATE_DISCOVERY_KEY: exit %d, want 0 with region eu:\n%s", code, out)
+	}
+	var logged []byte
+	testutil.WaitFor(t, "both requests in the access log", func() bool {
+		logged, _ = os.ReadFile(accessLog)
+		return strings.Count(string(logged), `"status":200`) >= 2
+	})
+	if strings.Contains(string(logged), key) || strings.Count(string(logged), `"Authorization":["REDACTED"]`) < 2 {
+		t.Fatalf("access log: want the key sent as a redacted Authorization header, and nowhere:\n%s", logged)
+	}
+}
+
+// Caddy's access log records X-Api-Key whole and no module can redact it:
+// qos_discovery warns the operator, once per configuration, when clients
+// send their key that way; a key sent as Authorization: Bearer, which the
+// access log redacts, warns nothing.
+func TestXAPIKeyWarnedOnce(t *testing.T) {
+	const key = "discovery-key-0123456789abcdef"
+	httpAddr := testutil.FreeTCPAddr(t)
+	c := testcaddy.StartLogged(t, fmt.Sprintf(`http://%s {
+	qos_discovery {
+		fleet f {
+			server eu 1 127.0.0.1:9
+		}
+		api_keys %s
+	}
+}
+`, httpAddr, key))
+	url := "http://" + httpAddr + "/v1/fleets/f/servers"
+	warnings := func() int {
+		n := 0
+		for _, e := range c.Logs(t) {
+			if msg, _ := e["msg"].(string); strings.Contains(msg, "X-Api-Key") {
+				n++
+			}
+		}
+		return n
+	}
+	if r := request(t, "GET", url, "Authorization", "Bearer "+key); r.status != http.StatusOK {
+		t.Fatalf("Authorization: Bearer: got %d, want 200", r.status)
+	}
+	if n := warnings(); n != 0 {
+		t.Fatalf("after a key sent as Authorization: %d warnings, want none", n)
+	}
+	for range 3 {
+		if r := request(t, "GET", url, "X-Api-Key", key); r.status != http.StatusOK {
+			t.Fatalf("X-Api-Key: got %d, want 200", r.status)
+		}
+	}
+	testutil.WaitFor(t, "the warning", func() bool { return warnings() > 0 })
+	if n := warnings(); n != 1 {
+		t.Fatalf("after three keys sent as X-Api-Key: %d warnings, want 1", n)
+	}
+}

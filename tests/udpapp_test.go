@@ -258,7 +258,7 @@ func TestUDPAppFlood(t *testing.T) {
 	// After the flood: every client is answered within 1 s.
 	if !qosAnswered(qc, 60000, time.Second) {
 		t.Fatalf("QoS client not answered within 1 s of the flood ending (bans %v, drops for bans %v)",
-			env.caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`), env.caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`))
+			env.caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate",listener="`+env.addr+`"}`), env.caddy.MustMetric(t, `gamegate_qos_dropped_total{listener="`+env.addr+`",reason="banned"}`))
 	}
 	if !relayEchoed(joiner, hostAlloc.ID, 1<<20, time.Second) {
 		t.Fatal("relay joiner not echoed within 1 s of the flood ending")
@@ -339,7 +339,7 @@ func TestUDPAppScale(t *testing.T) {
 		}
 		return (float64(heap()) - float64(before)) / sources
 	}
-	qosRequests := func() float64 { return env.caddy.MustMetric(t, "gamegate_qos_requests_total") }
+	qosRequests := func() float64 { return env.caddy.MustMetric(t, `gamegate_qos_requests_total{listener="`+env.addr+`"}`) }
 	qosPer := sendFromEach(unityRequest(1, 1, 1), qosRequests)
 	if tracked := env.caddy.MustMetric(t, "gamegate_qos_tracked_sources"); tracked < sources*0.99 {
 		t.Fatalf("QoS tracked %v sources, want about %d", tracked, sources)
@@ -378,7 +378,9 @@ func TestUDPAppReloads(t *testing.T) {
 	for i := range 150 {
 		banned.Send(unityRequest(uint8(i), 7, uint64(i)))
 	}
-	testutil.WaitFor(t, "the ban", func() bool { return env.caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate"}`) >= 1 })
+	testutil.WaitFor(t, "the ban", func() bool {
+		return env.caddy.MustMetric(t, `gamegate_qos_bans_total{cause="rate",listener="`+env.addr+`"}`) >= 1
+	})
 
 	cfgJSON, err := json.Marshal(testcaddy.AdaptCaddyfile(t, env.cfg))
 	if err != nil {
@@ -440,10 +442,10 @@ func TestUDPAppReloads(t *testing.T) {
 			break
 		}
 	}
-	droppedBefore := env.caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`)
+	droppedBefore := env.caddy.MustMetric(t, `gamegate_qos_dropped_total{listener="`+env.addr+`",reason="banned"}`)
 	banned.Send(unityRequest(1, 7, 1))
 	testutil.WaitFor(t, "the banned source's request to be dropped", func() bool {
-		return env.caddy.MustMetric(t, `gamegate_qos_dropped_total{reason="banned"}`) > droppedBefore
+		return env.caddy.MustMetric(t, `gamegate_qos_dropped_total{listener="`+env.addr+`",reason="banned"}`) > droppedBefore
 	})
 	if b, ok := banned.Recv(200 * time.Millisecond); ok {
 		t.Fatalf("a banned source was answered after the reloads: %x", b)

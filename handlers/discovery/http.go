@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -8,14 +9,17 @@ import (
 
 	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
+	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
 // Access is who may read a discovery service: clients whose address is in
 // Allow (none: every address), presenting one of Keys (none: no key
-// needed).
+// needed). Failures limits the requests without a valid key from each
+// client network (see httpauth.Guard); nil limits nothing.
 type Access struct {
-	Allow []netip.Prefix
-	Keys  *httpauth.Keys
+	Allow    []netip.Prefix
+	Keys     *httpauth.Keys
+	Failures httpauth.Limiter
 }
 
 // Restricted reports whether answers are for some callers only, so shared
@@ -69,6 +73,8 @@ type Handler struct {
 // ServeFleet answers a request for fleet and returns the status written:
 //   - 403 text/plain "access denied for <address>" outside the allow-list
 //     (the discovery protocol's answer);
+//   - 429 with Retry-After when the caller's network sent too many
+//     requests without a valid API key, whatever this one presents;
 //   - 401 with "WWW-Authenticate: Bearer" without a valid API key (see
 //     package httpauth);
 //   - 405 with Allow for methods other than GET and HEAD;
@@ -78,7 +84,8 @@ func (h *Handler) ServeFleet(w http.ResponseWriter, r *http.Request, fleet strin
 	if from == nil {
 		from = clientaddr.RemoteAddr
 	}
-	if client := from(r); !h.Access.allowed(client) {
+	client := from(r)
+	if !h.Access.allowed(client) {
 		who := "an unknown address"
 		if client.IsValid() {
 			who = client.String()
@@ -86,10 +93,17 @@ func (h *Handler) ServeFleet(w http.ResponseWriter, r *http.Request, fleet strin
 		writeText(w, r, http.StatusForbidden, "access denied for "+who)
 		return http.StatusForbidden
 	}
-	if !h.Access.Keys.Allow(r) {
+	guard := httpauth.Guard{Keys: h.Access.Keys, Failures: h.Access.Failures}
+	switch status, wait := guard.Check(r.Context(), r, clientaddr.NetworkString(client, 0, 0)); status {
+	case http.StatusTooManyRequests:
+		retry := ratelimit.RetryAfter(wait)
+		w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
+		writeText(w, r, status, fmt.Sprintf("too many requests without a valid API key from this client's network; try again in %ds", retry))
+		return status
+	case http.StatusUnauthorized:
 		httpauth.SetChallenge(w.Header())
-		writeText(w, r, http.StatusUnauthorized, "a valid API key is required (Authorization: Bearer <key> or X-Api-Key: <key>)")
-		return http.StatusUnauthorized
+		writeText(w, r, status, "a valid API key is required (Authorization: Bearer <key>)")
+		return status
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

@@ -106,6 +106,8 @@ func NewService(cfg Config) (*Service, error) {
 // Start begins watching the fleets file and health-checking servers.
 func (s *Service) Start() {
 	s.cfg.Overrides.attach(s)
+	// What the admin API changed since NewService read the overrides.
+	s.rebuild()
 	if s.cfg.File != "" {
 		s.done.Go(func() {
 			periodic.Run(s.stop, s.cfg.FilePoll, func() {

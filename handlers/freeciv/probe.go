@@ -238,8 +238,12 @@ func (q *QueryProtocol) Command(ctx context.Context, address, command string, ar
 		}
 		return res, nil
 	}
-	if command != "join" {
-		return nil, query.Errorf(http.StatusNotFound, "the freeciv protocol has no command %q (it has status, join and, on a LAN, lan)", command)
+	switch command {
+	case "join":
+	case "lan":
+		return nil, query.Errorf(http.StatusNotFound, "the lan command is not configured here: it needs the freeciv protocol's lan_group")
+	default:
+		return nil, query.Errorf(http.StatusNotFound, "the freeciv protocol has no command %q (it has status, join and, with lan_group, lan)", command)
 	}
 	capability := q.JoinCapability
 	if capability == "" {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/netaddr"
@@ -256,13 +257,11 @@ func (p *JavaProtocol) Status(ctx context.Context, address string) (*query.Statu
 	deadline := p.deadline(ctx)
 	js, rtt, err := p.exchange(ctx, dialAddr, host, port, deadline)
 	if err != nil {
-		if p.Legacy && !isTimeout(err) && time.Now().Before(deadline) {
-			if ls, lrtt, lerr := p.legacy(ctx, dialAddr, host, port, deadline); lerr == nil {
-				st := legacyStatus(address, ls, lrtt)
-				st.SetAddress(dialAddr, 0)
-				st.Address = address
-				return st, nil
-			}
+		if ls, lrtt, ok := p.legacyFallback(ctx, err, dialAddr, host, port, deadline); ok {
+			st := legacyStatus(address, ls, lrtt)
+			st.SetAddress(dialAddr, 0)
+			st.Address = address
+			return st, nil
 		}
 		return nil, failure(dialAddr, err)
 	}
@@ -274,6 +273,16 @@ func (p *JavaProtocol) Status(ctx context.Context, address string) (*query.Statu
 		st.Address = address // as asked: a bare host name stays one
 	}
 	return st, err
+}
+
+// legacyFallback asks the legacy ping, if enabled, after the Server List
+// Ping failed with err for a reason other than a timeout.
+func (p *JavaProtocol) legacyFallback(ctx context.Context, err error, dialAddr, host string, port uint16, deadline time.Time) (*wiremc.LegacyStatus, time.Duration, bool) {
+	if !p.Legacy || isTimeout(err) || !time.Now().Before(deadline) {
+		return nil, 0, false
+	}
+	ls, rtt, lerr := p.legacy(ctx, dialAddr, host, port, deadline)
+	return ls, rtt, lerr == nil
 }
 
 func isTimeout(err error) bool {
@@ -308,7 +317,7 @@ func (p *JavaProtocol) modernStatus(address string, js []byte, rtt time.Duration
 		delete(raw, "favicon")
 	}
 	st := &query.Status{
-		Name: StripFormatting(FlattenChat(sj.Description)), Version: sj.Version.Name,
+		Name: statusName(FlattenChat(sj.Description)), Version: sj.Version.Name,
 		NumPlayers: sj.Players.Online, MaxPlayers: sj.Players.Max, Ping: rtt.Milliseconds(),
 		Protocol: "minecraft", Players: []query.Player{}, Bots: []query.Player{}, Raw: raw,
 	}
@@ -319,6 +328,16 @@ func (p *JavaProtocol) modernStatus(address string, js []byte, rtt time.Duration
 }
 
 func legacyStatus(address string, s *wiremc.LegacyStatus, rtt time.Duration) *query.Status {
+	raw := legacyRaw(s)
+	return &query.Status{
+		Name: statusName(string(s.MOTD)), Version: string(s.Version), NumPlayers: raw["online"].(int), MaxPlayers: raw["max"].(int),
+		Ping: rtt.Milliseconds(), Protocol: "minecraft", Players: []query.Player{}, Bots: []query.Player{}, Raw: raw,
+	}
+}
+
+// legacyRaw is the raw data of a legacy ping's answer: its fields, with
+// "legacy": true.
+func legacyRaw(s *wiremc.LegacyStatus) map[string]any {
 	online, _ := strconv.Atoi(string(s.Online))
 	maxp, _ := strconv.Atoi(string(s.Max))
 	raw := map[string]any{"legacy": true, "motd": string(s.MOTD), "online": online, "max": maxp}
@@ -326,10 +345,30 @@ func legacyStatus(address string, s *wiremc.LegacyStatus, rtt time.Duration) *qu
 		raw["protocol"], _ = strconv.Atoi(string(s.Protocol))
 		raw["version"] = string(s.Version)
 	}
-	return &query.Status{
-		Name: StripFormatting(string(s.MOTD)), Version: string(s.Version), NumPlayers: online, MaxPlayers: maxp,
-		Ping: rtt.Milliseconds(), Protocol: "minecraft", Players: []query.Player{}, Bots: []query.Player{}, Raw: raw,
+	return raw
+}
+
+// statusName is a MOTD as GameDig names a Minecraft server: every run of
+// white space (the line break of a two-line MOTD included) one space,
+// then without § formatting codes. The MOTD as sent stays in raw.
+func statusName(motd string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range motd {
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
 	}
+	if space {
+		b.WriteByte(' ')
+	}
+	return StripFormatting(b.String())
 }
 
 // ReadOnlyCommands is "raw": a status query changes nothing on a server.
@@ -344,8 +383,14 @@ func (p *JavaProtocol) Command(ctx context.Context, address, command string, arg
 		return nil, query.Errorf(http.StatusBadRequest, "the raw command takes no arguments")
 	}
 	dialAddr, host, port := p.resolve(ctx, address)
-	js, _, err := p.exchange(ctx, dialAddr, host, port, p.deadline(ctx))
+	deadline := p.deadline(ctx)
+	js, _, err := p.exchange(ctx, dialAddr, host, port, deadline)
 	if err != nil {
+		// A server before 1.7 has no status JSON: its legacy answer's
+		// fields, as the status's raw data has them.
+		if ls, _, ok := p.legacyFallback(ctx, err, dialAddr, host, port, deadline); ok {
+			return legacyRaw(ls), nil
+		}
 		return nil, failure(dialAddr, err)
 	}
 	if !json.Valid(js) {

@@ -110,6 +110,42 @@ func TestLegacyFallback(t *testing.T) {
 		if err != nil || st.Name != "Old Times" || st.Version != "1.5.2" || st.NumPlayers != 2 || st.MaxPlayers != 10 || st.Raw["legacy"] != true {
 			t.Fatalf("legacy: got %+v, %v", st, err)
 		}
+		// The raw command answers the legacy answer's fields, as the
+		// status's raw data has them, where there is no status JSON.
+		raw, err := p.Command(context.Background(), addr, "raw", nil)
+		if err != nil {
+			t.Fatalf("raw on a legacy-only server: %v", err)
+		}
+		got, _ := json.Marshal(raw)
+		want, _ := json.Marshal(st.Raw)
+		if string(got) != string(want) {
+			t.Fatalf("raw on a legacy-only server: got %s, want %s", got, want)
+		}
+	}
+}
+
+// A two-line MOTD is named as GameDig names it: every run of white space,
+// the line break included, one space, then without § codes (so a code
+// between two spaces leaves both); the MOTD as sent stays in raw.
+func TestStatusNameAsGamedig(t *testing.T) {
+	for in, want := range map[string]string{
+		"§aA Server\n§7line two":   "A Server line two",
+		"A \n\t  B":                "A B",
+		" lead and trail\n":        " lead and trail ",
+		"a §l b":                   "a  b",
+		"no spaces":                "no spaces",
+		"\u00a0non-breaking\u3000": " non-breaking ",
+	} {
+		if got := statusName(in); got != want {
+			t.Errorf("statusName(%q): got %q, want %q", in, got, want)
+		}
+	}
+	st, err := (&JavaProtocol{}).modernStatus("a", []byte(`{"description":{"text":"Line one\nLine two"},"version":{"name":"1.21"},"players":{"online":0,"max":5}}`), 0)
+	if err != nil || st.Name != "Line one Line two" {
+		t.Fatalf("two-line description: got %+v, %v", st, err)
+	}
+	if d := st.Raw["description"].(map[string]any)["text"]; d != "Line one\nLine two" {
+		t.Fatalf("raw description: got %q, want the line break kept", d)
 	}
 }
 

@@ -95,8 +95,10 @@ type Config struct {
 	// Now is the wall clock probes' times are checked against. Default:
 	// time.Now.
 	Now func() time.Time
-	// Count receives each datagram's verdict (metrics). Default: none.
-	Count func(Verdict)
+	// Count returns the function that receives the verdict of each
+	// datagram served on listener (metrics, by listener), once for each
+	// listener a Service serves on. Default: none.
+	Count func(listener string) func(Verdict)
 	// Logger receives a debug message for each source banned. Default:
 	// none.
 	Logger *zap.Logger
@@ -129,7 +131,7 @@ func (c Config) WithDefaults() Config {
 		c.Now = time.Now
 	}
 	if c.Count == nil {
-		c.Count = func(Verdict) {}
+		c.Count = func(string) func(Verdict) { return func(Verdict) {} }
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

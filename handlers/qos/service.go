@@ -33,15 +33,17 @@ type Tables interface {
 
 // Service is the QoS echo service: a dgram.ListenerScoped whose
 // ForListener returns the Server of each listener, on the listener's own
-// source table, or on the one table of its Name. It is safe for
-// concurrent use.
+// source table, or on the one table of its Name; each listener's verdicts
+// are counted apart (Config.Count) either way. It is safe for concurrent
+// use.
 type Service struct {
 	cfg    Config // with defaults
 	tables Tables
 	suffix string // what every table key ends in: the table's settings
 
 	mu      sync.Mutex
-	servers map[string]*Server // by table key; nil once closed
+	engines map[string]*Engine // by table key; nil once closed
+	servers map[string]*Server // by listener
 }
 
 // NewService returns a service for cfg (which should have passed
@@ -56,6 +58,7 @@ func NewService(cfg Config, tables Tables) *Service {
 		tables: tables,
 		// Two services share a table only if it holds what both want.
 		suffix:  "/" + strconv.Itoa(cfg.MaxSources) + "/" + cfg.SourceKey + "/" + strconv.Itoa(cfg.ClientIPv6Prefix),
+		engines: make(map[string]*Engine),
 		servers: make(map[string]*Server),
 	}
 }
@@ -78,35 +81,49 @@ func (s *Service) TableKey(listener string) string {
 
 // Server is ForListener with its concrete type.
 func (s *Service) Server(listener string) (*Server, error) {
-	key := s.TableKey(listener)
-	if s.cfg.Name != "" {
-		listener = ""
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.servers == nil {
+	if s.engines == nil {
 		return nil, errors.New("the QoS service is closed")
 	}
-	if srv := s.servers[key]; srv != nil {
+	if srv := s.servers[listener]; srv != nil {
 		return srv, nil
 	}
-	table, err := s.tables.Acquire(key, listener, s.cfg.MaxSources)
+	engine, err := s.engine(listener)
 	if err != nil {
 		return nil, err
-	}
-	engine, err := NewEngine(s.cfg, table)
-	if err != nil {
-		return nil, errors.Join(err, s.tables.Release(key))
 	}
 	srv := &Server{
 		engine:     engine,
 		byPort:     s.cfg.SourceKey == SourceKeyIPPort,
 		ipv6Prefix: s.cfg.ClientIPv6Prefix,
-		count:      s.cfg.Count,
+		count:      s.cfg.Count(listener),
 		logger:     s.cfg.Logger,
 	}
-	s.servers[key] = srv
+	s.servers[listener] = srv
 	return srv, nil
+}
+
+// engine returns the engine of listener's table, acquiring the table the
+// first time. s.mu is held.
+func (s *Service) engine(listener string) (*Engine, error) {
+	key := s.TableKey(listener)
+	if e := s.engines[key]; e != nil {
+		return e, nil
+	}
+	if s.cfg.Name != "" {
+		listener = ""
+	}
+	table, err := s.tables.Acquire(key, listener, s.cfg.MaxSources)
+	if err != nil {
+		return nil, err
+	}
+	e, err := NewEngine(s.cfg, table)
+	if err != nil {
+		return nil, errors.Join(err, s.tables.Release(key))
+	}
+	s.engines[key] = e
+	return e, nil
 }
 
 // Close releases the service's tables; its Servers must not be used after.
@@ -114,10 +131,10 @@ func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
-	for key := range s.servers {
+	for key := range s.engines {
 		errs = append(errs, s.tables.Release(key))
 	}
-	s.servers = nil
+	s.engines, s.servers = nil, nil
 	return errors.Join(errs...)
 }
 

@@ -99,18 +99,30 @@ func TestServiceTablePerListener(t *testing.T) {
 }
 
 // Services of one name share one table on every listener, and a service
-// that replaces another (a reload) finds its bans.
+// that replaces another (a reload) finds its bans; each listener's
+// verdicts are still counted apart.
 func TestServiceNamedTable(t *testing.T) {
 	tables := newCountingTables()
-	old := NewService(Config{Rate: 1, Burst: 2, Name: "shared"}, tables)
+	counted := map[string]int{}
+	old := NewService(Config{Rate: 1, Burst: 2, Name: "shared", Count: func(listener string) func(Verdict) {
+		return func(Verdict) { counted[listener]++ }
+	}}, tables)
 	a, _ := old.ForListener("127.0.0.1:1")
 	b, _ := old.ForListener("127.0.0.1:2")
-	if a != b || tables.lists[old.TableKey("x")] != "" {
-		t.Fatal("a named service: want one server for every listener, its table for no listener")
+	sa, _ := old.Server("127.0.0.1:1")
+	sb, _ := old.Server("127.0.0.1:2")
+	if sa.Engine() != sb.Engine() || len(tables.held) != 1 || tables.lists[old.TableKey("x")] != "" {
+		t.Fatal("a named service: want one engine for every listener, its table for no listener")
 	}
 	src := netip.MustParseAddrPort("192.0.2.1:5")
 	if !ban(t, a, src, 2) {
 		t.Fatal("the source was not banned past its burst")
+	}
+	if answered(t, b, src) {
+		t.Fatal("a source banned on one listener of a named service was answered on another")
+	}
+	if counted["127.0.0.1:1"] != 3 || counted["127.0.0.1:2"] != 1 {
+		t.Fatalf("verdicts counted by listener: got %v, want 3 on :1 and 1 on :2", counted)
 	}
 	replacement := NewService(Config{Rate: 5, Burst: 10, Name: "shared"}, tables)
 	c, _ := replacement.ForListener("127.0.0.1:3")
@@ -149,7 +161,9 @@ func TestServiceClientIPv6Prefix(t *testing.T) {
 // route hands it every datagram) and counts it.
 func TestServerServesWhatMatchRefuses(t *testing.T) {
 	var verdicts []Verdict
-	s := NewService(Config{Count: func(v Verdict) { verdicts = append(verdicts, v) }}, nil)
+	s := NewService(Config{Count: func(string) func(Verdict) {
+		return func(v Verdict) { verdicts = append(verdicts, v) }
+	}}, nil)
 	p, _ := s.ForListener("l")
 	bad := []byte{0x58, 0, 1}
 	if p.Match(bad) {

@@ -628,7 +628,7 @@ func (g *Gateway) Close() {
 // message words for people.
 type errorBody struct {
 	Error  errorDetail `json:"error"`
-	Server string      `json:"server"`
+	Server string      `json:"server,omitempty"` // none for a batch's own errors
 }
 
 type errorDetail struct {
@@ -662,11 +662,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, path string)
 		}
 		return g.batch(w, r)
 	}
+	name, command, _ := strings.Cut(path, "/")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		return g.writeError(w, r, "", Errorf(http.StatusMethodNotAllowed, "use GET or HEAD"))
+		return g.writeError(w, r, name, Errorf(http.StatusMethodNotAllowed, "use GET or HEAD"))
 	}
-	name, command, _ := strings.Cut(path, "/")
 	if _, named := g.named[name]; !named && g.cfg.Games != nil && command != "" && !strings.Contains(name, ":") {
 		// /{game}/{host[:port]}[/{command}]: an ad-hoc target by game ID.
 		address, rest, _ := strings.Cut(command, "/")
@@ -683,6 +683,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, path string)
 	}
 	a, res, e := g.request(r.Context(), func() netip.Addr { return g.cfg.ClientIP(r) }, name, command, args)
 	if e != nil {
+		if res.State != 0 {
+			// The error is a query's, loaded or served from the cache
+			// (negative_ttl): say which, as for an answer.
+			w.Header().Set("X-Gamegate-Cache", cacheState(res))
+			if age := res.Age; age > 0 {
+				w.Header().Set("Age", ageValue(int64(age/time.Second)))
+			}
+		}
 		return g.writeError(w, r, name, e)
 	}
 	return g.write(w, r, a, res)

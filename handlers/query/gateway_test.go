@@ -62,7 +62,7 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 		Servers: map[string]Server{"arena": {Name: "arena", Address: "192.0.2.1:27960", Protocol: r.proto,
 			Commands: []string{"echo", "missing", "other", "a", "b", "c", "d"}}},
 		DefaultTTL:           time.Second,
-		StaleWhileRevalidate: time.Nanosecond, // past its lifetime, a result is refreshed first
+		StaleWhileRevalidate: time.Millisecond, // past its lifetime, a result is refreshed first
 		StaleIfError:         time.Minute,
 		NegativeTTL:          time.Second,
 		Now:                  r.clock.Now,
@@ -791,5 +791,48 @@ func TestBatchMergesRepeatsAndBoundsItsAnswer(t *testing.T) {
 	}
 	if w := from("203.0.113.1"); w.Code != 200 {
 		t.Fatalf("another network's batch: got %d", w.Code)
+	}
+}
+
+// An error a query returned says how the cache served it, as an answer
+// does: loaded (miss), then from the failure cache (hit, with its Age)
+// until negative_ttl ends. Errors before any query (an unknown server)
+// have no such header.
+func TestCachedErrorsCarryTheCacheHeader(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.NegativeTTL = 10 * time.Second })
+	r.proto.fail.Store(true)
+	first := r.do("GET", "/arena", "")
+	if first.Code != http.StatusGatewayTimeout || first.Header().Get("X-Gamegate-Cache") != "miss" {
+		t.Fatalf("first failure: got %d, X-Gamegate-Cache %q, want 504 miss", first.Code, first.Header().Get("X-Gamegate-Cache"))
+	}
+	r.clock.Advance(2 * time.Second)
+	again := r.do("GET", "/arena", "")
+	if again.Code != http.StatusGatewayTimeout || again.Header().Get("X-Gamegate-Cache") != "hit" || again.Header().Get("Age") != "2" {
+		t.Fatalf("cached failure: got %d, X-Gamegate-Cache %q, Age %q, want 504 hit 2", again.Code, again.Header().Get("X-Gamegate-Cache"), again.Header().Get("Age"))
+	}
+	if n := r.proto.calls.Load(); n != 1 {
+		t.Fatalf("upstream queries: got %d, want 1 (the failure cached)", n)
+	}
+	if h := r.do("GET", "/nobody", "").Header().Get("X-Gamegate-Cache"); h != "" {
+		t.Fatalf("an unknown server: got X-Gamegate-Cache %q, want none", h)
+	}
+}
+
+// A 405 names the server its path named; a batch's own errors name none.
+func TestMethodNotAllowedNamesItsServer(t *testing.T) {
+	r := newRig(t, nil)
+	for _, tc := range []struct{ method, path, server string }{
+		{"POST", "/arena", `"server":"arena"`},
+		{"DELETE", "/arena/echo", `"server":"arena"`},
+		{"GET", "/", ""},
+	} {
+		w := r.do(tc.method, tc.path, "")
+		body := w.Body.String()
+		if w.Code != http.StatusMethodNotAllowed {
+			t.Fatalf("%s %s: got %d, want 405", tc.method, tc.path, w.Code)
+		}
+		if tc.server != "" && !strings.Contains(body, tc.server) || tc.server == "" && strings.Contains(body, `"server"`) {
+			t.Errorf("%s %s: got %s, want server %q", tc.method, tc.path, body, tc.server)
+		}
 	}
 }

@@ -17,13 +17,31 @@ func Int[T ~int | ~int64](name string, v, lo, hi T) error {
 	return nil
 }
 
-// Duration checks an optional duration: zero, or in [lo, hi]. With lo 0
-// it refuses only negative durations and those over hi.
+// MinDuration is the shortest duration any option takes, whatever its own
+// lower bound. JSON reads a bare number as nanoseconds (caddy.Duration),
+// so "ban_duration": 120 means 120ns, not two minutes; no option of
+// gamegate means anything useful under a millisecond, so a shorter
+// duration is refused as the mistake it surely is, with the value the
+// user meant in seconds as a hint.
+const MinDuration = time.Millisecond
+
+// Lower returns the lower bound Duration applies for lo: lo, or
+// MinDuration when lo is shorter.
+func Lower(lo time.Duration) time.Duration { return max(lo, MinDuration) }
+
+// Duration checks an optional duration: zero, or in [Lower(lo), hi]. A
+// positive duration under MinDuration, most likely a bare JSON number,
+// gets a hint to write it with a unit.
 func Duration(name string, d, lo, hi time.Duration) error {
-	if d != 0 && (d < lo || d > hi) {
-		return fmt.Errorf("%s must be a duration in [%s, %s], not %s", name, lo, hi, d)
+	lo = Lower(lo)
+	if d == 0 || (d >= lo && d <= hi) {
+		return nil
 	}
-	return nil
+	err := fmt.Errorf("%s must be a duration in [%s, %s], not %s", name, lo, hi, d)
+	if d > 0 && d < MinDuration {
+		err = fmt.Errorf("%w (a bare JSON number is nanoseconds: write \"%ds\")", err, int64(d))
+	}
+	return err
 }
 
 // First returns the first error of errs that is not nil: the checks of a

@@ -35,8 +35,13 @@ func TestDuration(t *testing.T) {
 		{time.Hour, time.Second, ""},
 		{time.Second - 1, time.Second, "ttl must be a duration in [1s, 1h0m0s], not 999.999999ms"},
 		{time.Hour + 1, time.Second, "ttl must be a duration in [1s, 1h0m0s], not 1h0m0.000000001s"},
-		{1, 0, ""},
-		{-1, 0, "ttl must be a duration in [0s, 1h0m0s], not -1ns"},
+		{time.Millisecond, 0, ""},
+		{-1, 0, "ttl must be a duration in [1ms, 1h0m0s], not -1ns"},
+		// A bare JSON number is nanoseconds: under MinDuration, whatever
+		// the option's own lower bound, it is refused with a hint.
+		{120, 0, `ttl must be a duration in [1ms, 1h0m0s], not 120ns (a bare JSON number is nanoseconds: write "120s")`},
+		{900, time.Second, `ttl must be a duration in [1s, 1h0m0s], not 900ns (a bare JSON number is nanoseconds: write "900s")`},
+		{time.Millisecond - 1, 0, `ttl must be a duration in [1ms, 1h0m0s], not 999.999µs (a bare JSON number is nanoseconds: write "999999s")`},
 	} {
 		err := Duration("ttl", tc.d, tc.lo, time.Hour)
 		if got := errString(err); got != tc.want {
@@ -72,7 +77,7 @@ func TestCheckKeepsTheFirstFailure(t *testing.T) {
 	c.Duration("b", -1, 0, time.Second)
 	c.Failf("c is wrong")
 	c.Int("d", 11, 1, 10)
-	if got, want := errString(c.Err()), "b must be a duration in [0s, 1s], not -1ns"; got != want {
+	if got, want := errString(c.Err()), "b must be a duration in [1ms, 1s], not -1ns"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }

@@ -9,7 +9,8 @@
 // have logged in (minecraft-client.js) as online count and sample, as a
 // vanilla server lists them. mode "legacy-only": the MOTD as a string, and
 // the modern ping refused (the connection closed), as a server older than
-// 1.7 would; the legacy ping is answered.
+// 1.7 would; the legacy ping is answered. mode "two-lines": "modern" with a
+// MOTD of two lines.
 // Prints "ready <port>" once listening.
 const mc = require('minecraft-protocol')
 
@@ -26,7 +27,11 @@ const server = mc.createServer({
   'online-mode': false,
   maxPlayers: 20,
   motd: 'Gate Craft',
-  motdMsg: legacyOnly ? undefined : { text: 'Gate ', extra: [{ text: '\u00a7aCraft', bold: true }] },
+  motdMsg: legacyOnly
+    ? undefined
+    : mode === 'two-lines'
+      ? { text: 'Gate Craft\n', extra: [{ text: '\u00a77  second  line' }] }
+      : { text: 'Gate ', extra: [{ text: '\u00a7aCraft', bold: true }] },
   favicon: 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==',
   // The three-argument form: answering false closes the connection.
   beforePing: (response, client, answer) => {
