@@ -74,8 +74,8 @@ type MasterProtocol struct {
 	// Default: 64.
 	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
 	// Masters with the same name share their list, and a reloaded
-	// configuration takes the list over from the one it replaces.
-	// Default: master.
+	// configuration takes the list over from the one it replaces; at most
+	// 64 bytes, no control characters. Default: master.
 	Name string `json:"name,omitempty"`
 
 	m       *master.Master
@@ -93,6 +93,7 @@ func (*MasterProtocol) CaddyModule() caddy.ModuleInfo {
 // config is the handler's configuration from the module's options.
 func (p *MasterProtocol) config() master.Config {
 	return master.Config{
+		Name:                    p.Name,
 		MaxServers:              p.MaxServers,
 		MaxServersPerAddress:    p.MaxServersPerAddress,
 		Expiry:                  time.Duration(p.Expiry),

@@ -8,7 +8,10 @@ package master
 
 import (
 	"cmp"
+	"fmt"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
@@ -39,11 +42,17 @@ const (
 	MaxExpiry            = 24 * time.Hour
 	MinChallengeTimeout  = 100 * time.Millisecond
 	MaxChallengeTimeout  = time.Minute
+	MaxNameLen           = 64
 )
 
 // Config is the behaviour of a Master. Zero values mean the defaults.
 // The names in Validate's errors are the options' (JSON and Caddyfile).
 type Config struct {
+	// Name is the list's name: masters of one name share their list (in a
+	// process, across reloads, and through a shared store, where it is
+	// part of a key). At most MaxNameLen bytes, no control characters.
+	// Default: "" (the caller's default name).
+	Name string
 	// MaxServers bounds the servers listed, from all addresses.
 	MaxServers int
 	// MaxServersPerAddress bounds the servers listed from one IP address
@@ -131,6 +140,7 @@ func (c Config) WithDefaults() Config {
 // Validate checks every option's range; zero values (the defaults) pass.
 func (c Config) Validate() error {
 	var v bounds.Check
+	v.Add(validateName(c.Name))
 	v.Int("max_servers", c.MaxServers, 1, MaxMaxServers)
 	v.Int("max_servers_per_address", c.MaxServersPerAddress, 1, MaxMaxServers)
 	v.Duration("expiry", c.Expiry, MinExpiry, MaxExpiry)
@@ -144,4 +154,17 @@ func (c Config) Validate() error {
 	v.Add(ratelimit.ValidateOptions("reply_rate", "reply_burst", c.ReplyRate, c.ReplyBurst, ratelimit.MaxBurst))
 	v.Add(clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix))
 	return v.Err()
+}
+
+// validateName checks a master's name: a few printable characters.
+func validateName(name string) error {
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("name of %d bytes: must be at most %d", len(name), MaxNameLen)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return fmt.Errorf("name %q: must be valid UTF-8 without control characters", name)
+		}
+	}
+	return nil
 }

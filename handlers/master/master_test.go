@@ -464,6 +464,8 @@ func TestConfigValidate(t *testing.T) {
 		{Config{MaxReplyDatagrams: 2000}, "max_reply_datagrams"},
 		{Config{ReplyRate: 1e-10}, "reply_rate"},
 		{Config{ClientIPv6Prefix: 8}, "client_ipv6_prefix"},
+		{Config{Name: strings.Repeat("n", MaxNameLen+1)}, "name"},
+		{Config{Name: "a\x00b"}, "name"},
 	} {
 		err := tc.cfg.Validate()
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want+" ") {
@@ -475,6 +477,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
+	}
+	if err := (Config{Name: strings.Repeat("é", MaxNameLen/2)}).Validate(); err != nil {
+		t.Fatalf("a name of %d bytes: %v", MaxNameLen, err)
 	}
 }
 
