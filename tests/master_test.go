@@ -294,8 +294,10 @@ func receiveAll(t *testing.T, cs []*testutil.UDPClient, want int) [][][]byte {
 
 // A flood of heartbeats from many addresses and ports, none answering its
 // getinfo, and of list requests: every table stays within its bound, no
-// getinfo is larger than its heartbeat, and the master still registers a
-// real server afterwards.
+// getinfo is larger than the heartbeat it answers (the heartbeats' protocol
+// strings are 4 to 8 characters: 4 is too short for a challenge, 5 leaves
+// room for exactly the shortest), and the master still registers a real
+// server afterwards.
 func TestMasterFloodBounded(t *testing.T) {
 	const maxChallenges, maxSources = 64, 128
 	gate, addr := startMaster(t, fmt.Sprintf(`max_challenges %d
@@ -308,6 +310,7 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 	defer conn.Close()
 	target := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr))
 	var senders []*net.UDPConn
+	var heartbeats [][]byte // senders[i] sends heartbeats[i]
 	for i := range 300 {
 		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, byte(4+i/200), byte(i%200+1))})
 		if err != nil {
@@ -315,21 +318,21 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 		}
 		defer c.Close()
 		senders = append(senders, c)
+		heartbeats = append(heartbeats, wire.AppendHeartbeat(nil, "Q3A-1234"[:4+i%5]))
 	}
-	hb := wire.AppendHeartbeat(nil, "QuakeArena-1")
 	list := []byte(wire.Header + "getservers 71 empty full")
 	sent := 0
 	for range 3 {
-		for _, c := range senders {
-			_, _ = c.WriteToUDP(hb, target)
+		for i, c := range senders {
+			_, _ = c.WriteToUDP(heartbeats[i], target)
 			_, _ = c.WriteToUDP(list, target)
-			sent += len(hb) + len(list)
+			sent += len(heartbeats[i]) + len(list)
 		}
 	}
 	// What came back, to all the flooding sockets.
-	got, gotMax := 0, 0
+	got, gotMax, getinfos := 0, 0, 0
 	buf := make([]byte, 2048)
-	for _, c := range senders {
+	for i, c := range senders {
 		for {
 			_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 			n, err := c.Read(buf)
@@ -338,11 +341,21 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 			}
 			got += n
 			gotMax = max(gotMax, n)
+			if wire.Peek(buf[:n]) != wire.KindGetInfo {
+				continue
+			}
+			getinfos++
+			if n > len(heartbeats[i]) {
+				t.Fatalf("a getinfo of %d bytes (%q) answered a heartbeat of %d (%q)", n, buf[:n], len(heartbeats[i]), heartbeats[i])
+			}
 		}
 	}
-	t.Logf("flood: %d bytes sent, %d bytes back (largest datagram %d)", sent, got, gotMax)
+	t.Logf("flood: %d bytes sent, %d bytes back (largest datagram %d, %d getinfo)", sent, got, gotMax, getinfos)
 	if got > sent {
 		t.Fatalf("the flood got %d bytes back for %d sent", got, sent)
+	}
+	if getinfos == 0 {
+		t.Fatal("no getinfo came back: the flood did not test their size")
 	}
 	if n := gate.MustMetric(t, "gamegate_master_challenges"); n > maxChallenges {
 		t.Fatalf("%v challenges waiting; want at most %d", n, maxChallenges)
