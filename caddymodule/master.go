@@ -70,6 +70,25 @@ type MasterProtocol struct {
 	// List datagrams at once to all sources together. Default: one
 	// second of reply_rate.
 	ReplyBurst int `json:"reply_burst,omitempty"`
+	// List datagrams per second to one network (an IPv4 /24, an IPv6
+	// /48): list requests forged from a few networks take this share of
+	// reply_rate, not all of it. Default: reply_rate / 8.
+	NetworkReplyRate float64 `json:"network_reply_rate,omitempty"`
+	// List datagrams at once to one network. Default: reply_burst / 8
+	// (at least 1) with the default network_reply_rate, else one second
+	// of it.
+	NetworkReplyBurst int `json:"network_reply_burst,omitempty"`
+	// Of reply_rate, the list datagrams per second only known sources may
+	// have: the addresses of listed servers, and sources answered in full
+	// while the budget was calm (less than half of the rest used) in the
+	// last hour. Other sources share the rest, so list requests forged
+	// from many networks cannot keep known clients from their lists.
+	// Less than reply_rate. Default: reply_rate / 4.
+	KnownReplyRate float64 `json:"known_reply_rate,omitempty"`
+	// Of reply_burst, the list datagrams at once kept for known sources;
+	// less than reply_burst. Default: reply_burst / 4 (at least 1) with
+	// the default known_reply_rate, else one second of it.
+	KnownReplyBurst int `json:"known_reply_burst,omitempty"`
 	// Prefix length, in bits, of the IPv6 addresses one source holds.
 	// Default: 64.
 	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
@@ -108,6 +127,10 @@ func (p *MasterProtocol) config() master.Config {
 		MaxReplyDatagrams:       p.MaxReplyDatagrams,
 		ReplyRate:               p.ReplyRate,
 		ReplyBurst:              p.ReplyBurst,
+		NetworkReplyRate:        p.NetworkReplyRate,
+		NetworkReplyBurst:       p.NetworkReplyBurst,
+		KnownReplyRate:          p.KnownReplyRate,
+		KnownReplyBurst:         p.KnownReplyBurst,
 		ClientIPv6Prefix:        p.ClientIPv6Prefix,
 	}
 }
@@ -220,6 +243,10 @@ func (p *MasterProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, data
 //		max_reply_datagrams     <count>
 //		reply_rate              <datagrams per second>
 //		reply_burst             <datagrams>
+//		network_reply_rate      <datagrams per second>
+//		network_reply_burst     <datagrams>
+//		known_reply_rate        <datagrams per second>
+//		known_reply_burst       <datagrams>
 //		client_ipv6_prefix      <bits>
 //		name                    <name>
 //	}
@@ -260,6 +287,14 @@ func (p *MasterProtocol) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			p.ReplyRate, err = parsePositiveFloat(d)
 		case "reply_burst":
 			p.ReplyBurst, err = parseIntIn(d, positive)
+		case "network_reply_rate":
+			p.NetworkReplyRate, err = parsePositiveFloat(d)
+		case "network_reply_burst":
+			p.NetworkReplyBurst, err = parseIntIn(d, positive)
+		case "known_reply_rate":
+			p.KnownReplyRate, err = parsePositiveFloat(d)
+		case "known_reply_burst":
+			p.KnownReplyBurst, err = parseIntIn(d, positive)
 		case "client_ipv6_prefix":
 			p.ClientIPv6Prefix, err = parseIntIn(d, positive)
 		case "name":

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wire "github.com/gamegate/gamegate/wire/master"
@@ -200,7 +201,8 @@ func fakeServer(t *testing.T, addr, ip, info string) *testutil.UDPClient {
 
 // The list answer is an amplifier by nature: a source gets at most
 // list_burst requests' worth of max_reply_datagrams datagrams, however
-// many it sends, and sources together at most reply_burst datagrams.
+// many it sends, and sources together at most reply_burst datagrams (here
+// all in one network, whose share is made large enough not to matter).
 func TestMasterAmplificationBounded(t *testing.T) {
 	const (
 		servers    = 600 // three and a bit datagrams' worth of IPv4 entries
@@ -214,7 +216,8 @@ list_rate 0.001
 list_burst %d
 max_reply_datagrams %d
 reply_rate 0.001
-reply_burst %d`, servers, listBurst, replyDgram, replyBurst))
+reply_burst %d
+network_reply_burst 100`, servers, listBurst, replyDgram, replyBurst))
 	fakeServers(t, addr, "127.0.0.1", servers)
 	testutil.WaitFor(t, "every server to register", func() bool {
 		return gate.MustMetric(t, "gamegate_master_servers") == servers
@@ -265,6 +268,91 @@ reply_burst %d`, servers, listBurst, replyDgram, replyBurst))
 	}
 	if manyDatagrams == 0 {
 		t.Fatal("no source got a list: the budget was not tested")
+	}
+}
+
+// List requests forged from 400 addresses in 400 networks of 127/8 drain
+// the open part of the master's reply budget (reply_rate 50); a client the
+// master knows (it was answered while the budget was calm) still gets its
+// whole list, every time it asks while the flood lasts, and the flood gets
+// no more than the budget.
+func TestMasterSpoofedListFloodKeepsKnownClients(t *testing.T) {
+	const servers, replyRate = 600, 50 // a list of four datagrams
+	gate, addr := startMaster(t, fmt.Sprintf("max_servers_per_address %d\nheartbeat_rate 100000\nreply_rate %d", servers, replyRate))
+	fakeServers(t, addr, "127.0.0.1", servers)
+	testutil.WaitFor(t, "every server to register", func() bool {
+		return gate.MustMetric(t, "gamegate_master_servers") == servers
+	})
+	const query = "getservers 71 empty full"
+	client := testutil.DialUDP(t, "127.0.200.1:0", addr)
+	if got, n, _ := masterList(t, client, query); len(got) != servers {
+		t.Fatalf("before the flood: %d servers in %d datagrams, want %d", len(got), n, servers)
+	}
+	// A source is known once the budget stayed calm this long after its
+	// first answer.
+	time.Sleep(master.KnownSourceSettle + 100*time.Millisecond)
+
+	target := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr))
+	var forged []*net.UDPConn
+	for i := range 400 {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, byte(1+i/100), byte(i%100), 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		forged = append(forged, c)
+	}
+	overCapacity := func() float64 {
+		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="dropped_over_capacity"}`) +
+			gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="dropped_network_over_capacity"}`)
+	}
+	sentBefore, refusedBefore := gate.MustMetric(t, "gamegate_master_sent_datagrams_total"), overCapacity()
+	stop, done := make(chan struct{}), make(chan int)
+	started := time.Now()
+	go func() {
+		requests, b := 0, []byte(wire.Header+query)
+		for tick := time.NewTicker(100 * time.Millisecond); ; {
+			for _, c := range forged {
+				_, _ = c.WriteToUDP(b, target)
+				requests++
+			}
+			select {
+			case <-stop:
+				tick.Stop()
+				done <- requests
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	testutil.WaitFor(t, "the flood to exhaust the open budget", func() bool { return overCapacity() > refusedBefore+100 })
+
+	answered := 0
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(time.Second) // the client's own network share: four datagrams per 0.64 s
+		}
+		got, n, _ := masterList(t, client, query)
+		t.Logf("known client, request %d during the flood: %d servers in %d datagrams", i+1, len(got), n)
+		if len(got) == servers {
+			answered++
+		}
+	}
+	newcomer, _, _ := masterList(t, testutil.DialUDP(t, "127.0.201.1:0", addr), query)
+	close(stop)
+	requests := <-done
+	elapsed := time.Since(started)
+	sent := gate.MustMetric(t, "gamegate_master_sent_datagrams_total") - sentBefore
+	t.Logf("flood: %d forged requests in %v, %v refused over capacity; %v list datagrams sent in all; a new client got %d servers",
+		requests, elapsed.Round(time.Millisecond), overCapacity()-refusedBefore, sent, len(newcomer))
+	for _, v := range []string{"listed", "list_cut", "dropped_rate_limited", "dropped_over_capacity", "dropped_network_over_capacity"} {
+		t.Logf("%s: %v", v, gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="`+v+`"}`))
+	}
+	if answered != 3 {
+		t.Fatalf("the known client got its whole list %d times of 3 during the flood", answered)
+	}
+	if limit := replyRate*elapsed.Seconds() + replyRate + 4; sent > limit {
+		t.Fatalf("%v list datagrams sent in %v; the budget allows %.0f", sent, elapsed, limit)
 	}
 }
 

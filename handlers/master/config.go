@@ -33,6 +33,16 @@ const (
 	DefaultMaxSources           = 65536
 	DefaultMaxReplyDatagrams    = 8
 	DefaultReplyRate            = 1000.0
+	// Unless set, a network's share of the reply budget is 1/8 of it, and
+	// 1/4 of it is kept for known sources.
+	DefaultNetworkReplyShare = 8
+	DefaultKnownReplyShare   = 4
+	// KnownSourceLifetime is how long a source answered while the reply
+	// budget was calm stays known; KnownSourceSettle is how long the
+	// budget must have stayed calm after its first such answer: the
+	// sources a flood's first requests come from are not known for it.
+	KnownSourceLifetime = time.Hour
+	KnownSourceSettle   = 5 * time.Second
 
 	MaxMaxServers        = 1 << 20
 	MaxMaxChallenges     = 1 << 20
@@ -43,6 +53,8 @@ const (
 	MinChallengeTimeout  = 100 * time.Millisecond
 	MaxChallengeTimeout  = time.Minute
 	MaxNameLen           = 64
+	// MinReplyRate leaves room for the shares derived from reply_rate.
+	MinReplyRate = 1e-6
 )
 
 // Config is the behaviour of a Master. Zero values mean the defaults.
@@ -88,6 +100,22 @@ type Config struct {
 	// all sources together.
 	ReplyRate  float64
 	ReplyBurst int
+	// NetworkReplyRate and NetworkReplyBurst bound the list datagrams sent
+	// per second to one network (an IPv4 /24, an IPv6 /48), so that list
+	// requests forged from a few networks take a share of ReplyRate, not
+	// all of it. Default: ReplyRate/8 and ReplyBurst/8 (at least 1).
+	NetworkReplyRate  float64
+	NetworkReplyBurst int
+	// KnownReplyRate and KnownReplyBurst are the part of ReplyRate and
+	// ReplyBurst kept for known sources: the addresses of listed servers,
+	// and sources answered in full while the budget was calm (less than
+	// half of the rest used) at least KnownSourceSettle before the budget
+	// last ran out, and within KnownSourceLifetime. Other sources
+	// share the rest; a known source takes from the rest first. So list
+	// requests forged from many networks cannot keep a known client from
+	// its list. Default: ReplyRate/4 and ReplyBurst/4 (at least 1).
+	KnownReplyRate  float64
+	KnownReplyBurst int
 	// ClientIPv6Prefix is the prefix length of one IPv6 source.
 	ClientIPv6Prefix int
 
@@ -131,6 +159,16 @@ func (c Config) WithDefaults() Config {
 	def(&c.HeartbeatBurst, ratelimit.DefaultBurst(c.HeartbeatRate))
 	def(&c.ListBurst, ratelimit.DefaultBurst(c.ListRate))
 	def(&c.ReplyBurst, ratelimit.DefaultBurst(c.ReplyRate))
+	if c.NetworkReplyRate == 0 {
+		c.NetworkReplyRate = c.ReplyRate / DefaultNetworkReplyShare
+		def(&c.NetworkReplyBurst, max(c.ReplyBurst/DefaultNetworkReplyShare, 1))
+	}
+	if c.KnownReplyRate == 0 {
+		c.KnownReplyRate = c.ReplyRate / DefaultKnownReplyShare
+		def(&c.KnownReplyBurst, max(c.ReplyBurst/DefaultKnownReplyShare, 1))
+	}
+	def(&c.NetworkReplyBurst, ratelimit.DefaultBurst(c.NetworkReplyRate))
+	def(&c.KnownReplyBurst, ratelimit.DefaultBurst(c.KnownReplyRate))
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -152,7 +190,25 @@ func (c Config) Validate() error {
 	v.Int("max_sources", c.MaxSources, 1, MaxMaxSources)
 	v.Int("max_reply_datagrams", c.MaxReplyDatagrams, 1, MaxMaxReplyDatagrams)
 	v.Add(ratelimit.ValidateOptions("reply_rate", "reply_burst", c.ReplyRate, c.ReplyBurst, ratelimit.MaxBurst))
+	if c.ReplyRate != 0 && c.ReplyRate < MinReplyRate {
+		v.Failf("reply_rate %g per second: must be at least %g", c.ReplyRate, MinReplyRate)
+	}
 	v.Add(clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix))
+	if v.Err() != nil {
+		return v.Err()
+	}
+	// The shares, with their defaults derived from reply_rate and
+	// reply_burst; the rest of the budget must stay positive.
+	d := c.WithDefaults()
+	v.Add(ratelimit.ValidateOptions("network_reply_rate", "network_reply_burst", d.NetworkReplyRate, d.NetworkReplyBurst, ratelimit.MaxBurst))
+	v.Add(ratelimit.ValidateOptions("known_reply_rate", "known_reply_burst", d.KnownReplyRate, d.KnownReplyBurst, ratelimit.MaxBurst))
+	if v.Err() == nil && (d.KnownReplyRate >= d.ReplyRate ||
+		ratelimit.Validate(d.ReplyRate-d.KnownReplyRate, max(d.ReplyBurst-d.KnownReplyBurst, 1)) != nil) {
+		v.Failf("known_reply_rate %g: must be less than reply_rate (%g), by at least one datagram per 90 years", d.KnownReplyRate, d.ReplyRate)
+	}
+	if c.KnownReplyBurst != 0 && c.KnownReplyBurst >= d.ReplyBurst {
+		v.Failf("known_reply_burst %d: must be less than reply_burst (%d)", c.KnownReplyBurst, d.ReplyBurst)
+	}
 	return v.Err()
 }
 

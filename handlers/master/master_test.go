@@ -382,14 +382,74 @@ func TestRateLimits(t *testing.T) {
 	}
 }
 
+// Sources of networks of their own share the open part of the budget:
+// reply_burst less known_reply_burst at once, whole answers only.
 func TestReplyBudget(t *testing.T) {
-	r := newRig(t, Config{ReplyRate: 10, ReplyBurst: 10, ListRate: 1e6, ListBurst: 1000})
+	r := newRig(t, Config{ReplyRate: 10, ReplyBurst: 10, KnownReplyRate: 2, KnownReplyBurst: 3, ListRate: 1e6, ListBurst: 1000})
 	sent := 0
 	for i := range 50 {
-		sent += len(r.send(fmt.Sprintf("127.0.1.%d:5000", i+1), []byte(wire.Header+"getservers 71")))
+		sent += len(r.send(fmt.Sprintf("127.0.%d.1:5000", i+1), []byte(wire.Header+"getservers 71")))
 	}
-	if sent != 10 || r.counts[DroppedOverCapacity] != 40 {
-		t.Fatalf("%d datagrams sent, %v; want 10", sent, r.counts)
+	if sent != 7 || r.counts[DroppedOverCapacity] != 43 {
+		t.Fatalf("%d datagrams sent, %v; want 7", sent, r.counts)
+	}
+}
+
+// A network takes at most its share of the budget, whatever the number of
+// its sources; another network is still answered.
+func TestNetworkReplyShare(t *testing.T) {
+	r := newRig(t, Config{ReplyRate: 100, ReplyBurst: 100, NetworkReplyRate: 1, NetworkReplyBurst: 5,
+		ListRate: 1e6, ListBurst: 1000, MaxServersPerAddress: 1000, HeartbeatRate: 1e6, MaxReplyDatagrams: 100})
+	registerMany(r, 300, "127.0.0.1") // two datagrams a list
+	sent := 0
+	for i := range 50 {
+		sent += len(r.send(fmt.Sprintf("127.0.7.%d:5000", i+1), []byte(wire.Header+"getservers 71")))
+	}
+	if sent != 4 || r.counts[Listed] != 2 || r.counts[DroppedNetworkOverCapacity] != 48 || r.counts[ListCut] != 0 {
+		t.Fatalf("one network: %d datagrams sent, %v; want two whole lists, 4 datagrams", sent, r.counts)
+	}
+	if got := r.list("127.0.8.1:5000", "getservers 71"); len(got) != 300 {
+		t.Fatalf("another network got %d servers, want 300", len(got))
+	}
+}
+
+// List requests forged from many networks drain the open part of the
+// budget; a known source still gets its whole list from the part kept for
+// known sources: one answered while the budget was calm (and stayed calm
+// KnownSourceSettle after), and the address of a listed server. A new
+// source is not answered meanwhile, nor one the flood's first requests
+// came from (answered while the budget was still calm); the part kept is
+// bounded too.
+func TestKnownSourcesKeepTheirList(t *testing.T) {
+	const servers = 600 // four datagrams
+	r := newRig(t, Config{ReplyRate: 100, ReplyBurst: 40, KnownReplyRate: 10, KnownReplyBurst: 12, NetworkReplyBurst: 100,
+		ListRate: 1e6, ListBurst: 1000, MaxServersPerAddress: 1000, HeartbeatRate: 1e6, MaxReplyDatagrams: 100})
+	registerMany(r, servers, "127.0.0.1")
+	const client, listed = "127.0.200.1:27960", "127.0.0.1:27960"
+	if got := r.list(client, "getservers 71"); len(got) != servers {
+		t.Fatalf("calm: %d servers, want %d", len(got), servers)
+	}
+	r.clock.Advance(KnownSourceSettle + time.Second)
+	flood := 0
+	for i := range 1000 {
+		flood += len(r.send(fmt.Sprintf("127.%d.%d.1:5000", 1+i/250, i%250), []byte(wire.Header+"getservers 71")))
+	}
+	if flood != 28 || r.counts[DroppedOverCapacity] != 993 {
+		t.Fatalf("the flood got %d datagrams, %v; want reply_burst less known_reply_burst, 28", flood, r.counts)
+	}
+	for _, src := range []string{"127.0.201.1:27960", "127.1.0.1:5000"} {
+		if out := r.send(src, []byte(wire.Header+"getservers 71")); len(out) != 0 {
+			t.Fatalf("%s, new or answered at the flood's start, got %d datagrams kept for known sources", src, len(out))
+		}
+	}
+	for _, src := range []string{client, listed, client} {
+		if got := r.list(src, "getservers 71"); len(got) != servers {
+			t.Fatalf("%s, known, during the flood: %d servers, want %d", src, len(got), servers)
+		}
+	}
+	// The part kept (12 at once) held three answers of four datagrams.
+	if out := r.send(client, []byte(wire.Header+"getservers 71")); len(out) != 0 {
+		t.Fatalf("a known source got %d datagrams past known_reply_burst", len(out))
 	}
 }
 
@@ -466,6 +526,11 @@ func TestConfigValidate(t *testing.T) {
 		{Config{ClientIPv6Prefix: 8}, "client_ipv6_prefix"},
 		{Config{Name: strings.Repeat("n", MaxNameLen+1)}, "name"},
 		{Config{Name: "a\x00b"}, "name"},
+		{Config{NetworkReplyRate: -1}, "network_reply_rate"},
+		{Config{NetworkReplyRate: 5, NetworkReplyBurst: -1}, "network_reply_burst"},
+		{Config{KnownReplyRate: 1000}, "known_reply_rate"},
+		{Config{ReplyRate: 10, ReplyBurst: 10, KnownReplyBurst: 10}, "known_reply_burst"},
+		{Config{ReplyRate: 1e-9}, "reply_rate"},
 	} {
 		err := tc.cfg.Validate()
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want+" ") {

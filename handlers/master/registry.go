@@ -29,6 +29,12 @@ type Registry struct {
 	perNet    map[netip.Prefix]int // challenges waiting, by network (/24, /48)
 	nextSweep int64
 
+	// The sources answered in full while the reply budget was calm. Taken
+	// alone or inside mu.
+	knownMu    sync.Mutex
+	known      map[netip.Prefix]calmSource
+	knownSweep int64
+
 	// The link to a shared store (nil: none), the registrations waiting to
 	// be written there, and the most servers read from it (the last
 	// Master's max_servers).
@@ -68,6 +74,7 @@ func NewRegistry(now func() time.Time) *Registry {
 		perSource: make(map[netip.Prefix]int),
 		perNet:    make(map[netip.Prefix]int),
 		outbox:    make(map[netip.AddrPort]outgoing),
+		known:     make(map[netip.Prefix]calmSource),
 	}
 	r.maxServers.Store(DefaultMaxServers)
 	return r
@@ -196,6 +203,54 @@ func (r *Registry) challenge(addr netip.AddrPort, c []byte, cfg *Config) Verdict
 	r.perSource[source]++
 	r.perNet[p.network]++
 	return v
+}
+
+// calmSource is a source answered in full while the reply budget was
+// calm: first at since, last KnownSourceLifetime before until.
+type calmSource struct{ since, until int64 }
+
+// knownSource reports whether the source at addr (key: its source) is
+// known: a server is listed at its address, or it was first answered in
+// full while the reply budget was calm at or before settled, and again
+// within KnownSourceLifetime. The caller holds mu (read).
+func (r *Registry) knownSource(addr netip.Addr, key netip.Prefix, settled, now int64) bool {
+	if r.perAddr[addr] > 0 {
+		return true
+	}
+	r.knownMu.Lock()
+	c, ok := r.known[key]
+	r.knownMu.Unlock()
+	return ok && c.since <= settled && now < c.until
+}
+
+// remember records that the source key was answered in full at now while
+// the reply budget was calm: it is known from then on (see knownSource)
+// for KnownSourceLifetime, unless maxSources are known already. A source
+// still known keeps the time it was first answered.
+func (r *Registry) remember(key netip.Prefix, now int64, maxSources int) {
+	r.knownMu.Lock()
+	defer r.knownMu.Unlock()
+	c, ok := r.known[key]
+	if ok && now < c.until {
+		c.until = now + int64(KnownSourceLifetime)
+		r.known[key] = c
+		return
+	}
+	if !ok && len(r.known) >= maxSources {
+		if now < r.knownSweep {
+			return
+		}
+		r.knownSweep = now + sweepEvery
+		for k, c := range r.known {
+			if now >= c.until {
+				delete(r.known, k)
+			}
+		}
+		if len(r.known) >= maxSources {
+			return
+		}
+	}
+	r.known[key] = calmSource{since: now, until: now + int64(KnownSourceLifetime)}
 }
 
 // waiting reports whether a challenge sent to addr is waiting: a cheap
