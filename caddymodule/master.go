@@ -92,6 +92,13 @@ type MasterProtocol struct {
 	// Prefix length, in bits, of the IPv6 addresses one source holds.
 	// Default: 64.
 	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
+	// With storage redis: the networks (CIDR) outside the public internet
+	// in which an address names the same host from every node. A server
+	// another node proved is listed here, and its status queried from
+	// here, only at a public address or in one of these; a loopback or
+	// private address another node proved names a host of that node's
+	// network. At most 64. Default: none.
+	SharedNetworks []string `json:"shared_networks,omitempty"`
 	// Masters with the same name share their list, and a reloaded
 	// configuration takes the list over from the one it replaces; at most
 	// 64 bytes, no control characters. Default: master.
@@ -132,6 +139,7 @@ func (p *MasterProtocol) config() master.Config {
 		KnownReplyRate:          p.KnownReplyRate,
 		KnownReplyBurst:         p.KnownReplyBurst,
 		ClientIPv6Prefix:        p.ClientIPv6Prefix,
+		SharedNetworks:          p.SharedNetworks,
 	}
 }
 
@@ -248,15 +256,16 @@ func (p *MasterProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, data
 //		known_reply_rate        <datagrams per second>
 //		known_reply_burst       <datagrams>
 //		client_ipv6_prefix      <bits>
+//		shared_networks         <cidr...>
 //		name                    <name>
 //	}
 //
-// The ranges are the handler's (master.Config.Validate), checked once the
-// block is read.
+// shared_networks may be repeated, each adding networks. The ranges are
+// the handler's (master.Config.Validate), checked once the block is read.
 func (p *MasterProtocol) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	const module = "master"
 	positive := intRange{1, 1<<31 - 1} // the upper bounds are Validate's
-	err := parseModuleBlock(d, module, nil, func(opt string) error {
+	err := parseModuleBlock(d, module, []string{"shared_networks"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "max_servers":
@@ -297,6 +306,11 @@ func (p *MasterProtocol) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			p.KnownReplyBurst, err = parseIntIn(d, positive)
 		case "client_ipv6_prefix":
 			p.ClientIPv6Prefix, err = parseIntIn(d, positive)
+		case "shared_networks":
+			var nets []string
+			if nets, err = parseArgs(d); err == nil {
+				p.SharedNetworks = append(p.SharedNetworks, nets...)
+			}
 		case "name":
 			p.Name, err = parseSingleArg(d)
 		default:

@@ -9,6 +9,7 @@ package master
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -53,6 +54,7 @@ const (
 	MinChallengeTimeout  = 100 * time.Millisecond
 	MaxChallengeTimeout  = time.Minute
 	MaxNameLen           = 64
+	MaxSharedNetworks    = 64
 	// MinReplyRate leaves room for the shares derived from reply_rate.
 	MinReplyRate = 1e-6
 )
@@ -118,6 +120,14 @@ type Config struct {
 	KnownReplyBurst int
 	// ClientIPv6Prefix is the prefix length of one IPv6 source.
 	ClientIPv6Prefix int
+	// SharedNetworks are the networks (CIDR, "10.0.0.0/8") outside the
+	// public internet in which an address means the same host to every
+	// node sharing the list. A server another node proved is listed here
+	// (and its status queried from here) only at a public address or in
+	// one of them: a loopback or private address another node proved
+	// names a host of that node's network, perhaps none or another here.
+	// At most MaxSharedNetworks. Default: none.
+	SharedNetworks []string
 
 	// Registry keeps the servers and challenges; one may outlive a
 	// Master (a configuration reload). Default: a new one.
@@ -194,6 +204,8 @@ func (c Config) Validate() error {
 		v.Failf("reply_rate %g per second: must be at least %g", c.ReplyRate, MinReplyRate)
 	}
 	v.Add(clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix))
+	_, err := c.sharedNetworks()
+	v.Add(err)
 	if v.Err() != nil {
 		return v.Err()
 	}
@@ -223,4 +235,20 @@ func validateName(name string) error {
 		}
 	}
 	return nil
+}
+
+// sharedNetworks parses SharedNetworks.
+func (c Config) sharedNetworks() ([]netip.Prefix, error) {
+	if len(c.SharedNetworks) > MaxSharedNetworks {
+		return nil, fmt.Errorf("shared_networks: %d networks, at most %d", len(c.SharedNetworks), MaxSharedNetworks)
+	}
+	var out []netip.Prefix
+	for _, s := range c.SharedNetworks {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("shared_networks: %q is not a network (CIDR, such as 10.0.0.0/8)", s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -116,7 +116,11 @@ func New(cfg Config) (*Master, error) {
 		m.reg = NewRegistry(cfg.Now)
 	}
 	m.reg.maxServers.Store(int64(cfg.MaxServers))
-	var err error
+	shared, err := cfg.sharedNetworks()
+	if err != nil {
+		return nil, err
+	}
+	m.reg.sharedNetworks.Store(&shared)
 	if m.heartbeat, err = ratelimit.NewLimit(cfg.HeartbeatRate, cfg.HeartbeatBurst); err != nil {
 		return nil, err
 	}

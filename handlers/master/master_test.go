@@ -531,6 +531,8 @@ func TestConfigValidate(t *testing.T) {
 		{Config{KnownReplyRate: 1000}, "known_reply_rate"},
 		{Config{ReplyRate: 10, ReplyBurst: 10, KnownReplyBurst: 10}, "known_reply_burst"},
 		{Config{ReplyRate: 1e-9}, "reply_rate"},
+		{Config{SharedNetworks: []string{"10.0.0.0/8", "10.0.0.1"}}, "shared_networks:"},
+		{Config{SharedNetworks: make([]string, MaxSharedNetworks+1)}, "shared_networks:"},
 	} {
 		err := tc.cfg.Validate()
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want+" ") {

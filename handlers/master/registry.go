@@ -42,6 +42,9 @@ type Registry struct {
 	shared     *sharing
 	outbox     map[netip.AddrPort]outgoing
 	maxServers atomic.Int64
+	// The last Master's shared_networks: where a server another node
+	// proved may be listed besides public addresses.
+	sharedNetworks atomic.Pointer[[]netip.Prefix]
 }
 
 // server is one listed server. Its buffers are reused when the slot is.
