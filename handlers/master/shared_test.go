@@ -17,7 +17,9 @@ import (
 func TestSharedRegistry(t *testing.T) {
 	r := testutil.StartRedis(t, testutil.RedisOptions{})
 	prefix := testutil.RedisPrefix(t)
-	newNode := func() *rig { return sharingNode(t, r.Addr, prefix, Config{MaxServersPerAddress: 3, SharedNetworks: []string{"127.0.0.0/8"}}) }
+	newNode := func() *rig {
+		return sharingNode(t, r.Addr, prefix, Config{MaxServersPerAddress: 3, SharedNetworks: []string{"127.0.0.0/8"}})
+	}
 	a, b := newNode(), newNode()
 	a.register("127.0.0.1:1", `\hostname\Shared`)
 	testutil.WaitFor(t, "node B to list node A's server", func() bool {
