@@ -40,7 +40,9 @@ type MasterProtocol struct {
 	// heartbeats in the meantime do not extend it. Default: 2s.
 	ChallengeTimeout caddy.Duration `json:"challenge_timeout,omitempty"`
 	// Challenges waiting for an answer at most, from all addresses; a
-	// heartbeat past this makes one of them (at random) forgotten.
+	// heartbeat past this makes one of them (at random) forgotten. The
+	// answer to a forgotten challenge of 12 characters (every real
+	// server's) still lists the server: it is checked by its keyed hash.
 	// Default: 1024.
 	MaxChallenges int `json:"max_challenges,omitempty"`
 	// Challenges waiting for an answer at most from one source (an IPv4

@@ -461,6 +461,49 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 	})
 }
 
+// Heartbeats forged from 600 addresses in 600 networks of 127/8, each
+// answered with a getinfo nobody answers, overflow the table of waiting
+// challenges (max_challenges 64) while a real server's challenge waits: the
+// server's answer still lists it at once, not a heartbeat period later.
+func TestMasterForgedHeartbeatsDoNotDelayARealServer(t *testing.T) {
+	gate, addr := startMaster(t, "max_challenges 64\nchallenge_timeout 10s")
+	srv := testutil.DialUDP(t, "127.0.0.9:0", addr)
+	srv.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
+	d, ok := srv.Recv(5 * time.Second)
+	if !ok {
+		t.Fatal("no getinfo for the server's heartbeat")
+	}
+	challenge, err := wire.DecodeGetInfo(d)
+	if err != nil {
+		t.Fatalf("getinfo %q: %v", d, err)
+	}
+
+	target := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr))
+	evicting := func() float64 {
+		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="challenged_evicting"}`)
+	}
+	hb := wire.AppendHeartbeat(nil, "QuakeArena-1")
+	for i := range 600 {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, byte(20+i/100), byte(i%100), 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = c.WriteToUDP(hb, target)
+	}
+	// 601 challenges into 64 places: 537 forgotten, each chosen among
+	// ties with the server's (its network is as quiet as each forged
+	// one's), so the server's is forgotten too but for a chance of
+	// (63/64)^537, 0.02%.
+	testutil.WaitFor(t, "the forged heartbeats to overflow the challenges", func() bool { return evicting() >= 601-64 })
+	t.Logf("%v challenges forgotten to make room, %v waiting", evicting(), gate.MustMetric(t, "gamegate_master_challenges"))
+
+	srv.Send(wire.AppendInfoResponse(nil, []byte(`\sv_maxclients\8\clients\1\protocol\71\challenge\`+string(challenge))))
+	testutil.WaitForWithin(t, 5*time.Second, "the real server to be listed after the flood", func() bool {
+		return gate.MustMetric(t, "gamegate_master_servers") == 1
+	})
+}
+
 // The HTTP list of a master's servers, under a path prefix: a real
 // OpenArena server registered through its heartbeat is listed with its
 // map and, once its status is queried, its bots, in the game query

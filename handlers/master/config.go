@@ -78,7 +78,9 @@ type Config struct {
 	// ChallengeTimeout is how long a getinfo challenge waits for its
 	// infoResponse; later heartbeats do not extend it.
 	ChallengeTimeout time.Duration
-	// MaxChallenges bounds the challenges waiting for an answer.
+	// MaxChallenges bounds the challenges waiting for an answer. The
+	// answer to a full-length challenge forgotten to make room still
+	// lists the server (Registry.made).
 	MaxChallenges int
 	// MaxChallengesPerAddress bounds the challenges waiting for an answer
 	// at one source (an IPv4 address, an IPv6 prefix of ClientIPv6Prefix

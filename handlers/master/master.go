@@ -1,7 +1,6 @@
 package master
 
 import (
-	"crypto/rand"
 	"hash/maphash"
 	"math"
 	"net/netip"
@@ -79,8 +78,8 @@ const (
 	minChallengeSent = 8
 )
 
-// challengeAlphabet has 64 characters a challenge may carry, so a random
-// byte's low six bits pick one without bias.
+// challengeAlphabet has 64 characters a challenge may carry, so a byte's
+// low six bits pick one without bias.
 const challengeAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // Master serves the master-server protocol. Build it with New.
@@ -203,10 +202,7 @@ func (m *Master) heartbeatFrom(w sender, src netip.AddrPort, datagram []byte) Ve
 		return DroppedMalformed
 	}
 	var c [maxChallengeSent]byte
-	_, _ = rand.Read(c[:n])
-	for i := range n {
-		c[i] = challengeAlphabet[c[i]&63]
-	}
+	m.reg.mint(c[:n], src, m.reg.clock.Now())
 	v := m.reg.challenge(src, c[:n], &m.cfg)
 	if v == HeartbeatPending || v == DroppedChallengesFull {
 		return v
@@ -219,11 +215,14 @@ func (m *Master) heartbeatFrom(w sender, src netip.AddrPort, datagram []byte) Ve
 }
 
 func (m *Master) infoFrom(src netip.AddrPort, datagram []byte) Verdict {
-	if !m.reg.waiting(src) {
-		return DroppedUnexpected
-	}
 	var in wire.Info
-	if err := in.Decode(datagram); err != nil {
+	if !m.reg.waiting(src) {
+		// Its challenge may have been forgotten (max_challenges) or used:
+		// only one this registry made for src, in time, can still list it.
+		if in.Decode(datagram) != nil || !m.reg.made(in.Challenge, src, m.reg.clock.Now(), m.cfg.ChallengeTimeout) {
+			return DroppedUnexpected
+		}
+	} else if err := in.Decode(datagram); err != nil {
 		return DroppedMalformed
 	}
 	return m.reg.register(src, &in, &m.cfg)

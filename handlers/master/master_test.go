@@ -696,3 +696,50 @@ func TestForgedHeartbeatsFromAListedServersIPKeepItListed(t *testing.T) {
 		t.Fatalf("a ninth forged heartbeat from the IP: got %d datagrams back, want none", len(out))
 	}
 }
+
+// Heartbeats forged from as many networks as heartbeats make a new
+// server's waiting challenge forgotten (max_challenges), yet its answer
+// still lists it: a full-length challenge is checked by its keyed hash,
+// not looked up. Such a check still refuses another address's or port's
+// challenge, a late one, a forged one, and one used already.
+func TestForgottenChallengeStillRegisters(t *testing.T) {
+	r := newRig(t, Config{MaxChallenges: 16, HeartbeatRate: 1e6, ChallengeTimeout: 2 * time.Second})
+	const srv, other = "203.0.113.9:27960", "203.0.113.9:27961"
+	c := r.challenge(srv)
+	if len(c) != maxChallengeSent {
+		t.Fatalf("challenge %q: want %d characters", c, maxChallengeSent)
+	}
+	for i := range 1000 {
+		r.send(fmt.Sprintf("10.%d.%d.1:27960", i/256, i%256), heartbeat)
+	}
+	if r.m.reg.waiting(netip.MustParseAddrPort(srv)) {
+		t.Fatal("the server's challenge survived the flood: the test tests nothing")
+	}
+	forged := bytes.Clone(c)
+	forged[len(forged)-1] ^= 1 // another character of the alphabet
+	r.send(other, infoResponse(c, ""))
+	r.send(srv, infoResponse(forged, ""))
+	r.send(srv, infoResponse([]byte(string(c[:2])+"0123456789"), ""))
+	if r.counts[Registered] != 0 || r.counts[DroppedUnexpected] != 3 {
+		t.Fatalf("registered with a wrong challenge: %v", r.counts)
+	}
+	r.clock.Advance(time.Second)
+	r.send(srv, infoResponse(c, ""))
+	if r.counts[Registered] != 1 {
+		t.Fatalf("the answer to a forgotten challenge did not register the server: %v", r.counts)
+	}
+	r.send(srv, infoResponse(c, "")) // replayed
+	if r.counts[Refreshed] != 0 || r.counts[DroppedUnexpected] != 4 {
+		t.Fatalf("a challenge used twice: %v", r.counts)
+	}
+	// A late answer, forgotten or not, is refused.
+	c2 := r.challenge(srv)
+	for i := range 1000 {
+		r.send(fmt.Sprintf("10.%d.%d.2:27960", i/256, i%256), heartbeat)
+	}
+	r.clock.Advance(2 * time.Second)
+	r.send(srv, infoResponse(c2, ""))
+	if r.counts[Refreshed] != 0 || r.counts[DroppedUnexpected] != 5 {
+		t.Fatalf("an answer after challenge_timeout: %v", r.counts)
+	}
+}
