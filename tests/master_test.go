@@ -129,15 +129,7 @@ func TestMasterWithOpenArena(t *testing.T) {
 	// (to its exact address), and is never listed, whatever arrives from
 	// elsewhere or after the challenge's timeout.
 	victim := testutil.DialUDP(t, "127.0.0.3:0", addr)
-	victim.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
-	getinfo, ok := victim.Recv(5 * time.Second)
-	if !ok {
-		t.Fatal("no getinfo for the heartbeat")
-	}
-	challenge, err := wire.DecodeGetInfo(getinfo)
-	if err != nil {
-		t.Fatalf("getinfo %q: %v", getinfo, err)
-	}
+	challenge := heartbeatChallenge(t, victim)
 	victimAddr := victim.Conn.LocalAddr().String()
 	info := wire.AppendInfoResponse(nil, []byte(`\sv_maxclients\8\clients\1\protocol\71\gamename\Quake3Arena\challenge\`+string(challenge)))
 	other := testutil.DialUDP(t, "127.0.0.3:0", addr) // same host, another port
@@ -186,17 +178,24 @@ func fakeServers(t *testing.T, addr, ip string, n int) []*testutil.UDPClient {
 func fakeServer(t *testing.T, addr, ip, info string) *testutil.UDPClient {
 	t.Helper()
 	c := testutil.DialUDP(t, ip+":0", addr)
+	c.Send(wire.AppendInfoResponse(nil, []byte(info+`\challenge\`+string(heartbeatChallenge(t, c)))))
+	return c
+}
+
+// heartbeatChallenge sends a heartbeat from c and returns the challenge of
+// the getinfo that answers it.
+func heartbeatChallenge(t *testing.T, c *testutil.UDPClient) []byte {
+	t.Helper()
 	c.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
 	d, ok := c.Recv(5 * time.Second)
 	if !ok {
-		t.Fatalf("server %s: no getinfo", c.Conn.LocalAddr())
+		t.Fatalf("%s: no getinfo for its heartbeat", c.Conn.LocalAddr())
 	}
 	ch, err := wire.DecodeGetInfo(d)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("getinfo %q: %v", d, err)
 	}
-	c.Send(wire.AppendInfoResponse(nil, []byte(info+`\challenge\`+string(ch))))
-	return c
+	return ch
 }
 
 // The list answer is an amplifier by nature: a source gets at most
@@ -468,15 +467,7 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 func TestMasterForgedHeartbeatsDoNotDelayARealServer(t *testing.T) {
 	gate, addr := startMaster(t, "max_challenges 64\nchallenge_timeout 10s")
 	srv := testutil.DialUDP(t, "127.0.0.9:0", addr)
-	srv.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
-	d, ok := srv.Recv(5 * time.Second)
-	if !ok {
-		t.Fatal("no getinfo for the server's heartbeat")
-	}
-	challenge, err := wire.DecodeGetInfo(d)
-	if err != nil {
-		t.Fatalf("getinfo %q: %v", d, err)
-	}
+	challenge := heartbeatChallenge(t, srv)
 
 	target := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr))
 	evicting := func() float64 {

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/store/redisstore"
@@ -53,15 +52,8 @@ func sharingNode(t *testing.T, addr, prefix string, cfg Config) *rig {
 	reg := NewRegistry(nil)
 	reg.Share(s, "master:test", nil, nil)
 	t.Cleanup(reg.Unshare)
-	n := &rig{t: t, clock: testutil.NewClock(time.Now())}
 	cfg.Registry, cfg.HeartbeatRate = reg, 1e6
-	cfg.Count = func(v Verdict) { n.counts[v]++ }
-	m, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.m = m
-	return n
+	return newRig(t, cfg)
 }
 
 // A node lists a server another node proved only at an address that names
