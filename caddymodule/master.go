@@ -61,8 +61,9 @@ type MasterProtocol struct {
 	ListRate float64 `json:"list_rate,omitempty"`
 	// List requests at once from one source. Default: 4.
 	ListBurst int `json:"list_burst,omitempty"`
-	// Sources each of the two per-source limits keeps at most. Default:
-	// 65536.
+	// Sources each of the two per-source limits keeps at most; also the
+	// networks the per-network share keeps, and the known sources.
+	// Default: 65536.
 	MaxSources int `json:"max_sources,omitempty"`
 	// Datagrams of one list answer at most, each at most 1400 bytes; a
 	// longer list is cut, its last datagram still ending it. Default: 8.

@@ -94,7 +94,8 @@ type Config struct {
 	// ListRate and ListBurst limit the list requests of one source.
 	ListRate  float64
 	ListBurst int
-	// MaxSources bounds the sources each of the two limits keeps.
+	// MaxSources bounds the sources each of the two limits keeps, the
+	// networks of the per-network share, and the known sources.
 	MaxSources int
 	// MaxReplyDatagrams bounds the datagrams of one list answer, each at
 	// most wire/master's MaxResponseDatagram bytes; a longer list is cut
