@@ -90,7 +90,8 @@ type MasterProtocol struct {
 	KnownReplyRate float64 `json:"known_reply_rate,omitempty"`
 	// Of reply_burst, the list datagrams at once kept for known sources;
 	// less than reply_burst. Default: reply_burst / 4 (at least 1) with
-	// the default known_reply_rate, else one second of it.
+	// the default known_reply_rate, else one second of it (less than
+	// reply_burst).
 	KnownReplyBurst int `json:"known_reply_burst,omitempty"`
 	// Prefix length, in bits, of the IPv6 addresses one source holds.
 	// Default: 64.

@@ -181,7 +181,7 @@ func (c Config) WithDefaults() Config {
 		def(&c.KnownReplyBurst, max(c.ReplyBurst/DefaultKnownReplyShare, 1))
 	}
 	def(&c.NetworkReplyBurst, ratelimit.DefaultBurst(c.NetworkReplyRate))
-	def(&c.KnownReplyBurst, ratelimit.DefaultBurst(c.KnownReplyRate))
+	def(&c.KnownReplyBurst, max(min(ratelimit.DefaultBurst(c.KnownReplyRate), c.ReplyBurst-1), 1))
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -545,6 +545,9 @@ func TestConfigValidate(t *testing.T) {
 	if err := (Config{}).Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
+	if d := (Config{ReplyRate: 10, ReplyBurst: 5, KnownReplyRate: 8}).WithDefaults(); d.KnownReplyBurst != 4 {
+		t.Errorf("known_reply_burst %d by default with reply_burst 5, want 4", d.KnownReplyBurst)
+	}
 	if err := (Config{Name: strings.Repeat("é", MaxNameLen/2)}).Validate(); err != nil {
 		t.Fatalf("a name of %d bytes: %v", MaxNameLen, err)
 	}
