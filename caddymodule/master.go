@@ -40,7 +40,9 @@ type MasterProtocol struct {
 	// heartbeats in the meantime do not extend it. Default: 2s.
 	ChallengeTimeout caddy.Duration `json:"challenge_timeout,omitempty"`
 	// Challenges waiting for an answer at most, from all addresses; a
-	// heartbeat past this makes one of them (at random) forgotten.
+	// heartbeat past this makes one of them (at random) forgotten. The
+	// answer to a forgotten challenge of 12 characters (every real
+	// server's) still lists the server: it is checked by its keyed hash.
 	// Default: 1024.
 	MaxChallenges int `json:"max_challenges,omitempty"`
 	// Challenges waiting for an answer at most from one source (an IPv4
@@ -59,8 +61,9 @@ type MasterProtocol struct {
 	ListRate float64 `json:"list_rate,omitempty"`
 	// List requests at once from one source. Default: 4.
 	ListBurst int `json:"list_burst,omitempty"`
-	// Sources each of the two per-source limits keeps at most. Default:
-	// 65536.
+	// Sources each of the two per-source limits keeps at most; also the
+	// networks the per-network share keeps, and the known sources.
+	// Default: 65536.
 	MaxSources int `json:"max_sources,omitempty"`
 	// Datagrams of one list answer at most, each at most 1400 bytes; a
 	// longer list is cut, its last datagram still ending it. Default: 8.
@@ -70,12 +73,39 @@ type MasterProtocol struct {
 	// List datagrams at once to all sources together. Default: one
 	// second of reply_rate.
 	ReplyBurst int `json:"reply_burst,omitempty"`
+	// List datagrams per second to one network (an IPv4 /24, an IPv6
+	// /48): list requests forged from a few networks take this share of
+	// reply_rate, not all of it. Default: reply_rate / 8.
+	NetworkReplyRate float64 `json:"network_reply_rate,omitempty"`
+	// List datagrams at once to one network. Default: reply_burst / 8
+	// (at least 1) with the default network_reply_rate, else one second
+	// of it.
+	NetworkReplyBurst int `json:"network_reply_burst,omitempty"`
+	// Of reply_rate, the list datagrams per second only known sources may
+	// have: the addresses of listed servers, and sources answered in full
+	// while the budget was calm (less than half of the rest used) in the
+	// last hour. Other sources share the rest, so list requests forged
+	// from many networks cannot keep known clients from their lists.
+	// Less than reply_rate. Default: reply_rate / 4.
+	KnownReplyRate float64 `json:"known_reply_rate,omitempty"`
+	// Of reply_burst, the list datagrams at once kept for known sources;
+	// less than reply_burst. Default: reply_burst / 4 (at least 1) with
+	// the default known_reply_rate, else one second of it (less than
+	// reply_burst).
+	KnownReplyBurst int `json:"known_reply_burst,omitempty"`
 	// Prefix length, in bits, of the IPv6 addresses one source holds.
 	// Default: 64.
 	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
+	// With storage redis: the networks (CIDR) outside the public internet
+	// in which an address names the same host from every node. A server
+	// another node proved is listed here, and its status queried from
+	// here, only at a public address or in one of these; a loopback or
+	// private address another node proved names a host of that node's
+	// network. At most 64. Default: none.
+	SharedNetworks []string `json:"shared_networks,omitempty"`
 	// Masters with the same name share their list, and a reloaded
-	// configuration takes the list over from the one it replaces.
-	// Default: master.
+	// configuration takes the list over from the one it replaces; at most
+	// 64 bytes, no control characters. Default: master.
 	Name string `json:"name,omitempty"`
 
 	m       *master.Master
@@ -93,6 +123,7 @@ func (*MasterProtocol) CaddyModule() caddy.ModuleInfo {
 // config is the handler's configuration from the module's options.
 func (p *MasterProtocol) config() master.Config {
 	return master.Config{
+		Name:                    p.Name,
 		MaxServers:              p.MaxServers,
 		MaxServersPerAddress:    p.MaxServersPerAddress,
 		Expiry:                  time.Duration(p.Expiry),
@@ -107,7 +138,12 @@ func (p *MasterProtocol) config() master.Config {
 		MaxReplyDatagrams:       p.MaxReplyDatagrams,
 		ReplyRate:               p.ReplyRate,
 		ReplyBurst:              p.ReplyBurst,
+		NetworkReplyRate:        p.NetworkReplyRate,
+		NetworkReplyBurst:       p.NetworkReplyBurst,
+		KnownReplyRate:          p.KnownReplyRate,
+		KnownReplyBurst:         p.KnownReplyBurst,
 		ClientIPv6Prefix:        p.ClientIPv6Prefix,
+		SharedNetworks:          p.SharedNetworks,
 	}
 }
 
@@ -219,16 +255,21 @@ func (p *MasterProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, data
 //		max_reply_datagrams     <count>
 //		reply_rate              <datagrams per second>
 //		reply_burst             <datagrams>
+//		network_reply_rate      <datagrams per second>
+//		network_reply_burst     <datagrams>
+//		known_reply_rate        <datagrams per second>
+//		known_reply_burst       <datagrams>
 //		client_ipv6_prefix      <bits>
+//		shared_networks         <cidr...>
 //		name                    <name>
 //	}
 //
-// The ranges are the handler's (master.Config.Validate), checked once the
-// block is read.
+// shared_networks may be repeated, each adding networks. The ranges are
+// the handler's (master.Config.Validate), checked once the block is read.
 func (p *MasterProtocol) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	const module = "master"
 	positive := intRange{1, 1<<31 - 1} // the upper bounds are Validate's
-	err := parseModuleBlock(d, module, nil, func(opt string) error {
+	err := parseModuleBlock(d, module, []string{"shared_networks"}, func(opt string) error {
 		var err error
 		switch opt {
 		case "max_servers":
@@ -259,8 +300,21 @@ func (p *MasterProtocol) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			p.ReplyRate, err = parsePositiveFloat(d)
 		case "reply_burst":
 			p.ReplyBurst, err = parseIntIn(d, positive)
+		case "network_reply_rate":
+			p.NetworkReplyRate, err = parsePositiveFloat(d)
+		case "network_reply_burst":
+			p.NetworkReplyBurst, err = parseIntIn(d, positive)
+		case "known_reply_rate":
+			p.KnownReplyRate, err = parsePositiveFloat(d)
+		case "known_reply_burst":
+			p.KnownReplyBurst, err = parseIntIn(d, positive)
 		case "client_ipv6_prefix":
 			p.ClientIPv6Prefix, err = parseIntIn(d, positive)
+		case "shared_networks":
+			var nets []string
+			if nets, err = parseArgs(d); err == nil {
+				p.SharedNetworks = append(p.SharedNetworks, nets...)
+			}
 		case "name":
 			p.Name, err = parseSingleArg(d)
 		default:

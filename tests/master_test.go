@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wire "github.com/gamegate/gamegate/wire/master"
@@ -128,15 +129,7 @@ func TestMasterWithOpenArena(t *testing.T) {
 	// (to its exact address), and is never listed, whatever arrives from
 	// elsewhere or after the challenge's timeout.
 	victim := testutil.DialUDP(t, "127.0.0.3:0", addr)
-	victim.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
-	getinfo, ok := victim.Recv(5 * time.Second)
-	if !ok {
-		t.Fatal("no getinfo for the heartbeat")
-	}
-	challenge, err := wire.DecodeGetInfo(getinfo)
-	if err != nil {
-		t.Fatalf("getinfo %q: %v", getinfo, err)
-	}
+	challenge := heartbeatChallenge(t, victim)
 	victimAddr := victim.Conn.LocalAddr().String()
 	info := wire.AppendInfoResponse(nil, []byte(`\sv_maxclients\8\clients\1\protocol\71\gamename\Quake3Arena\challenge\`+string(challenge)))
 	other := testutil.DialUDP(t, "127.0.0.3:0", addr) // same host, another port
@@ -185,22 +178,30 @@ func fakeServers(t *testing.T, addr, ip string, n int) []*testutil.UDPClient {
 func fakeServer(t *testing.T, addr, ip, info string) *testutil.UDPClient {
 	t.Helper()
 	c := testutil.DialUDP(t, ip+":0", addr)
+	c.Send(wire.AppendInfoResponse(nil, []byte(info+`\challenge\`+string(heartbeatChallenge(t, c)))))
+	return c
+}
+
+// heartbeatChallenge sends a heartbeat from c and returns the challenge of
+// the getinfo that answers it.
+func heartbeatChallenge(t *testing.T, c *testutil.UDPClient) []byte {
+	t.Helper()
 	c.Send(wire.AppendHeartbeat(nil, "QuakeArena-1"))
 	d, ok := c.Recv(5 * time.Second)
 	if !ok {
-		t.Fatalf("server %s: no getinfo", c.Conn.LocalAddr())
+		t.Fatalf("%s: no getinfo for its heartbeat", c.Conn.LocalAddr())
 	}
 	ch, err := wire.DecodeGetInfo(d)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("getinfo %q: %v", d, err)
 	}
-	c.Send(wire.AppendInfoResponse(nil, []byte(info+`\challenge\`+string(ch))))
-	return c
+	return ch
 }
 
 // The list answer is an amplifier by nature: a source gets at most
 // list_burst requests' worth of max_reply_datagrams datagrams, however
-// many it sends, and sources together at most reply_burst datagrams.
+// many it sends, and sources together at most reply_burst datagrams (here
+// all in one network, whose share is made large enough not to matter).
 func TestMasterAmplificationBounded(t *testing.T) {
 	const (
 		servers    = 600 // three and a bit datagrams' worth of IPv4 entries
@@ -214,7 +215,8 @@ list_rate 0.001
 list_burst %d
 max_reply_datagrams %d
 reply_rate 0.001
-reply_burst %d`, servers, listBurst, replyDgram, replyBurst))
+reply_burst %d
+network_reply_burst 100`, servers, listBurst, replyDgram, replyBurst))
 	fakeServers(t, addr, "127.0.0.1", servers)
 	testutil.WaitFor(t, "every server to register", func() bool {
 		return gate.MustMetric(t, "gamegate_master_servers") == servers
@@ -268,6 +270,91 @@ reply_burst %d`, servers, listBurst, replyDgram, replyBurst))
 	}
 }
 
+// List requests forged from 400 addresses in 400 networks of 127/8 drain
+// the open part of the master's reply budget (reply_rate 50); a client the
+// master knows (it was answered while the budget was calm) still gets its
+// whole list, every time it asks while the flood lasts, and the flood gets
+// no more than the budget.
+func TestMasterSpoofedListFloodKeepsKnownClients(t *testing.T) {
+	const servers, replyRate = 600, 50 // a list of four datagrams
+	gate, addr := startMaster(t, fmt.Sprintf("max_servers_per_address %d\nheartbeat_rate 100000\nreply_rate %d", servers, replyRate))
+	fakeServers(t, addr, "127.0.0.1", servers)
+	testutil.WaitFor(t, "every server to register", func() bool {
+		return gate.MustMetric(t, "gamegate_master_servers") == servers
+	})
+	const query = "getservers 71 empty full"
+	client := testutil.DialUDP(t, "127.0.200.1:0", addr)
+	if got, n, _ := masterList(t, client, query); len(got) != servers {
+		t.Fatalf("before the flood: %d servers in %d datagrams, want %d", len(got), n, servers)
+	}
+	// A source is known once the budget stayed calm this long after its
+	// first answer.
+	time.Sleep(master.KnownSourceSettle + 100*time.Millisecond)
+
+	target := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr))
+	var forged []*net.UDPConn
+	for i := range 400 {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, byte(1+i/100), byte(i%100), 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		forged = append(forged, c)
+	}
+	overCapacity := func() float64 {
+		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="dropped_over_capacity"}`) +
+			gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="dropped_network_over_capacity"}`)
+	}
+	sentBefore, refusedBefore := gate.MustMetric(t, "gamegate_master_sent_datagrams_total"), overCapacity()
+	stop, done := make(chan struct{}), make(chan int)
+	started := time.Now()
+	go func() {
+		requests, b := 0, []byte(wire.Header+query)
+		for tick := time.NewTicker(100 * time.Millisecond); ; {
+			for _, c := range forged {
+				_, _ = c.WriteToUDP(b, target)
+				requests++
+			}
+			select {
+			case <-stop:
+				tick.Stop()
+				done <- requests
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	testutil.WaitFor(t, "the flood to exhaust the open budget", func() bool { return overCapacity() > refusedBefore+100 })
+
+	answered := 0
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(time.Second) // the client's own network share: four datagrams per 0.64 s
+		}
+		got, n, _ := masterList(t, client, query)
+		t.Logf("known client, request %d during the flood: %d servers in %d datagrams", i+1, len(got), n)
+		if len(got) == servers {
+			answered++
+		}
+	}
+	newcomer, _, _ := masterList(t, testutil.DialUDP(t, "127.0.201.1:0", addr), query)
+	close(stop)
+	requests := <-done
+	elapsed := time.Since(started)
+	sent := gate.MustMetric(t, "gamegate_master_sent_datagrams_total") - sentBefore
+	t.Logf("flood: %d forged requests in %v, %v refused over capacity; %v list datagrams sent in all; a new client got %d servers",
+		requests, elapsed.Round(time.Millisecond), overCapacity()-refusedBefore, sent, len(newcomer))
+	for _, v := range []string{"listed", "list_cut", "dropped_rate_limited", "dropped_over_capacity", "dropped_network_over_capacity"} {
+		t.Logf("%s: %v", v, gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="`+v+`"}`))
+	}
+	if answered != 3 {
+		t.Fatalf("the known client got its whole list %d times of 3 during the flood", answered)
+	}
+	if limit := replyRate*elapsed.Seconds() + replyRate + 4; sent > limit {
+		t.Fatalf("%v list datagrams sent in %v; the budget allows %.0f", sent, elapsed, limit)
+	}
+}
+
 // receiveAll reads the datagrams each of cs receives until want have
 // arrived in all (or 5 s have passed), checking each list datagram's
 // size.
@@ -294,8 +381,10 @@ func receiveAll(t *testing.T, cs []*testutil.UDPClient, want int) [][][]byte {
 
 // A flood of heartbeats from many addresses and ports, none answering its
 // getinfo, and of list requests: every table stays within its bound, no
-// getinfo is larger than its heartbeat, and the master still registers a
-// real server afterwards.
+// getinfo is larger than the heartbeat it answers (the heartbeats' protocol
+// strings are 4 to 8 characters: 4 is too short for a challenge, 5 leaves
+// room for exactly the shortest), and the master still registers a real
+// server afterwards.
 func TestMasterFloodBounded(t *testing.T) {
 	const maxChallenges, maxSources = 64, 128
 	gate, addr := startMaster(t, fmt.Sprintf(`max_challenges %d
@@ -308,6 +397,7 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 	defer conn.Close()
 	target := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr))
 	var senders []*net.UDPConn
+	var heartbeats [][]byte // senders[i] sends heartbeats[i]
 	for i := range 300 {
 		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, byte(4+i/200), byte(i%200+1))})
 		if err != nil {
@@ -315,21 +405,21 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 		}
 		defer c.Close()
 		senders = append(senders, c)
+		heartbeats = append(heartbeats, wire.AppendHeartbeat(nil, "Q3A-1234"[:4+i%5]))
 	}
-	hb := wire.AppendHeartbeat(nil, "QuakeArena-1")
 	list := []byte(wire.Header + "getservers 71 empty full")
 	sent := 0
 	for range 3 {
-		for _, c := range senders {
-			_, _ = c.WriteToUDP(hb, target)
+		for i, c := range senders {
+			_, _ = c.WriteToUDP(heartbeats[i], target)
 			_, _ = c.WriteToUDP(list, target)
-			sent += len(hb) + len(list)
+			sent += len(heartbeats[i]) + len(list)
 		}
 	}
 	// What came back, to all the flooding sockets.
-	got, gotMax := 0, 0
+	got, gotMax, getinfos := 0, 0, 0
 	buf := make([]byte, 2048)
-	for _, c := range senders {
+	for i, c := range senders {
 		for {
 			_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 			n, err := c.Read(buf)
@@ -338,11 +428,21 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 			}
 			got += n
 			gotMax = max(gotMax, n)
+			if wire.Peek(buf[:n]) != wire.KindGetInfo {
+				continue
+			}
+			getinfos++
+			if n > len(heartbeats[i]) {
+				t.Fatalf("a getinfo of %d bytes (%q) answered a heartbeat of %d (%q)", n, buf[:n], len(heartbeats[i]), heartbeats[i])
+			}
 		}
 	}
-	t.Logf("flood: %d bytes sent, %d bytes back (largest datagram %d)", sent, got, gotMax)
+	t.Logf("flood: %d bytes sent, %d bytes back (largest datagram %d, %d getinfo)", sent, got, gotMax, getinfos)
 	if got > sent {
 		t.Fatalf("the flood got %d bytes back for %d sent", got, sent)
+	}
+	if getinfos == 0 {
+		t.Fatal("no getinfo came back: the flood did not test their size")
 	}
 	if n := gate.MustMetric(t, "gamegate_master_challenges"); n > maxChallenges {
 		t.Fatalf("%v challenges waiting; want at most %d", n, maxChallenges)
@@ -356,6 +456,41 @@ challenge_timeout 1s`, maxChallenges, maxSources))
 	// A real server registers right after the flood.
 	fakeServers(t, addr, "127.0.0.9", 1)
 	testutil.WaitFor(t, "a server to register after the flood", func() bool {
+		return gate.MustMetric(t, "gamegate_master_servers") == 1
+	})
+}
+
+// Heartbeats forged from 600 addresses in 600 networks of 127/8, each
+// answered with a getinfo nobody answers, overflow the table of waiting
+// challenges (max_challenges 64) while a real server's challenge waits: the
+// server's answer still lists it at once, not a heartbeat period later.
+func TestMasterForgedHeartbeatsDoNotDelayARealServer(t *testing.T) {
+	gate, addr := startMaster(t, "max_challenges 64\nchallenge_timeout 10s")
+	srv := testutil.DialUDP(t, "127.0.0.9:0", addr)
+	challenge := heartbeatChallenge(t, srv)
+
+	target := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr))
+	evicting := func() float64 {
+		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="challenged_evicting"}`)
+	}
+	hb := wire.AppendHeartbeat(nil, "QuakeArena-1")
+	for i := range 600 {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, byte(20+i/100), byte(i%100), 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = c.WriteToUDP(hb, target)
+	}
+	// 601 challenges into 64 places: 537 forgotten, each chosen among
+	// ties with the server's (its network is as quiet as each forged
+	// one's), so the server's is forgotten too but for a chance of
+	// (63/64)^537, 0.02%.
+	testutil.WaitFor(t, "the forged heartbeats to overflow the challenges", func() bool { return evicting() >= 601-64 })
+	t.Logf("%v challenges forgotten to make room, %v waiting", evicting(), gate.MustMetric(t, "gamegate_master_challenges"))
+
+	srv.Send(wire.AppendInfoResponse(nil, []byte(`\sv_maxclients\8\clients\1\protocol\71\challenge\`+string(challenge))))
+	testutil.WaitForWithin(t, 5*time.Second, "the real server to be listed after the flood", func() bool {
 		return gate.MustMetric(t, "gamegate_master_servers") == 1
 	})
 }

@@ -1,9 +1,10 @@
 package master
 
 import (
-	"crypto/rand"
 	"hash/maphash"
+	"math"
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/internal/clientaddr"
@@ -16,19 +17,20 @@ type Verdict uint8
 
 // Verdicts.
 const (
-	Challenged            Verdict = iota // a heartbeat was answered with getinfo
-	ChallengedEvicting                   // a heartbeat was answered with getinfo, forgetting another waiting challenge (max_challenges)
-	HeartbeatPending                     // a heartbeat came while a challenge to its address waits: ignored
-	Registered                           // an infoResponse with the right challenge listed a new server
-	Refreshed                            // an infoResponse with the right challenge refreshed a listed server
-	Listed                               // a list request was answered in full
-	ListCut                              // a list request was answered with max_reply_datagrams, the list cut
-	DroppedMalformed                     // not a valid message, or a heartbeat too short to answer
-	DroppedRateLimited                   // a heartbeat or list request over its source's rate
-	DroppedUnexpected                    // an infoResponse no challenge waits for, or with another challenge
-	DroppedServersFull                   // a new server past max_servers or max_servers_per_address
-	DroppedChallengesFull                // a heartbeat from a source with max_challenges_per_address waiting
-	DroppedOverCapacity                  // a list request past the reply_rate budget of all sources
+	Challenged                 Verdict = iota // a heartbeat was answered with getinfo
+	ChallengedEvicting                        // a heartbeat was answered with getinfo, forgetting another waiting challenge (max_challenges)
+	HeartbeatPending                          // a heartbeat came while a challenge to its address waits: ignored
+	Registered                                // an infoResponse with the right challenge listed a new server
+	Refreshed                                 // an infoResponse with the right challenge refreshed a listed server
+	Listed                                    // a list request was answered in full
+	ListCut                                   // a list request was answered with max_reply_datagrams, the list cut
+	DroppedMalformed                          // not a valid message, or a heartbeat too short to answer
+	DroppedRateLimited                        // a heartbeat or list request over its source's rate
+	DroppedUnexpected                         // an infoResponse no challenge waits for, or with another challenge
+	DroppedServersFull                        // a new server past max_servers or max_servers_per_address
+	DroppedChallengesFull                     // a heartbeat from a source with max_challenges_per_address waiting
+	DroppedOverCapacity                       // a list request past the reply_rate budget of all sources
+	DroppedNetworkOverCapacity                // a list request past its network's share of the budget (network_reply_rate)
 	NumVerdicts
 )
 
@@ -60,6 +62,8 @@ func (v Verdict) String() string {
 		return "dropped_challenges_full"
 	case DroppedOverCapacity:
 		return "dropped_over_capacity"
+	case DroppedNetworkOverCapacity:
+		return "dropped_network_over_capacity"
 	}
 	return "unknown"
 }
@@ -74,8 +78,8 @@ const (
 	minChallengeSent = 8
 )
 
-// challengeAlphabet has 64 characters a challenge may carry, so a random
-// byte's low six bits pick one without bias.
+// challengeAlphabet has 64 characters a challenge may carry, so a byte's
+// low six bits pick one without bias.
 const challengeAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // Master serves the master-server protocol. Build it with New.
@@ -86,9 +90,18 @@ type Master struct {
 	lists      limits
 	heartbeat  ratelimit.Limit
 	list       ratelimit.Limit
-	reply      ratelimit.Limit
-	replyState ratelimit.AtomicState
 	clock      ratelimit.Clock
+
+	// The reply budget: the part any source may take (reply_rate less
+	// known_reply_rate), the part kept for known sources, and each
+	// network's share.
+	open, known           ratelimit.Limit
+	openState, knownState ratelimit.AtomicState
+	network               ratelimit.Limit
+	networks              limits
+	// When the open part last refused an answer, and when it began to
+	// (the first refusal after KnownSourceSettle without any).
+	lastRefusal, pressureSince atomic.Int64
 }
 
 // New returns a Master with cfg, which Validate must accept.
@@ -102,18 +115,31 @@ func New(cfg Config) (*Master, error) {
 		m.reg = NewRegistry(cfg.Now)
 	}
 	m.reg.maxServers.Store(int64(cfg.MaxServers))
-	var err error
+	shared, err := cfg.sharedNetworks()
+	if err != nil {
+		return nil, err
+	}
+	m.reg.sharedNetworks.Store(&shared)
 	if m.heartbeat, err = ratelimit.NewLimit(cfg.HeartbeatRate, cfg.HeartbeatBurst); err != nil {
 		return nil, err
 	}
 	if m.list, err = ratelimit.NewLimit(cfg.ListRate, cfg.ListBurst); err != nil {
 		return nil, err
 	}
-	if m.reply, err = ratelimit.NewLimit(cfg.ReplyRate, cfg.ReplyBurst); err != nil {
+	if m.open, err = ratelimit.NewLimit(cfg.ReplyRate-cfg.KnownReplyRate, max(cfg.ReplyBurst-cfg.KnownReplyBurst, 1)); err != nil {
+		return nil, err
+	}
+	if m.known, err = ratelimit.NewLimit(cfg.KnownReplyRate, cfg.KnownReplyBurst); err != nil {
+		return nil, err
+	}
+	if m.network, err = ratelimit.NewLimit(cfg.NetworkReplyRate, cfg.NetworkReplyBurst); err != nil {
 		return nil, err
 	}
 	m.heartbeats.init(cfg.MaxSources, m.clock)
 	m.lists.init(cfg.MaxSources, m.clock)
+	m.networks.init(cfg.MaxSources, m.clock)
+	m.lastRefusal.Store(math.MinInt64 / 2)
+	m.pressureSince.Store(math.MinInt64 / 2)
 	return m, nil
 }
 
@@ -176,10 +202,7 @@ func (m *Master) heartbeatFrom(w sender, src netip.AddrPort, datagram []byte) Ve
 		return DroppedMalformed
 	}
 	var c [maxChallengeSent]byte
-	_, _ = rand.Read(c[:n])
-	for i := range n {
-		c[i] = challengeAlphabet[c[i]&63]
-	}
+	m.reg.mint(c[:n], src, m.reg.clock.Now())
 	v := m.reg.challenge(src, c[:n], &m.cfg)
 	if v == HeartbeatPending || v == DroppedChallengesFull {
 		return v
@@ -192,11 +215,14 @@ func (m *Master) heartbeatFrom(w sender, src netip.AddrPort, datagram []byte) Ve
 }
 
 func (m *Master) infoFrom(src netip.AddrPort, datagram []byte) Verdict {
-	if !m.reg.waiting(src) {
-		return DroppedUnexpected
-	}
 	var in wire.Info
-	if err := in.Decode(datagram); err != nil {
+	if !m.reg.waiting(src) {
+		// Its challenge may have been forgotten (max_challenges) or used:
+		// only one this registry made for src, in time, can still list it.
+		if in.Decode(datagram) != nil || !m.reg.made(in.Challenge, src, m.reg.clock.Now(), m.cfg.ChallengeTimeout) {
+			return DroppedUnexpected
+		}
+	} else if err := in.Decode(datagram); err != nil {
 		return DroppedMalformed
 	}
 	return m.reg.register(src, &in, &m.cfg)
@@ -211,29 +237,76 @@ func (m *Master) send(w sender, b []byte, to netip.AddrPort) {
 
 // listFor answers a getservers or getserversExt: the matching servers in
 // datagrams of at most wire.MaxResponseDatagram bytes, at most
-// MaxReplyDatagrams of them, each taken from the reply budget of all
-// sources; the last ends with EOT.
+// MaxReplyDatagrams of them, the last ending with EOT. The whole answer is
+// taken at once from its network's share of the reply budget and from the
+// budget (the open part, then, for a known source, the part kept for
+// known sources), or not sent at all: a budget running out never cuts a
+// list.
 func (m *Master) listFor(w sender, src netip.AddrPort, datagram []byte) Verdict {
-	if !m.lists.allow(m.list, clientaddr.Key(src.Addr(), m.cfg.ClientIPv6Prefix)) {
+	key := clientaddr.Key(src.Addr(), m.cfg.ClientIPv6Prefix)
+	if !m.lists.allow(m.list, key) {
 		return DroppedRateLimited
 	}
 	var q wire.Query
 	if err := q.Decode(datagram); err != nil {
 		return DroppedMalformed
 	}
-	if !m.reply.AllowAtomic(&m.replyState, m.clock.Now()) {
-		return DroppedOverCapacity
-	}
-	name := q.Name()
-	want4, want6 := q.WantsIPv4(), q.WantsIPv6()
-	clientScope := scope(src.Addr())
-	room := wire.MaxResponseDatagram - wire.EOTLen
-	sent, v := 1, Listed
-	buf := wire.AppendResponseHeader(w.Buffer(wire.MaxResponseDatagram), q.Ext)
-
 	r := m.reg
 	now := r.clock.Now()
 	r.mu.RLock()
+	defer r.mu.RUnlock()
+	datagrams, cut := r.layout(&q, src.Addr(), m.cfg.MaxReplyDatagrams, now, nil)
+	if !m.networks.allowN(m.network, clientaddr.Network(src.Addr(), 0, 0), int64(datagrams)) {
+		return DroppedNetworkOverCapacity
+	}
+	switch {
+	case m.open.AllowNAtomic(&m.openState, now, int64(datagrams)):
+		if !cut && m.open.Backlog(m.openState.Load(), now) <= m.open.Window()/2 {
+			r.remember(key, now, m.cfg.MaxSources)
+		}
+	case !r.knownSource(src.Addr(), key, m.underPressure(now)-int64(KnownSourceSettle), now) ||
+		!m.known.AllowNAtomic(&m.knownState, now, int64(datagrams)):
+		return DroppedOverCapacity
+	}
+	buf, at := wire.AppendResponseHeader(w.Buffer(wire.MaxResponseDatagram), q.Ext), 0
+	r.layout(&q, src.Addr(), m.cfg.MaxReplyDatagrams, now, func(d int, addr netip.AddrPort) {
+		if d != at {
+			m.send(w, buf, src)
+			buf, at = wire.AppendResponseHeader(w.Buffer(wire.MaxResponseDatagram), q.Ext), d
+		}
+		buf = wire.AppendEntry(buf, addr)
+	})
+	m.send(w, wire.AppendEOT(buf), src)
+	if cut {
+		return ListCut
+	}
+	return Listed
+}
+
+// underPressure records that the open part of the reply budget refused
+// an answer at now, and returns when it began to: at the first refusal
+// after KnownSourceSettle without any.
+func (m *Master) underPressure(now int64) int64 {
+	if last := m.lastRefusal.Swap(now); now-last > int64(KnownSourceSettle) {
+		m.pressureSince.Store(now)
+		return now
+	}
+	return m.pressureSince.Load()
+}
+
+// layout lays out the answer to q for a client at client: the servers q
+// matches (and client may see), in datagrams of at most
+// wire.MaxResponseDatagram bytes with room for EOT in each, at most
+// maxDatagrams of them. It calls entry (if not nil) for each server, with
+// the index of its datagram, and returns how many datagrams the answer
+// takes and whether it leaves servers out. The caller holds mu (read).
+func (r *Registry) layout(q *wire.Query, client netip.Addr, maxDatagrams int, now int64, entry func(datagram int, addr netip.AddrPort)) (datagrams int, cut bool) {
+	name := q.Name()
+	want4, want6 := q.WantsIPv4(), q.WantsIPv6()
+	clientScope := scope(client)
+	room := wire.MaxResponseDatagram - wire.EOTLen
+	header := wire.ResponseHeaderLen(q.Ext)
+	d, size := 0, header
 	for i := range r.servers {
 		s := &r.servers[i]
 		ip := s.addr.Addr()
@@ -244,20 +317,19 @@ func (m *Master) listFor(w sender, src netip.AddrPort, datagram []byte) Verdict 
 			ip.Is4() && !want4, ip.Is6() && !want6, scope(ip) > clientScope:
 			continue
 		}
-		if len(buf)+wire.EntryLen(s.addr) > room {
-			if sent == m.cfg.MaxReplyDatagrams || !m.reply.AllowAtomic(&m.replyState, m.clock.Now()) {
-				v = ListCut
-				break
+		n := wire.EntryLen(s.addr)
+		if size+n > room {
+			if d+1 == maxDatagrams {
+				return maxDatagrams, true
 			}
-			m.send(w, buf, src)
-			sent++
-			buf = wire.AppendResponseHeader(w.Buffer(wire.MaxResponseDatagram), q.Ext)
+			d, size = d+1, header
 		}
-		buf = wire.AppendEntry(buf, s.addr)
+		size += n
+		if entry != nil {
+			entry(d, s.addr)
+		}
 	}
-	r.mu.RUnlock()
-	m.send(w, wire.AppendEOT(buf), src)
-	return v
+	return d + 1, false
 }
 
 // Address scopes: a server is listed only to clients in its scope or a
@@ -300,9 +372,12 @@ func (l *limits) init(maxSources int, clock ratelimit.Clock) {
 	}
 }
 
-func (l *limits) allow(lim ratelimit.Limit, key netip.Prefix) bool {
+func (l *limits) allow(lim ratelimit.Limit, key netip.Prefix) bool { return l.allowN(lim, key, 1) }
+
+// allowN admits n events of key at once, or none.
+func (l *limits) allowN(lim ratelimit.Limit, key netip.Prefix, n int64) bool {
 	a := key.Addr().As16()
-	ok, _ := l.shards[maphash.Bytes(l.seed, a[:])%limitShards].Allow(lim, key)
+	ok, _ := l.shards[maphash.Bytes(l.seed, a[:])%limitShards].AllowN(lim, key, n)
 	return ok
 }
 

@@ -382,14 +382,74 @@ func TestRateLimits(t *testing.T) {
 	}
 }
 
+// Sources of networks of their own share the open part of the budget:
+// reply_burst less known_reply_burst at once, whole answers only.
 func TestReplyBudget(t *testing.T) {
-	r := newRig(t, Config{ReplyRate: 10, ReplyBurst: 10, ListRate: 1e6, ListBurst: 1000})
+	r := newRig(t, Config{ReplyRate: 10, ReplyBurst: 10, KnownReplyRate: 2, KnownReplyBurst: 3, ListRate: 1e6, ListBurst: 1000})
 	sent := 0
 	for i := range 50 {
-		sent += len(r.send(fmt.Sprintf("127.0.1.%d:5000", i+1), []byte(wire.Header+"getservers 71")))
+		sent += len(r.send(fmt.Sprintf("127.0.%d.1:5000", i+1), []byte(wire.Header+"getservers 71")))
 	}
-	if sent != 10 || r.counts[DroppedOverCapacity] != 40 {
-		t.Fatalf("%d datagrams sent, %v; want 10", sent, r.counts)
+	if sent != 7 || r.counts[DroppedOverCapacity] != 43 {
+		t.Fatalf("%d datagrams sent, %v; want 7", sent, r.counts)
+	}
+}
+
+// A network takes at most its share of the budget, whatever the number of
+// its sources; another network is still answered.
+func TestNetworkReplyShare(t *testing.T) {
+	r := newRig(t, Config{ReplyRate: 100, ReplyBurst: 100, NetworkReplyRate: 1, NetworkReplyBurst: 5,
+		ListRate: 1e6, ListBurst: 1000, MaxServersPerAddress: 1000, HeartbeatRate: 1e6, MaxReplyDatagrams: 100})
+	registerMany(r, 300, "127.0.0.1") // two datagrams a list
+	sent := 0
+	for i := range 50 {
+		sent += len(r.send(fmt.Sprintf("127.0.7.%d:5000", i+1), []byte(wire.Header+"getservers 71")))
+	}
+	if sent != 4 || r.counts[Listed] != 2 || r.counts[DroppedNetworkOverCapacity] != 48 || r.counts[ListCut] != 0 {
+		t.Fatalf("one network: %d datagrams sent, %v; want two whole lists, 4 datagrams", sent, r.counts)
+	}
+	if got := r.list("127.0.8.1:5000", "getservers 71"); len(got) != 300 {
+		t.Fatalf("another network got %d servers, want 300", len(got))
+	}
+}
+
+// List requests forged from many networks drain the open part of the
+// budget; a known source still gets its whole list from the part kept for
+// known sources: one answered while the budget was calm (and stayed calm
+// KnownSourceSettle after), and the address of a listed server. A new
+// source is not answered meanwhile, nor one the flood's first requests
+// came from (answered while the budget was still calm); the part kept is
+// bounded too.
+func TestKnownSourcesKeepTheirList(t *testing.T) {
+	const servers = 600 // four datagrams
+	r := newRig(t, Config{ReplyRate: 100, ReplyBurst: 40, KnownReplyRate: 10, KnownReplyBurst: 12, NetworkReplyBurst: 100,
+		ListRate: 1e6, ListBurst: 1000, MaxServersPerAddress: 1000, HeartbeatRate: 1e6, MaxReplyDatagrams: 100})
+	registerMany(r, servers, "127.0.0.1")
+	const client, listed = "127.0.200.1:27960", "127.0.0.1:27960"
+	if got := r.list(client, "getservers 71"); len(got) != servers {
+		t.Fatalf("calm: %d servers, want %d", len(got), servers)
+	}
+	r.clock.Advance(KnownSourceSettle + time.Second)
+	flood := 0
+	for i := range 1000 {
+		flood += len(r.send(fmt.Sprintf("127.%d.%d.1:5000", 1+i/250, i%250), []byte(wire.Header+"getservers 71")))
+	}
+	if flood != 28 || r.counts[DroppedOverCapacity] != 993 {
+		t.Fatalf("the flood got %d datagrams, %v; want reply_burst less known_reply_burst, 28", flood, r.counts)
+	}
+	for _, src := range []string{"127.0.201.1:27960", "127.1.0.1:5000"} {
+		if out := r.send(src, []byte(wire.Header+"getservers 71")); len(out) != 0 {
+			t.Fatalf("%s, new or answered at the flood's start, got %d datagrams kept for known sources", src, len(out))
+		}
+	}
+	for _, src := range []string{client, listed, client} {
+		if got := r.list(src, "getservers 71"); len(got) != servers {
+			t.Fatalf("%s, known, during the flood: %d servers, want %d", src, len(got), servers)
+		}
+	}
+	// The part kept (12 at once) held three answers of four datagrams.
+	if out := r.send(client, []byte(wire.Header+"getservers 71")); len(out) != 0 {
+		t.Fatalf("a known source got %d datagrams past known_reply_burst", len(out))
 	}
 }
 
@@ -464,6 +524,15 @@ func TestConfigValidate(t *testing.T) {
 		{Config{MaxReplyDatagrams: 2000}, "max_reply_datagrams"},
 		{Config{ReplyRate: 1e-10}, "reply_rate"},
 		{Config{ClientIPv6Prefix: 8}, "client_ipv6_prefix"},
+		{Config{Name: strings.Repeat("n", MaxNameLen+1)}, "name"},
+		{Config{Name: "a\x00b"}, "name"},
+		{Config{NetworkReplyRate: -1}, "network_reply_rate"},
+		{Config{NetworkReplyRate: 5, NetworkReplyBurst: -1}, "network_reply_burst"},
+		{Config{KnownReplyRate: 1000}, "known_reply_rate"},
+		{Config{ReplyRate: 10, ReplyBurst: 10, KnownReplyBurst: 10}, "known_reply_burst"},
+		{Config{ReplyRate: 1e-9}, "reply_rate"},
+		{Config{SharedNetworks: []string{"10.0.0.0/8", "10.0.0.1"}}, "shared_networks:"},
+		{Config{SharedNetworks: make([]string, MaxSharedNetworks+1)}, "shared_networks:"},
 	} {
 		err := tc.cfg.Validate()
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want+" ") {
@@ -475,6 +544,12 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
+	}
+	if d := (Config{ReplyRate: 10, ReplyBurst: 5, KnownReplyRate: 8}).WithDefaults(); d.KnownReplyBurst != 4 {
+		t.Errorf("known_reply_burst %d by default with reply_burst 5, want 4", d.KnownReplyBurst)
+	}
+	if err := (Config{Name: strings.Repeat("é", MaxNameLen/2)}).Validate(); err != nil {
+		t.Fatalf("a name of %d bytes: %v", MaxNameLen, err)
 	}
 }
 
@@ -622,5 +697,52 @@ func TestForgedHeartbeatsFromAListedServersIPKeepItListed(t *testing.T) {
 	// An unlisted port of the same IP is still held to the quota.
 	if out := r.send("203.0.113.5:40100", heartbeat); len(out) != 0 {
 		t.Fatalf("a ninth forged heartbeat from the IP: got %d datagrams back, want none", len(out))
+	}
+}
+
+// Heartbeats forged from as many networks as heartbeats make a new
+// server's waiting challenge forgotten (max_challenges), yet its answer
+// still lists it: a full-length challenge is checked by its keyed hash,
+// not looked up. Such a check still refuses another address's or port's
+// challenge, a late one, a forged one, and one used already.
+func TestForgottenChallengeStillRegisters(t *testing.T) {
+	r := newRig(t, Config{MaxChallenges: 16, HeartbeatRate: 1e6, ChallengeTimeout: 2 * time.Second})
+	const srv, other = "203.0.113.9:27960", "203.0.113.9:27961"
+	c := r.challenge(srv)
+	if len(c) != maxChallengeSent {
+		t.Fatalf("challenge %q: want %d characters", c, maxChallengeSent)
+	}
+	for i := range 1000 {
+		r.send(fmt.Sprintf("10.%d.%d.1:27960", i/256, i%256), heartbeat)
+	}
+	if r.m.reg.waiting(netip.MustParseAddrPort(srv)) {
+		t.Fatal("the server's challenge survived the flood: the test tests nothing")
+	}
+	forged := bytes.Clone(c)
+	forged[len(forged)-1] ^= 1 // another character of the alphabet
+	r.send(other, infoResponse(c, ""))
+	r.send(srv, infoResponse(forged, ""))
+	r.send(srv, infoResponse([]byte(string(c[:2])+"0123456789"), ""))
+	if r.counts[Registered] != 0 || r.counts[DroppedUnexpected] != 3 {
+		t.Fatalf("registered with a wrong challenge: %v", r.counts)
+	}
+	r.clock.Advance(time.Second)
+	r.send(srv, infoResponse(c, ""))
+	if r.counts[Registered] != 1 {
+		t.Fatalf("the answer to a forgotten challenge did not register the server: %v", r.counts)
+	}
+	r.send(srv, infoResponse(c, "")) // replayed
+	if r.counts[Refreshed] != 0 || r.counts[DroppedUnexpected] != 4 {
+		t.Fatalf("a challenge used twice: %v", r.counts)
+	}
+	// A late answer, forgotten or not, is refused.
+	c2 := r.challenge(srv)
+	for i := range 1000 {
+		r.send(fmt.Sprintf("10.%d.%d.2:27960", i/256, i%256), heartbeat)
+	}
+	r.clock.Advance(2 * time.Second)
+	r.send(srv, infoResponse(c2, ""))
+	if r.counts[Refreshed] != 0 || r.counts[DroppedUnexpected] != 5 {
+		t.Fatalf("an answer after challenge_timeout: %v", r.counts)
 	}
 }

@@ -2,8 +2,14 @@ package master
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/binary"
+	"math"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +25,8 @@ import (
 // caller's Config.
 type Registry struct {
 	clock ratelimit.Clock
+	// key makes the challenges (mint): secret, the registry's own.
+	key [32]byte
 
 	mu        sync.RWMutex
 	servers   []server // dense; index maps an address to its place
@@ -29,6 +37,12 @@ type Registry struct {
 	perNet    map[netip.Prefix]int // challenges waiting, by network (/24, /48)
 	nextSweep int64
 
+	// The sources answered in full while the reply budget was calm. Taken
+	// alone or inside mu.
+	knownMu    sync.Mutex
+	known      map[netip.Prefix]calmSource
+	knownSweep int64
+
 	// The link to a shared store (nil: none), the registrations waiting to
 	// be written there, and the most servers read from it (the last
 	// Master's max_servers).
@@ -36,6 +50,9 @@ type Registry struct {
 	shared     *sharing
 	outbox     map[netip.AddrPort]outgoing
 	maxServers atomic.Int64
+	// The last Master's shared_networks: where a server another node
+	// proved may be listed besides public addresses.
+	sharedNetworks atomic.Pointer[[]netip.Prefix]
 }
 
 // server is one listed server. Its buffers are reused when the slot is.
@@ -46,6 +63,9 @@ type server struct {
 	protocol, clients, maxClients int
 	gameType                      int
 	info                          []byte
+	// The time slot of the challenge that last listed or refreshed it: an
+	// answer to that one or an older one is a replay.
+	provenSlot int64
 }
 
 // challenge is a getinfo challenge waiting for its infoResponse.
@@ -68,9 +88,67 @@ func NewRegistry(now func() time.Time) *Registry {
 		perSource: make(map[netip.Prefix]int),
 		perNet:    make(map[netip.Prefix]int),
 		outbox:    make(map[netip.AddrPort]outgoing),
+		known:     make(map[netip.Prefix]calmSource),
 	}
 	r.maxServers.Store(DefaultMaxServers)
+	_, _ = rand.Read(r.key[:])
 	return r
+}
+
+// Challenges are made, not drawn: the first two characters carry the
+// time slot the challenge was made in (challengeSlot steps, wrapping at
+// challengeSlots, past MaxChallengeTimeout), the others a keyed hash of
+// the address and port it is sent to and the slot. So a full-length
+// challenge (maxChallengeSent: 60 bits of hash) can be checked without
+// the table of waiting challenges: a heartbeat flood that makes a
+// server's challenge forgotten no longer keeps its answer from listing
+// it.
+const (
+	challengeSlot  = int64(time.Second / 64)
+	challengeSlots = 64 * 64
+)
+
+// mint fills c (at least 2 bytes) with the challenge for addr made at now.
+func (r *Registry) mint(c []byte, addr netip.AddrPort, now int64) {
+	slot := now / challengeSlot
+	c[0] = challengeAlphabet[slot>>6&63]
+	c[1] = challengeAlphabet[slot&63]
+	var in [len(r.key) + 16 + 2 + 8]byte
+	copy(in[:], r.key[:])
+	a := addr.Addr().As16()
+	copy(in[len(r.key):], a[:])
+	binary.BigEndian.PutUint16(in[len(r.key)+16:], addr.Port())
+	binary.BigEndian.PutUint64(in[len(r.key)+18:], uint64(slot))
+	sum := sha256.Sum256(in[:])
+	for i := 2; i < len(c); i++ {
+		c[i] = challengeAlphabet[sum[i]&63]
+	}
+}
+
+// slotOf returns the time slot challenge c says it was made in: the
+// latest slot up to now's with the slot bits it carries.
+func slotOf(c []byte, now int64) (int64, bool) {
+	if len(c) < 2 {
+		return 0, false
+	}
+	hi, lo := strings.IndexByte(challengeAlphabet, c[0]), strings.IndexByte(challengeAlphabet, c[1])
+	if hi < 0 || lo < 0 {
+		return 0, false
+	}
+	cur := now / challengeSlot
+	return cur - (cur-int64(hi<<6|lo))&(challengeSlots-1), true
+}
+
+// made reports whether c is a full-length challenge this registry made
+// for addr less than timeout before now.
+func (r *Registry) made(c []byte, addr netip.AddrPort, now int64, timeout time.Duration) bool {
+	slot, ok := slotOf(c, now)
+	if !ok || len(c) != maxChallengeSent || slot < 0 || now >= slot*challengeSlot+int64(timeout) {
+		return false
+	}
+	var want [maxChallengeSent]byte
+	r.mint(want[:], addr, slot*challengeSlot)
+	return subtle.ConstantTimeCompare(want[:], c) == 1
 }
 
 // sweepEvery bounds how often expired servers and challenges are walked.
@@ -198,6 +276,54 @@ func (r *Registry) challenge(addr netip.AddrPort, c []byte, cfg *Config) Verdict
 	return v
 }
 
+// calmSource is a source answered in full while the reply budget was
+// calm: first at since, last KnownSourceLifetime before until.
+type calmSource struct{ since, until int64 }
+
+// knownSource reports whether the source at addr (key: its source) is
+// known: a server is listed at its address, or it was first answered in
+// full while the reply budget was calm at or before settled, and again
+// within KnownSourceLifetime. The caller holds mu (read).
+func (r *Registry) knownSource(addr netip.Addr, key netip.Prefix, settled, now int64) bool {
+	if r.perAddr[addr] > 0 {
+		return true
+	}
+	r.knownMu.Lock()
+	c, ok := r.known[key]
+	r.knownMu.Unlock()
+	return ok && c.since <= settled && now < c.until
+}
+
+// remember records that the source key was answered in full at now while
+// the reply budget was calm: it is known from then on (see knownSource)
+// for KnownSourceLifetime, unless maxSources are known already. A source
+// still known keeps the time it was first answered.
+func (r *Registry) remember(key netip.Prefix, now int64, maxSources int) {
+	r.knownMu.Lock()
+	defer r.knownMu.Unlock()
+	c, ok := r.known[key]
+	if ok && now < c.until {
+		c.until = now + int64(KnownSourceLifetime)
+		r.known[key] = c
+		return
+	}
+	if !ok && len(r.known) >= maxSources {
+		if now < r.knownSweep {
+			return
+		}
+		r.knownSweep = now + sweepEvery
+		for k, c := range r.known {
+			if now >= c.until {
+				delete(r.known, k)
+			}
+		}
+		if len(r.known) >= maxSources {
+			return
+		}
+	}
+	r.known[key] = calmSource{since: now, until: now + int64(KnownSourceLifetime)}
+}
+
 // waiting reports whether a challenge sent to addr is waiting: a cheap
 // test before an infoResponse is decoded.
 func (r *Registry) waiting(addr netip.AddrPort) bool {
@@ -214,16 +340,23 @@ func (r *Registry) register(addr netip.AddrPort, in *wire.Info, cfg *Config) Ver
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.pending[addr]
-	switch {
-	case !ok:
-		return DroppedUnexpected
-	case now >= p.expires:
+	waited := ok && now < p.expires && bytes.Equal(p.b[:p.n], in.Challenge)
+	if ok && now >= p.expires {
 		r.forget(addr, p)
-		return DroppedUnexpected
-	case !bytes.Equal(p.b[:p.n], in.Challenge):
+	}
+	if !waited && !r.made(in.Challenge, addr, now, cfg.ChallengeTimeout) {
 		return DroppedUnexpected // the right answer may still come
 	}
-	r.forget(addr, p)
+	if waited {
+		r.forget(addr, p)
+	}
+	// A waiting challenge is used once (forgotten now); one checked by
+	// its hash alone must be newer than the one that last listed the
+	// server.
+	slot, _ := slotOf(in.Challenge, now)
+	if i, known := r.index[addr]; known && !waited && slot <= r.servers[i].provenSlot {
+		return DroppedUnexpected
+	}
 	i, known := r.index[addr]
 	v := Refreshed
 	if !known {
@@ -236,6 +369,7 @@ func (r *Registry) register(addr netip.AddrPort, in *wire.Info, cfg *Config) Ver
 		i, v = r.list(addr), Registered
 	}
 	r.servers[i].set(addr, now+int64(cfg.Expiry), in.Name(), in.Raw, in.Protocol, in.Clients, in.MaxClients, in.GameType)
+	r.servers[i].provenSlot = slot
 	r.queueShared(i, cfg)
 	r.sweep(now, false)
 	return v
@@ -250,6 +384,7 @@ func (r *Registry) list(addr netip.AddrPort) int {
 	} else {
 		r.servers = append(r.servers, server{})
 	}
+	r.servers[i].provenSlot = math.MinInt64
 	r.index[addr] = i
 	r.perAddr[addr.Addr()]++
 	return i

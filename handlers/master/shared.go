@@ -240,15 +240,19 @@ func (r *Registry) readShared(ctx context.Context, sh *sharing) error {
 }
 
 // adopt lists a server read from the store until its expiry there,
-// unless this node already lists it for longer, or its list is full.
-// What the store holds is checked as a datagram would be: bounded, and
-// read into the same fields.
+// unless this node already lists it for longer, or its list is full, or
+// its address is not one this node lists from another's proof
+// (mayAdopt). What the store holds is checked as a datagram would be:
+// bounded, and read into the same fields.
 func (r *Registry) adopt(ls store.ListedServer) {
 	addr, err := netip.ParseAddrPort(ls.Addr)
 	if err != nil || ls.TTL <= 0 || ls.TTL > MaxExpiry {
 		return
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	if !r.mayAdopt(addr) {
+		return
+	}
 	var rec sharedRecord
 	if json.Unmarshal(ls.Value, &rec) != nil || len(rec.GameName) > wire.MaxGameName || len(rec.Info) > wire.MaxInfo ||
 		rec.MaxClients < 1 || rec.Clients < 0 || rec.Protocol < 0 || rec.GameType < wire.NoGameType ||
@@ -274,4 +278,27 @@ func (r *Registry) adopt(ls store.ListedServer) {
 		i = r.list(addr)
 	}
 	r.servers[i].set(addr, expires, []byte(rec.GameName), []byte(rec.Info), rec.Protocol, rec.Clients, rec.MaxClients, rec.GameType)
+}
+
+// mayAdopt reports whether a server another node proved at addr may be
+// listed here: at a public unicast address (the same host from every
+// node), or in one of the shared networks configured. A loopback or
+// private address names a host of the other node's network: this node
+// would list, and query, whatever answers there on its own.
+func (r *Registry) mayAdopt(addr netip.AddrPort) bool {
+	a := addr.Addr()
+	if addr.Port() == 0 || !a.IsValid() {
+		return false
+	}
+	if scope(a) == scopePublic && a.IsGlobalUnicast() {
+		return true
+	}
+	if nets := r.sharedNetworks.Load(); nets != nil {
+		for _, n := range *nets {
+			if n.Contains(a) {
+				return true
+			}
+		}
+	}
+	return false
 }

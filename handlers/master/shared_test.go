@@ -3,8 +3,8 @@ package master
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
-	"time"
 
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/store/redisstore"
@@ -17,19 +17,7 @@ func TestSharedRegistry(t *testing.T) {
 	r := testutil.StartRedis(t, testutil.RedisOptions{})
 	prefix := testutil.RedisPrefix(t)
 	newNode := func() *rig {
-		s := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: prefix})
-		t.Cleanup(func() { s.Close() })
-		reg := NewRegistry(nil)
-		reg.Share(s, "master:test", nil, nil)
-		t.Cleanup(reg.Unshare)
-		n := &rig{t: t, clock: testutil.NewClock(time.Now())}
-		m, err := New(Config{Registry: reg, HeartbeatRate: 1e6, MaxServersPerAddress: 3,
-			Count: func(v Verdict) { n.counts[v]++ }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.m = m
-		return n
+		return sharingNode(t, r.Addr, prefix, Config{MaxServersPerAddress: 3, SharedNetworks: []string{"127.0.0.0/8"}})
 	}
 	a, b := newNode(), newNode()
 	a.register("127.0.0.1:1", `\hostname\Shared`)
@@ -52,5 +40,59 @@ func TestSharedRegistry(t *testing.T) {
 	})
 	if n, _ := a.m.Registry().Len(); n != 3 {
 		t.Fatalf("node A lists %d servers, want 3", n)
+	}
+}
+
+// sharingNode is a master sharing its list through the redis-server at
+// addr, under prefix, with cfg.
+func sharingNode(t *testing.T, addr, prefix string, cfg Config) *rig {
+	t.Helper()
+	s := redisstore.New(redisstore.Config{Addresses: []string{addr}, KeyPrefix: prefix})
+	t.Cleanup(func() { s.Close() })
+	reg := NewRegistry(nil)
+	reg.Share(s, "master:test", nil, nil)
+	t.Cleanup(reg.Unshare)
+	cfg.Registry, cfg.HeartbeatRate = reg, 1e6
+	return newRig(t, cfg)
+}
+
+// A node lists a server another node proved only at an address that names
+// the same host from every node: a public one, or one in its
+// shared_networks. A loopback or private address is the other node's.
+func TestSharedRegistryAdoptsOnlySharedAddresses(t *testing.T) {
+	r := testutil.StartRedis(t, testutil.RedisOptions{})
+	prefix := testutil.RedisPrefix(t)
+	a := sharingNode(t, r.Addr, prefix, Config{})
+	b := sharingNode(t, r.Addr, prefix, Config{SharedNetworks: []string{"10.1.0.0/16", "fd00::/8"}})
+	c := sharingNode(t, r.Addr, prefix, Config{})
+	// Registered in this order; the public one last, so that once another
+	// node lists it, it has read the others too.
+	for _, src := range []string{"127.0.0.1:27960", "10.1.2.3:27960", "10.2.0.1:27960", "192.168.1.1:27960",
+		"169.254.1.1:27960", "[fd00::1]:27960", "[::1]:27960", "192.0.2.1:27960"} {
+		a.register(src, "")
+	}
+	if n, _ := a.m.Registry().Len(); n != 8 {
+		t.Fatalf("node A lists %d servers of its own, want 8", n)
+	}
+	listed := func(n *rig) []string {
+		var out []string
+		for _, s := range n.m.Registry().Servers(nil) {
+			out = append(out, s.Addr.String())
+		}
+		return sorted(out)
+	}
+	for _, tc := range []struct {
+		node *rig
+		want []string
+	}{
+		{b, []string{"10.1.2.3:27960", "192.0.2.1:27960", "[fd00::1]:27960"}},
+		{c, []string{"192.0.2.1:27960"}},
+	} {
+		testutil.WaitFor(t, "the node to list node A's public server", func() bool {
+			return slices.Contains(listed(tc.node), "192.0.2.1:27960")
+		})
+		if got := listed(tc.node); !slices.Equal(got, tc.want) {
+			t.Errorf("listed %v, want %v", got, tc.want)
+		}
 	}
 }

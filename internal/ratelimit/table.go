@@ -42,12 +42,23 @@ func (t *Table[K]) Allow(l Limit, key K) (bool, time.Duration) {
 	return t.AllowWithin(l, key, t.max)
 }
 
+// AllowN is Allow for n events at once (n ≥ 1), admitted as Limit.TakeN
+// admits them: all or none.
+func (t *Table[K]) AllowN(l Limit, key K, n int64) (bool, time.Duration) {
+	return t.AllowNWithin(l, key, n, t.max)
+}
+
 // AllowWithin is Allow with a bound of the caller's own in place of the
 // table's: a new key is admitted only while the table holds fewer than
 // maxKeys keys (at least 1). Users of one table with different bounds
 // (configurations sharing state) each keep theirs: none admits a key past
 // its own bound, and the table never holds more than the largest.
 func (t *Table[K]) AllowWithin(l Limit, key K, maxKeys int) (bool, time.Duration) {
+	return t.AllowNWithin(l, key, 1, maxKeys)
+}
+
+// AllowNWithin is AllowN with AllowWithin's bound.
+func (t *Table[K]) AllowNWithin(l Limit, key K, n int64, maxKeys int) (bool, time.Duration) {
 	if l.Unlimited() {
 		return true, 0
 	}
@@ -62,10 +73,11 @@ func (t *Table[K]) AllowWithin(l Limit, key K, maxKeys int) (bool, time.Duration
 			return false, time.Duration(max(t.nextSweep-now, 1))
 		}
 	}
-	if !l.Allow(&s, now) {
+	next, ok := l.TakeN(s, now, n)
+	if !ok {
 		return false, l.Wait(s, now)
 	}
-	t.states[key] = s
+	t.states[key] = next
 	return true, 0
 }
 

@@ -118,3 +118,26 @@ func TestTableWait(t *testing.T) {
 		t.Fatal("the event Wait promised was refused")
 	}
 }
+
+// AllowN admits n events of a key at once or none: a refused request
+// leaves the key's state as it was.
+func TestTableAllowN(t *testing.T) {
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	tab := ratelimit.NewTable[string](10, ratelimit.NewClock(clock.Now))
+	l, err := ratelimit.NewLimit(1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		n    int64
+		want bool
+	}{{4, true}, {4, true}, {4, false}, {2, true}, {1, false}} {
+		if ok, _ := tab.AllowN(l, "k", tc.n); ok != tc.want {
+			t.Fatalf("step %d: AllowN(%d) = %v, want %v", i, tc.n, ok, tc.want)
+		}
+	}
+	clock.Advance(3 * time.Second)
+	if ok, _ := tab.AllowN(l, "k", 3); !ok {
+		t.Fatal("3 events refused 3 s after the burst was spent")
+	}
+}
