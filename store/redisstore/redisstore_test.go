@@ -369,8 +369,9 @@ func TestConfigValidate(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// After the server restarts, the next operations succeed: pooled
-// connections to the old process and its script cache are gone.
+// After the server restarts, operations succeed again within DownFor
+// and a margin: pooled connections to the old process and its script
+// cache are gone.
 func TestServerRestart(t *testing.T) {
 	r := testutil.StartRedis(t, testutil.RedisOptions{AppendOnly: true})
 	s := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t)})
@@ -386,6 +387,13 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("Store with the server stopped: got %v", err)
 	}
 	r.Start(t)
+	back := time.Now()
+	testutil.WaitFor(t, "the store to answer again", func() bool {
+		return s.Store(ctx, "k/0", []byte("again")) == nil
+	})
+	if d := time.Since(back); d > redisstore.DownFor+time.Second {
+		t.Fatalf("the store answered %v after the server, want within %v", d, redisstore.DownFor+time.Second)
+	}
 	for i := range 20 {
 		if err := s.Store(ctx, "k/"+strconv.Itoa(i), []byte("again")); err != nil {
 			t.Fatalf("Store %d after the restart: %v", i, err)
@@ -434,6 +442,33 @@ func TestStoreFailsFastWhileTheServerIsSilent(t *testing.T) {
 		v, err := s.Load(ctx, "k")
 		return err == nil && string(v) == "v"
 	})
+}
+
+// A refused connection is an outage too: the first operation fails at
+// once (one dial, no dial retries), and the operations after it are not
+// sent (ErrDown) for DownFor, so that a request needing several fails
+// at its first.
+func TestStoreFailsFastWhileTheServerRefuses(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.StartRedis(t, testutil.RedisOptions{})
+	s := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t)})
+	t.Cleanup(func() { s.Close() })
+	if err := s.Store(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop(t)
+	start := time.Now()
+	_, err := s.Load(ctx, "k")
+	if !errors.Is(err, redisstore.ErrUnavailable) || errors.Is(err, redisstore.ErrDown) || errors.Is(err, redisstore.ErrDenied) {
+		t.Fatalf("the first operation on a stopped server: got %v, want it refused (ErrUnavailable)", err)
+	}
+	if _, _, err := s.Allow(ctx, "x", time.Second, time.Second); !errors.Is(err, redisstore.ErrDown) {
+		t.Fatalf("an operation right after a refusal: got %v, want ErrDown", err)
+	}
+	// go-redis's default of five dials 100 ms apart, twice, took 0.8 s.
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Fatalf("two operations on a stopped server took %v, want well under the 1 s timeout", d)
+	}
 }
 
 // Two holders of one lock name in one process, the first of whose lock
