@@ -437,7 +437,8 @@ func denied(err error) bool {
 			return true
 		}
 	}
-	return false
+	// Redis 7.0 refuses a script's command or key in an ERR reply.
+	return strings.Contains(msg, "The user executing the script can't")
 }
 
 // setState logs a change of h's state, once.
