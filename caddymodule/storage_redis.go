@@ -12,7 +12,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/certmagic"
-	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/store/redisstore"
 )
@@ -199,8 +198,7 @@ func (s *RedisStorage) check(ctx caddy.Context) error {
 	case errors.Is(err, redisstore.ErrDenied):
 		return fmt.Errorf("redis at %s refuses the configured credentials or rights (check username, password and the ACL user's commands and keys): %w", addrs, err)
 	default:
-		ctx.Logger().Warn("redis cannot be reached at start; operations that need it fail until it answers",
-			zap.String("address", addrs), zap.Error(err))
+		// The store logged it, once.
 		return nil
 	}
 }

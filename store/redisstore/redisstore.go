@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -620,14 +621,59 @@ func (s *Store) Store(ctx context.Context, key string, value []byte) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	keys, args := s.storeOp(key, value)
+	return wrap("store", key, storeScript.Run(ctx, s.client, keys, args...).Err())
+}
+
+// storeOp returns storeScript's KEYS and ARGV to put value at the
+// canonical key.
+func (s *Store) storeOp(key string, value []byte) (keys []string, args []any) {
 	dirs, names := s.ancestry(key)
-	keys := append([]string{s.fileKey(key)}, dirs...)
-	args := make([]any, 0, 2+len(names))
+	keys = append([]string{s.fileKey(key)}, dirs...)
+	args = make([]any, 0, 2+len(names))
 	args = append(args, value, time.Now().UnixMilli())
 	for _, n := range names {
 		args = append(args, n)
 	}
-	return wrap("store", key, storeScript.Run(ctx, s.client, keys, args...).Err())
+	return keys, args
+}
+
+// Apply stores each value of puts and deletes each key of deletes (with
+// every key below it) in one transaction: every node reads all of the
+// change or none of it. Deletes are applied first.
+func (s *Store) Apply(ctx context.Context, puts map[string][]byte, deletes []string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	type op struct {
+		script *redis.Script
+		keys   []string
+		args   []any
+	}
+	var ops []op
+	for _, key := range deletes {
+		keys, args, err := s.deleteOp(ctx, clean(key))
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op{deleteScript, keys, args})
+	}
+	for _, key := range slices.Sorted(maps.Keys(puts)) {
+		ck := clean(key)
+		if ck == "" {
+			return errors.New("storing at the root key")
+		}
+		keys, args := s.storeOp(ck, puts[key])
+		ops = append(ops, op{storeScript, keys, args})
+	}
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, o := range ops {
+			// EVAL, not EVALSHA: a script the server has not cached would
+			// fail inside the transaction, after the others applied.
+			o.script.Eval(ctx, p, o.keys, o.args...)
+		}
+		return nil
+	})
+	return wrap("apply", strings.Join(append(slices.Sorted(maps.Keys(puts)), deletes...), ","), err)
 }
 
 // Load returns the value at key; a missing key is an error matching
@@ -780,11 +826,21 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	key = clean(key)
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	below, err := s.List(ctx, key, true)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	keys, args, err := s.deleteOp(ctx, key)
+	if err != nil {
 		return err
 	}
-	keys := []string{s.fileKey(key), s.dirKey(key)}
+	return wrap("delete", key, deleteScript.Run(ctx, s.client, keys, args...).Err())
+}
+
+// deleteOp returns deleteScript's KEYS and ARGV to delete the canonical
+// key and what is below it now.
+func (s *Store) deleteOp(ctx context.Context, key string) (keys []string, args []any, err error) {
+	below, err := s.List(ctx, key, true)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	keys = []string{s.fileKey(key), s.dirKey(key)}
 	for _, k := range below {
 		keys = append(keys, s.fileKey(k), s.dirKey(k))
 	}
@@ -797,16 +853,26 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		dkeys = append(dkeys, s.dirKey(node))
 	}
 	keys = append(append(keys, fkeys...), dkeys...)
-	args := []any{nsub, len(names)}
+	args = []any{nsub, len(names)}
 	for _, n := range names {
 		args = append(args, n)
 	}
-	return wrap("delete", key, deleteScript.Run(ctx, s.client, keys, args...).Err())
+	return keys, args, nil
 }
 
 // Lock takes the lock name, waiting while another holder has it, until ctx
 // ends. While held, it is renewed every third of LockExpiry; a holder that
 // dies stops renewing and the lock expires.
+//
+// A lock whose renewals did not reach the server for LockExpiry (an
+// outage, a paused process) expires while held. If no one took it
+// meanwhile, the next renewal takes it again; if another holder did, the
+// loss is logged at error level and the renewals stop. certmagic's
+// Locker gives no way to tell the holder (Lock has returned; Unlock names
+// no hold) and Caddy's file storage behaves the same with a stale lock:
+// a lock is a lease that makes double work rare, and certmagic's
+// operations check again after taking a lock whether their work is still
+// needed.
 func (s *Store) Lock(ctx context.Context, name string) error {
 	wait := s.cfg.LockPoll
 	for {
@@ -871,10 +937,17 @@ func (s *Store) TryLock(ctx context.Context, name string) (bool, error) {
 }
 
 // renewScript extends lock KEYS[1] by ARGV[2] milliseconds if its holder
-// is still ARGV[1].
+// is still ARGV[1] (returns 1), or takes it again for ARGV[1] if it
+// expired and no one took it since (returns 2: renewals that did not
+// reach the server in time, during an outage); 0 if another holder has it.
 var renewScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
 	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if not holder then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return 2
 end
 return 0
 `)
@@ -902,9 +975,16 @@ func (s *Store) renew(ctx context.Context, name string, h *heldLock) {
 			s.cfg.Logger.Warn("renewing a storage lock failed; trying again", zap.String("lock", name), zap.Error(err))
 			continue
 		}
-		if n == 0 {
-			s.cfg.Logger.Error("a storage lock expired while held: another holder may have taken it", zap.String("lock", name))
+		switch n {
+		case 0:
+			// certmagic's Locker has no way to tell the holder: its work
+			// goes on, and the new holder's may overlap it (see Lock).
+			s.cfg.Logger.Error("a storage lock expired while held and another holder took it: the work it guards may run twice",
+				zap.String("lock", name))
 			return
+		case 2:
+			s.cfg.Logger.Warn("a storage lock expired while held (its renewals did not reach the server in time) and was taken again; no other holder had it",
+				zap.String("lock", name))
 		}
 	}
 }

@@ -537,3 +537,77 @@ func TestCallerDeadlineDoesNotMarkTheServerDown(t *testing.T) {
 		t.Fatalf("Load after the caller's own deadline passed: got %q, %v; want the value (the server was not marked down)", v, err)
 	}
 }
+
+// Apply writes several keys and deletes others in one transaction, so
+// that a reader never sees part of it: discovery's admin change and its
+// version, for one.
+func TestApplyIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, redisstore.Config{})
+	for _, k := range []string{"d/fleets/old", "d/fleets/kept", "d/version"} {
+		if err := s.Store(ctx, k, []byte("before")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := testutil.SharedRedis(t)
+	execs := func() int {
+		for _, line := range strings.Split(r.Do(t, "INFO", "commandstats"), "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_exec:calls="); ok {
+				n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				return n
+			}
+		}
+		return 0
+	}
+	before := execs()
+	if err := s.Apply(ctx, map[string][]byte{"d/fleets/new": []byte("n"), "d/version": []byte("2")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := execs() - before; n != 1 {
+		t.Fatalf("Apply of two values: %d transactions, want 1 (one MULTI/EXEC)", n)
+	}
+	if err := s.Apply(ctx, map[string][]byte{"d/version": []byte("3")}, []string{"d/fleets/old"}); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"d/fleets/new": "n", "d/fleets/kept": "before", "d/version": "3"} {
+		if b, err := s.Load(ctx, key); err != nil || string(b) != want {
+			t.Fatalf("Load %s: %q, %v; want %q", key, b, err, want)
+		}
+	}
+	if _, err := s.Load(ctx, "d/fleets/old"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Load of a key Apply deleted: %v, want fs.ErrNotExist", err)
+	}
+	if keys, err := s.List(ctx, "d", true); err != nil || strings.Join(keys, " ") != "d/fleets d/fleets/kept d/fleets/new d/version" {
+		t.Fatalf("List after Apply: %v, %v", keys, err)
+	}
+}
+
+// A hold that expired while its renewals did not reach the server, and
+// that no one took meanwhile, is taken again by the next renewal: the
+// holder still holds it, and another node cannot take it.
+func TestLockExpiredWhileHeldIsTakenAgain(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.SharedRedis(t)
+	prefix := testutil.RedisPrefix(t)
+	a := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: time.Second})
+	b := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: time.Second})
+	if err := a.Lock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	key := a.KeyPrefix() + "l:cert"
+	token := r.Do(t, "GET", key)
+	r.Do(t, "DEL", key) // as if it expired during an outage
+	testutil.WaitFor(t, "the holder's renewal to take the lock again", func() bool {
+		return r.Do(t, "GET", key) == token
+	})
+	if ok, err := b.TryLock(ctx, "cert"); ok || err != nil {
+		t.Fatalf("another node took a lock its holder took again: %v, %v", ok, err)
+	}
+	if err := a.Unlock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TryLock(ctx, "cert"); !ok || err != nil {
+		t.Fatalf("TryLock after the holder released it: %v, %v", ok, err)
+	}
+	_ = b.Unlock(ctx, "cert")
+}
