@@ -196,7 +196,7 @@ func (s *RedisStorage) check(ctx caddy.Context) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, redisstore.ErrDenied):
-		return fmt.Errorf("redis at %s refuses the configured credentials or rights (check username, password and the ACL user's commands and keys): %w", addrs, err)
+		return fmt.Errorf("redis at %s refuses the configured credentials or rights, or its certificate does not verify (check username, password, the ACL user's commands and keys, and the tls options): %w", addrs, err)
 	default:
 		// The store logged it, once.
 		return nil

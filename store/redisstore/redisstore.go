@@ -426,8 +426,14 @@ func classify(err error) int32 {
 }
 
 // denied reports whether err is the server refusing the credentials or a
-// command or key the ACL user may not use, directly or inside a script.
+// command or key the ACL user may not use, directly or inside a script,
+// or a server certificate that does not verify: misconfigurations that
+// waiting does not mend.
 func denied(err error) bool {
+	var cert *tls.CertificateVerificationError
+	if errors.As(err, &cert) {
+		return true
+	}
 	var reply redis.Error
 	if !errors.As(err, &reply) {
 		return false
@@ -454,7 +460,7 @@ func (s *Store) setState(h *serverHealth, state int32, err error) {
 	case stateUnreachable:
 		log.Warn("storage redis: the server cannot be reached; operations on it fail at once for a second at a time until it answers", zap.Error(err))
 	case stateDenied:
-		log.Error("storage redis: the server refuses the credentials or a command: check username, password and the ACL user's rights", zap.Error(err))
+		log.Error("storage redis: the server refuses the credentials or a command, or its certificate does not verify: check username, password, the ACL user's rights and the TLS options", zap.Error(err))
 	}
 }
 
@@ -1052,8 +1058,9 @@ func (e *storeError) Unwrap() []error {
 }
 
 // ErrDenied is matched (errors.Is) by the errors of a server that refused
-// the credentials (WRONGPASS, NOAUTH) or a command or key (NOPERM): a
-// misconfiguration, not an outage, so it does not match ErrUnavailable.
+// the credentials (WRONGPASS, NOAUTH) or a command or key (NOPERM), or
+// whose certificate did not verify: a misconfiguration, not an outage, so
+// it does not match ErrUnavailable.
 var ErrDenied = errors.New("the server refuses the credentials or a command")
 
 func wrap(op, key string, err error) error {
