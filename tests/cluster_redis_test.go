@@ -453,8 +453,12 @@ func TestClusterRedisMisconfiguration(t *testing.T) {
 	}
 	refused("wrong-password", "WRONGPASS")
 	refused("", "NOAUTH")
-	cli := func(args ...string) string {
-		return testutil.RedisCLI(t, r.Addr, append([]string{"--no-auth-warning", "-a", "right-password"}, args...)...)
+	// An administrator, for the rules below (default loses ACL).
+	testutil.RedisCLI(t, r.Addr, "--no-auth-warning", "-a", "right-password", "ACL", "SETUSER", "admin", "on", ">admin-password", "~*", "&*", "+@all")
+	cli := func(args ...string) {
+		if out := testutil.RedisCLI(t, r.Addr, append([]string{"--no-auth-warning", "--user", "admin", "--pass", "admin-password"}, args...)...); out != "OK" {
+			t.Fatalf("redis-cli %v: %s", args, out)
+		}
 	}
 	// A user without TIME would take every rate decision locally
 	// (Redis 7.0 says so in an ERR reply rather than NOPERM).
@@ -477,6 +481,18 @@ func TestClusterRedisMisconfiguration(t *testing.T) {
 	})
 	if strings.Contains(a.out.String(), "NOPERM") || strings.Contains(b.out.String(), "NOPERM") {
 		t.Fatalf("a command the documented rules refuse:\n%s\n%s", a.out.String(), b.out.String())
+	}
+
+	// A right taken away while the nodes run: 500, not 503 (nothing a
+	// client can wait out), and one log line, not one per request.
+	cli("ACL", "SETUSER", "default", "-evalsha", "-eval")
+	for range 3 {
+		if c := callAsNewClient(t, a, "/relay/v1/allocate", allocateBody); c.status != http.StatusInternalServerError {
+			t.Fatalf("allocate with EVAL refused: %v, want 500", c)
+		}
+	}
+	if n := strings.Count(a.out.String(), "storage redis: the server refuses"); n != 1 {
+		t.Fatalf("the refusal was logged %d times, want once:\n%s", n, a.out.String())
 	}
 }
 
