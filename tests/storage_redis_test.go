@@ -25,18 +25,11 @@ import (
 	"github.com/gamegate/gamegate/store/redisstore"
 )
 
-// Join codes live in the configured storage: with storage redis, an
-// allocation and its join code are records in Redis, and a join reads them
-// back from there.
-func TestRedisStorageHoldsJoinCodes(t *testing.T) {
-	r := testutil.SharedRedis(t)
-	prefix := testutil.RedisPrefix(t)
-	addr := testutil.FreeTCPAddr(t)
-	t.Setenv("GAMEGATE_TEST_REDIS_ADDRESS", r.Addr)
-	testcaddy.Start(t, fmt.Sprintf(`{
-	storage redis {
-		address {env.GAMEGATE_TEST_REDIS_ADDRESS}
-		key_prefix %s
+// relayAPIOnRedis is a Caddyfile serving the relay allocations API at
+// addr, with storage redis of the given options.
+func relayAPIOnRedis(addr, storage string) string {
+	return fmt.Sprintf(`{
+	storage redis {%s
 	}
 }
 http://%s {
@@ -46,7 +39,20 @@ http://%s {
 		public_address 203.0.113.8:7777
 	}
 }
-`, prefix, addr, relayAPISecret))
+`, storage, addr, relayAPISecret)
+}
+
+// Join codes live in the configured storage: with storage redis, an
+// allocation and its join code are records in Redis, and a join reads them
+// back from there.
+func TestRedisStorageHoldsJoinCodes(t *testing.T) {
+	r := testutil.SharedRedis(t)
+	prefix := testutil.RedisPrefix(t)
+	addr := testutil.FreeTCPAddr(t)
+	t.Setenv("GAMEGATE_TEST_REDIS_ADDRESS", r.Addr)
+	testcaddy.Start(t, relayAPIOnRedis(addr, `
+		address {env.GAMEGATE_TEST_REDIS_ADDRESS}
+		key_prefix `+prefix))
 	base := "http://" + addr
 	host := allocateOK(t, base, "", `{"maxConnections": 2}`)
 	code := joinCodeOK(t, base, "", host.AllocationID, http.StatusCreated)
@@ -81,22 +87,11 @@ func TestRedisStorageTLSWithPrivateCA(t *testing.T) {
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile, "--tls-auth-clients", "no"}})
 	prefix := testutil.RedisPrefix(t)
 	addr := testutil.FreeTCPAddr(t)
-	testcaddy.Start(t, fmt.Sprintf(`{
-	storage redis {
-		address %s
+	testcaddy.Start(t, relayAPIOnRedis(addr, `
+		address `+tlsAddr+`
 		tls
-		tls_trusted_ca_certs %s
-		key_prefix %s
-	}
-}
-http://%s {
-	relay_allocations {
-		secrets %s
-		insecure_no_auth
-		public_address 203.0.113.8:7777
-	}
-}
-`, tlsAddr, caFile, prefix, addr, relayAPISecret))
+		tls_trusted_ca_certs `+caFile+`
+		key_prefix `+prefix))
 	base := "http://" + addr
 	host := allocateOK(t, base, "", `{"maxConnections": 2}`)
 	joinCodeOK(t, base, "", host.AllocationID, http.StatusCreated)

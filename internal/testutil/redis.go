@@ -102,6 +102,13 @@ func StartRedis(t testing.TB, opts RedisOptions) *Redis {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.startOwned(t)
+	return r
+}
+
+// startOwned starts r on a leased address until the test ends.
+func (r *Redis) startOwned(t testing.TB) {
+	t.Helper()
 	r.Addr = FreeTCPAddr(t)
 	t.Cleanup(func() {
 		r.stop()
@@ -110,7 +117,6 @@ func StartRedis(t testing.TB, opts RedisOptions) *Redis {
 	if err := r.start(); err != nil {
 		t.Fatal(err)
 	}
-	return r
 }
 
 // Stop stops the server (SIGTERM: with AppendOnly, what it acknowledged

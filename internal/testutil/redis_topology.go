@@ -83,14 +83,7 @@ func StartRedisSentinel(t testing.TB) *RedisSentinel {
 			const nobody = 65534
 			_ = os.Chown(r.sentinel, nobody, nobody)
 		}
-		r.Addr = FreeTCPAddr(t)
-		t.Cleanup(func() {
-			r.stop()
-			os.RemoveAll(r.dir)
-		})
-		if err := r.start(); err != nil {
-			t.Fatal(err)
-		}
+		r.startOwned(t)
 		s.Sentinels = append(s.Sentinels, r.Addr)
 	}
 	WaitForWithin(t, 30*time.Second, "the Sentinels to know the replica and each other", func() bool {
@@ -122,12 +115,18 @@ func (s *RedisSentinel) MasterAddr(t testing.TB) string {
 // Server returns the server at addr.
 func (s *RedisSentinel) Server(t testing.TB, addr string) *Redis {
 	t.Helper()
-	for _, r := range s.Servers {
+	return redisAt(t, s.Servers, addr)
+}
+
+// redisAt returns the server of servers at addr.
+func redisAt(t testing.TB, servers []*Redis, addr string) *Redis {
+	t.Helper()
+	for _, r := range servers {
 		if r.Addr == addr {
 			return r
 		}
 	}
-	t.Fatalf("no server at %s", addr)
+	t.Fatalf("no redis-server at %s", addr)
 	return nil
 }
 
@@ -302,11 +301,5 @@ func (c *RedisCluster) Slot(t testing.TB, key string) int {
 // Node returns the node at addr.
 func (c *RedisCluster) Node(t testing.TB, addr string) *Redis {
 	t.Helper()
-	for _, r := range c.Nodes {
-		if r.Addr == addr {
-			return r
-		}
-	}
-	t.Fatalf("no node at %s", addr)
-	return nil
+	return redisAt(t, c.Nodes, addr)
 }
