@@ -84,8 +84,10 @@ type RedisStorage struct {
 	// How long one network write may take, at most 1m. Default: 1s.
 	WriteTimeout caddy.Duration `json:"write_timeout,omitempty"`
 	// How long one storage operation may take, reconnection and retry
-	// included, at most 1m: past it the operation fails (and an API
-	// request needing it gets 503). Default: 1s.
+	// included, at most 1m: past it the operation fails, and operations
+	// on that server fail at once for the next second, so that an API
+	// request needing the store gets 503 within this however many
+	// operations it makes. Default: 1s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// How long a lock outlives its holder's last renewal, in [1s, 1h];
 	// the holder renews it every third of it, and a holder that died
