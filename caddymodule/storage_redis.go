@@ -1,8 +1,12 @@
 package caddymodule
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -31,7 +35,10 @@ func init() {
 // Every operation is bounded by timeout: when the server cannot be
 // reached, requests that need it fail within it (the relay API and
 // discovery answer 503 with Retry-After), and the store is used again as
-// soon as it answers.
+// soon as it answers. At start the storage tries the server with its
+// credentials: credentials or ACL rights the server refuses are a startup
+// error naming the address; a server that cannot be reached is logged,
+// and the node starts without it.
 type RedisStorage struct {
 	// The server's host:port; several are a cluster's seed nodes, or
 	// Sentinels when master_name is set. Placeholders such as
@@ -57,6 +64,11 @@ type RedisStorage struct {
 	// path can then read and change the storage); needs tls.
 	// Default: false.
 	TLSInsecureSkipVerify bool `json:"tls_insecure_skip_verify,omitempty"`
+	// PEM files of the certificate authorities the server's certificate
+	// is verified against, instead of the system's roots (a private CA);
+	// needs tls. Placeholders are replaced. Default: none (the system's
+	// roots).
+	TLSTrustedCACerts []string `json:"tls_trusted_ca_certs,omitempty"`
 	// Starts every key, so that several services or fleets share one
 	// server; at most 64 characters, no braces or spaces. Nodes that
 	// share state must use the same one. Default: gamegate.
@@ -72,8 +84,10 @@ type RedisStorage struct {
 	// How long one network write may take, at most 1m. Default: 1s.
 	WriteTimeout caddy.Duration `json:"write_timeout,omitempty"`
 	// How long one storage operation may take, reconnection and retry
-	// included, at most 1m: past it the operation fails (and an API
-	// request needing it gets 503). Default: 1s.
+	// included, at most 1m: past it the operation fails, and operations
+	// on that server fail at once for the next second, so that an API
+	// request needing the store gets 503 within this however many
+	// operations it makes. Default: 1s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// How long a lock outlives its holder's last renewal, in [1s, 1h];
 	// the holder renews it every third of it, and a holder that died
@@ -128,21 +142,67 @@ func (s *RedisStorage) Provision(ctx caddy.Context) error {
 		Timeout:               time.Duration(s.Timeout),
 		LockExpiry:            time.Duration(s.LockExpiry),
 	}
-	key, err := json.Marshal(s.cfg)
+	var cas []string
+	for _, f := range s.TLSTrustedCACerts {
+		cas = append(cas, repl.ReplaceKnown(f, ""))
+	}
+	if len(cas) > 0 {
+		pool := x509.NewCertPool()
+		for _, f := range cas {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return fmt.Errorf("tls_trusted_ca_certs: %w", err)
+			}
+			if !pool.AppendCertsFromPEM(b) {
+				return fmt.Errorf("tls_trusted_ca_certs: %s holds no PEM certificate", f)
+			}
+		}
+		s.cfg.TLSRootCAs = pool
+	}
+	// The pool key names the CA files rather than the pool (which does
+	// not marshal): a changed file takes effect with a new store.
+	key, err := json.Marshal(struct {
+		redisstore.Config
+		CAs []string
+	}{s.cfg, cas})
 	if err != nil {
 		return err
 	}
 	s.poolKey = string(key)
 	cfg := s.cfg
 	cfg.Logger = ctx.Logger()
-	v, _, err := redisStores.LoadOrNew(s.poolKey, func() (caddy.Destructor, error) {
+	v, loaded, err := redisStores.LoadOrNew(s.poolKey, func() (caddy.Destructor, error) {
 		return redisStoreDestructor{redisstore.New(cfg)}, nil
 	})
 	if err != nil {
 		return err
 	}
 	s.store = v.(redisStoreDestructor).Store
+	if !loaded && s.cfg.Validate() == nil {
+		return s.check(ctx)
+	}
 	return nil
+}
+
+// check tries a new store's server with its credentials: refused
+// credentials or rights fail the configuration; a server that cannot be
+// reached is logged, and the node starts without it (its operations fail
+// until it answers).
+func (s *RedisStorage) check(ctx caddy.Context) error {
+	err := s.store.Check(ctx)
+	addrs := strings.Join(s.store.Addresses(), " ")
+	if s.cfg.MasterName != "" {
+		addrs = "master " + s.cfg.MasterName + " via " + addrs
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, redisstore.ErrDenied):
+		return fmt.Errorf("redis at %s refuses the configured credentials or rights, or its certificate does not verify (check username, password, the ACL user's commands and keys, and the tls options): %w", addrs, err)
+	default:
+		// The store logged it, once.
+		return nil
+	}
 }
 
 type redisStoreDestructor struct{ *redisstore.Store }
@@ -156,6 +216,9 @@ func (d redisStoreDestructor) Destruct() error { return d.Close() }
 func (s *RedisStorage) Validate() error {
 	if s.Username != "" && s.Password == "" {
 		return errors.New("username needs a password")
+	}
+	if len(s.TLSTrustedCACerts) > 0 && !s.TLS {
+		return errors.New("tls_trusted_ca_certs needs tls")
 	}
 	return s.cfg.Validate()
 }
@@ -186,6 +249,7 @@ func (s *RedisStorage) CertMagicStorage() (certmagic.Storage, error) {
 //		tls
 //		tls_server_name <name>
 //		tls_insecure_skip_verify
+//		tls_trusted_ca_certs <pem_file>...
 //		key_prefix <prefix>
 //		master_name <name>
 //		dial_timeout <duration>
@@ -212,6 +276,8 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.TLSServerName, err = parseSingleArg(d)
 		case "tls_insecure_skip_verify":
 			err = parseFlag(d, &s.TLSInsecureSkipVerify)
+		case "tls_trusted_ca_certs":
+			s.TLSTrustedCACerts, err = parseArgs(d)
 		case "key_prefix":
 			s.KeyPrefix, err = parseSingleArg(d)
 		case "master_name":

@@ -27,6 +27,13 @@ type SharedStore interface {
 	List(ctx context.Context, path string, recursive bool) ([]string, error)
 }
 
+// sharedApplier is a SharedStore that writes several changes as one
+// (storage redis does): a node then never reads a fleet changed without
+// its new version, nor a version without its change.
+type sharedApplier interface {
+	Apply(ctx context.Context, puts map[string][]byte, deletes []string) error
+}
+
 // SharedPoll is how often a node reads the shared store for admin changes
 // made on other nodes: one read of a version key when nothing changed.
 const SharedPoll = time.Second
@@ -177,19 +184,36 @@ func (sh *sharing) write(fleet string, servers []Server, deleted bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
 	key := sh.prefix + "/fleets/" + fleet
+	var v [16]byte
+	_, _ = rand.Read(v[:])
+	version := []byte(hex.EncodeToString(v[:]))
+	var b []byte
 	var err error
-	if deleted {
-		err = sh.store.Delete(ctx, key)
-	} else {
-		var b []byte
-		if b, err = json.Marshal(servers); err == nil {
-			err = sh.store.Store(ctx, key, b)
+	if !deleted {
+		if b, err = json.Marshal(servers); err != nil {
+			return fmt.Errorf("fleet %q: %w", fleet, err)
 		}
 	}
-	if err == nil {
-		var v [16]byte
-		_, _ = rand.Read(v[:])
-		err = sh.store.Store(ctx, sh.prefix+"/version", []byte(hex.EncodeToString(v[:])))
+	if a, ok := sh.store.(sharedApplier); ok {
+		puts := map[string][]byte{sh.prefix + "/version": version}
+		var deletes []string
+		if deleted {
+			deletes = []string{key}
+		} else {
+			puts[key] = b
+		}
+		err = a.Apply(ctx, puts, deletes)
+	} else {
+		// Two writes: the change, then the version that makes nodes
+		// read it.
+		if deleted {
+			err = sh.store.Delete(ctx, key)
+		} else {
+			err = sh.store.Store(ctx, key, b)
+		}
+		if err == nil {
+			err = sh.store.Store(ctx, sh.prefix+"/version", version)
+		}
 	}
 	if err != nil {
 		sh.logger.Warn("qos_discovery: writing an admin change to the shared store", zap.String("fleet", fleet), zap.Error(err))

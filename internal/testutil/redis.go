@@ -28,6 +28,8 @@ type Redis struct {
 	Addr       string // host:port on loopback
 	dir        string
 	appendOnly bool
+	args       []string // more arguments for redis-server
+	sentinel   string   // the configuration file of a Sentinel; "" for a server
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -40,6 +42,9 @@ type RedisOptions struct {
 	// AppendOnly turns on the append-only file (appendfsync always), so
 	// that what was written survives Stop and Start.
 	AppendOnly bool
+	// Args are more arguments for redis-server, such as
+	// "--replicaof", "127.0.0.1", "6379".
+	Args []string
 }
 
 var (
@@ -97,6 +102,13 @@ func StartRedis(t testing.TB, opts RedisOptions) *Redis {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.startOwned(t)
+	return r
+}
+
+// startOwned starts r on a leased address until the test ends.
+func (r *Redis) startOwned(t testing.TB) {
+	t.Helper()
 	r.Addr = FreeTCPAddr(t)
 	t.Cleanup(func() {
 		r.stop()
@@ -105,7 +117,6 @@ func StartRedis(t testing.TB, opts RedisOptions) *Redis {
 	if err := r.start(); err != nil {
 		t.Fatal(err)
 	}
-	return r
 }
 
 // Stop stops the server (SIGTERM: with AppendOnly, what it acknowledged
@@ -178,7 +189,7 @@ func newRedis(tmp string, opts RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Redis{dir: dir, appendOnly: opts.AppendOnly}, nil
+	return &Redis{dir: dir, appendOnly: opts.AppendOnly, args: opts.Args}, nil
 }
 
 // freeLoopbackPort is FreeTCPAddr for the shared server, which outlives
@@ -199,6 +210,11 @@ func (r *Redis) start() error {
 		"--appendonly", "no", "--protected-mode", "no", "--logfile", ""}
 	if r.appendOnly {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	}
+	args = append(args, r.args...)
+	if r.sentinel != "" {
+		args = []string{r.sentinel, "--sentinel", "--port", port, "--bind", "127.0.0.1", "--dir", r.dir,
+			"--protected-mode", "no", "--logfile", ""}
 	}
 	out := &bytes.Buffer{}
 	started := make(chan error, 1)
@@ -279,7 +295,8 @@ func pingRedis(addr string) bool {
 		return false
 	}
 	line, _, err := readReply(bufio.NewReader(c))
-	return err == nil && line == "+PONG"
+	// A server with a password answers too, refusing the command.
+	return err == nil && line == "+PONG" || strings.HasPrefix(line, "-NOAUTH")
 }
 
 // encodeCommand is a command in the Redis protocol (RESP2).

@@ -16,11 +16,12 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -80,6 +81,9 @@ type Config struct {
 	TLS                   bool
 	TLSServerName         string
 	TLSInsecureSkipVerify bool
+	// TLSRootCAs, if set, are the certificate authorities the server's
+	// certificate is verified against instead of the system's roots.
+	TLSRootCAs *x509.CertPool
 	// KeyPrefix starts every key, so that several services share one
 	// server. Default: gamegate.
 	KeyPrefix string
@@ -100,7 +104,9 @@ type Config struct {
 	// LockPoll is the first wait between attempts to take a held lock;
 	// it doubles up to 2s. Default: 250ms.
 	LockPoll time.Duration
-	// Logger receives lost locks. Default: none.
+	// Logger receives each change of a server's state (unreachable,
+	// refusing the credentials, answering again) and lost locks.
+	// Default: none.
 	Logger *zap.Logger
 }
 
@@ -123,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if !c.TLS && (c.TLSServerName != "" || c.TLSInsecureSkipVerify) {
 		return errors.New("tls_server_name and tls_insecure_skip_verify need tls")
+	}
+	if !c.TLS && c.TLSRootCAs != nil {
+		return errors.New("tls_trusted_ca_certs needs tls")
 	}
 	if len(c.KeyPrefix) > MaxKeyPrefix || strings.ContainsAny(c.KeyPrefix, "{}") || strings.ContainsFunc(c.KeyPrefix, isSpaceOrControl) {
 		return fmt.Errorf("key_prefix must be at most %d characters without braces, spaces or control characters", MaxKeyPrefix)
@@ -191,9 +200,10 @@ func (c Config) withDefaults() Config {
 // Store is a certmagic.Storage in Redis, and the limits of package
 // redisstore's Limiter. It is safe for concurrent use.
 type Store struct {
-	cfg    Config
-	client redis.UniversalClient
-	tag    string // "{prefix}", the start of every key
+	cfg     Config
+	client  redis.UniversalClient
+	cluster *redis.ClusterClient // client, when it is a cluster's
+	tag     string               // "{prefix}", the start of every key
 
 	mu sync.Mutex
 	// locks are the holds this Store has, by name, oldest first: several
@@ -201,11 +211,14 @@ type Store struct {
 	// and the name was taken again here before the first holder unlocked.
 	locks map[string][]*heldLock
 
-	// downUntil is when, in unix nanoseconds, the server may be asked
-	// again after it failed to answer: until then every operation fails at
-	// once with ErrDown instead of waiting out Timeout again, so that a
-	// request needing several operations fails within about one Timeout.
-	downUntil atomic.Int64
+	// servers are the health of each server the client talks to, by
+	// address: each node of a cluster has its own, so that a dead master
+	// fails only the operations on its slots; a single server or the
+	// master behind Sentinel is one ("").
+	servers sync.Map // string → *serverHealth
+	// reloaded is when, in unix nanoseconds, the cluster's slot map was
+	// last asked to reload after a node failed.
+	reloaded atomic.Int64
 }
 
 // heldLock is a lock this Store holds and renews.
@@ -217,6 +230,13 @@ type heldLock struct {
 
 // New returns a Store for cfg, which must be valid. It does not connect:
 // the first operation does, and every operation reconnects as needed.
+//
+// The client is set for failing fast: one dial per attempt (go-redis
+// would otherwise dial five times, 100 ms apart), one retry (a connection
+// the server closed while it idled in the pool), a wait for a pooled
+// connection no longer than Timeout, and a cluster's slot map reloaded
+// whenever a node fails (see serverHealth) rather than only on MOVED or
+// once a minute.
 func New(cfg Config) *Store {
 	cfg = cfg.withDefaults()
 	opts := &redis.UniversalOptions{
@@ -225,13 +245,13 @@ func New(cfg Config) *Store {
 		Password:              cfg.Password,
 		DB:                    cfg.DB,
 		MasterName:            cfg.MasterName,
-		DialTimeout:           cfg.DialTimeout,
+		DialTimeout:           min(cfg.DialTimeout, cfg.Timeout),
 		ReadTimeout:           cfg.ReadTimeout,
 		WriteTimeout:          cfg.WriteTimeout,
+		PoolTimeout:           cfg.Timeout,
 		ContextTimeoutEnabled: true,
-		// Each operation is bounded by Timeout; one retry covers a
-		// connection the server closed while it idled in the pool.
-		MaxRetries: 1,
+		DialerRetries:         1,
+		MaxRetries:            1,
 		// A Sentinel-managed master must not be reached through its
 		// Sentinels with the master's credentials unless they are the
 		// same; operators who need separate ones use ACLs.
@@ -243,55 +263,78 @@ func New(cfg Config) *Store {
 		opts.TLSConfig = &tls.Config{
 			MinVersion:         tls.VersionTLS12,
 			ServerName:         cfg.TLSServerName,
+			RootCAs:            cfg.TLSRootCAs,
 			InsecureSkipVerify: cfg.TLSInsecureSkipVerify, //nolint:gosec // the operator's explicit choice
 		}
 	}
-	client := redis.NewUniversalClient(opts)
 	s := &Store{
-		cfg:    cfg,
-		client: client,
-		tag:    "{" + cfg.KeyPrefix + "}",
-		locks:  make(map[string][]*heldLock),
+		cfg:   cfg,
+		tag:   "{" + cfg.KeyPrefix + "}",
+		locks: make(map[string][]*heldLock),
 	}
-	client.AddHook(failFast{s})
-	client.AddHook(roundTripCounter{})
+	switch {
+	case cfg.MasterName == "" && len(cfg.Addresses) > 1:
+		s.cluster = redis.NewClusterClient(opts.Cluster())
+		// Every node's client carries the health of its own address;
+		// OnNewNode covers the nodes the slot map names later.
+		s.cluster.OnNewNode(func(c *redis.Client) {
+			c.AddHook(failFast{s, s.server(c.Options().Addr)})
+		})
+		s.client = s.cluster
+	default:
+		s.client = redis.NewUniversalClient(opts)
+		s.client.AddHook(failFast{s, s.server("")})
+	}
+	s.client.AddHook(roundTripCounter{})
 	return s
 }
 
-// ErrDown is the error of an operation not sent because the server failed
-// to answer within the last Timeout; it matches ErrUnavailable too.
+// ErrDown is the error of an operation not sent because its server failed
+// to answer within the last second: it matches ErrUnavailable too.
 var ErrDown error = downError{}
 
 type downError struct{}
 
 func (downError) Error() string {
-	return "not sent: the server did not answer within the last timeout"
+	return "not sent: the server did not answer within the last second"
 }
 func (downError) Is(target error) bool { return target == ErrUnavailable }
 
-// failFast fails every command at once while the server is known down
-// (Store.downUntil), and marks it down when a command finds it unreachable
-// or silent: a command, a script or a pipeline of the Client alike.
-type failFast struct{ s *Store }
+// DownFor is how long a server that could not be reached is not asked
+// again: operations on it fail at once with ErrDown meanwhile, so that a
+// request needing several operations fails within one Timeout however
+// many it makes, and at most one operation a second waits on a server
+// that hangs. It is also the Retry-After of the answers that fail.
+const DownFor = time.Second
+
+// failFast fails every command at once while its server is known down,
+// and notes what each command's outcome says of the server: a command, a
+// script or a pipeline of the client alike.
+type failFast struct {
+	s *Store
+	h *serverHealth
+}
 
 func (failFast) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f failFast) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if f.s.isDown() {
+		if f.h.isDown() {
+			f.s.reloadSlots()
 			cmd.SetErr(ErrDown)
 			return ErrDown
 		}
 		start := time.Now()
 		err := next(ctx, cmd)
-		f.s.noteErr(err, start)
+		f.s.note(f.h, err, start)
 		return err
 	}
 }
 
 func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if f.s.isDown() {
+		if f.h.isDown() {
+			f.s.reloadSlots()
 			for _, cmd := range cmds {
 				cmd.SetErr(ErrDown)
 			}
@@ -299,32 +342,155 @@ func (f failFast) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		}
 		start := time.Now()
 		err := next(ctx, cmds)
-		f.s.noteErr(err, start)
+		f.s.note(f.h, err, start)
 		return err
 	}
 }
 
-func (s *Store) isDown() bool {
-	until := s.downUntil.Load()
+// serverHealth is what the last operations said of one server.
+type serverHealth struct {
+	addr string // "" for the one server (or Sentinel's master)
+	// downUntil is when, in unix nanoseconds, the server may be asked
+	// again (see DownFor).
+	downUntil atomic.Int64
+	// state is the server's last known state, logged when it changes.
+	state atomic.Int32
+}
+
+// States of a server.
+const (
+	stateOK          int32 = iota // answering
+	stateUnreachable              // refusing connections, or silent
+	stateDenied                   // refusing the credentials or a command (ACL)
+)
+
+func (s *Store) server(addr string) *serverHealth {
+	if h, ok := s.servers.Load(addr); ok {
+		return h.(*serverHealth)
+	}
+	h, _ := s.servers.LoadOrStore(addr, &serverHealth{addr: addr})
+	return h.(*serverHealth)
+}
+
+func (h *serverHealth) isDown() bool {
+	until := h.downUntil.Load()
 	return until != 0 && time.Now().UnixNano() < until
 }
 
-// noteErr marks the server down for one Timeout if err, of a command sent
-// at start, says it did not answer in time, and the wait was long enough
-// to be the store's bounds (half the shorter of Timeout and ReadTimeout)
-// rather than a caller's shorter deadline. An answer (redis.Nil, an error
-// reply), a refused connection (which costs nothing to retry) or the
-// caller's cancellation does not.
-func (s *Store) noteErr(err error, start time.Time) {
-	var ne net.Error
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()) {
-		return
+// note takes what err, the outcome of a command sent at start, says of
+// h's server: an answer (redis.Nil and error replies included) says it is
+// up; a refused credential or command, that it is misconfigured; a failed
+// dial, a broken connection, or a wait that ran out says it is
+// unreachable, and it is then not asked again for DownFor. A wait shorter
+// than half the store's bounds is a caller's own deadline, and says
+// nothing.
+func (s *Store) note(h *serverHealth, err error, start time.Time) {
+	switch kind := classify(err); kind {
+	case stateOK:
+		s.setState(h, stateOK, nil)
+	case stateDenied:
+		s.setState(h, stateDenied, err)
+	default:
+		if errors.Is(err, context.DeadlineExceeded) && time.Since(start) < min(s.cfg.Timeout, s.cfg.ReadTimeout)/2 {
+			return
+		}
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		h.downUntil.Store(time.Now().Add(DownFor).UnixNano())
+		s.reloadSlots()
+		s.setState(h, stateUnreachable, err)
 	}
-	if time.Since(start) < min(s.cfg.Timeout, s.cfg.ReadTimeout)/2 {
-		return
-	}
-	s.downUntil.Store(time.Now().Add(s.cfg.Timeout).UnixNano())
 }
+
+// classify says what an operation's error says of its server.
+func classify(err error) int32 {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return stateOK
+	}
+	if denied(err) {
+		return stateDenied
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		// The server answered, but a cluster without the slot's master
+		// (or one still loading its data) cannot serve the slot.
+		for _, p := range []string{"CLUSTERDOWN", "MASTERDOWN", "LOADING", "TRYAGAIN"} {
+			if redis.HasErrorPrefix(err, p) {
+				return stateUnreachable
+			}
+		}
+		return stateOK
+	}
+	return stateUnreachable
+}
+
+// denied reports whether err is the server refusing the credentials or a
+// command or key the ACL user may not use, directly or inside a script,
+// or a server certificate that does not verify: misconfigurations that
+// waiting does not mend.
+func denied(err error) bool {
+	var cert *tls.CertificateVerificationError
+	if errors.As(err, &cert) {
+		return true
+	}
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	msg := reply.Error()
+	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM"} {
+		if strings.HasPrefix(msg, p) || strings.Contains(msg, " "+p+" ") || strings.Contains(msg, ": "+p) {
+			return true
+		}
+	}
+	// Redis 7.0 refuses a script's command or key in an ERR reply.
+	return strings.Contains(msg, "The user executing the script can't")
+}
+
+// setState logs a change of h's state, once.
+func (s *Store) setState(h *serverHealth, state int32, err error) {
+	if old := h.state.Swap(state); old == state {
+		return
+	}
+	log := s.cfg.Logger.With(zap.String("server", s.serverName(h)))
+	switch state {
+	case stateOK:
+		log.Info("storage redis: the server answers again")
+	case stateUnreachable:
+		log.Warn("storage redis: the server cannot be reached; operations on it fail at once for a second at a time until it answers", zap.Error(err))
+	case stateDenied:
+		log.Error("storage redis: the server refuses the credentials or a command, or its certificate does not verify: check username, password, the ACL user's rights and the TLS options", zap.Error(err))
+	}
+}
+
+func (s *Store) serverName(h *serverHealth) string {
+	if h.addr != "" {
+		return h.addr
+	}
+	if s.cfg.MasterName != "" {
+		return "master " + s.cfg.MasterName + " via " + strings.Join(s.cfg.Addresses, ",")
+	}
+	return strings.Join(s.cfg.Addresses, ",")
+}
+
+// reloadSlots asks a cluster client to reload its slot map, at most every
+// reloadEvery: a node that fails may have lost its slots to a replica.
+func (s *Store) reloadSlots() {
+	if s.cluster == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := s.reloaded.Load()
+	if now-last < int64(reloadEvery) || !s.reloaded.CompareAndSwap(last, now) {
+		return
+	}
+	s.cluster.ReloadState(context.Background())
+}
+
+// reloadEvery bounds how often a cluster's slot map is reloaded while
+// nodes fail. go-redis reloads in the background, one at a time.
+const reloadEvery = 250 * time.Millisecond
 
 // roundTrips counts the requests every Store of this process sent: a
 // command, a pipeline or a transaction is one.
@@ -383,8 +549,26 @@ func (s *Store) Close() error {
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.client.Ping(ctx).Err()
+	return wrap("ping", "", s.client.Ping(ctx).Err())
 }
+
+// Check tries what every node needs of the server with the configured
+// credentials: PING, reading a storage key, and a rate limit's script
+// (EVALSHA or EVAL, TIME, GET), changing nothing. An error matching
+// ErrDenied is a misconfiguration; one matching ErrUnavailable an outage.
+func (s *Store) Check(ctx context.Context) error {
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	if _, err := s.Load(ctx, "gamegate/check"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	_, err := s.Wait(ctx, "check", time.Second, time.Second)
+	return err
+}
+
+// Addresses returns the configured addresses, for messages.
+func (s *Store) Addresses() []string { return s.cfg.Addresses }
 
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.cfg.Timeout)
@@ -443,14 +627,59 @@ func (s *Store) Store(ctx context.Context, key string, value []byte) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	keys, args := s.storeOp(key, value)
+	return wrap("store", key, storeScript.Run(ctx, s.client, keys, args...).Err())
+}
+
+// storeOp returns storeScript's KEYS and ARGV to put value at the
+// canonical key.
+func (s *Store) storeOp(key string, value []byte) (keys []string, args []any) {
 	dirs, names := s.ancestry(key)
-	keys := append([]string{s.fileKey(key)}, dirs...)
-	args := make([]any, 0, 2+len(names))
+	keys = append([]string{s.fileKey(key)}, dirs...)
+	args = make([]any, 0, 2+len(names))
 	args = append(args, value, time.Now().UnixMilli())
 	for _, n := range names {
 		args = append(args, n)
 	}
-	return wrap("store", key, storeScript.Run(ctx, s.client, keys, args...).Err())
+	return keys, args
+}
+
+// Apply stores each value of puts and deletes each key of deletes (with
+// every key below it) in one transaction: every node reads all of the
+// change or none of it. Deletes are applied first.
+func (s *Store) Apply(ctx context.Context, puts map[string][]byte, deletes []string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	type op struct {
+		script *redis.Script
+		keys   []string
+		args   []any
+	}
+	var ops []op
+	for _, key := range deletes {
+		keys, args, err := s.deleteOp(ctx, clean(key))
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op{deleteScript, keys, args})
+	}
+	for _, key := range slices.Sorted(maps.Keys(puts)) {
+		ck := clean(key)
+		if ck == "" {
+			return errors.New("storing at the root key")
+		}
+		keys, args := s.storeOp(ck, puts[key])
+		ops = append(ops, op{storeScript, keys, args})
+	}
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, o := range ops {
+			// EVAL, not EVALSHA: a script the server has not cached would
+			// fail inside the transaction, after the others applied.
+			o.script.Eval(ctx, p, o.keys, o.args...)
+		}
+		return nil
+	})
+	return wrap("apply", strings.Join(append(slices.Sorted(maps.Keys(puts)), deletes...), ","), err)
 }
 
 // Load returns the value at key; a missing key is an error matching
@@ -603,11 +832,21 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	key = clean(key)
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	below, err := s.List(ctx, key, true)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	keys, args, err := s.deleteOp(ctx, key)
+	if err != nil {
 		return err
 	}
-	keys := []string{s.fileKey(key), s.dirKey(key)}
+	return wrap("delete", key, deleteScript.Run(ctx, s.client, keys, args...).Err())
+}
+
+// deleteOp returns deleteScript's KEYS and ARGV to delete the canonical
+// key and what is below it now.
+func (s *Store) deleteOp(ctx context.Context, key string) (keys []string, args []any, err error) {
+	below, err := s.List(ctx, key, true)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	keys = []string{s.fileKey(key), s.dirKey(key)}
 	for _, k := range below {
 		keys = append(keys, s.fileKey(k), s.dirKey(k))
 	}
@@ -620,16 +859,26 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		dkeys = append(dkeys, s.dirKey(node))
 	}
 	keys = append(append(keys, fkeys...), dkeys...)
-	args := []any{nsub, len(names)}
+	args = []any{nsub, len(names)}
 	for _, n := range names {
 		args = append(args, n)
 	}
-	return wrap("delete", key, deleteScript.Run(ctx, s.client, keys, args...).Err())
+	return keys, args, nil
 }
 
 // Lock takes the lock name, waiting while another holder has it, until ctx
 // ends. While held, it is renewed every third of LockExpiry; a holder that
 // dies stops renewing and the lock expires.
+//
+// A lock whose renewals did not reach the server for LockExpiry (an
+// outage, a paused process) expires while held. If no one took it
+// meanwhile, the next renewal takes it again; if another holder did, the
+// loss is logged at error level and the renewals stop. certmagic's
+// Locker gives no way to tell the holder (Lock has returned; Unlock names
+// no hold) and Caddy's file storage behaves the same with a stale lock:
+// a lock is a lease that makes double work rare, and certmagic's
+// operations check again after taking a lock whether their work is still
+// needed.
 func (s *Store) Lock(ctx context.Context, name string) error {
 	wait := s.cfg.LockPoll
 	for {
@@ -694,10 +943,17 @@ func (s *Store) TryLock(ctx context.Context, name string) (bool, error) {
 }
 
 // renewScript extends lock KEYS[1] by ARGV[2] milliseconds if its holder
-// is still ARGV[1].
+// is still ARGV[1] (returns 1), or takes it again for ARGV[1] if it
+// expired and no one took it since (returns 2: renewals that did not
+// reach the server in time, during an outage); 0 if another holder has it.
 var renewScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
 	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if not holder then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return 2
 end
 return 0
 `)
@@ -725,9 +981,16 @@ func (s *Store) renew(ctx context.Context, name string, h *heldLock) {
 			s.cfg.Logger.Warn("renewing a storage lock failed; trying again", zap.String("lock", name), zap.Error(err))
 			continue
 		}
-		if n == 0 {
-			s.cfg.Logger.Error("a storage lock expired while held: another holder may have taken it", zap.String("lock", name))
+		switch n {
+		case 0:
+			// certmagic's Locker has no way to tell the holder: its work
+			// goes on, and the new holder's may overlap it (see Lock).
+			s.cfg.Logger.Error("a storage lock expired while held and another holder took it: the work it guards may run twice",
+				zap.String("lock", name))
 			return
+		case 2:
+			s.cfg.Logger.Warn("a storage lock expired while held (its renewals did not reach the server in time) and was taken again; no other holder had it",
+				zap.String("lock", name))
 		}
 	}
 }
@@ -782,9 +1045,23 @@ type storeError struct {
 }
 
 func (e *storeError) Error() string {
+	if e.key == "" {
+		return fmt.Sprintf("redis storage: %s: %v", e.op, e.err)
+	}
 	return fmt.Sprintf("redis storage: %s %s: %v", e.op, e.key, e.err)
 }
-func (e *storeError) Unwrap() []error { return []error{ErrUnavailable, e.err} }
+func (e *storeError) Unwrap() []error {
+	if denied(e.err) {
+		return []error{ErrDenied, e.err}
+	}
+	return []error{ErrUnavailable, e.err}
+}
+
+// ErrDenied is matched (errors.Is) by the errors of a server that refused
+// the credentials (WRONGPASS, NOAUTH) or a command or key (NOPERM), or
+// whose certificate did not verify: a misconfiguration, not an outage, so
+// it does not match ErrUnavailable.
+var ErrDenied = errors.New("the server refuses the credentials or a command")
 
 func wrap(op, key string, err error) error {
 	if err == nil {

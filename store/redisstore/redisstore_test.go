@@ -369,8 +369,9 @@ func TestConfigValidate(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// After the server restarts, the next operations succeed: pooled
-// connections to the old process and its script cache are gone.
+// After the server restarts, operations succeed again within DownFor
+// and a margin: pooled connections to the old process and its script
+// cache are gone.
 func TestServerRestart(t *testing.T) {
 	r := testutil.StartRedis(t, testutil.RedisOptions{AppendOnly: true})
 	s := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t)})
@@ -386,6 +387,13 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("Store with the server stopped: got %v", err)
 	}
 	r.Start(t)
+	back := time.Now()
+	testutil.WaitFor(t, "the store to answer again", func() bool {
+		return s.Store(ctx, "k/0", []byte("again")) == nil
+	})
+	if d := time.Since(back); d > redisstore.DownFor+time.Second {
+		t.Fatalf("the store answered %v after the server, want within %v", d, redisstore.DownFor+time.Second)
+	}
 	for i := range 20 {
 		if err := s.Store(ctx, "k/"+strconv.Itoa(i), []byte("again")); err != nil {
 			t.Fatalf("Store %d after the restart: %v", i, err)
@@ -434,6 +442,33 @@ func TestStoreFailsFastWhileTheServerIsSilent(t *testing.T) {
 		v, err := s.Load(ctx, "k")
 		return err == nil && string(v) == "v"
 	})
+}
+
+// A refused connection is an outage too: the first operation fails at
+// once (one dial, no dial retries), and the operations after it are not
+// sent (ErrDown) for DownFor, so that a request needing several fails
+// at its first.
+func TestStoreFailsFastWhileTheServerRefuses(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.StartRedis(t, testutil.RedisOptions{})
+	s := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t)})
+	t.Cleanup(func() { s.Close() })
+	if err := s.Store(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop(t)
+	start := time.Now()
+	_, err := s.Load(ctx, "k")
+	if !errors.Is(err, redisstore.ErrUnavailable) || errors.Is(err, redisstore.ErrDown) || errors.Is(err, redisstore.ErrDenied) {
+		t.Fatalf("the first operation on a stopped server: got %v, want it refused (ErrUnavailable)", err)
+	}
+	if _, _, err := s.Allow(ctx, "x", time.Second, time.Second); !errors.Is(err, redisstore.ErrDown) {
+		t.Fatalf("an operation right after a refusal: got %v, want ErrDown", err)
+	}
+	// go-redis's default of five dials 100 ms apart, twice, took 0.8 s.
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Fatalf("two operations on a stopped server took %v, want well under the 1 s timeout", d)
+	}
 }
 
 // Two holders of one lock name in one process, the first of whose lock
@@ -501,4 +536,78 @@ func TestCallerDeadlineDoesNotMarkTheServerDown(t *testing.T) {
 	if v, err := s.Load(context.Background(), "k"); err != nil || string(v) != "v" {
 		t.Fatalf("Load after the caller's own deadline passed: got %q, %v; want the value (the server was not marked down)", v, err)
 	}
+}
+
+// Apply writes several keys and deletes others in one transaction, so
+// that a reader never sees part of it: discovery's admin change and its
+// version, for one.
+func TestApplyIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, redisstore.Config{})
+	for _, k := range []string{"d/fleets/old", "d/fleets/kept", "d/version"} {
+		if err := s.Store(ctx, k, []byte("before")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := testutil.SharedRedis(t)
+	execs := func() int {
+		for _, line := range strings.Split(r.Do(t, "INFO", "commandstats"), "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_exec:calls="); ok {
+				n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				return n
+			}
+		}
+		return 0
+	}
+	before := execs()
+	if err := s.Apply(ctx, map[string][]byte{"d/fleets/new": []byte("n"), "d/version": []byte("2")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := execs() - before; n != 1 {
+		t.Fatalf("Apply of two values: %d transactions, want 1 (one MULTI/EXEC)", n)
+	}
+	if err := s.Apply(ctx, map[string][]byte{"d/version": []byte("3")}, []string{"d/fleets/old"}); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"d/fleets/new": "n", "d/fleets/kept": "before", "d/version": "3"} {
+		if b, err := s.Load(ctx, key); err != nil || string(b) != want {
+			t.Fatalf("Load %s: %q, %v; want %q", key, b, err, want)
+		}
+	}
+	if _, err := s.Load(ctx, "d/fleets/old"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Load of a key Apply deleted: %v, want fs.ErrNotExist", err)
+	}
+	if keys, err := s.List(ctx, "d", true); err != nil || strings.Join(keys, " ") != "d/fleets d/fleets/kept d/fleets/new d/version" {
+		t.Fatalf("List after Apply: %v, %v", keys, err)
+	}
+}
+
+// A hold that expired while its renewals did not reach the server, and
+// that no one took meanwhile, is taken again by the next renewal: the
+// holder still holds it, and another node cannot take it.
+func TestLockExpiredWhileHeldIsTakenAgain(t *testing.T) {
+	ctx := context.Background()
+	r := testutil.SharedRedis(t)
+	prefix := testutil.RedisPrefix(t)
+	a := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: time.Second})
+	b := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: time.Second})
+	if err := a.Lock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	key := a.KeyPrefix() + "l:cert"
+	token := r.Do(t, "GET", key)
+	r.Do(t, "DEL", key) // as if it expired during an outage
+	testutil.WaitFor(t, "the holder's renewal to take the lock again", func() bool {
+		return r.Do(t, "GET", key) == token
+	})
+	if ok, err := b.TryLock(ctx, "cert"); ok || err != nil {
+		t.Fatalf("another node took a lock its holder took again: %v, %v", ok, err)
+	}
+	if err := a.Unlock(ctx, "cert"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TryLock(ctx, "cert"); !ok || err != nil {
+		t.Fatalf("TryLock after the holder released it: %v, %v", ok, err)
+	}
+	_ = b.Unlock(ctx, "cert")
 }
