@@ -93,11 +93,6 @@ var pendingDurations = map[string]bool{
 	"layer4.handlers.relay alone_timeout":            true,
 	"http.handlers.relay_allocations allocation_ttl": true,
 	"http.handlers.relay_allocations join_code_ttl":  true,
-	"caddy.storage.redis dial_timeout":               true,
-	"caddy.storage.redis read_timeout":               true,
-	"caddy.storage.redis write_timeout":              true,
-	"caddy.storage.redis timeout":                    true,
-	"caddy.storage.redis lock_expiry":                true,
 }
 
 // One rule for every duration option of every module: JSON reads a bare

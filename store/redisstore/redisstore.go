@@ -32,6 +32,8 @@ import (
 
 	"github.com/caddyserver/certmagic"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/gamegate/gamegate/internal/bounds"
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/store"
@@ -149,8 +151,8 @@ func (c *Config) Validate() error {
 		{"lock_expiry", c.LockExpiry, MinLockExpiry, MaxLockExpiry},
 		{"lock_poll", c.LockPoll, 0, MaxTimeout},
 	} {
-		if d.v != 0 && (d.v < d.lo || d.v > d.hi) || d.v < 0 {
-			return fmt.Errorf("%s must be a duration in [%s, %s], not %s", d.name, d.lo, d.hi, d.v)
+		if err := bounds.Duration(d.name, d.v, d.lo, d.hi); err != nil {
+			return err
 		}
 	}
 	return nil
