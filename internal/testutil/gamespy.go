@@ -1,0 +1,102 @@
+package testutil
+
+import (
+	"bytes"
+	"net/netip"
+	"strconv"
+	"testing"
+
+	"github.com/gamegate/gamegate/wire"
+)
+
+// A GameSpy fixture server, written from the protocols' documentation
+// (the GameSpy SDK's query layouts as Unreal Tournament, Battlefield 1942,
+// Battlefield 2 and Minecraft's enable-query answer): one server's state,
+// answered in GameSpy 1, 2 or 3 with the text in Windows-1252, split over
+// several datagrams sent out of order. It is only trusted where GameDig's
+// own client, querying it, reads what gamegate reads.
+
+// GameSpyPlayer is one player of the fixture.
+type GameSpyPlayer struct {
+	Name        string
+	Score, Ping int
+	Team        int // 0 or 1
+}
+
+// GameSpyFixture is what the fixture server answers.
+type GameSpyFixture struct {
+	Hostname, Map, GameType, Version string
+	MaxPlayers, HostPort             int
+	Password                         bool
+	Players                          []GameSpyPlayer
+	Teams                            [2]string
+}
+
+// DefaultGameSpyFixture has three players on two teams and names outside
+// ASCII that Windows-1252 holds (é, ö, ë, and € at 0x80).
+func DefaultGameSpyFixture() GameSpyFixture {
+	return GameSpyFixture{
+		Hostname: "Café Arena €", Map: "DM-Deck16][", GameType: "TeamGame", Version: "451",
+		MaxPlayers: 16, HostPort: 7777,
+		Players: []GameSpyPlayer{
+			{Name: "Renée", Score: 12, Ping: 40, Team: 0},
+			{Name: "Böb", Score: 3, Ping: 55, Team: 1},
+			{Name: "Zoë", Score: -2, Ping: 70, Team: 1},
+		},
+		Teams: [2]string{"Red", "Blue"},
+	}
+}
+
+func w1252(s string) []byte { return wire.EncodeWindows1252(nil, s) }
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// ServeGameSpy1 answers \status\ requests with f in GameSpy 1: three
+// datagrams numbered by \queryid\, sent last first, the last with
+// \final\.
+func ServeGameSpy1(t testing.TB, f GameSpyFixture) netip.AddrPort {
+	queryID := 0
+	return ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		if !bytes.HasPrefix(req, []byte(`\status\`)) {
+			return nil
+		}
+		queryID++
+		kv := func(b []byte, k string, v []byte) []byte {
+			return append(append(append(append(b, '\\'), k...), '\\'), v...)
+		}
+		id := strconv.Itoa(queryID)
+		var p1, p2, p3 []byte
+		p1 = kv(p1, "hostname", w1252(f.Hostname))
+		p1 = kv(p1, "gamename", []byte("ut"))
+		p1 = kv(p1, "gamever", []byte(f.Version))
+		p1 = kv(p1, "mapname", w1252(f.Map))
+		p1 = kv(p1, "gametype", []byte(f.GameType))
+		p1 = kv(p1, "numplayers", []byte(strconv.Itoa(len(f.Players))))
+		p1 = kv(p1, "maxplayers", []byte(strconv.Itoa(f.MaxPlayers)))
+		p1 = kv(p1, "hostport", []byte(strconv.Itoa(f.HostPort)))
+		p1 = kv(p1, "password", []byte(flag(f.Password)))
+		p1 = kv(p1, "queryid", []byte(id+".1"))
+		for i, pl := range f.Players {
+			b := &p2
+			if i >= 2 {
+				b = &p3
+			}
+			n := "_" + strconv.Itoa(i)
+			*b = kv(*b, "player"+n, w1252(pl.Name))
+			*b = kv(*b, "frags"+n, []byte(strconv.Itoa(pl.Score)))
+			*b = kv(*b, "ping"+n, []byte(strconv.Itoa(pl.Ping)))
+			*b = kv(*b, "team"+n, []byte(strconv.Itoa(pl.Team)))
+		}
+		p2 = kv(p2, "queryid", []byte(id+".2"))
+		for i, name := range f.Teams {
+			p3 = kv(p3, "teamname_"+strconv.Itoa(i), w1252(name))
+		}
+		p3 = kv(kv(p3, "final", nil), "queryid", []byte(id+".3"))
+		return [][]byte{p3, p1, p2}
+	})
+}
