@@ -104,3 +104,41 @@ func TestGameSpy1AgainstGamedig(t *testing.T) {
 		}
 	}
 }
+
+// A GameSpy 3 status behind its challenge, in two parts sent out of
+// order, with player and team columns and Windows-1252 names, as gamegate
+// and GameDig read it.
+func TestGameSpy3AgainstGamedig(t *testing.T) {
+	f := testutil.DefaultGameSpyFixture()
+	addr := testutil.ServeGameSpy3(t, f)
+	st := gamespyAgainstGamedig(t, "gamespy3", "", "battlefield2", addr, f)
+	if st.Players[2].Raw["score"] != -2.0 || st.Players[1].Raw["team"] != 1.0 {
+		t.Errorf("players' raw: %+v", st.Players)
+	}
+}
+
+// An answer in more datagrams than max_packets is refused as unusable
+// (502), not gathered.
+func TestGameSpyAnswerBudgets(t *testing.T) {
+	f := testutil.DefaultGameSpyFixture()
+	gs1, gs3 := testutil.ServeGameSpy1(t, f), testutil.ServeGameSpy3(t, f)
+	gate := startQueryGate(t, fmt.Sprintf(`
+			server gs1 %s gamespy1 {
+				max_packets 2
+			}
+			server gs1ok %s gamespy1 {
+				max_packets 3
+			}
+			server gs3 %s gamespy3 {
+				max_packets 1
+			}
+			query_timeout 10s`, gs1, gs1, gs3))
+	for _, c := range []struct {
+		server string
+		want   int
+	}{{"gs1", 502}, {"gs1ok", 200}, {"gs3", 502}} {
+		if r := request(t, "GET", gate+"/query/"+c.server); r.status != c.want || c.want == 502 && !strings.Contains(r.body, "bad_answer") {
+			t.Errorf("%s: got %d %s, want %d", c.server, r.status, r.body, c.want)
+		}
+	}
+}

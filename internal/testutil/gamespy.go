@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
 	"strconv"
 	"testing"
@@ -99,4 +100,58 @@ func ServeGameSpy1(t testing.TB, f GameSpyFixture) netip.AddrPort {
 		p3 = kv(kv(p3, "final", nil), "queryid", []byte(id+".3"))
 		return [][]byte{p3, p1, p2}
 	})
+}
+
+// ServeGameSpy3 answers GameSpy 3 with f: the challenge 12345, then the
+// full status (only with that challenge) in two parts sent last first,
+// the players' names and scores in the first, their pings and teams and
+// the teams in the second.
+func ServeGameSpy3(t testing.TB, f GameSpyFixture) netip.AddrPort {
+	return ServeUDP(t, GameSpy3Answers(f))
+}
+
+// GameSpy3Answers is ServeGameSpy3's answer to each request.
+func GameSpy3Answers(f GameSpyFixture) func(netip.AddrPort, []byte) [][]byte {
+	const challenge = 12345
+	return func(_ netip.AddrPort, req []byte) [][]byte {
+		if len(req) < 7 || req[0] != 0xFE || req[1] != 0xFD {
+			return nil
+		}
+		header := req[2:7]
+		if req[2] == 0x09 {
+			return [][]byte{append(append([]byte(nil), header...), "12345\x00"...)}
+		}
+		if req[2] != 0 || len(req) != 15 || binary.BigEndian.Uint32(req[7:11]) != challenge {
+			return nil
+		}
+		z := func(b []byte, s ...[]byte) []byte {
+			for _, x := range s {
+				b = append(append(b, x...), 0)
+			}
+			return b
+		}
+		var b0, b1 []byte
+		b0 = z(b0, []byte("hostname"), w1252(f.Hostname), []byte("gamever"), []byte(f.Version),
+			[]byte("mapname"), w1252(f.Map), []byte("gametype"), []byte(f.GameType),
+			[]byte("numplayers"), []byte(strconv.Itoa(len(f.Players))), []byte("maxplayers"), []byte(strconv.Itoa(f.MaxPlayers)),
+			[]byte("hostport"), []byte(strconv.Itoa(f.HostPort)), []byte("password"), []byte(flag(f.Password)), nil)
+		b0 = append(b0, 1)
+		col := func(b []byte, name string, v func(GameSpyPlayer) []byte) []byte {
+			b = append(z(b, []byte(name)), 0)
+			for _, p := range f.Players {
+				b = z(b, v(p))
+			}
+			return append(b, 0)
+		}
+		b0 = col(b0, "player_", func(p GameSpyPlayer) []byte { return w1252(p.Name) })
+		b0 = col(b0, "score_", func(p GameSpyPlayer) []byte { return []byte(strconv.Itoa(p.Score)) })
+		b1 = col(b1, "ping_", func(p GameSpyPlayer) []byte { return []byte(strconv.Itoa(p.Ping)) })
+		b1 = col(b1, "team_", func(p GameSpyPlayer) []byte { return []byte(strconv.Itoa(p.Team)) })
+		b1 = append(b1, 2)
+		b1 = append(z(append(z(b1, []byte("team_t")), 0), w1252(f.Teams[0]), w1252(f.Teams[1])), 0)
+		part := func(n byte, body []byte) []byte {
+			return append(append(append(append([]byte{0}, req[3:7]...), "splitnum\x00"...), n, 0), body...)
+		}
+		return [][]byte{part(0x81, b1), part(0, b0)}
+	}
 }
