@@ -65,63 +65,30 @@ func TestGameSpy1AgainstGamedig(t *testing.T) {
 	if st.Players[1].Raw["team"] != "Blue" || st.Players[0].Raw["frags"] != 12.0 {
 		t.Errorf("players' raw: %+v", st.Players)
 	}
-	// qstat reads GameSpy 1 as -gps.
-	out, err := exec.Command("quakestat", "-json", "-P", "-gps", addr.String()).Output()
-	if err != nil {
-		t.Fatalf("quakestat: %v", err)
-	}
-	t.Logf("quakestat -gps: %s", out)
-	var qs []struct {
-		Name, Map  string
-		NumPlayers int
-		MaxPlayers int
-		Players    []struct{ Name string }
-	}
-	if err := json.Unmarshal(out, &qs); err != nil || len(qs) != 1 {
-		t.Fatalf("quakestat printed %s (%v)", out, err)
-	}
-	// qstat's JSON leaves out the bytes past ASCII.
-	ascii := func(s string) string {
-		return strings.Map(func(r rune) rune { return map[bool]rune{true: r, false: -1}[r < 0x80] }, s)
-	}
-	if qs[0].MaxPlayers != st.MaxPlayers || qs[0].NumPlayers != st.NumPlayers || qs[0].Name != ascii(st.Name) ||
-		qs[0].Map != st.Map {
-		t.Errorf("quakestat read %+v, gamegate %+v", qs[0], st)
-	}
-	// qstat lists the players of the parts that came after the first
-	// (the last part, sent first here, is lost to it): each is one of
-	// gamegate's.
-	var ours []string
-	for _, p := range st.Players {
-		ours = append(ours, ascii(p.Name))
-	}
-	if len(qs[0].Players) == 0 {
-		t.Error("quakestat read no players")
-	}
-	for _, p := range qs[0].Players {
-		if !slices.Contains(ours, p.Name) {
-			t.Errorf("quakestat's player %q is not one of gamegate's %q", p.Name, ours)
-		}
-	}
+	qstatAgrees(t, "-gps", addr, st)
 }
 
 // A GameSpy 3 status behind its challenge, in two parts sent out of
 // order, with player and team columns and Windows-1252 names, as gamegate
-// and GameDig read it.
+// and GameDig read it; and without a challenge (Battlefield 2's way), as
+// qstat -gs3 reads it too.
 func TestGameSpy3AgainstGamedig(t *testing.T) {
 	f := testutil.DefaultGameSpyFixture()
-	addr := testutil.ServeGameSpy3(t, f)
+	// GameSpy 4's way (Minecraft's): the status only with the challenge.
+	addr := testutil.ServeGameSpy3(t, f, 12345)
 	st := gamespyAgainstGamedig(t, "gamespy3", "", "battlefield2", addr, f)
 	if st.Players[2].Raw["score"] != -2.0 || st.Players[1].Raw["team"] != 1.0 {
 		t.Errorf("players' raw: %+v", st.Players)
 	}
+	bf2 := testutil.ServeGameSpy3(t, f, 0)
+	qstatAgrees(t, "-gs3", bf2, gamespyAgainstGamedig(t, "gamespy3", "", "battlefield2", bf2, f))
 }
 
 // An answer in more datagrams than max_packets is refused as unusable
 // (502), not gathered.
 func TestGameSpyAnswerBudgets(t *testing.T) {
 	f := testutil.DefaultGameSpyFixture()
-	gs1, gs3 := testutil.ServeGameSpy1(t, f), testutil.ServeGameSpy3(t, f)
+	gs1, gs3 := testutil.ServeGameSpy1(t, f), testutil.ServeGameSpy3(t, f, 12345)
 	gate := startQueryGate(t, fmt.Sprintf(`
 			server gs1 %s gamespy1 {
 				max_packets 2
@@ -139,6 +106,75 @@ func TestGameSpyAnswerBudgets(t *testing.T) {
 	}{{"gs1", 502}, {"gs1ok", 200}, {"gs3", 502}} {
 		if r := request(t, "GET", gate+"/query/"+c.server); r.status != c.want || c.want == 502 && !strings.Contains(r.body, "bad_answer") {
 			t.Errorf("%s: got %d %s, want %d", c.server, r.status, r.body, c.want)
+		}
+	}
+}
+
+// GameSpy 2's keys, players and teams, each asked on its own, with
+// Windows-1252 names, as gamegate and GameDig read them.
+func TestGameSpy2AgainstGamedig(t *testing.T) {
+	f := testutil.DefaultGameSpyFixture()
+	addr := testutil.ServeGameSpy2(t, f)
+	st := gamespyAgainstGamedig(t, "gamespy2", "", "halo", addr, f)
+	qstatAgrees(t, "-gs2", addr, st)
+	if st.Players[2].Raw["score"] != -2.0 || st.Players[1].Raw["team"] != 1.0 {
+		t.Errorf("players' raw: %+v", st.Players)
+	}
+	teams, _ := st.Raw["teams"].([]any)
+	if len(teams) != 2 {
+		t.Errorf("raw.teams: %v", st.Raw["teams"])
+	}
+}
+
+// qstatAgrees asks qstat (quakestat with kind, such as -gps or -gs2) about
+// addr and checks that it reads the name, map and player counts gamegate
+// read (qstat's JSON leaves out the bytes past ASCII), and that each
+// player it lists is one of gamegate's: qstat keeps only some of them
+// with some types (the players of the parts after the first to come for
+// -gps, the first player for -gs2), and it is held to what it reads.
+func qstatAgrees(t *testing.T, kind string, addr netip.AddrPort, st *query.Status) {
+	t.Helper()
+	out, err := exec.Command("quakestat", "-json", "-P", "-R", kind, addr.String()).Output()
+	if err != nil {
+		t.Fatalf("quakestat: %v", err)
+	}
+	t.Logf("quakestat %s: %s", kind, out)
+	var qs []struct {
+		Status, Name, Map      string
+		NumPlayers, MaxPlayers int
+		Players                []struct{ Player, Name string }
+	}
+	if err := json.Unmarshal(out, &qs); err != nil || len(qs) != 1 || qs[0].Status != "online" {
+		t.Fatalf("quakestat printed %s (%v)", out, err)
+	}
+	ascii := func(s string) string {
+		return strings.Map(func(r rune) rune { return map[bool]rune{true: r, false: -1}[r < 0x80] }, s)
+	}
+	if qs[0].MaxPlayers != st.MaxPlayers || qs[0].NumPlayers != st.NumPlayers || qs[0].Name != ascii(st.Name) ||
+		qs[0].Map != st.Map {
+		t.Errorf("quakestat read %+v, gamegate %+v", qs[0], st)
+	}
+	// qstat prints a name's bytes past ASCII differently for each type
+	// (left out, or replaced): a name of its is one of gamegate's when it
+	// starts as gamegate's does up to the first byte past ASCII.
+	var ours []string
+	for _, p := range st.Players {
+		if i := strings.IndexFunc(p.Name, func(r rune) bool { return r >= 0x80 }); i >= 0 {
+			ours = append(ours, p.Name[:i])
+		} else {
+			ours = append(ours, p.Name)
+		}
+	}
+	if len(qs[0].Players) == 0 {
+		t.Error("quakestat read no players")
+	}
+	for _, p := range qs[0].Players {
+		name := p.Name
+		if p.Player != "" { // -gs2 names the field as the server does
+			name = p.Player
+		}
+		if !slices.ContainsFunc(ours, func(o string) bool { return strings.HasPrefix(name, o) }) {
+			t.Errorf("quakestat's player %q is not one of gamegate's %q", name, ours)
 		}
 	}
 }

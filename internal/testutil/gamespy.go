@@ -102,26 +102,31 @@ func ServeGameSpy1(t testing.TB, f GameSpyFixture) netip.AddrPort {
 	})
 }
 
-// ServeGameSpy3 answers GameSpy 3 with f: the challenge 12345, then the
-// full status (only with that challenge) in two parts sent last first,
-// the players' names and scores in the first, their pings and teams and
-// the teams in the second.
-func ServeGameSpy3(t testing.TB, f GameSpyFixture) netip.AddrPort {
-	return ServeUDP(t, GameSpy3Answers(f))
+// ServeGameSpy3 answers GameSpy 3 with f: the challenge request with
+// challenge, then the full status, with that challenge unless it is 0
+// (Battlefield 2 wants none, GameSpy 4 servers such as Minecraft's
+// always do), in two parts sent last first: the keys and the players'
+// names and scores in the first, their pings and teams and the teams in
+// the second.
+func ServeGameSpy3(t testing.TB, f GameSpyFixture, challenge int32) netip.AddrPort {
+	return ServeUDP(t, GameSpy3Answers(f, challenge))
 }
 
 // GameSpy3Answers is ServeGameSpy3's answer to each request.
-func GameSpy3Answers(f GameSpyFixture) func(netip.AddrPort, []byte) [][]byte {
-	const challenge = 12345
+func GameSpy3Answers(f GameSpyFixture, challenge int32) func(netip.AddrPort, []byte) [][]byte {
 	return func(_ netip.AddrPort, req []byte) [][]byte {
 		if len(req) < 7 || req[0] != 0xFE || req[1] != 0xFD {
 			return nil
 		}
-		header := req[2:7]
 		if req[2] == 0x09 {
-			return [][]byte{append(append([]byte(nil), header...), "12345\x00"...)}
+			return [][]byte{append(append(append([]byte(nil), req[2:7]...), strconv.Itoa(int(challenge))...), 0)}
 		}
-		if req[2] != 0 || len(req) != 15 || binary.BigEndian.Uint32(req[7:11]) != challenge {
+		switch {
+		case req[2] != 0:
+			return nil
+		case challenge == 0 && len(req) != 11:
+			return nil
+		case challenge != 0 && (len(req) != 15 || int32(binary.BigEndian.Uint32(req[7:11])) != challenge):
 			return nil
 		}
 		z := func(b []byte, s ...[]byte) []byte {
@@ -154,4 +159,40 @@ func GameSpy3Answers(f GameSpyFixture) func(netip.AddrPort, []byte) [][]byte {
 		}
 		return [][]byte{part(0x81, b1), part(0, b0)}
 	}
+}
+
+// ServeGameSpy2 answers GameSpy 2 with f: the sections a request asks
+// for (keys, players, teams), one after the other in one datagram.
+func ServeGameSpy2(t testing.TB, f GameSpyFixture) netip.AddrPort {
+	return ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		if len(req) != 10 || req[0] != 0xFE || req[1] != 0xFD || req[2] != 0 {
+			return nil
+		}
+		z := func(b []byte, s ...[]byte) []byte {
+			for _, x := range s {
+				b = append(append(b, x...), 0)
+			}
+			return b
+		}
+		var body []byte
+		if req[7] == 0xFF {
+			body = z(body, []byte("hostname"), w1252(f.Hostname), []byte("gamever"), []byte(f.Version),
+				[]byte("mapname"), w1252(f.Map), []byte("gametype"), []byte(f.GameType),
+				[]byte("numplayers"), []byte(strconv.Itoa(len(f.Players))), []byte("maxplayers"), []byte(strconv.Itoa(f.MaxPlayers)),
+				[]byte("hostport"), []byte(strconv.Itoa(f.HostPort)), []byte("password"), []byte(flag(f.Password)), nil, nil)
+		}
+		if req[8] == 0xFF {
+			body = z(append(body, 0, byte(len(f.Players))), []byte("player_"), []byte("score_"), []byte("ping_"), []byte("team_"), nil)
+			for _, p := range f.Players {
+				body = z(body, w1252(p.Name), []byte(strconv.Itoa(p.Score)), []byte(strconv.Itoa(p.Ping)), []byte(strconv.Itoa(p.Team)))
+			}
+		}
+		if req[9] == 0xFF {
+			body = z(append(body, 0, 2), []byte("team_t"), []byte("score_t"), nil)
+			for i, name := range f.Teams {
+				body = z(body, w1252(name), []byte(strconv.Itoa(10*(2-i))))
+			}
+		}
+		return [][]byte{append(append([]byte{0}, req[3:7]...), body...)}
+	})
 }
