@@ -5,15 +5,6 @@ import (
 	"github.com/gamegate/gamegate/internal/bounds"
 )
 
-// Bounds of the options.
-const (
-	DefaultMaxPackets = 16
-	MaxMaxPackets     = 64
-	DefaultMaxSize    = 64 << 10
-	MinMaxSize        = 1400
-	MaxMaxSize        = 1 << 20
-)
-
 // Config is the configuration of the GameSpy 1 query
 // (gamegate.query.gamespy1, game_query's gamespy1: Unreal, Unreal
 // Tournament, Battlefield 1942, Medal of Honor, Postal 2 and the other
@@ -25,31 +16,18 @@ const (
 type Config struct {
 	// attempt_timeout and retries.
 	query.Attempts
-	// Most datagrams one answer may take, 1 to 64. Default: 16.
-	MaxPackets int `json:"max_packets,omitempty"`
-	// Most bytes one answer may take, over all its datagrams, 1400 to
-	// 1048576. Default: 65536.
-	MaxResponseSize int `json:"max_response_size,omitempty"`
+	// max_packets and max_response_size.
+	query.Budget
 }
 
 // Validate checks the options' ranges.
 func (c *Config) Validate() error {
-	return bounds.First(c.Attempts.Validate(),
-		bounds.Int("max_packets", c.MaxPackets, 1, MaxMaxPackets),
-		bounds.Int("max_response_size", c.MaxResponseSize, MinMaxSize, MaxMaxSize))
+	return bounds.First(c.Attempts.Validate(), c.Budget.Validate())
 }
 
 // NewProtocol builds the protocol.
 func (c *Config) NewProtocol() (query.Protocol, error) {
-	return &QueryProtocol{UDPExchange: c.Exchange(),
-		MaxPackets: orDefault(c.MaxPackets, DefaultMaxPackets), MaxSize: orDefault(c.MaxResponseSize, DefaultMaxSize)}, nil
-}
-
-func orDefault(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
+	return &QueryProtocol{UDPExchange: c.Exchange(), Budget: c.Budget}, nil
 }
 
 var _ query.ProtocolConfig = (*Config)(nil)

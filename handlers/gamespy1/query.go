@@ -4,8 +4,6 @@ package gamespy1
 import (
 	"bytes"
 	"context"
-	"errors"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,9 +18,8 @@ import (
 // QueryProtocol is GameSpy 1 as a query.Protocol.
 type QueryProtocol struct {
 	query.UDPExchange
-	// MaxPackets and MaxSize bound one answer: its datagrams and their
-	// bytes together.
-	MaxPackets, MaxSize int
+	// Budget bounds one answer: its datagrams and their bytes together.
+	Budget query.Budget
 	// Now gives the time, for ping measurement. Default: time.Now.
 	Now func() time.Time
 }
@@ -32,11 +29,6 @@ func (p *QueryProtocol) Name() string { return "gamespy1" }
 
 // Pair is one key and value of an answer, as UTF-8.
 type Pair struct{ Key, Value string }
-
-var (
-	errTooLarge = errors.New("the answer is larger than max_response_size")
-	errTooMany  = errors.New("the answer has more parts than max_packets")
-)
 
 // ask sends the status request and gathers the answer's parts, as
 // GameDig does: parts of one query ID, each part number once (a datagram
@@ -49,7 +41,7 @@ func (p *QueryProtocol) ask(ctx context.Context, address string) ([]Pair, time.D
 		queryID []byte
 		parts   []int
 		last    int
-		size    int
+		spent   query.Spent
 		pkt     wiregs1.Packet
 	)
 	start := query.Now(p.Now)
@@ -70,11 +62,8 @@ func (p *QueryProtocol) ask(ctx context.Context, address string) ([]Pair, time.D
 		if slices.Contains(parts, part) {
 			return false, nil
 		}
-		if size += len(d); size > p.MaxSize {
-			return false, errTooLarge
-		}
-		if len(parts) == p.MaxPackets {
-			return false, errTooMany
+		if err := p.Budget.Spend(&spent, len(d)); err != nil {
+			return false, err
 		}
 		parts = append(parts, part)
 		if pkt.Final {
@@ -270,19 +259,15 @@ func (p *QueryProtocol) ReadOnlyCommands() []string { return []string{"raw"} }
 
 // Command runs raw: the answer's keys and values as sent, in order.
 func (p *QueryProtocol) Command(ctx context.Context, address, command string, args []string) (any, error) {
-	if command != "raw" {
-		return nil, query.Errorf(http.StatusNotFound, "gamespy1 has no command %q (it has raw)", command)
-	}
-	if len(args) != 0 {
-		return nil, query.Errorf(http.StatusBadRequest, "the raw command takes no arguments")
-	}
-	pairs, _, err := p.ask(ctx, address)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][2]string, len(pairs))
-	for i, kv := range pairs {
-		out[i] = [2]string{kv.Key, kv.Value}
-	}
-	return out, nil
+	return query.RawCommand("gamespy1", command, args, func() (any, error) {
+		pairs, _, err := p.ask(ctx, address)
+		if err != nil {
+			return nil, err
+		}
+		out := make([][2]string, len(pairs))
+		for i, kv := range pairs {
+			out[i] = [2]string{kv.Key, kv.Value}
+		}
+		return out, nil
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -170,17 +169,7 @@ func (p *QueryProtocol) ReadOnlyCommands() []string { return []string{"raw"} }
 
 // Command runs raw: the status's raw data.
 func (p *QueryProtocol) Command(ctx context.Context, address, command string, args []string) (any, error) {
-	if command != "raw" {
-		return nil, query.Errorf(http.StatusNotFound, "gamespy2 has no command %q (it has raw)", command)
-	}
-	if len(args) != 0 {
-		return nil, query.Errorf(http.StatusBadRequest, "the raw command takes no arguments")
-	}
-	st, err := p.Status(ctx, address)
-	if err != nil {
-		return nil, err
-	}
-	return st.Raw, nil
+	return query.StatusRawCommand(ctx, p, address, command, args)
 }
 
 var _ query.ProtocolConfig = (*Config)(nil)

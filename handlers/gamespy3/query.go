@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -16,15 +15,6 @@ import (
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/wire"
 	wiregs3 "github.com/gamegate/gamegate/wire/gamespy3"
-)
-
-// Bounds of the options.
-const (
-	DefaultMaxPackets = 16
-	MaxMaxPackets     = 127
-	DefaultMaxSize    = 64 << 10
-	MinMaxSize        = 1400
-	MaxMaxSize        = 1 << 20
 )
 
 // Config is the configuration of the GameSpy 3 query
@@ -36,11 +26,8 @@ const (
 type Config struct {
 	// attempt_timeout and retries.
 	query.Attempts
-	// Most datagrams one answer may take, 1 to 127. Default: 16.
-	MaxPackets int `json:"max_packets,omitempty"`
-	// Most bytes one answer may take, over all its datagrams, 1400 to
-	// 1048576. Default: 65536.
-	MaxResponseSize int `json:"max_response_size,omitempty"`
+	// max_packets and max_response_size.
+	query.Budget
 	// The text encoding of the server's answers: windows-1252, or utf-8
 	// (Minecraft). Default: windows-1252.
 	Encoding string `json:"encoding,omitempty"`
@@ -52,27 +39,19 @@ func (c *Config) Validate() error {
 	if c.Encoding != "" && c.Encoding != "windows-1252" && c.Encoding != "utf-8" {
 		enc = errors.New(`encoding must be windows-1252 or utf-8, not "` + c.Encoding + `"`)
 	}
-	return bounds.First(c.Attempts.Validate(),
-		bounds.Int("max_packets", c.MaxPackets, 1, MaxMaxPackets),
-		bounds.Int("max_response_size", c.MaxResponseSize, MinMaxSize, MaxMaxSize), enc)
+	return bounds.First(c.Attempts.Validate(), c.Budget.Validate(), enc)
 }
 
 // NewProtocol builds the protocol.
 func (c *Config) NewProtocol() (query.Protocol, error) {
-	p := &QueryProtocol{UDPExchange: c.Exchange(), MaxPackets: c.MaxPackets, MaxSize: c.MaxResponseSize, UTF8: c.Encoding == "utf-8"}
-	if p.MaxPackets == 0 {
-		p.MaxPackets = DefaultMaxPackets
-	}
-	if p.MaxSize == 0 {
-		p.MaxSize = DefaultMaxSize
-	}
-	return p, nil
+	return &QueryProtocol{UDPExchange: c.Exchange(), Budget: c.Budget, UTF8: c.Encoding == "utf-8"}, nil
 }
 
 // QueryProtocol is GameSpy 3 as a query.Protocol.
 type QueryProtocol struct {
 	query.UDPExchange
-	MaxPackets, MaxSize int
+	// Budget bounds one answer: its datagrams and their bytes together.
+	Budget query.Budget
 	// UTF8 reads text as UTF-8 instead of Windows-1252.
 	UTF8 bool
 	Now  func() time.Time
@@ -80,11 +59,6 @@ type QueryProtocol struct {
 
 // Name returns "gamespy3".
 func (p *QueryProtocol) Name() string { return "gamespy3" }
-
-var (
-	errTooLarge = errors.New("the answer is larger than max_response_size")
-	errTooMany  = errors.New("the answer has more parts than max_packets")
-)
 
 // ask gets the challenge, then the status's parts in order.
 func (p *QueryProtocol) ask(ctx context.Context, address string) ([][]byte, time.Duration, error) {
@@ -106,7 +80,8 @@ func (p *QueryProtocol) ask(ctx context.Context, address string) ([][]byte, time
 	}
 	rtt := query.Now(p.Now).Sub(start)
 	parts := map[int][]byte{}
-	total, size := 0, 0
+	total := 0
+	var spent query.Spent
 	err = p.Exchange(ctx, address, wiregs3.AppendRequest(nil, wiregs3.TypeStatus, session, challenge, challenge != 0), func(d []byte) (bool, error) {
 		if typ, s, ok := wiregs3.Peek(d); !ok || typ != wiregs3.TypeStatus || s != session {
 			return false, nil
@@ -118,11 +93,8 @@ func (p *QueryProtocol) ask(ctx context.Context, address string) ([][]byte, time
 		if _, dup := parts[n]; dup {
 			return false, nil
 		}
-		if size += len(body); size > p.MaxSize {
-			return false, errTooLarge
-		}
-		if len(parts) == p.MaxPackets || n >= p.MaxPackets {
-			return false, errTooMany
+		if err := p.Budget.Spend(&spent, len(body)); err != nil {
+			return false, err
 		}
 		parts[n] = slices.Clone(body)
 		if last {
@@ -230,17 +202,7 @@ func (p *QueryProtocol) ReadOnlyCommands() []string { return []string{"raw"} }
 
 // Command runs raw: the status's raw data.
 func (p *QueryProtocol) Command(ctx context.Context, address, command string, args []string) (any, error) {
-	if command != "raw" {
-		return nil, query.Errorf(http.StatusNotFound, "gamespy3 has no command %q (it has raw)", command)
-	}
-	if len(args) != 0 {
-		return nil, query.Errorf(http.StatusBadRequest, "the raw command takes no arguments")
-	}
-	st, err := p.Status(ctx, address)
-	if err != nil {
-		return nil, err
-	}
-	return st.Raw, nil
+	return query.StatusRawCommand(ctx, p, address, command, args)
 }
 
 var _ query.ProtocolConfig = (*Config)(nil)
