@@ -33,6 +33,17 @@ func gamespyAgainstGamedig(t *testing.T, protocol, options, gameID string, addr 
 	out := testutil.RunNode(t, 30*time.Second, "node_modules/gamedig/bin/gamedig.js",
 		"--type", gameID, "--givenPortOnly", addr.String())
 	t.Logf("gamedig --type %s: %s", gameID, out)
+	if gameID == "minecraft" {
+		// GameDig asks a Minecraft server three ways at once and keeps
+		// its GameSpy 4 result whole under raw.gamespy.
+		var mc struct {
+			Raw struct{ Gamespy json.RawMessage }
+		}
+		if err := json.Unmarshal(out, &mc); err != nil || mc.Raw.Gamespy == nil {
+			t.Fatalf("gamedig --type minecraft has no raw.gamespy (%v)", err)
+		}
+		out = mc.Raw.Gamespy
+	}
 	compareGamedig(t, protocol+" fixture: gamegate against gamedig "+testutil.NpmVersion(t, "gamedig")+" --type "+gameID,
 		[]byte(r.body), out, nil)
 	var gd struct{ Raw map[string]any }
@@ -82,6 +93,17 @@ func TestGameSpy3AgainstGamedig(t *testing.T) {
 	}
 	bf2 := testutil.ServeGameSpy3(t, f, 0)
 	qstatAgrees(t, "-gs3", bf2, gamespyAgainstGamedig(t, "gamespy3", "", "battlefield2", bf2, f))
+}
+
+// Minecraft's enable-query (GameSpy 4): a large challenge and UTF-8 text,
+// as gamegate's gamespy3 with encoding utf-8 and GameDig's minecraft type
+// read it.
+func TestGameSpy4MinecraftAgainstGamedig(t *testing.T) {
+	f := testutil.DefaultGameSpyFixture()
+	f.UTF8 = true
+	f.Players[0].Name = "Renée ✓" // past Windows-1252
+	addr := testutil.ServeGameSpy3(t, f, 2_000_000_123)
+	gamespyAgainstGamedig(t, "gamespy3", " {\n\t\t\t\tencoding utf-8\n\t\t\t}", "minecraft", addr, f)
 }
 
 // An answer in more datagrams than max_packets is refused as unusable

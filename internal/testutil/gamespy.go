@@ -31,6 +31,9 @@ type GameSpyFixture struct {
 	Password                         bool
 	Players                          []GameSpyPlayer
 	Teams                            [2]string
+	// UTF8 sends text as UTF-8 (Minecraft's enable-query) instead of
+	// Windows-1252.
+	UTF8 bool
 }
 
 // DefaultGameSpyFixture has three players on two teams and names outside
@@ -49,6 +52,14 @@ func DefaultGameSpyFixture() GameSpyFixture {
 }
 
 func w1252(s string) []byte { return wire.EncodeWindows1252(nil, s) }
+
+// text is s in f's encoding.
+func (f *GameSpyFixture) text(s string) []byte {
+	if f.UTF8 {
+		return []byte(s)
+	}
+	return w1252(s)
+}
 
 func flag(b bool) string {
 	if b {
@@ -136,8 +147,8 @@ func GameSpy3Answers(f GameSpyFixture, challenge int32) func(netip.AddrPort, []b
 			return b
 		}
 		var b0, b1 []byte
-		b0 = z(b0, []byte("hostname"), w1252(f.Hostname), []byte("gamever"), []byte(f.Version),
-			[]byte("mapname"), w1252(f.Map), []byte("gametype"), []byte(f.GameType),
+		b0 = z(b0, []byte("hostname"), f.text(f.Hostname), []byte("gamever"), []byte(f.Version),
+			[]byte("mapname"), f.text(f.Map), []byte("gametype"), []byte(f.GameType),
 			[]byte("numplayers"), []byte(strconv.Itoa(len(f.Players))), []byte("maxplayers"), []byte(strconv.Itoa(f.MaxPlayers)),
 			[]byte("hostport"), []byte(strconv.Itoa(f.HostPort)), []byte("password"), []byte(flag(f.Password)), nil)
 		b0 = append(b0, 1)
@@ -148,12 +159,12 @@ func GameSpy3Answers(f GameSpyFixture, challenge int32) func(netip.AddrPort, []b
 			}
 			return append(b, 0)
 		}
-		b0 = col(b0, "player_", func(p GameSpyPlayer) []byte { return w1252(p.Name) })
+		b0 = col(b0, "player_", func(p GameSpyPlayer) []byte { return f.text(p.Name) })
 		b0 = col(b0, "score_", func(p GameSpyPlayer) []byte { return []byte(strconv.Itoa(p.Score)) })
 		b1 = col(b1, "ping_", func(p GameSpyPlayer) []byte { return []byte(strconv.Itoa(p.Ping)) })
 		b1 = col(b1, "team_", func(p GameSpyPlayer) []byte { return []byte(strconv.Itoa(p.Team)) })
 		b1 = append(b1, 2)
-		b1 = append(z(append(z(b1, []byte("team_t")), 0), w1252(f.Teams[0]), w1252(f.Teams[1])), 0)
+		b1 = append(z(append(z(b1, []byte("team_t")), 0), f.text(f.Teams[0]), f.text(f.Teams[1])), 0)
 		part := func(n byte, body []byte) []byte {
 			return append(append(append(append([]byte{0}, req[3:7]...), "splitnum\x00"...), n, 0), body...)
 		}
