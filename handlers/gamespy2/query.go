@@ -72,8 +72,9 @@ func units(body []byte) ([]map[string]any, error) {
 	if err := t.Decode(body); err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, 0, len(t.Rows))
-	for _, row := range t.Rows {
+	out := make([]map[string]any, 0, t.Rows())
+	for i := range t.Rows() {
+		row := t.Row(i)
 		u := make(map[string]any, len(row))
 		for i, v := range row {
 			key := strings.TrimSuffix(text(t.Fields[i]), "_")

@@ -143,7 +143,7 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 				itemType = "no_"
 			}
 			items := info[itemType]
-			for j, v := range c.Values {
+			for j, v := range body.ColumnValues(c) {
 				at := c.Offset + j
 				for len(items) <= at {
 					items = append(items, map[string]any{})

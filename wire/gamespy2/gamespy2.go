@@ -69,19 +69,32 @@ func DecodeInfo(pairs []Pair, body []byte) ([]Pair, error) {
 	return pairs, nil
 }
 
-// Table is a players' or teams' section: its field names and its rows,
-// each as many values as there are fields, all aliasing the body.
+// Table is a players' or teams' section: its field names and its rows'
+// values, row after row, each row as many values as there are fields, all
+// aliasing the body. Its slices are reused from one Decode to the next,
+// so decoding into a Table allocates nothing once they have grown.
 type Table struct {
 	Fields [][]byte
-	Rows   [][][]byte
+	Values [][]byte
 }
+
+// Rows is the number of rows.
+func (t *Table) Rows() int {
+	if len(t.Fields) == 0 {
+		return 0
+	}
+	return len(t.Values) / len(t.Fields)
+}
+
+// Row returns row i's values, one for each field.
+func (t *Table) Row(i int) [][]byte { return t.Values[i*len(t.Fields) : (i+1)*len(t.Fields)] }
 
 // Decode reads a table: a 00, a row count byte (which some games leave
 // out; a byte over 64 is taken as the first field's), the field names up
 // to an empty one, then rows up to one whose first value is empty or the
 // body's end. t's slices are reused.
 func (t *Table) Decode(body []byte) error {
-	t.Fields, t.Rows = t.Fields[:0], t.Rows[:0]
+	t.Fields, t.Values = t.Fields[:0], t.Values[:0]
 	r := wire.NewReader(body)
 	r.U8("zero")
 	if count := r.U8("count"); r.Err() == nil && count > 64 {
@@ -105,17 +118,17 @@ func (t *Table) Decode(body []byte) error {
 		return nil
 	}
 	for r.Len() > 0 {
-		row := make([][]byte, len(t.Fields))
-		for i := range row {
-			row[i] = r.CString("value")
+		start := len(t.Values)
+		for range t.Fields {
+			t.Values = append(t.Values, r.CString("value"))
 			if items++; items > MaxItems {
 				return wire.NewDecodeError("values", r.Offset(), wire.ErrTooLong)
 			}
 		}
-		if len(row[0]) == 0 {
+		if len(t.Values[start]) == 0 {
+			t.Values = t.Values[:start] // no more rows
 			break
 		}
-		t.Rows = append(t.Rows, row)
 	}
 	return nil
 }

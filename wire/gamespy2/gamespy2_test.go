@@ -21,10 +21,10 @@ func TestDecode(t *testing.T) {
 		t.Fatalf("info: got %q (%v)", pairs, err)
 	}
 	var tb Table
-	if err := tb.Decode(playersBody); err != nil || len(tb.Fields) != 2 || len(tb.Rows) != 2 || string(tb.Rows[1][1]) != "-3" {
+	if err := tb.Decode(playersBody); err != nil || len(tb.Fields) != 2 || tb.Rows() != 2 || string(tb.Row(1)[1]) != "-3" {
 		t.Fatalf("players: got %q (%v)", tb, err)
 	}
-	if err := tb.Decode(teamsBody); err != nil || len(tb.Fields) != 2 || len(tb.Rows) != 2 || string(tb.Rows[1][0]) != "Blue" {
+	if err := tb.Decode(teamsBody); err != nil || len(tb.Fields) != 2 || tb.Rows() != 2 || string(tb.Row(1)[0]) != "Blue" {
 		t.Fatalf("teams without a count: got %q (%v)", tb, err)
 	}
 	req := AppendRequest(nil, 0x01020304, SectionPlayers)
@@ -46,8 +46,8 @@ func TestDecodeTruncated(t *testing.T) {
 			if p, err := DecodeInfo(nil, body[:n]); err != nil || len(p) > len(full) {
 				t.Fatalf("info %q[:%d]: %d pairs (%v)", body, n, len(p), err)
 			}
-			if tb.Decode(body[:n]) == nil && len(tb.Rows) > len(whole.Rows) {
-				t.Fatalf("table %q[:%d]: %d rows", body, n, len(tb.Rows))
+			if tb.Decode(body[:n]) == nil && tb.Rows() > whole.Rows() {
+				t.Fatalf("table %q[:%d]: %d rows", body, n, tb.Rows())
 			}
 		}
 	}
@@ -56,10 +56,15 @@ func TestDecodeTruncated(t *testing.T) {
 	}
 }
 
-func TestDecodeInfoAllocs(t *testing.T) {
+func TestDecodeAllocs(t *testing.T) {
 	pairs := make([]Pair, 0, 8)
 	if n := testing.AllocsPerRun(100, func() { pairs, _ = DecodeInfo(pairs[:0], infoBody) }); n != 0 {
-		t.Fatalf("got %v allocations, want 0", n)
+		t.Fatalf("info: got %v allocations, want 0", n)
+	}
+	var tb Table
+	_ = tb.Decode(playersBody)
+	if n := testing.AllocsPerRun(100, func() { _ = tb.Decode(playersBody) }); n != 0 {
+		t.Fatalf("table: got %v allocations, want 0", n)
 	}
 }
 
@@ -75,9 +80,12 @@ func FuzzDecode(f *testing.F) {
 		_, _ = DecodeInfo(nil, body)
 		var tb Table
 		if tb.Decode(body) == nil {
-			for _, row := range tb.Rows {
-				if len(row) != len(tb.Fields) || len(row[0]) == 0 {
-					t.Fatalf("row %q of fields %q", row, tb.Fields)
+			if len(tb.Fields) > 0 && len(tb.Values)%len(tb.Fields) != 0 {
+				t.Fatalf("%d values for %d fields", len(tb.Values), len(tb.Fields))
+			}
+			for i := range tb.Rows() {
+				if len(tb.Row(i)[0]) == 0 {
+					t.Fatalf("row %d %q starts empty", i, tb.Row(i))
 				}
 			}
 		}

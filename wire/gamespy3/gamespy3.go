@@ -91,29 +91,36 @@ func AppendPart(b []byte, session uint32, n int, last bool, body []byte) []byte 
 type Pair struct{ Key, Value []byte }
 
 // Column is one field of the player, team or other item lists: its name
-// ("player_", "score_", "team_t"…), the index of its first value, and the
-// values.
+// ("player_", "score_", "team_t"…), the index of its first value, and
+// where its values are in the Body's Values.
 type Column struct {
-	Name   []byte
-	Offset int
-	Values [][]byte
+	Name         []byte
+	Offset       int
+	First, Count int
 }
 
 // MaxItems bounds the pairs and values one body may hold (a 64 KiB body
 // of empty strings holds at most 65536).
 const MaxItems = 65536
 
-// Body is a status part's body, decoded.
+// Body is a status part's body, decoded. Its slices are reused from one
+// Decode to the next, so decoding into a Body allocates nothing once they
+// have grown.
 type Body struct {
 	Pairs   []Pair
 	Columns []Column
+	// Values are every column's values, each column's in a run.
+	Values [][]byte
 }
+
+// ColumnValues returns c's values.
+func (d *Body) ColumnValues(c Column) [][]byte { return d.Values[c.First : c.First+c.Count] }
 
 // Decode reads a body, reusing b's slices; pairs are read only when
 // first (the first part holds them). Everything aliases body. A body cut
 // short keeps what was whole, as GameDig reads it.
 func (d *Body) Decode(body []byte, first bool) error {
-	d.Pairs, d.Columns = d.Pairs[:0], d.Columns[:0]
+	d.Pairs, d.Columns, d.Values = d.Pairs[:0], d.Columns[:0], d.Values[:0]
 	r := wire.NewReader(body)
 	items := 0
 	if first {
@@ -143,7 +150,7 @@ func (d *Body) Decode(body []byte, first bool) error {
 		if len(name) == 0 {
 			continue
 		}
-		c := Column{Name: name, Offset: int(r.U8("offset"))}
+		c := Column{Name: name, Offset: int(r.U8("offset")), First: len(d.Values)}
 		for r.Len() > 0 {
 			v := r.CString("value")
 			if len(v) == 0 {
@@ -152,7 +159,8 @@ func (d *Body) Decode(body []byte, first bool) error {
 			if items++; items > MaxItems {
 				return wire.NewDecodeError("values", r.Offset(), wire.ErrTooLong)
 			}
-			c.Values = append(c.Values, v)
+			d.Values = append(d.Values, v)
+			c.Count++
 		}
 		d.Columns = append(d.Columns, c)
 	}

@@ -18,7 +18,7 @@ func TestDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(b.Pairs) != 2 || string(b.Pairs[1].Value) != "strike" || len(b.Columns) != 2 ||
-		string(b.Columns[0].Name) != "player_" || len(b.Columns[1].Values) != 2 || string(b.Columns[1].Values[0]) != "-1" {
+		string(b.Columns[0].Name) != "player_" || len(b.ColumnValues(b.Columns[1])) != 2 || string(b.ColumnValues(b.Columns[1])[0]) != "-1" {
 		t.Fatalf("got %+v", b)
 	}
 	if c, err := Challenge(append(AppendRequest(nil, TypeChallenge, 7, 0, false)[2:7], "-123\x00"...)); err != nil || c != -123 {
@@ -54,4 +54,13 @@ func FuzzDecode(f *testing.F) {
 			_ = b.Decode(body, false)
 		}
 	})
+}
+
+func TestDecodeAllocs(t *testing.T) {
+	_, _, body, _ := Part(firstPart)
+	var b Body
+	_ = b.Decode(body, true)
+	if n := testing.AllocsPerRun(100, func() { _ = b.Decode(body, true) }); n != 0 {
+		t.Fatalf("got %v allocations, want 0", n)
+	}
 }
