@@ -36,7 +36,7 @@ func protocol(t *testing.T) *QueryProtocol {
 func TestStatusBattlefield1942(t *testing.T) {
 	addr := serve(t,
 		`\gamename\bfield1942\hostname\BF\numplayers\2\teamname_0\Axis\teamname_1\Allies\queryid\7.1`,
-		`\player_0\stale\queryid\8.2`, // another query's
+		`\player_0\stale\queryid\8.2`,  // another query's
 		`\queryid\7.1\hostname\forged`, // part 1 again
 		`\player_0\Ann\team_0\2\player_1\Bo\team_1\1\player_2\Gone\team_2\1\final\\queryid\7.2`)
 	st, err := protocol(t).Status(context.Background(), addr)
