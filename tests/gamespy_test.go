@@ -85,9 +85,12 @@ func TestGameSpy1AgainstGamedig(t *testing.T) {
 // qstat -gs3 reads it too.
 func TestGameSpy3AgainstGamedig(t *testing.T) {
 	f := testutil.DefaultGameSpyFixture()
-	// GameSpy 4's way (Minecraft's): the status only with the challenge.
-	addr := testutil.ServeGameSpy3(t, f, 12345)
+	// GameSpy 4's way (Minecraft's): the status only with the challenge,
+	// which qstat -gs4 reads too (it refuses a challenge answer under 12
+	// bytes, so the challenge has the seven digits real servers' have).
+	addr := testutil.ServeGameSpy3(t, f, 9513307)
 	st := gamespyAgainstGamedig(t, "gamespy3", "", "battlefield2", addr, f)
+	qstatAgrees(t, "-gs4", addr, st)
 	if st.Players[2].Raw["score"] != -2.0 || st.Players[1].Raw["team"] != 1.0 {
 		t.Errorf("players' raw: %+v", st.Players)
 	}
@@ -103,7 +106,8 @@ func TestGameSpy4MinecraftAgainstGamedig(t *testing.T) {
 	f.UTF8 = true
 	f.Players[0].Name = "Renée ✓" // past Windows-1252
 	addr := testutil.ServeGameSpy3(t, f, 2_000_000_123)
-	gamespyAgainstGamedig(t, "gamespy3", " {\n\t\t\t\tencoding utf-8\n\t\t\t}", "minecraft", addr, f)
+	st := gamespyAgainstGamedig(t, "gamespy3", " {\n\t\t\t\tencoding utf-8\n\t\t\t}", "minecraft", addr, f)
+	qstatAgrees(t, "-gs4", addr, st)
 }
 
 // An answer in more datagrams than max_packets is refused as unusable
