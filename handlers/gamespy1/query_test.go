@@ -82,3 +82,15 @@ func TestStatusWithoutFinalTimesOut(t *testing.T) {
 		t.Fatalf("got %v, want a timeout", err)
 	}
 }
+
+// An answer in one datagram without a query ID ends at its \final\
+// (GameDig waits on for a part that never comes).
+func TestStatusUnnumberedFinal(t *testing.T) {
+	addr := serve(t, `\hostname\solo\maxplayers\8\final\`)
+	p := protocol(t)
+	p.Timeout, p.Retries = 5*time.Second, -1
+	st, err := p.Status(context.Background(), addr)
+	if err != nil || st.Name != "solo" || st.MaxPlayers != 8 {
+		t.Fatalf("got %+v (%v)", st, err)
+	}
+}

@@ -1,6 +1,7 @@
 package gamespy3
 
 import (
+	"encoding/binary"
 	"testing"
 )
 
@@ -23,6 +24,14 @@ func TestDecode(t *testing.T) {
 	}
 	if c, err := Challenge(append(AppendRequest(nil, TypeChallenge, 7, 0, false)[2:7], "-123\x00"...)); err != nil || c != -123 {
 		t.Fatalf("challenge: got %d %v", c, err)
+	}
+	// A challenge past 2^31 is sent as its 32 bits.
+	c, err := Challenge([]byte("\x09\x00\x00\x00\x073000000000\x00"))
+	if req := AppendRequest(nil, TypeStatus, 7, c, true); err != nil || binary.BigEndian.Uint32(req[7:11]) != 3000000000 {
+		t.Fatalf("challenge 3000000000: got % x (%v)", req, err)
+	}
+	if _, err := Challenge([]byte("\x09\x00\x00\x00\x075000000000\x00")); err == nil {
+		t.Fatal("a challenge past 32 bits decoded")
 	}
 }
 
