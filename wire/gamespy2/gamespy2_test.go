@@ -3,19 +3,27 @@ package gamespy2
 import (
 	"bytes"
 	"testing"
+
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
-// Bodies in the layout GameSpy 2 servers answer with (the GameSpy SDK's
-// query layout as America's Army and Halo send it): keys and values up to
-// an empty key; a players' table with its count byte; a teams' table
-// without one, as some games send it.
-var (
-	infoBody    = []byte("hostname\x00Caf\xe9\x00numplayers\x002\x00\x00\x00")
-	playersBody = []byte("\x00\x02player_\x00score_\x00\x00Ren\xe9e\x0012\x00B\xf6b\x00-3\x00")
-	teamsBody   = []byte("\x00team_t\x00score_t\x00\x00Red\x0020\x00Blue\x0010\x00")
-)
+// bodies returns the bodies of testdata/vectors.txt's answers: keys and
+// values; a players' table with its count byte; a teams' table without
+// one.
+func bodies(t testing.TB) (info, players, teams []byte) {
+	v := testutil.VectorsByName(t, testutil.VectorFile)
+	body := func(name string) []byte {
+		_, b, ok := Answer(v[name].Bytes)
+		if !ok {
+			t.Fatalf("vector %s is not an answer", name)
+		}
+		return b
+	}
+	return body("info"), body("players"), body("teams-no-count")
+}
 
 func TestDecode(t *testing.T) {
+	infoBody, playersBody, teamsBody := bodies(t)
 	pairs, err := DecodeInfo(nil, infoBody)
 	if err != nil || len(pairs) != 2 || string(pairs[0].Value) != "Caf\xe9" {
 		t.Fatalf("info: got %q (%v)", pairs, err)
@@ -38,6 +46,7 @@ func TestDecode(t *testing.T) {
 
 // Every prefix decodes to no more than the whole.
 func TestDecodeTruncated(t *testing.T) {
+	infoBody, playersBody, teamsBody := bodies(t)
 	for _, body := range [][]byte{infoBody, playersBody, teamsBody} {
 		var whole, tb Table
 		_ = whole.Decode(body)
@@ -57,6 +66,7 @@ func TestDecodeTruncated(t *testing.T) {
 }
 
 func TestDecodeAllocs(t *testing.T) {
+	infoBody, playersBody, _ := bodies(t)
 	pairs := make([]Pair, 0, 8)
 	if n := testing.AllocsPerRun(100, func() { pairs, _ = DecodeInfo(pairs[:0], infoBody) }); n != 0 {
 		t.Fatalf("info: got %v allocations, want 0", n)
@@ -68,9 +78,19 @@ func TestDecodeAllocs(t *testing.T) {
 	}
 }
 
+func BenchmarkDecodeTable(b *testing.B) {
+	_, playersBody, _ := bodies(b)
+	var tb Table
+	b.ReportAllocs()
+	b.SetBytes(int64(len(playersBody)))
+	for b.Loop() {
+		_ = tb.Decode(playersBody)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
-	for _, b := range [][]byte{infoBody, playersBody, teamsBody} {
-		f.Add(AppendAnswer(nil, 1, b))
+	for _, v := range testutil.ReadVectors(f, testutil.VectorFile) {
+		f.Add(v.Bytes)
 	}
 	f.Fuzz(func(t *testing.T, d []byte) {
 		_, body, ok := Answer(d)
