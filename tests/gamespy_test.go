@@ -142,7 +142,6 @@ func TestGameSpy2AgainstGamedig(t *testing.T) {
 	f := testutil.DefaultGameSpyFixture()
 	addr := testutil.ServeGameSpy2(t, f)
 	st := gamespyAgainstGamedig(t, "gamespy2", "", "halo", addr, f)
-	qstatAgrees(t, "-gs2", addr, st)
 	if st.Players[2].Raw["score"] != -2.0 || st.Players[1].Raw["team"] != 1.0 {
 		t.Errorf("players' raw: %+v", st.Players)
 	}
@@ -150,6 +149,16 @@ func TestGameSpy2AgainstGamedig(t *testing.T) {
 	if len(teams) != 2 {
 		t.Errorf("raw.teams: %v", st.Raw["teams"])
 	}
+	qstatAgrees(t, "-gs2", addr, st)
+
+	// America's Army (gamename armygame) colours its names with Unreal
+	// 2's ESC codes, which GameDig removes.
+	army := f
+	army.GameName = "armygame"
+	army.Hostname, army.Players = "\x1bÿ\x01\x01Army\x1b Arena", slices.Clone(f.Players)
+	army.Players[0].Name = "\x1b\x01ÿ\x01Renée"
+	f.Hostname = "Armyena" // ESC and the three characters after it go, as GameDig reads it
+	gamespyAgainstGamedig(t, "gamespy2", "", "americasarmy", testutil.ServeGameSpy2(t, army), f)
 }
 
 // qstatAgrees asks qstat (quakestat with kind, such as -gps or -gs2) about

@@ -161,9 +161,49 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 		return nil, query.Upstream(address, err)
 	}
 	raw["teams"] = teams
+	if raw["gamename"] == "armygame" {
+		stripArmyColours(st)
+	}
 	st.SetAddress(address, gamePort)
 	return st, nil
 }
+
+// stripArmyColours removes America's Army's colour codes (Unreal 2's: ESC
+// and three bytes of colour) and the other control characters below ESC
+// from the name, the map, the text values of raw and the players' names,
+// as GameDig does for the games whose gamename is armygame.
+func stripArmyColours(st *query.Status) {
+	st.Name, st.Map = stripColours(st.Name), stripColours(st.Map)
+	for k, v := range st.Raw {
+		if s, ok := v.(string); ok {
+			st.Raw[k] = stripColours(s)
+		}
+	}
+	for i := range st.Players {
+		st.Players[i].Name = stripColours(st.Players[i].Name)
+	}
+}
+
+// stripColours removes each ESC followed by three characters other than
+// line breaks, and each character from U+0000 to U+001A.
+func stripColours(s string) string {
+	r := []rune(s)
+	out := make([]rune, 0, len(r))
+	for i := 0; i < len(r); i++ {
+		switch {
+		case r[i] == 0x1b && i+3 < len(r) && !slices.ContainsFunc(r[i+1:i+4], isLineBreak):
+			i += 3
+		case r[i] <= 0x1a:
+		default:
+			out = append(out, r[i])
+		}
+	}
+	return string(out)
+}
+
+// isLineBreak reports whether r is a line terminator, which JavaScript's
+// . does not match.
+func isLineBreak(r rune) bool { return r == '\n' || r == '\r' || r == 0x2028 || r == 0x2029 }
 
 // ReadOnlyCommands returns raw: it only reads the server's state.
 func (p *QueryProtocol) ReadOnlyCommands() []string { return []string{"raw"} }

@@ -31,6 +31,8 @@ type GameSpyFixture struct {
 	Password                         bool
 	Players                          []GameSpyPlayer
 	Teams                            [2]string
+	// GameName, if set, is GameSpy 2's gamename key.
+	GameName string
 	// UTF8 sends text as UTF-8 (Minecraft's enable-query) instead of
 	// Windows-1252.
 	UTF8 bool
@@ -190,7 +192,11 @@ func ServeGameSpy2(t testing.TB, f GameSpyFixture) netip.AddrPort {
 			body = z(body, []byte("hostname"), w1252(f.Hostname), []byte("gamever"), []byte(f.Version),
 				[]byte("mapname"), w1252(f.Map), []byte("gametype"), []byte(f.GameType),
 				[]byte("numplayers"), []byte(strconv.Itoa(len(f.Players))), []byte("maxplayers"), []byte(strconv.Itoa(f.MaxPlayers)),
-				[]byte("hostport"), []byte(strconv.Itoa(f.HostPort)), []byte("password"), []byte(flag(f.Password)), nil, nil)
+				[]byte("hostport"), []byte(strconv.Itoa(f.HostPort)), []byte("password"), []byte(flag(f.Password)))
+			if f.GameName != "" {
+				body = z(body, []byte("gamename"), []byte(f.GameName))
+			}
+			body = z(body, nil, nil)
 		}
 		if req[8] == 0xFF {
 			body = z(append(body, 0, byte(len(f.Players))), []byte("player_"), []byte("score_"), []byte("ping_"), []byte("team_"), nil)
