@@ -213,3 +213,36 @@ func qstatAgrees(t *testing.T, kind string, addr netip.AddrPort, st *query.Statu
 		}
 	}
 }
+
+// Just Cause 2 Multiplayer's variant: one datagram, the game's own player
+// list with Steam IDs, UTF-8 text; gamegate's jc2mp reads what GameDig's
+// jc2mp reads.
+func TestJC2MPAgainstGamedig(t *testing.T) {
+	players := []testutil.JC2MPPlayer{{Name: "Rico ✓", SteamID: "76561198000000001", Ping: 40}, {Name: "Sheldon", SteamID: "76561198000000002", Ping: 300}}
+	addr := testutil.ServeJC2MP(t, "Panau Ünited", "0.2.3.2", 32, players)
+	gate := startQueryGate(t, fmt.Sprintf(`
+			server jc %s jc2mp
+			query_timeout 10s`, addr))
+	r := request(t, "GET", gate+"/query/jc")
+	if r.status != 200 {
+		t.Fatalf("GET /query/jc: %d %s", r.status, r.body)
+	}
+	t.Logf("gamegate: %s", r.body)
+	out := testutil.RunNode(t, 30*time.Second, "node_modules/gamedig/bin/gamedig.js", "--type", "jc2m", "--givenPortOnly", addr.String())
+	t.Logf("gamedig --type jc2m: %s", out)
+	compareGamedig(t, "jc2mp fixture: gamegate against gamedig "+testutil.NpmVersion(t, "gamedig")+" --type jc2m", []byte(r.body), out, nil)
+	var st query.Status
+	var gd struct{ Raw map[string]any }
+	if err := json.Unmarshal([]byte(r.body), &st); err != nil || json.Unmarshal(out, &gd) != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	ours, _ := json.Marshal(st.Raw)
+	theirs, _ := json.Marshal(gd.Raw)
+	if string(ours) != string(theirs) {
+		t.Errorf("raw: gamegate %s, gamedig %s", ours, theirs)
+	}
+	if st.Name != "Panau Ünited" || st.Version != "0.2.3.2" || len(st.Players) != 2 || st.Players[0].Name != "Rico ✓" ||
+		st.Players[1].Raw["steamid"] != "76561198000000002" || st.Players[1].Raw["ping"] != 300.0 || st.Raw["numPlayers2"] != 2.0 {
+		t.Errorf("gamegate read %+v", st)
+	}
+}

@@ -47,6 +47,20 @@ func (c *Config) NewProtocol() (query.Protocol, error) {
 	return &QueryProtocol{UDPExchange: c.Exchange(), Budget: c.Budget, UTF8: c.Encoding == "utf-8"}, nil
 }
 
+// JC2MPConfig is the configuration of Just Cause 2 Multiplayer's query
+// (gamegate.query.jc2mp, game_query's jc2mp; GameDig's jc2mp): GameSpy 3
+// with the game's own player list (names, Steam IDs, pings) in one
+// datagram, its text UTF-8. Command: raw.
+type JC2MPConfig struct {
+	// attempt_timeout and retries.
+	query.Attempts
+}
+
+// NewProtocol builds the protocol.
+func (c *JC2MPConfig) NewProtocol() (query.Protocol, error) {
+	return &QueryProtocol{UDPExchange: c.Exchange(), JC2MP: true, UTF8: true}, nil
+}
+
 // QueryProtocol is GameSpy 3 as a query.Protocol.
 type QueryProtocol struct {
 	query.UDPExchange
@@ -54,11 +68,19 @@ type QueryProtocol struct {
 	Budget query.Budget
 	// UTF8 reads text as UTF-8 instead of Windows-1252.
 	UTF8 bool
-	Now  func() time.Time
+	// JC2MP asks and reads Just Cause 2 Multiplayer's variant: its own
+	// player list, in the first datagram of the answer alone.
+	JC2MP bool
+	Now   func() time.Time
 }
 
-// Name returns "gamespy3".
-func (p *QueryProtocol) Name() string { return "gamespy3" }
+// Name returns "gamespy3", or "jc2mp".
+func (p *QueryProtocol) Name() string {
+	if p.JC2MP {
+		return "jc2mp"
+	}
+	return "gamespy3"
+}
 
 // ask gets the challenge, then the status's parts in order.
 func (p *QueryProtocol) ask(ctx context.Context, address string) ([][]byte, time.Duration, error) {
@@ -82,7 +104,11 @@ func (p *QueryProtocol) ask(ctx context.Context, address string) ([][]byte, time
 	parts := map[int][]byte{}
 	total := 0
 	var spent query.Spent
-	err = p.Exchange(ctx, address, wiregs3.AppendRequest(nil, wiregs3.TypeStatus, session, challenge, challenge != 0), func(d []byte) (bool, error) {
+	req := wiregs3.AppendRequest(nil, wiregs3.TypeStatus, session, challenge, challenge != 0)
+	if p.JC2MP {
+		req = wiregs3.AppendJC2MPRequest(nil, session, challenge, challenge != 0)
+	}
+	err = p.Exchange(ctx, address, req, func(d []byte) (bool, error) {
 		if typ, s, ok := wiregs3.Peek(d); !ok || typ != wiregs3.TypeStatus || s != session {
 			return false, nil
 		}
@@ -95,6 +121,9 @@ func (p *QueryProtocol) ask(ctx context.Context, address string) ([][]byte, time
 		}
 		if err := p.Budget.Spend(&spent, len(body)); err != nil {
 			return false, err
+		}
+		if p.JC2MP { // its part numbers mean nothing: the first is the answer
+			n, last = 0, true
 		}
 		parts[n] = slices.Clone(body)
 		if last {
@@ -127,12 +156,52 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	if err != nil {
 		return nil, err
 	}
+	read := p.readColumns
+	if p.JC2MP {
+		read = p.readJC2MP
+	}
+	raw, players, err := read(parts)
+	if err != nil {
+		return nil, query.Upstream(address, err)
+	}
+	st := &query.Status{Protocol: p.Name(), Ping: rtt.Milliseconds(), Players: players, Bots: []query.Player{}, Raw: raw}
+	s := func(k string) (string, bool) { v, ok := raw[k].(string); return v, ok }
+	if v, ok := s("hostname"); ok {
+		st.Name = v
+	} else if v, ok := s("servername"); ok {
+		st.Name = v
+	}
+	st.Map, _ = s("mapname")
+	st.Password = raw["password"] == "1"
+	if v, ok := s("maxplayers"); ok {
+		st.MaxPlayers = query.ParseInt(v)
+	}
+	gamePort := 0
+	if v, ok := s("hostport"); ok {
+		gamePort = query.ParseInt(v)
+	}
+	st.Version, _ = s("gamever")
+	if p.JC2MP {
+		st.Version, _ = s("version")
+	}
+	if v, ok := s("numplayers"); ok {
+		st.NumPlayers = query.ParseInt(v)
+	} else {
+		st.NumPlayers = len(st.Players)
+	}
+	st.SetAddress(address, gamePort)
+	return st, nil
+}
+
+// readColumns reads the parts' keys and columns: raw, with the columns
+// by item type under playerTeamInfo, and the players' column.
+func (p *QueryProtocol) readColumns(parts [][]byte) (map[string]any, []query.Player, error) {
 	raw := map[string]any{}
 	info := map[string][]map[string]any{} // playerTeamInfo by item type
 	var body wiregs3.Body
 	for i, part := range parts {
 		if err := body.Decode(part, i == 0); err != nil {
-			return nil, query.Upstream(address, err)
+			return nil, nil, err
 		}
 		for _, kv := range body.Pairs {
 			raw[p.text(kv.Key)] = p.text(kv.Value)
@@ -153,23 +222,7 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 			info[itemType] = items
 		}
 	}
-	st := &query.Status{Protocol: "gamespy3", Ping: rtt.Milliseconds(), Players: []query.Player{}, Bots: []query.Player{}}
-	s := func(k string) (string, bool) { v, ok := raw[k].(string); return v, ok }
-	if v, ok := s("hostname"); ok {
-		st.Name = v
-	} else if v, ok := s("servername"); ok {
-		st.Name = v
-	}
-	st.Map, _ = s("mapname")
-	st.Password = raw["password"] == "1"
-	if v, ok := s("maxplayers"); ok {
-		st.MaxPlayers = query.ParseInt(v)
-	}
-	gamePort := 0
-	if v, ok := s("hostport"); ok {
-		gamePort = query.ParseInt(v)
-	}
-	st.Version, _ = s("gamever")
+	players := []query.Player{}
 	for _, item := range info[""] {
 		pl := map[string]any{}
 		name := ""
@@ -184,17 +237,29 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 			}
 			pl[k] = v
 		}
-		st.Players = append(st.Players, query.Player{Name: name, Raw: pl})
+		players = append(players, query.Player{Name: name, Raw: pl})
 	}
 	raw["playerTeamInfo"] = info
-	st.Raw = raw
-	if v, ok := s("numplayers"); ok {
-		st.NumPlayers = query.ParseInt(v)
-	} else {
-		st.NumPlayers = len(st.Players)
+	return raw, players, nil
+}
+
+// readJC2MP reads Just Cause 2 Multiplayer's answer: its keys, its player
+// count as raw.numPlayers2 and its players with their Steam IDs and
+// pings, as GameDig's jc2mp reads them (with an empty playerTeamInfo).
+func (p *QueryProtocol) readJC2MP(parts [][]byte) (map[string]any, []query.Player, error) {
+	var d wiregs3.JC2MP
+	if err := d.Decode(parts[0]); err != nil {
+		return nil, nil, err
 	}
-	st.SetAddress(address, gamePort)
-	return st, nil
+	raw := map[string]any{"playerTeamInfo": map[string]any{}, "numPlayers2": int(d.NumPlayers)}
+	for _, kv := range d.Pairs {
+		raw[p.text(kv.Key)] = p.text(kv.Value)
+	}
+	players := make([]query.Player, len(d.Players))
+	for i, pl := range d.Players {
+		players[i] = query.Player{Name: p.text(pl.Name), Raw: map[string]any{"steamid": p.text(pl.SteamID), "ping": int(pl.Ping)}}
+	}
+	return raw, players, nil
 }
 
 // ReadOnlyCommands returns raw: it only reads the server's state.
@@ -205,4 +270,7 @@ func (p *QueryProtocol) Command(ctx context.Context, address, command string, ar
 	return query.StatusRawCommand(ctx, p, address, command, args)
 }
 
-var _ query.ProtocolConfig = (*Config)(nil)
+var (
+	_ query.ProtocolConfig = (*Config)(nil)
+	_ query.ProtocolConfig = (*JC2MPConfig)(nil)
+)

@@ -213,3 +213,39 @@ func ServeGameSpy2(t testing.TB, f GameSpyFixture) netip.AddrPort {
 		return [][]byte{append(append([]byte{0}, req[3:7]...), body...)}
 	})
 }
+
+// JC2MPPlayer is a Just Cause 2 Multiplayer player of the fixture.
+type JC2MPPlayer struct {
+	Name, SteamID string
+	Ping          uint16
+}
+
+// ServeJC2MP answers Just Cause 2 Multiplayer's GameSpy 3 variant: the
+// challenge 9513307, then, to a status request with it and the payload
+// FF FF FF 02, one datagram (its split header says part 5, which the
+// game's clients ignore) of keys and values in UTF-8, a 16-bit player
+// count and each player's name, Steam ID and 16-bit ping.
+func ServeJC2MP(t testing.TB, hostname, version string, maxPlayers int, players []JC2MPPlayer) netip.AddrPort {
+	const challenge = 9513307
+	return ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		if len(req) < 7 || req[0] != 0xFE || req[1] != 0xFD {
+			return nil
+		}
+		if req[2] == 0x09 {
+			return [][]byte{append(append(append([]byte(nil), req[2:7]...), strconv.Itoa(challenge)...), 0)}
+		}
+		if req[2] != 0 || len(req) != 15 || binary.BigEndian.Uint32(req[7:11]) != challenge || req[14] != 0x02 {
+			return nil
+		}
+		b := append(append([]byte{0}, req[3:7]...), "splitnum\x00\x85\x00"...)
+		for _, kv := range [][2]string{{"hostname", hostname}, {"version", version}, {"maxplayers", strconv.Itoa(maxPlayers)},
+			{"numplayers", strconv.Itoa(len(players))}, {"password", "0"}} {
+			b = append(append(append(append(b, kv[0]...), 0), kv[1]...), 0)
+		}
+		b = binary.BigEndian.AppendUint16(append(b, 0), uint16(len(players)))
+		for _, p := range players {
+			b = binary.BigEndian.AppendUint16(append(append(append(append(b, p.Name...), 0), p.SteamID...), 0), p.Ping)
+		}
+		return [][]byte{b}
+	})
+}

@@ -42,6 +42,15 @@ func AppendRequest(b []byte, typ byte, session uint32, challenge int32, hasChall
 	return b
 }
 
+// AppendJC2MPRequest appends a full status request as Just Cause 2
+// Multiplayer asks it: its last payload byte 02 asks that game's own
+// player list instead of the columns.
+func AppendJC2MPRequest(b []byte, session uint32, challenge int32, hasChallenge bool) []byte {
+	b = AppendRequest(b, TypeStatus, session, challenge, hasChallenge)
+	b[len(b)-1] = 0x02
+	return b
+}
+
 // Peek returns an answer's type and session ID: the cheap test of whose
 // answer a datagram is.
 func Peek(b []byte) (typ byte, session uint32, ok bool) {
@@ -113,6 +122,44 @@ type Body struct {
 	Values [][]byte
 }
 
+// JC2MPPlayer is one player of Just Cause 2 Multiplayer's list; the
+// strings alias the body.
+type JC2MPPlayer struct {
+	Name, SteamID []byte
+	Ping          uint16
+}
+
+// JC2MP is Just Cause 2 Multiplayer's answer body: the keys and values,
+// then a 16-bit player count and the players.
+type JC2MP struct {
+	Pairs      []Pair
+	NumPlayers uint16
+	Players    []JC2MPPlayer
+}
+
+// Decode reads a JC2MP body, reusing d's slices; a player cut short ends
+// the list.
+func (d *JC2MP) Decode(body []byte) error {
+	d.Pairs, d.Players, d.NumPlayers = d.Pairs[:0], d.Players[:0], 0
+	r := wire.NewReader(body)
+	var err error
+	if d.Pairs, err = decodePairs(&r, d.Pairs); err != nil {
+		return err
+	}
+	d.NumPlayers = r.U16BE("players")
+	for r.Len() > 0 {
+		p := JC2MPPlayer{Name: r.CString("name"), SteamID: r.CString("steam id"), Ping: r.U16BE("ping")}
+		if r.Err() != nil {
+			break
+		}
+		if len(d.Players) == MaxItems {
+			return wire.NewDecodeError("players", r.Offset(), wire.ErrTooLong)
+		}
+		d.Players = append(d.Players, p)
+	}
+	return nil
+}
+
 // ColumnValues returns c's values.
 func (d *Body) ColumnValues(c Column) [][]byte { return d.Values[c.First : c.First+c.Count] }
 
@@ -122,23 +169,13 @@ func (d *Body) ColumnValues(c Column) [][]byte { return d.Values[c.First : c.Fir
 func (d *Body) Decode(body []byte, first bool) error {
 	d.Pairs, d.Columns, d.Values = d.Pairs[:0], d.Columns[:0], d.Values[:0]
 	r := wire.NewReader(body)
-	items := 0
 	if first {
-		for r.Len() > 0 {
-			k := r.CString("key")
-			if len(k) == 0 {
-				break
-			}
-			v := r.CString("value")
-			for isUT3Key(v) && r.Len() > 0 { // UT3 sends some keys without values
-				v = r.CString("value")
-			}
-			if items++; items > MaxItems {
-				return wire.NewDecodeError("pairs", r.Offset(), wire.ErrTooLong)
-			}
-			d.Pairs = append(d.Pairs, Pair{k, v})
+		var err error
+		if d.Pairs, err = decodePairs(&r, d.Pairs); err != nil {
+			return err
 		}
 	}
+	items := len(d.Pairs)
 	for r.Len() > 0 && r.Err() == nil {
 		if rest := r.Rest(); rest[0] <= 2 {
 			r = wire.NewReader(rest[1:])
@@ -165,6 +202,26 @@ func (d *Body) Decode(body []byte, first bool) error {
 		d.Columns = append(d.Columns, c)
 	}
 	return nil
+}
+
+// decodePairs appends the keys and values r reads to pairs, up to an
+// empty key.
+func decodePairs(r *wire.Reader, pairs []Pair) ([]Pair, error) {
+	for r.Len() > 0 {
+		k := r.CString("key")
+		if len(k) == 0 {
+			break
+		}
+		v := r.CString("value")
+		for isUT3Key(v) && r.Len() > 0 { // UT3 sends some keys without values
+			v = r.CString("value")
+		}
+		if len(pairs) == MaxItems {
+			return pairs, wire.NewDecodeError("pairs", r.Offset(), wire.ErrTooLong)
+		}
+		pairs = append(pairs, Pair{k, v})
+	}
+	return pairs, nil
 }
 
 // isUT3Key reports whether v is "p" and digits, a key UT3 sends where a

@@ -80,6 +80,23 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+func TestDecodeJC2MP(t *testing.T) {
+	body := []byte("hostname\x00JC\x00version\x000.2\x00\x00\x00\x02Ann\x00765611\x00\x00\x28Bo\x00765612\x00\x01\x00")
+	var d JC2MP
+	if err := d.Decode(body); err != nil || len(d.Pairs) != 2 || d.NumPlayers != 2 || len(d.Players) != 2 ||
+		string(d.Players[1].SteamID) != "765612" || d.Players[1].Ping != 256 || d.Players[0].Ping != 40 {
+		t.Fatalf("got %+v (%v)", d, err)
+	}
+	for n := range len(body) {
+		if d.Decode(body[:n]) != nil || len(d.Players) > 2 {
+			t.Fatalf("[:%d]: %+v", n, d)
+		}
+	}
+	if req := AppendJC2MPRequest(nil, 7, 5, true); !bytes.Equal(req[len(req)-4:], []byte{0xFF, 0xFF, 0xFF, 0x02}) {
+		t.Fatalf("request % x", req)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	for _, v := range testutil.ReadVectors(f, testutil.VectorFile) {
 		f.Add(v.Bytes)
@@ -90,6 +107,8 @@ func FuzzDecode(f *testing.F) {
 			var b Body
 			_ = b.Decode(body, true)
 			_ = b.Decode(body, false)
+			var j JC2MP
+			_ = j.Decode(body)
 		}
 	})
 }
