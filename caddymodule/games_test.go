@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"bytes"
+	q3 "github.com/gamegate/gamegate/handlers/quake3"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,7 +135,7 @@ func TestGameTokensAndProtocolsAgree(t *testing.T) {
 // not be set up on its defaults 501 saying so; an allowed one gets its
 // protocol and its port rules.
 func TestAdHocGamesAnswers(t *testing.T) {
-	quake3 := new(QueryQuake3)
+	quake3 := new(q3.QueryProtocol)
 	for _, c := range []struct {
 		id        string
 		allowed   map[string]bool

@@ -86,3 +86,18 @@ func TestReaderRangeChecks(t *testing.T) {
 		t.Fatalf("got %d (%v), want %d", got, r.Err(), want)
 	}
 }
+
+func TestWindows1252RoundTrip(t *testing.T) {
+	for _, s := range []string{"plain", "Café ©", "€5 – “quoted” ™ Ÿ", "Ça va"} {
+		b := EncodeWindows1252(nil, s)
+		if got := string(AppendWindows1252(nil, b)); got != s {
+			t.Errorf("got %q, want %q", got, s)
+		}
+	}
+	if got := string(AppendWindows1252(nil, []byte{0x81, 0xE9, 0x80})); got != "\uFFFDé€" {
+		t.Errorf("got %q, want \uFFFDé€", got)
+	}
+	if got := EncodeWindows1252(nil, "日"); string(got) != "?" {
+		t.Errorf("got %q, want ?", got)
+	}
+}
