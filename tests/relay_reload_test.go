@@ -2,6 +2,8 @@ package tests
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +67,55 @@ func TestRelayReloadLosesNothing(t *testing.T) {
 		t.Fatalf("bindings after %d reloads: got %v, want 2", tries, n)
 	}
 	t.Logf("%d reloads under relay traffic: %d messages, none lost, no reply failed to send", tries, sent)
+}
+
+// A configuration that fails to start, after the gamegate app attached it
+// to the running one's sockets (its second address is another process's),
+// gives them back: the running configuration serves on, and relay traffic
+// through the failed reload loses nothing.
+func TestRelayFailedReloadLosesNothing(t *testing.T) {
+	env := startUDPApp(t, "")
+	_, joiner, hostAlloc := env.echoingPair(t)
+	taken, err := net.ListenPacket("udp", testutil.FreeUDPAddr(t)) // without SO_REUSEPORT: another process's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	// The second udp block, after the relay's: the relay's address is
+	// attached when the start fails.
+	failing := strings.Replace(env.cfg, "\t}\n}\nhttp://", "\t\tudp "+taken.LocalAddr().String()+" {\n\t\t\tqos\n\t\t}\n\t}\n}\nhttp://", 1)
+	if failing == env.cfg {
+		t.Fatal("the configuration has no gamegate block to add a udp block to")
+	}
+	relayed := func() float64 {
+		return env.caddy.MustMetric(t, `gamegate_relay_datagrams_total{outcome="relayed"}`)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	type result struct {
+		res *relay.EchoResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := relay.Echo(ctx, joiner, hostAlloc.ID, relay.EchoConfig{Size: 64, Window: 32, LossTimeout: 2 * time.Second})
+		done <- result{res, err}
+	}()
+	for i := range 5 {
+		before := relayed()
+		testutil.WaitFor(t, "traffic before the reload", func() bool { return relayed() >= before+500 })
+		if err := env.caddy.LoadFailing(t, failing); !strings.Contains(err.Error(), "another process") {
+			t.Fatalf("reload %d: %v, want the address in use by another process", i, err)
+		}
+	}
+	after := relayed()
+	testutil.WaitFor(t, "traffic after the failed reloads", func() bool { return relayed() >= after+500 })
+	stop()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.res.Lost > 0 {
+		t.Fatalf("5 failed reloads under relay traffic: %d of %d messages lost", r.res.Lost, r.res.Sent)
+	}
+	t.Logf("5 failed reloads under relay traffic: %d messages, none lost", r.res.Sent)
 }
