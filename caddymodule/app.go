@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"runtime"
@@ -37,9 +38,10 @@ type App struct {
 	// The UDP servers.
 	UDP []*UDPServer `json:"udp,omitempty"`
 
-	ctx    caddy.Context
-	held   []string // the addresses Start counted in heldUDP
-	logger *zap.Logger
+	ctx      caddy.Context
+	held     []string           // the addresses Start counted in heldUDP
+	attached []attachedEndpoint // by Start, for Stop to detach
+	logger   *zap.Logger
 }
 
 // UDPServer serves protocols on UDP addresses.
@@ -322,11 +324,14 @@ func (s *UDPServer) listenAddresses(i int) ([]caddy.NetworkAddress, error) {
 	return addrs, nil
 }
 
-// Start opens each address's sockets through Caddy's listeners (a reload
-// opens its own SO_REUSEPORT sockets beside the old ones before those
-// close, so the port never stops answering) and starts the readers. Each
-// address logs one line when its readers serve: its protocols, readers, and
-// the socket buffers asked and granted (the smallest of its sockets').
+// Start serves each address through its endpoint: the sockets and
+// readers of the address, which outlive configurations. A reload finds
+// the endpoint the running configuration serves through and attaches the
+// new server to it, so the sockets stay open and nothing queued in them is
+// lost; the first configuration to serve an address opens its sockets
+// through Caddy's listeners. Each address logs one line when its readers
+// serve: its protocols, readers, and the socket buffers asked and granted
+// (the smallest of its sockets').
 func (a *App) Start() error {
 	for _, s := range a.UDP {
 		for _, na := range s.addrs {
@@ -335,33 +340,23 @@ func (a *App) Start() error {
 					_ = a.Stop()
 					return err
 				}
-				var granted dgram.Buffers
-				var local net.Addr
-				for i := range s.Readers {
-					ln, err := na.Listen(a.ctx, port, net.ListenConfig{})
-					if err != nil {
-						_ = a.Stop()
-						return fmt.Errorf("listening on %s: %w", na, err)
-					}
-					pc, ok := ln.(net.PacketConn)
-					if !ok {
-						_ = a.Stop()
-						return fmt.Errorf("%s is not a packet listener", na)
-					}
-					b, err := s.server.SizeBuffers(pc)
-					if err != nil {
-						pc.Close()
-						_ = a.Stop()
-						return fmt.Errorf("%s: %w", na, err)
-					}
-					if i == 0 {
-						granted, local = b, pc.LocalAddr()
-					}
-					granted.Read, granted.Write = min(granted.Read, b.Read), min(granted.Write, b.Write)
-					go a.serve(s.server, pc)
+				key := endpointKey{address: heldKey(na, port), readers: s.Readers, batch: s.Batch}
+				v, loaded, err := udpEndpoints.LoadOrNew(key, func() (caddy.Destructor, error) {
+					return a.openEndpoint(s, na, port)
+				})
+				if err != nil {
+					_ = a.Stop()
+					return err
 				}
-				a.logger.Info("serving UDP", zap.Stringer("address", local), zap.Strings("protocols", s.protocols),
-					zap.Int("readers", s.Readers), zap.Int("batch", s.Batch),
+				ep := v.(*sharedEndpoint)
+				granted := ep.granted
+				if loaded {
+					granted = ep.SetBuffers(s.ReadBuffer, s.WriteBuffer)
+				}
+				ep.Attach(s.server)
+				a.attached = append(a.attached, attachedEndpoint{key, ep, s.server})
+				a.logger.Info("serving UDP", zap.Stringer("address", ep.local), zap.Strings("protocols", s.protocols),
+					zap.Int("readers", s.Readers), zap.Int("batch", s.Batch), zap.Bool("handed_over", loaded),
 					zap.Int("read_buffer", s.ReadBuffer), zap.Int("read_buffer_granted", granted.Read),
 					zap.Int("write_buffer", s.WriteBuffer), zap.Int("write_buffer_granted", granted.Write))
 			}
@@ -370,10 +365,70 @@ func (a *App) Start() error {
 	return nil
 }
 
-func (a *App) serve(s *dgram.Server, pc net.PacketConn) {
-	if err := s.Serve(pc); err != nil && !errors.Is(err, dgram.ErrServerClosed) {
-		a.logger.Error("UDP reader stopped on a socket error; the socket is closed and the port's other readers serve on", zap.Stringer("address", pc.LocalAddr()), zap.Error(err))
+// udpEndpoints holds the endpoint of each address this process serves,
+// with how it is read: a reload that keeps an address's readers and batch
+// keeps its sockets.
+var udpEndpoints = caddy.NewUsagePool()
+
+// endpointKey names an endpoint: the address (heldKey) and how its
+// sockets are read. A reload that changes readers or batch opens new
+// sockets beside the old ones, which close with the old configuration.
+type endpointKey struct {
+	address        string
+	readers, batch int
+}
+
+// sharedEndpoint is an endpoint in udpEndpoints.
+type sharedEndpoint struct {
+	*dgram.Endpoint
+	local   net.Addr
+	granted dgram.Buffers // by the sockets when opened
+}
+
+// Destruct closes the endpoint's sockets once no configuration serves
+// through it.
+func (e *sharedEndpoint) Destruct() error { return e.Close() }
+
+// attachedEndpoint is an endpoint a configuration's server is attached to.
+type attachedEndpoint struct {
+	key    endpointKey
+	ep     *sharedEndpoint
+	server *dgram.Server
+}
+
+// openEndpoint opens s's readers' sockets on na at port offset, each
+// read by a reader of a new endpoint.
+func (a *App) openEndpoint(s *UDPServer, na caddy.NetworkAddress, port uint) (*sharedEndpoint, error) {
+	ep := &sharedEndpoint{Endpoint: dgram.NewEndpoint(dgram.EndpointConfig{
+		Batch: s.Batch, ReadBuffer: s.ReadBuffer, WriteBuffer: s.WriteBuffer,
+		Logger: a.logger.With(zap.String("address", na.JoinHostPort(port))),
+	})}
+	for i := range s.Readers {
+		ln, err := na.Listen(a.ctx, port, net.ListenConfig{})
+		if err != nil {
+			ep.Close()
+			return nil, fmt.Errorf("listening on %s: %w", na, err)
+		}
+		pc, ok := ln.(net.PacketConn)
+		if !ok {
+			if c, ok := ln.(io.Closer); ok {
+				c.Close()
+			}
+			ep.Close()
+			return nil, fmt.Errorf("%s is not a packet listener", na)
+		}
+		local := pc.LocalAddr()
+		b, err := ep.Add(pc)
+		if err != nil {
+			ep.Close()
+			return nil, fmt.Errorf("%s: %w", na, err)
+		}
+		if i == 0 {
+			ep.granted, ep.local = b, local
+		}
+		ep.granted.Read, ep.granted.Write = min(ep.granted.Read, b.Read), min(ep.granted.Write, b.Write)
 	}
+	return ep, nil
 }
 
 // heldUDP counts, per UDP address, this process's running configurations
@@ -384,16 +439,23 @@ var heldUDP = struct {
 	n map[string]int
 }{n: make(map[string]int)}
 
+// heldKey names the address na serves at port offset: its network and
+// resolved address.
+func heldKey(na caddy.NetworkAddress, port uint) string {
+	hostport := na.JoinHostPort(port)
+	if ua, err := net.ResolveUDPAddr(na.Network, hostport); err == nil {
+		return na.Network + "/" + ua.String()
+	}
+	return na.Network + "/" + hostport
+}
+
 // hold counts the address na serves at port offset as this process's and,
 // when no configuration of this process serves it yet, refuses it if
 // another process does: with SO_REUSEPORT both would bind it, and each
 // would get part of its datagrams.
 func (a *App) hold(na caddy.NetworkAddress, port uint) error {
 	hostport := na.JoinHostPort(port)
-	key := na.Network + "/" + hostport
-	if ua, err := net.ResolveUDPAddr(na.Network, hostport); err == nil {
-		key = na.Network + "/" + ua.String()
-	}
+	key := heldKey(na, port)
 	heldUDP.Lock()
 	defer heldUDP.Unlock()
 	if heldUDP.n[key] == 0 {
@@ -409,8 +471,19 @@ func (a *App) hold(na caddy.NetworkAddress, port uint) error {
 	return nil
 }
 
-// Stop stops the readers and closes the sockets.
+// Stop detaches the servers from their endpoints, returning once no
+// reader serves a datagram with them, and closes each endpoint no other
+// configuration serves through (a reload's new one has attached itself
+// already, and serves on).
 func (a *App) Stop() error {
+	var errs []error
+	for _, at := range a.attached {
+		at.ep.Detach(at.server)
+		if _, err := udpEndpoints.Delete(at.key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.attached = nil
 	heldUDP.Lock()
 	for _, key := range a.held {
 		if heldUDP.n[key]--; heldUDP.n[key] <= 0 {
@@ -419,12 +492,6 @@ func (a *App) Stop() error {
 	}
 	heldUDP.Unlock()
 	a.held = nil
-	var errs []error
-	for _, s := range a.UDP {
-		if s.server != nil {
-			errs = append(errs, s.server.Close())
-		}
-	}
 	return errors.Join(errs...)
 }
 

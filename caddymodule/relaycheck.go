@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -27,7 +28,10 @@ the joiner's messages are echoed by the host back through the relay.
 
 Prints the relay, the allocation IDs, the time to allocate, bind and
 connect, and round-trip latency (p50/p95/p99) and loss, or JSON with --json.
-Exits with status 1 if any message was lost.
+A message whose echo has not come 2 s after it was sent (a third of
+--timeout if that is less) is lost, and the next one takes its place.
+Exits with status 1 if any message was lost, or if --timeout ended the
+check before every message was sent.
 
 The API token can come from the GAMEGATE_RELAY_TOKEN environment variable.`,
 		CobraFunc: func(cmd *cobra.Command) {
@@ -75,11 +79,35 @@ func cmdRelayCheck(fl caddycmd.Flags) (int, error) {
 		fmt.Printf("allocations    host %s, joiner %s (join code %s)\n", res.HostID, res.JoinerID, res.JoinCode)
 		fmt.Printf("setup          allocate+join %v, bind %v, connect %v\n",
 			res.AllocateTime.Round(time.Microsecond), res.BindTime.Round(time.Microsecond), res.ConnectTime.Round(time.Microsecond))
-		fmt.Printf("round trips    %d sent, %d received, %.1f%% lost\n", res.Sent, res.Received, 100*float64(res.Sent-res.Received)/float64(max(res.Sent, 1)))
+		fmt.Printf("round trips    %d sent, %d received, %s lost", res.Sent, res.Received, lossPercent(res.Lost, res.Sent))
+		if res.Lost > 0 {
+			fmt.Printf(" (%d messages, no echo within %v", res.Lost, res.LossTimeout)
+			if res.Late > 0 {
+				fmt.Printf("; %d came later", res.Late)
+			}
+			fmt.Print(")")
+		}
+		fmt.Println()
 		fmt.Printf("latency        p50 %.3fms  p95 %.3fms  p99 %.3fms\n", res.P50ms, res.P95ms, res.P99ms)
 	}
-	if res.Received < res.Sent {
-		return 1, fmt.Errorf("relay-check: %d of %d messages lost", res.Sent-res.Received, res.Sent)
+	switch {
+	case res.Lost > 0:
+		return 1, fmt.Errorf("relay-check: %d of %d messages lost", res.Lost, res.Sent)
+	case res.Sent < res.Messages:
+		return 1, fmt.Errorf("relay-check: --timeout ended the check after %d of %d messages", res.Sent, res.Messages)
 	}
 	return 0, nil
+}
+
+// lossPercent is lost of sent as a percentage that shows any loss: 0.0%
+// only when nothing was lost.
+func lossPercent(lost, sent int) string {
+	if lost == 0 || sent == 0 {
+		return "0.0%"
+	}
+	p := 100 * float64(lost) / float64(sent)
+	if p >= 0.1 {
+		return strconv.FormatFloat(p, 'f', 1, 64) + "%"
+	}
+	return strconv.FormatFloat(p, 'g', 2, 64) + "%"
 }

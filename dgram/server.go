@@ -14,8 +14,9 @@
 // # Transports
 //
 // A Protocol does not know what reads its datagrams. Server is one
-// transport: it reads sockets itself, offers each datagram to each
-// protocol's Match and hands it to the first that matches. Another is a
+// transport: its readers (its own, or those of an Endpoint it is attached
+// to) read sockets, offer each datagram to each protocol's Match and hand
+// it to the first that matches. Another is a
 // caddy-l4 UDP route: caddy-l4 reads the socket and hands each client
 // address's datagrams, one at a time, to that address's goroutine, where an
 // adapter calls ServeDatagram with a Writer from NewWriter over NewConn of
@@ -47,7 +48,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,44 +93,35 @@ func ProtocolAt(v any, listener string) (Protocol, error) {
 	return nil, fmt.Errorf("dgram: %T is not a datagram protocol", v)
 }
 
-// Server reads datagrams from sockets and dispatches each to its protocol.
-// Configure it before the first Serve; it is safe for concurrent use then.
+// Server is what a configuration serves: its protocols, and where its
+// readers count what they read and drop. It reads sockets of its own with
+// Serve, or is attached to an Endpoint whose sockets and readers outlive
+// it (a configuration reload hands them from one Server to the next).
+// Configure it before the first Serve or Attach; it is safe for concurrent
+// use then.
 type Server struct {
 	// Protocols in the order they are offered each datagram.
 	Protocols []Protocol
 	// Batch is how many datagrams one system call reads or writes where
 	// the platform can (recvmmsg and sendmmsg on Linux); 1 reads one at a
-	// time. Default: 32.
+	// time. Serve's; an Endpoint has its own. Default: 32.
 	Batch int
 	// ReadBuffer and WriteBuffer are the socket buffer sizes asked of the
-	// kernel, in bytes; 0 leaves the system's default. The kernel may grant
-	// less (net.core.rmem_max and net.core.wmem_max on Linux): the server
-	// then tries SO_RCVBUFFORCE/SO_SNDBUFFORCE, and logs a warning naming
-	// the sysctl if that fails too.
+	// kernel for the sockets given to Serve, in bytes; 0 leaves the
+	// system's default. See EndpointConfig.
 	ReadBuffer, WriteBuffer int
-	// Stats counts what the server reads and drops; several servers may
-	// share one. Default: a Stats of its own.
+	// Stats counts what the server's readers read and drop; several
+	// servers may share one. Default: a Stats of its own.
 	Stats *Stats
 	// Logger receives warnings and debug messages. Default: none.
 	Logger *zap.Logger
 
 	initOnce sync.Once
-	mu       sync.Mutex
-	conns    map[net.PacketConn]struct{}
-	closing  atomic.Bool
-	readers  sync.WaitGroup
-	// warned says which buffer shortfall (receive, send) has been logged:
-	// once each per server, not once for both.
-	warned [2]atomic.Bool
-	// sized holds the sockets SizeBuffers has sized, so Serve does not
-	// size them again.
-	sized map[*net.UDPConn]bool
-	// newIO makes each reader's I/O; nil: newPacketIO. Tests set it to
-	// make a socket fail.
-	newIO func(conn *net.UDPConn, batch int) packetIO
-	// steerers holds the steering of each address served (steer.go), by
-	// network and address; steerWindow is its window, 0: steerWindow.
-	steerers    map[string]*steerer
+	// own reads the sockets given to Serve.
+	own *Endpoint
+	// newIO makes each reader's I/O of own; nil: newPacketIO. Tests set
+	// it to make a socket fail. steerWindow is own's steering window.
+	newIO       func(conn *net.UDPConn, batch int) packetIO
 	steerWindow time.Duration
 }
 
@@ -148,9 +139,9 @@ func (s *Server) init() {
 		if s.Logger == nil {
 			s.Logger = zap.NewNop()
 		}
-		s.conns = make(map[net.PacketConn]struct{})
-		s.sized = make(map[*net.UDPConn]bool)
-		s.steerers = make(map[string]*steerer)
+		s.own = NewEndpoint(EndpointConfig{Batch: s.Batch, ReadBuffer: s.ReadBuffer, WriteBuffer: s.WriteBuffer, Logger: s.Logger})
+		s.own.newIO, s.own.steerWindow = s.newIO, s.steerWindow
+		s.own.attach(s)
 	})
 }
 
@@ -164,73 +155,34 @@ func (s *Server) init() {
 // (the kernel would keep sending it a share of the port's datagrams).
 func (s *Server) Serve(pc net.PacketConn) error {
 	s.init()
-	conn, err := udpConnOf(pc)
+	r, err := s.own.register(pc)
 	if err != nil {
-		pc.Close()
 		return err
 	}
-	s.mu.Lock()
-	if s.closing.Load() {
-		s.mu.Unlock()
-		pc.Close()
-		return ErrServerClosed
-	}
-	s.conns[pc] = struct{}{}
-	s.readers.Add(1)
-	s.mu.Unlock()
-	defer s.readers.Done()
-
-	s.mu.Lock()
-	sized := s.sized[conn]
-	delete(s.sized, conn)
-	s.mu.Unlock()
-	if !sized {
-		s.sizeBuffers(conn)
-	}
-	r := newReader(s, conn)
-	r.steer = readerSteer{st: s.steererOf(conn, r.io), conn: conn}
-	err = r.run()
-	if r.steer.st != nil {
-		r.steer.st.release(conn) // while conn is open: the last detaches
-	}
-	if !errors.Is(err, ErrServerClosed) {
-		// The socket failed: close it rather than leave it bound with no
-		// reader, which would keep receiving its share of the port.
-		s.mu.Lock()
-		delete(s.conns, pc)
-		s.mu.Unlock()
-		pc.Close()
-	}
-	return err
+	return r.serve()
 }
 
-// Close stops every reader, closes every socket given to Serve, and
+// Close stops the readers of Serve, closes every socket given to it, and
 // returns when the readers have returned.
 func (s *Server) Close() error {
 	s.init()
-	s.mu.Lock()
-	s.closing.Store(true)
-	// Detach each steered address's program through one of its sockets
-	// while they are open: the group outlives this server in a reload.
-	for pc := range s.conns {
-		conn, err := udpConnOf(pc)
-		if err != nil {
-			continue
-		}
-		addr := conn.LocalAddr().Network() + "/" + conn.LocalAddr().String()
-		if st := s.steerers[addr]; st != nil && !st.off.Load() {
-			st.off.Store(true) // detached once
-			s.unsteer(conn, addr)
-		}
+	return s.own.Close()
+}
+
+// SizeBuffers sets pc's buffers to ReadBuffer and WriteBuffer before pc is
+// given to Serve (which then leaves them), and returns what the kernel
+// granted, for the caller to report. pc must be one Serve takes.
+func (s *Server) SizeBuffers(pc net.PacketConn) (Buffers, error) {
+	s.init()
+	conn, err := udpConnOf(pc)
+	if err != nil {
+		return Buffers{}, err
 	}
-	var errs []error
-	for pc := range s.conns {
-		errs = append(errs, pc.Close())
-		delete(s.conns, pc)
-	}
-	s.mu.Unlock()
-	s.readers.Wait()
-	return errors.Join(errs...)
+	got := s.own.sizeBuffers(conn)
+	s.own.mu.Lock()
+	s.own.sized[conn] = true
+	s.own.mu.Unlock()
+	return got, nil
 }
 
 func udpConnOf(pc net.PacketConn) (*net.UDPConn, error) {
@@ -253,119 +205,10 @@ type Buffers struct {
 	Read, Write int
 }
 
-// SizeBuffers sets pc's buffers to ReadBuffer and WriteBuffer before pc is
-// given to Serve (which then leaves them), and returns what the kernel
-// granted, for the caller to report. pc must be one Serve takes.
-func (s *Server) SizeBuffers(pc net.PacketConn) (Buffers, error) {
-	s.init()
-	conn, err := udpConnOf(pc)
-	if err != nil {
-		return Buffers{}, err
-	}
-	got := s.sizeBuffers(conn)
-	s.mu.Lock()
-	s.sized[conn] = true
-	s.mu.Unlock()
-	return got, nil
-}
-
-func (s *Server) sizeBuffers(conn *net.UDPConn) Buffers {
-	var granted Buffers
-	for i, b := range []struct {
-		want   int
-		read   bool
-		sysctl string
-	}{{s.ReadBuffer, true, "net.core.rmem_max"}, {s.WriteBuffer, false, "net.core.wmem_max"}} {
-		if b.want <= 0 {
-			continue
-		}
-		got, err := setBuffer(conn, b.want, b.read)
-		if err != nil {
-			s.Logger.Warn("setting the UDP socket buffer", zap.Bool("receive", b.read), zap.Error(err))
-			continue
-		}
-		if b.read {
-			granted.Read = got
-		} else {
-			granted.Write = got
-		}
-		if got < b.want && !s.warned[i].Swap(true) {
-			s.Logger.Warn("the kernel granted a smaller UDP socket buffer than configured: raise "+b.sysctl+" (sysctl -w "+b.sysctl+"=...) or run with CAP_NET_ADMIN",
-				zap.Bool("receive", b.read), zap.Int("wanted", b.want), zap.Int("granted", got))
-		}
-	}
-	return granted
-}
-
 // retryable reports whether a read error concerns one earlier datagram (an
 // ICMP error reported on the socket), not the socket.
 func retryable(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
 		errors.Is(err, syscall.EMSGSIZE)
-}
-
-// reader is one reader goroutine's state: its buffers, allocated once.
-type reader struct {
-	s      *Server
-	conn   *net.UDPConn
-	io     packetIO
-	in     []message
-	w      Writer
-	counts [numCounts]uint64
-	steer  readerSteer
-}
-
-func newReader(s *Server, conn *net.UDPConn) *reader {
-	newIO := s.newIO
-	if newIO == nil {
-		newIO = newPacketIO
-	}
-	r := &reader{s: s, conn: conn, io: newIO(conn, s.Batch)}
-	r.in = make([]message, s.Batch)
-	bufs := make([]byte, s.Batch*(MaxDatagram+1))
-	for i := range r.in {
-		r.in[i].buf = bufs[i*(MaxDatagram+1) : (i+1)*(MaxDatagram+1)]
-	}
-	r.w.init(r.io, &Conn{udp: conn}, s.Batch, &r.counts)
-	return r
-}
-
-func (r *reader) run() error {
-	for {
-		n, err := r.io.read(r.in)
-		if err != nil {
-			if r.s.closing.Load() || errors.Is(err, net.ErrClosed) {
-				return ErrServerClosed
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// A deadline someone else set (a shared socket's previous
-				// user stopping): clear it and read on.
-				_ = r.conn.SetReadDeadline(time.Time{})
-				continue
-			}
-			if retryable(err) {
-				continue
-			}
-			return err
-		}
-		for i := range n {
-			r.dispatch(&r.in[i])
-		}
-		r.w.Flush()
-		r.s.Stats.add(&r.counts)
-		r.steer.observe(n)
-	}
-}
-
-func (r *reader) dispatch(m *message) {
-	r.counts[countReceived]++
-	if m.n > MaxDatagram {
-		r.counts[countDropTooLarge]++
-		return
-	}
-	if !offer(r.s.Protocols, &r.w, m.addr, m.buf[:m.n]) {
-		r.counts[countDropNoProtocol]++
-	}
 }

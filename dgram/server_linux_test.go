@@ -54,9 +54,9 @@ func TestServeClosesFailedSocket(t *testing.T) {
 	if _, err := bad.WriteTo([]byte("x"), bad.LocalAddr()); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("writing to the failed socket: got %v, want net.ErrClosed (left bound with no reader)", err)
 	}
-	s.mu.Lock()
-	_, held := s.conns[bad]
-	s.mu.Unlock()
+	s.own.mu.Lock()
+	_, held := s.own.conns[bad]
+	s.own.mu.Unlock()
 	if held {
 		t.Fatal("the server still holds the failed socket")
 	}
@@ -90,7 +90,7 @@ func TestReadAfterWaitTakesOne(t *testing.T) {
 	s.init()
 	conn := listen(t)
 	defer conn.Close()
-	r := newReader(s, conn)
+	r := newReader(s.own, conn)
 	b := r.io.(*mmsgIO)
 	to := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	c := listen(t)
@@ -170,7 +170,7 @@ func TestRefusedReplyCountedAloneAndInBatch(t *testing.T) {
 	s.init()
 	conn := listen(t)
 	defer conn.Close()
-	r := newReader(s, conn)
+	r := newReader(s.own, conn)
 	if _, ok := r.io.(*mmsgIO); !ok {
 		t.Fatalf("batch 8 writes with %T", r.io)
 	}

@@ -28,18 +28,20 @@ import (
 // A switch may reorder the datagrams of a source that were in flight
 // across it, as UDP allows.
 //
-// The program belongs to the group, not to a socket: during a reload the
-// old configuration's sockets and the new one's share it, and each server
-// applies its mode again at the end of each window, so the survivor's
-// holds. A server that does not steer (a batch too small to tell a
-// backlog) detaches it when it starts serving a socket, and a server
-// detaches it when the last reader of an address goes (Close, or every
-// socket failed), so a group never keeps a program no server applies. The
+// The program belongs to the group, not to a socket. A reload keeps an
+// address's endpoint, and with it the program and its mode; a reload that
+// changes how the address is read (its readers or batch) opens a second
+// endpoint beside the first, whose sockets then share the program: each
+// endpoint applies its mode again at the end of each window, so the
+// survivor's holds. An endpoint that does not steer (a batch too small to
+// tell a backlog) detaches it when it starts serving a socket, and an
+// endpoint detaches it when the last reader of an address goes (Close, or
+// every socket failed), so a group never keeps a program nobody applies. The
 // program is attached only where the kernel can detach it again (Linux
 // 5.3 and later): a program that cannot be detached would send every
 // datagram to one socket for the life of the group.
 const (
-	// steerWindow is how often a server reconsiders an address's mode.
+	// steerWindow is how often an endpoint reconsiders an address's mode.
 	steerWindow = time.Second
 	// steerBusyRun is how many reads of half a batch or more in a row
 	// make the one socket's reader spread the datagrams.
@@ -58,7 +60,7 @@ const (
 // steerer holds the steering of one address: the readers of its sockets
 // share it.
 type steerer struct {
-	s       *Server
+	e       *Endpoint
 	addr    string
 	batch   int
 	window  int64        // nanoseconds
@@ -68,28 +70,28 @@ type steerer struct {
 	reads   atomic.Int64 // in the window, with mode steerSpread
 	read    atomic.Int64 // datagrams read in the window
 	busy    atomic.Int64 // reads of half a batch or more in the window
-	readers int          // guarded by s.mu
+	readers int          // guarded by e.mu
 }
 
 // steererOf returns the steering of conn's address, shared by the readers
-// of its sockets, or nil where the server cannot tell a backlog.
-func (s *Server) steererOf(conn *net.UDPConn, io packetIO) *steerer {
+// of its sockets, or nil where the endpoint cannot tell a backlog.
+func (e *Endpoint) steererOf(conn *net.UDPConn, io packetIO) *steerer {
 	addr := conn.LocalAddr().Network() + "/" + conn.LocalAddr().String()
-	if _, single := io.(singleIO); single || s.Batch < steerMinBatch {
-		// No steering: a program another server of the group attached
-		// (before a reload) goes.
-		s.unsteer(conn, addr)
+	if _, single := io.(singleIO); single || e.batch < steerMinBatch {
+		// No steering: a program another endpoint of the group attached
+		// (before a reload that changed how the address is read) goes.
+		e.unsteer(conn, addr)
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.steerers[addr]
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.steerers[addr]
 	if st == nil {
-		window := s.steerWindow
+		window := e.steerWindow
 		if window <= 0 {
 			window = steerWindow
 		}
-		st = &steerer{s: s, addr: addr, batch: s.Batch, window: int64(window)}
+		st = &steerer{e: e, addr: addr, batch: e.batch, window: int64(window)}
 		st.start.Store(monotonic())
 		st.mode.Store(steerOne)
 		// Detaching first tells whether the kernel can detach at all; a
@@ -98,7 +100,7 @@ func (s *Server) steererOf(conn *net.UDPConn, io packetIO) *steerer {
 		if steerTo(conn, steerSpread) != nil || steerTo(conn, steerOne) != nil {
 			st.off.Store(true)
 		}
-		s.steerers[addr] = st
+		e.steerers[addr] = st
 	}
 	st.readers++
 	return st
@@ -107,27 +109,27 @@ func (s *Server) steererOf(conn *net.UDPConn, io packetIO) *steerer {
 // release forgets a reader of st's address whose socket conn is still
 // open; the last one detaches the program.
 func (st *steerer) release(conn *net.UDPConn) {
-	st.s.mu.Lock()
+	st.e.mu.Lock()
 	last := false
 	if st.readers--; st.readers == 0 {
-		delete(st.s.steerers, st.addr)
-		last = !st.off.Load() && !st.s.closing.Load() // Close detaches
+		delete(st.e.steerers, st.addr)
+		last = !st.off.Load() && !st.e.closing.Load() // Close detaches
 	}
-	st.s.mu.Unlock()
+	st.e.mu.Unlock()
 	if last {
-		st.s.unsteer(conn, st.addr)
+		st.e.unsteer(conn, st.addr)
 	}
 }
 
 // unsteer detaches any program from the SO_REUSEPORT group of conn, whose
 // address is addr; where the kernel refuses, it logs that every datagram
 // may go to one socket.
-func (s *Server) unsteer(conn *net.UDPConn, addr string) {
+func (e *Endpoint) unsteer(conn *net.UDPConn, addr string) {
 	err := steerTo(conn, steerSpread)
 	if err == nil || errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported) {
 		return // detached, none attached, or not an SO_REUSEPORT socket
 	}
-	s.Logger.Error("detaching the UDP steering program from the address's sockets failed; every datagram of the address may go to one socket until they are all closed",
+	e.logger.Error("detaching the UDP steering program from the address's sockets failed; every datagram of the address may go to one socket until they are all closed",
 		zap.String("address", addr), zap.Error(err))
 }
 
@@ -180,23 +182,23 @@ func (r *readerSteer) observe(n int) {
 // setting the mode it has applies it again.
 // After Close began, it does nothing: Close detaches the program.
 func (st *steerer) switchTo(conn *net.UDPConn, mode int32) {
-	st.s.mu.Lock()
-	if st.s.closing.Load() {
-		st.s.mu.Unlock()
+	st.e.mu.Lock()
+	if st.e.closing.Load() {
+		st.e.mu.Unlock()
 		return
 	}
 	old := st.mode.Swap(mode)
 	err := steerTo(conn, mode)
-	st.s.mu.Unlock()
+	st.e.mu.Unlock()
 	if err != nil {
 		st.off.Store(true)
 		if mode == steerOne {
-			st.s.Logger.Warn("steering UDP datagrams over the address's sockets failed; the kernel spreads them by source",
+			st.e.logger.Warn("steering UDP datagrams over the address's sockets failed; the kernel spreads them by source",
 				zap.String("address", st.addr), zap.Error(err))
-			st.s.unsteer(conn, st.addr)
+			st.e.unsteer(conn, st.addr)
 			return
 		}
-		st.s.Logger.Error("detaching the UDP steering program from the address's sockets failed; every datagram of the address may go to one socket until they are all closed",
+		st.e.logger.Error("detaching the UDP steering program from the address's sockets failed; every datagram of the address may go to one socket until they are all closed",
 			zap.String("address", st.addr), zap.Error(err))
 		return
 	}
@@ -205,7 +207,7 @@ func (st *steerer) switchTo(conn *net.UDPConn, mode int32) {
 		st.reads.Store(0)
 		st.read.Store(0)
 		st.busy.Store(0)
-		if ce := st.s.Logger.Check(zap.DebugLevel, "UDP steering"); ce != nil {
+		if ce := st.e.logger.Check(zap.DebugLevel, "UDP steering"); ce != nil {
 			ce.Write(zap.String("address", st.addr), zap.Bool("spread", mode == steerSpread))
 		}
 	}

@@ -30,9 +30,9 @@ func steered(t *testing.T, s *Server) (netip.AddrPort, *net.UDPConn, [2]*atomic.
 	addr := testutil.FreeUDPAddr(t)
 	conns, counts := serveCounted(t, s, addr)
 	waitFor(t, "the readers", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		st := s.steerers[conns[0].LocalAddr().Network()+"/"+addr]
+		s.own.mu.Lock()
+		defer s.own.mu.Unlock()
+		st := s.own.steerers[conns[0].LocalAddr().Network()+"/"+addr]
 		return st != nil && st.readers == len(conns)
 	})
 	return conns[0].LocalAddr().(*net.UDPAddr).AddrPort(), conns[0], counts
@@ -52,9 +52,9 @@ func fromSources(t *testing.T, to netip.AddrPort, n int) {
 
 // mode is the steering mode of addr's sockets.
 func (s *Server) steerMode(conn *net.UDPConn) int32 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.steerers[conn.LocalAddr().Network()+"/"+conn.LocalAddr().String()].mode.Load()
+	s.own.mu.Lock()
+	defer s.own.mu.Unlock()
+	return s.own.steerers[conn.LocalAddr().Network()+"/"+conn.LocalAddr().String()].mode.Load()
 }
 
 // Under light load one socket takes all of an address's datagrams, from
@@ -121,9 +121,9 @@ func TestSteerSpreadsUnderLoad(t *testing.T) {
 func TestSteerReturnsToOneSocket(t *testing.T) {
 	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, steerWindow: 20 * time.Millisecond}
 	to, conn, counts := steered(t, s)
-	s.mu.Lock()
-	st := s.steerers[conn.LocalAddr().Network()+"/"+conn.LocalAddr().String()]
-	s.mu.Unlock()
+	s.own.mu.Lock()
+	st := s.own.steerers[conn.LocalAddr().Network()+"/"+conn.LocalAddr().String()]
+	s.own.mu.Unlock()
 	st.switchTo(conn, steerSpread)
 	c := listen(t)
 	defer c.Close()
@@ -144,9 +144,9 @@ func TestSteerOffWithoutReusePort(t *testing.T) {
 	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}}
 	to := startServer(t, s, 2)
 	fromSources(t, to, 4)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for addr, st := range s.steerers {
+	s.own.mu.Lock()
+	defer s.own.mu.Unlock()
+	for addr, st := range s.own.steerers {
 		if !st.off.Load() {
 			t.Fatalf("%s: steering on for a socket without SO_REUSEPORT", addr)
 		}
@@ -168,9 +168,9 @@ func TestSteerDetachedAfterReloadToNoSteering(t *testing.T) {
 	s := &Server{Protocols: []Protocol{&echo{prefix: 'x'}}, Batch: 4}
 	conns, counts := serveCounted(t, s, to.String())
 	waitFor(t, "the new readers", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.conns) == len(conns)
+		s.own.mu.Lock()
+		defer s.own.mu.Unlock()
+		return len(s.own.conns) == len(conns)
 	})
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func serveCounted(t *testing.T, s *Server, addr string) ([2]*net.UDPConn, [2]*at
 		t.Error("an unknown socket")
 		return newPacketIO(conn, batch)
 	}
-	s.init() // before the readers: callers' waits read s.conns
+	s.init() // before the readers: callers' waits read s.own.conns
 	done := make(chan error, len(conns))
 	for _, c := range conns {
 		go func() { done <- s.Serve(c) }()

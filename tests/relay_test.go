@@ -580,3 +580,60 @@ func TestRelayCheck(t *testing.T) {
 	}
 	t.Logf("relay check: %d round trips, p50 %.3fms p99 %.3fms", res.Received, res.P50ms, res.P99ms)
 }
+
+// A loss is reported as soon as it is certain, with its count: relay-check
+// once waited out its whole timeout after the first loss and printed the
+// loss rounded to "0.0%". Every message of a check through a relay that
+// forwards none of them is lost one loss timeout after it was sent, long
+// before the check's timeout; and with a host that echoes all but every
+// tenth message, the stream goes on past each loss and counts exactly the
+// ones dropped.
+func TestRelayCheckReportsLossPromptly(t *testing.T) {
+	env := startRelay(t, "max_content 100")
+	const timeout, lossTimeout = 30 * time.Second, 300 * time.Millisecond
+	start := time.Now()
+	res, err := relay.Check(context.Background(), relay.CheckConfig{API: env.api, Messages: 40, Size: 200, Timeout: timeout, LossTimeout: lossTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTook := time.Since(start)
+	if res.Sent != 40 || res.Received != 0 || res.Lost != 40 {
+		t.Fatalf("check of 200-byte messages through a relay forwarding 100: sent %d, received %d, lost %d; want 40, 0, 40", res.Sent, res.Received, res.Lost)
+	}
+	if checkTook > timeout/2 {
+		t.Fatalf("the check took %v to find 40 messages lost with a loss timeout of %v; its timeout is %v", checkTook, lossTimeout, timeout)
+	}
+
+	host, hostAlloc, hostData := env.dial(t, 1)
+	joiner, _, _ := env.dial(t, 1)
+	if _, err := connectTo(t, joiner, hostData); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		for {
+			m, err := host.Receive(ctx)
+			if err != nil {
+				return
+			}
+			if binary.BigEndian.Uint64(m.Content)%10 != 3 {
+				_ = host.Send(m.From, m.Content)
+			}
+		}
+	}()
+	start = time.Now()
+	echo, err := relay.Echo(ctx, joiner, hostAlloc.ID, relay.EchoConfig{Messages: 300, Size: 64, Window: 8, LossTimeout: lossTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if echo.Sent != 300 || echo.Received != 270 || echo.Lost != 30 || echo.Late != 0 {
+		t.Fatalf("300 messages, every tenth not echoed: sent %d, received %d, lost %d, late %d; want 300, 270, 30, 0", echo.Sent, echo.Received, echo.Lost, echo.Late)
+	}
+	if took > timeout/2 {
+		t.Fatalf("the stream took %v with 30 losses and a loss timeout of %v", took, lossTimeout)
+	}
+	t.Logf("all 40 lost through a relay that forwards none: reported in %v (timeout %v); 30 of 300 dropped by the host: %d received, %d lost, in %v",
+		checkTook.Round(time.Millisecond), timeout, echo.Received, echo.Lost, took.Round(time.Millisecond))
+}

@@ -20,32 +20,76 @@ type CheckConfig struct {
 	Size     int           // content bytes per message (≥ 16); default 64
 	Window   int           // messages in flight; default 8
 	Timeout  time.Duration // for the whole check; default 30s
+	// LossTimeout: a message whose echo has not come this long after it
+	// was sent is lost. Default: DefaultLossTimeout, or a third of Timeout
+	// if that is less.
+	LossTimeout time.Duration
 }
+
+// DefaultLossTimeout is how long an echo may take before its message
+// counts as lost: the shipped client re-binds after 9 s of silence, and
+// a round trip through a relay takes milliseconds.
+const DefaultLossTimeout = 2 * time.Second
 
 // CheckResult is what a relay check measured.
 type CheckResult struct {
-	Relay          string          `json:"relay"`
-	Region         string          `json:"region"`
-	HostID         string          `json:"host_allocation"`
-	JoinerID       string          `json:"joiner_allocation"`
-	JoinCode       string          `json:"join_code"`
-	AllocateTime   time.Duration   `json:"allocate_ns"`
-	BindTime       time.Duration   `json:"bind_ns"`
-	ConnectTime    time.Duration   `json:"connect_ns"`
-	Sent           int             `json:"sent"`
-	Received       int             `json:"received"`
-	RoundTrips     []time.Duration `json:"-"`
-	P50, P95, P99  time.Duration   `json:"-"`
-	P50ms          float64         `json:"rtt_p50_ms"`
-	P95ms          float64         `json:"rtt_p95_ms"`
-	P99ms          float64         `json:"rtt_p99_ms"`
-	MeanThroughput float64         `json:"round_trips_per_second"`
+	Relay        string        `json:"relay"`
+	Region       string        `json:"region"`
+	HostID       string        `json:"host_allocation"`
+	JoinerID     string        `json:"joiner_allocation"`
+	JoinCode     string        `json:"join_code"`
+	AllocateTime time.Duration `json:"allocate_ns"`
+	BindTime     time.Duration `json:"bind_ns"`
+	ConnectTime  time.Duration `json:"connect_ns"`
+	// Messages is how many round trips were asked for; fewer are sent when
+	// the timeout ends the check first.
+	Messages int `json:"messages"`
+	// LossTimeout is how long an echo could take before its message was
+	// lost.
+	LossTimeout time.Duration `json:"loss_timeout_ns"`
+	EchoResult
+}
+
+// EchoConfig is a stream of numbered messages that a joiner sends its
+// host, which sends each back through the relay.
+type EchoConfig struct {
+	// Messages to send; 0: until the context ends.
+	Messages int
+	// Size is the content of each message in bytes: at least 16 (a
+	// sequence number and the time it was sent), at most
+	// wirerelay.DefaultMaxRelayContent.
+	Size int
+	// Window is the number of messages in flight.
+	Window int
+	// LossTimeout: a message whose echo has not come this long after it
+	// was sent is lost, and the next one takes its place in the window.
+	LossTimeout time.Duration
+}
+
+// EchoResult is what an echo stream measured. Every message sent is
+// received, lost or, when the stream ends, neither: Sent = Received + Lost.
+type EchoResult struct {
+	Sent     int `json:"sent"`
+	Received int `json:"received"`
+	// Lost counts the messages whose echo did not come within the loss
+	// timeout; Late, the echoes of lost messages that came afterwards.
+	Lost          int             `json:"lost"`
+	Late          int             `json:"late"`
+	RoundTrips    []time.Duration `json:"-"`
+	P50, P95, P99 time.Duration   `json:"-"`
+	P50ms         float64         `json:"rtt_p50_ms"`
+	P95ms         float64         `json:"rtt_p95_ms"`
+	P99ms         float64         `json:"rtt_p99_ms"`
+	// MeanThroughput is in round trips per second.
+	MeanThroughput float64 `json:"round_trips_per_second"`
 }
 
 // Check runs a relay check the way two game clients would use the relay:
 // the host allocates and publishes a join code, the joiner joins with it,
 // both bind, the joiner connects, and the joiner's messages are echoed by
-// the host back through the relay.
+// the host back through the relay. It returns within the timeout: the
+// messages are sent until LossTimeout before it, so that the last of them
+// have their time to come back.
 func Check(ctx context.Context, cfg CheckConfig) (*CheckResult, error) {
 	if cfg.Messages == 0 {
 		cfg.Messages = 100
@@ -59,12 +103,23 @@ func Check(ctx context.Context, cfg CheckConfig) (*CheckResult, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	if cfg.Size < 16 || cfg.Size > wirerelay.DefaultMaxRelayContent {
-		return nil, fmt.Errorf("message size must be in [16, %d]", wirerelay.DefaultMaxRelayContent)
+	if cfg.LossTimeout == 0 {
+		cfg.LossTimeout = min(DefaultLossTimeout, cfg.Timeout/3)
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	switch {
+	case cfg.Messages < 0:
+		return nil, errors.New("the number of messages must be positive")
+	case cfg.Size < 16 || cfg.Size > wirerelay.DefaultMaxRelayContent:
+		return nil, fmt.Errorf("message size must be in [16, %d]", wirerelay.DefaultMaxRelayContent)
+	case cfg.Window < 1:
+		return nil, errors.New("the window must be at least 1")
+	case cfg.LossTimeout <= 0 || cfg.LossTimeout >= cfg.Timeout:
+		return nil, errors.New("the loss timeout must be positive and less than the timeout")
+	}
+	deadline := time.Now().Add(cfg.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	res := &CheckResult{}
+	res := &CheckResult{Messages: cfg.Messages, LossTimeout: cfg.LossTimeout}
 	start := time.Now()
 	hostAlloc, err := cfg.API.Allocate(ctx, 1, cfg.Region)
 	if err != nil {
@@ -108,54 +163,131 @@ func Check(ctx context.Context, cfg CheckConfig) (*CheckResult, error) {
 	}
 	res.ConnectTime = time.Since(start)
 
-	// The host echoes whatever reaches it.
-	go func() {
-		for {
-			m, err := host.Receive(ctx)
-			if err != nil {
-				return
-			}
-			_ = host.Send(m.From, m.Content)
+	go EchoAll(ctx, host)
+	sending, stop := context.WithDeadline(ctx, deadline.Add(-cfg.LossTimeout))
+	defer stop()
+	echo, err := Echo(sending, joiner, hostID, EchoConfig{
+		Messages: cfg.Messages, Size: cfg.Size, Window: cfg.Window, LossTimeout: cfg.LossTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.EchoResult = *echo
+	return res, nil
+}
+
+// EchoAll sends every message c receives back to its sender, until ctx
+// ends or c is closed: the host's part of an echo stream.
+func EchoAll(ctx context.Context, c *Client) {
+	for {
+		m, err := c.Receive(ctx)
+		if err != nil {
+			return
 		}
-	}()
+		_ = c.Send(m.From, m.Content)
+	}
+}
+
+// Echo sends numbered messages from joiner to host, which sends each back
+// (EchoAll), keeping cfg.Window in flight, and measures their round trips.
+// A message whose echo has not come within cfg.LossTimeout is lost at that
+// moment and the next one takes its place, so losses neither stall the
+// stream nor make it wait for more than one loss timeout at its end. When
+// ctx ends it sends no more and waits for the messages in flight, each up
+// to its loss timeout: it returns at most cfg.LossTimeout after ctx ends
+// or the last message is sent. An error is returned only if sending
+// fails or the joiner's allocation ends.
+func Echo(ctx context.Context, joiner *Client, host wirerelay.AllocationID, cfg EchoConfig) (*EchoResult, error) {
+	if cfg.Size < 16 || cfg.Size > wirerelay.DefaultMaxRelayContent {
+		return nil, fmt.Errorf("message size must be in [16, %d]", wirerelay.DefaultMaxRelayContent)
+	}
+	if cfg.Window < 1 || cfg.LossTimeout <= 0 || cfg.Messages < 0 {
+		return nil, errors.New("the window and the loss timeout must be positive, the messages not negative")
+	}
+	res := &EchoResult{}
 	base := time.Now()
 	msg := make([]byte, cfg.Size)
-	send := func(seq int) error {
-		binary.BigEndian.PutUint64(msg[0:], uint64(seq))
-		binary.BigEndian.PutUint64(msg[8:], uint64(time.Since(base)))
+	// inFlight holds the messages sent and not yet received or lost, in
+	// the order they were sent, so the first is the next to time out.
+	type sent struct {
+		seq uint64
+		at  time.Duration
+	}
+	var inFlight []sent
+	pending := map[uint64]bool{} // in flight, by sequence number
+	lost := map[uint64]bool{}    // declared lost; a later echo is late
+	var next uint64
+	more := func() bool {
+		return ctx.Err() == nil && (cfg.Messages == 0 || int(next) < cfg.Messages)
+	}
+	send := func() error {
+		at := time.Since(base)
+		binary.BigEndian.PutUint64(msg[0:], next)
+		binary.BigEndian.PutUint64(msg[8:], uint64(at))
+		if err := joiner.Send(host, msg); err != nil {
+			return err
+		}
+		inFlight = append(inFlight, sent{next, at})
+		pending[next] = true
+		next++
 		res.Sent++
-		return joiner.Send(hostID, msg)
+		return nil
 	}
-	next := 0
-	for ; next < min(cfg.Window, cfg.Messages); next++ {
-		if err := send(next); err != nil {
-			return nil, err
-		}
-	}
-	seen := make([]bool, cfg.Messages)
-	for res.Received < cfg.Messages {
-		m, err := joiner.Receive(ctx)
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				break // what is still missing is lost
-			}
-			return nil, err
-		}
-		if len(m.Content) != cfg.Size {
-			continue
-		}
-		seq := int(binary.BigEndian.Uint64(m.Content))
-		if seq < 0 || seq >= cfg.Messages || seen[seq] {
-			continue
-		}
-		seen[seq] = true
-		res.Received++
-		res.RoundTrips = append(res.RoundTrips, time.Since(base)-time.Duration(binary.BigEndian.Uint64(m.Content[8:])))
-		if next < cfg.Messages {
-			if err := send(next); err != nil {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	stopped := ctx.Done()
+	for {
+		for len(pending) < cfg.Window && more() {
+			if err := send(); err != nil {
 				return nil, err
 			}
-			next++
+		}
+		// Forget the head of the window while it is answered, and declare
+		// it lost once its time is up.
+		for len(inFlight) > 0 {
+			head := inFlight[0]
+			if !pending[head.seq] {
+				inFlight = inFlight[1:]
+				continue
+			}
+			if time.Since(base) < head.at+cfg.LossTimeout {
+				break
+			}
+			delete(pending, head.seq)
+			lost[head.seq] = true
+			res.Lost++
+			inFlight = inFlight[1:]
+		}
+		if len(pending) == 0 {
+			if more() {
+				continue
+			}
+			break
+		}
+		timer.Reset(inFlight[0].at + cfg.LossTimeout - time.Since(base))
+		var m Message
+		select {
+		case m = <-joiner.recv:
+		case <-timer.C:
+			continue
+		case <-stopped:
+			stopped = nil // those in flight have their loss timeout still
+			continue
+		case <-joiner.done:
+			return nil, joiner.err()
+		}
+		if m.From != host || len(m.Content) != cfg.Size {
+			continue
+		}
+		seq := binary.BigEndian.Uint64(m.Content)
+		switch {
+		case pending[seq]:
+			delete(pending, seq)
+			res.Received++
+			res.RoundTrips = append(res.RoundTrips, time.Since(base)-time.Duration(binary.BigEndian.Uint64(m.Content[8:])))
+		case lost[seq]:
+			delete(lost, seq)
+			res.Late++
 		}
 	}
 	elapsed := time.Since(base)
