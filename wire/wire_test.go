@@ -86,3 +86,19 @@ func TestReaderRangeChecks(t *testing.T) {
 		t.Fatalf("got %d (%v), want %d", got, r.Err(), want)
 	}
 }
+
+func TestAppendWindows1252(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"caf\xe9 \x80 \x9f\x81", "café € Ÿ\uFFFD"},
+		{"\xa0\xff", "\u00a0ÿ"},
+	} {
+		if got := string(AppendWindows1252(nil, []byte(c.in))); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+	}
+	buf := make([]byte, 0, 64)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendWindows1252(buf[:0], []byte("caf\xe9 \x80")) }); n != 0 {
+		t.Errorf("%v allocations, want 0", n)
+	}
+}
