@@ -84,8 +84,8 @@ func (p *Player) fields() [6]struct {
 // decimal text the server sent.
 type Response struct {
 	Game, Port, Name, GameType, Map, Version, Password, NumPlayers, MaxPlayers []byte
-	Rules                                                                     []Rule
-	Players                                                                   []Player
+	Rules                                                                      []Rule
+	Players                                                                    []Player
 	// Terminated says the rules ended with an empty key; an answer may
 	// end after its rules without it.
 	Terminated bool
