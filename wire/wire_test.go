@@ -102,3 +102,14 @@ func TestAppendWindows1252(t *testing.T) {
 		t.Errorf("%v allocations, want 0", n)
 	}
 }
+
+func TestPeekU8(t *testing.T) {
+	r := NewReader([]byte{7})
+	if v, ok := r.PeekU8(); !ok || v != 7 || r.Offset() != 0 {
+		t.Errorf("got %d, %v at offset %d; want 7, true at 0", v, ok, r.Offset())
+	}
+	r.Skip("x", 1)
+	if _, ok := r.PeekU8(); ok {
+		t.Error("at the end: got ok")
+	}
+}

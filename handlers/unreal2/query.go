@@ -1,0 +1,241 @@
+// Package unreal2 queries Unreal Engine 2 servers (Unreal Tournament 2003
+// and 2004, Killing Floor, Red Orchestra, Darkest Hour, Devastation) for
+// the game-query gateway.
+package unreal2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/bounds"
+	wireu2 "github.com/gamegate/gamegate/wire/unreal2"
+)
+
+// Defaults and bounds of Config.
+const (
+	DefaultMaxPackets      = 64
+	MinMaxPackets          = 3
+	MaxMaxPackets          = 1024
+	DefaultMaxResponseSize = 64 << 10
+	MinMaxResponseSize     = 1400
+	MaxMaxResponseSize     = 1 << 20
+	DefaultQuietTimeout    = 200 * time.Millisecond
+	MinQuietTimeout        = time.Millisecond
+	MaxQuietTimeout        = 10 * time.Second
+)
+
+// Config is the configuration of the Unreal Engine 2 server query
+// (gamegate.query.unreal2: Unreal Tournament 2003 and 2004, Killing Floor,
+// Red Orchestra, Darkest Hour, Devastation; the query port is usually the
+// game port plus one). A status asks the server info, rules and players at
+// once; rules and players may come in several datagrams, which carry no
+// count: an answer is complete once no datagram has come for
+// quiet_timeout after the server info. Zero values are the defaults.
+type Config struct {
+	// attempt_timeout and retries.
+	query.Attempts
+	// Most datagrams one status may take, the three answers together, 3
+	// to 1024. Default: 64.
+	MaxPackets int `json:"max_packets,omitempty"`
+	// Largest answer accepted, in bytes: the payloads of the three answers
+	// together, 1400 to 1048576. Default: 65536.
+	MaxResponseSize int `json:"max_response_size,omitempty"`
+	// Time without a datagram, once the server info has come, after which
+	// the answer is complete, 1ms to 10s (and under attempt_timeout to
+	// matter). Default: 200ms.
+	QuietTimeout time.Duration `json:"quiet_timeout,omitempty"`
+}
+
+// Validate checks every option's range.
+func (c *Config) Validate() error {
+	return bounds.First(c.Attempts.Validate(),
+		bounds.Int("max_packets", c.MaxPackets, MinMaxPackets, MaxMaxPackets),
+		bounds.Int("max_response_size", c.MaxResponseSize, MinMaxResponseSize, MaxMaxResponseSize),
+		bounds.Duration("quiet_timeout", c.QuietTimeout, MinQuietTimeout, MaxQuietTimeout))
+}
+
+// NewProtocol builds the protocol.
+func (c *Config) NewProtocol() (query.Protocol, error) {
+	return &QueryProtocol{UDPExchange: c.Exchange(), MaxPackets: c.MaxPackets, MaxResponseSize: c.MaxResponseSize,
+		QuietTimeout: c.QuietTimeout}, nil
+}
+
+// QueryProtocol is Unreal 2 as a query.Protocol. The query has no
+// challenge: the exchange's connected socket takes datagrams from the
+// server's address only.
+type QueryProtocol struct {
+	query.UDPExchange
+	// MaxPackets, MaxResponseSize and QuietTimeout are Config's; zero is
+	// the default.
+	MaxPackets, MaxResponseSize int
+	QuietTimeout                time.Duration
+	// Now gives the time, for ping measurement. Default: time.Now.
+	Now func() time.Time
+}
+
+// Name returns "unreal2".
+func (p *QueryProtocol) Name() string { return "unreal2" }
+
+// errTooLarge and errTooMany end a status whose answer passes the budget.
+var (
+	errTooLarge = errors.New("the answer is larger than max_response_size")
+	errTooMany  = errors.New("the answer has more datagrams than max_packets")
+)
+
+// answers are the payloads of one attempt: the first server info, and
+// the rules' and players' payloads joined in arrival order.
+type answers struct {
+	info           []byte
+	rules, players []byte
+	packets, size  int
+}
+
+// ask sends the three queries and gathers their answers within the
+// budget.
+func (p *QueryProtocol) ask(ctx context.Context, address string) (*answers, error) {
+	maxPackets := max(p.MaxPackets, 0)
+	if maxPackets == 0 {
+		maxPackets = DefaultMaxPackets
+	}
+	maxSize := p.MaxResponseSize
+	if maxSize <= 0 {
+		maxSize = DefaultMaxResponseSize
+	}
+	quiet := p.QuietTimeout
+	if quiet <= 0 {
+		quiet = DefaultQuietTimeout
+	}
+	var got *answers
+	err := p.RunAddress(ctx, address, func(a *query.Attempt) (func([]byte) (bool, error), error) {
+		for _, kind := range []byte{wireu2.KindInfo, wireu2.KindRules, wireu2.KindPlayers} {
+			if a.Send(wireu2.AppendRequest(nil, kind)) != nil {
+				return nil, nil // cannot be sent now: as good as unanswered
+			}
+		}
+		ans := new(answers)
+		return func(d []byte) (bool, error) {
+			if d == nil { // quiet since the last datagram
+				got = ans
+				return ans.info != nil, nil
+			}
+			kind, payload, err := wireu2.SplitPacket(d)
+			if err != nil {
+				return false, nil // not an answer: drop it
+			}
+			ans.packets++
+			ans.size += len(payload)
+			switch {
+			case ans.packets > maxPackets:
+				return false, errTooMany
+			case ans.size > maxSize:
+				return false, errTooLarge
+			}
+			switch kind {
+			case wireu2.KindInfo:
+				if ans.info == nil {
+					ans.info = append([]byte{}, payload...)
+				}
+			case wireu2.KindRules:
+				ans.rules = append(ans.rules, payload...)
+			case wireu2.KindPlayers:
+				ans.players = append(ans.players, payload...)
+			}
+			if ans.info != nil {
+				a.EndAfterQuiet(quiet)
+			}
+			return false, nil
+		}, nil
+	})
+	return got, err
+}
+
+// Status asks the server info, rules and players and maps them as GameDig
+// does: the rules under raw.rules (a repeated key's values joined by
+// commas) but the mutators, under raw.mutators; players with a ping of 0
+// are bots, and entries with an ID of 0 (team scores) go to
+// raw.scoreboard. Names, map, game type, rules and skill are without
+// Unreal's colour codes. The password flag is the GamePassword rule being
+// True (GameDig 5.3.3 reads it inverted).
+func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Status, error) {
+	start := query.Now(p.Now)
+	ans, err := p.ask(ctx, address)
+	rtt := query.Now(p.Now).Sub(start)
+	if err != nil {
+		return nil, err
+	}
+	var info wireu2.Info
+	var rules wireu2.Rules
+	var players wireu2.Players
+	for _, d := range []struct {
+		what string
+		err  error
+	}{{"server info", info.Decode(ans.info)}, {"rules", rules.Decode(ans.rules)}, {"players", players.Decode(ans.players)}} {
+		if d.err != nil {
+			return nil, query.Upstream(address, fmt.Errorf("%s: %w", d.what, d.err))
+		}
+	}
+	st := &query.Status{Protocol: "unreal2", Ping: rtt.Milliseconds(), Name: text(info.Name), Map: text(info.Map),
+		NumPlayers: int(info.NumPlayers), MaxPlayers: int(info.MaxPlayers)}
+	st.SetAddress(address, int(info.GamePort))
+	mutators, rulesRaw := []any{}, map[string]any{}
+	for _, r := range rules.Rules {
+		k, v := text(r.Key), text(r.Value)
+		switch {
+		case k == "Mutator" || k == "mutator":
+			mutators = append(mutators, v)
+		case k == "" && v == "":
+		case rulesRaw[k] != nil:
+			rulesRaw[k] = rulesRaw[k].(string) + "," + v
+		default:
+			rulesRaw[k] = v
+		}
+	}
+	st.Password = rulesRaw["GamePassword"] == "True"
+	if v, ok := rulesRaw["UTComp_Version"].(string); ok {
+		st.Version = v
+	}
+	st.Raw = map[string]any{"serverid": info.ServerID, "ip": string(wireu2.AppendUTF8(nil, info.IP, false)),
+		"queryport": info.QueryPort, "gametype": text(info.GameType), "mutators": mutators, "rules": rulesRaw}
+	killingFloor := slices.Contains(mutators, any("KillingFloorMut")) || rulesRaw["Num trader weapons"] != nil ||
+		rulesRaw["Server Version"] == "1065"
+	extra, _ := wireu2.DecodeExtra(info.Extra, killingFloor) // fields missing stay 0, as GameDig reads them
+	st.Raw["ping"] = extra.Ping
+	switch {
+	case killingFloor:
+		st.Raw["wavecurrent"], st.Raw["wavetotal"], st.Raw["flags"] = extra.WaveCurrent, extra.WaveTotal, extra.Flags
+		st.Raw["skillLevel"] = text(extra.Skill)
+	case extra.HasFlags:
+		st.Raw["flags"], st.Raw["skill"] = extra.Flags, text(extra.Skill)
+	}
+	scoreboard := map[string]any{}
+	st.Players, st.Bots = []query.Player{}, []query.Player{}
+	for _, pl := range players.Players {
+		name := text(pl.Name)
+		switch {
+		case pl.ID == 0:
+			scoreboard[name] = pl.Score
+		default:
+			entry := query.Player{Name: name, Raw: map[string]any{"id": pl.ID, "ping": pl.Ping, "score": pl.Score, "statsId": pl.StatsID}}
+			if pl.Ping == 0 {
+				st.Bots = append(st.Bots, entry)
+			} else {
+				st.Players = append(st.Players, entry)
+			}
+		}
+	}
+	st.Raw["scoreboard"] = scoreboard
+	return st, nil
+}
+
+// text is s as UTF-8 without colour codes.
+func text(s wireu2.String) string { return string(wireu2.AppendUTF8(nil, s, true)) }
+
+// Command answers that Unreal 2 has none beside the status.
+func (p *QueryProtocol) Command(context.Context, string, string, []string) (any, error) {
+	return nil, query.Errorf(http.StatusNotFound, "unreal2 has no commands: its status asks all three of its queries")
+}

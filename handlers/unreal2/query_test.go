@@ -1,0 +1,112 @@
+package unreal2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/testutil"
+)
+
+func fixture(t *testing.T) *testutil.Unreal2Server {
+	s := &testutil.Unreal2Server{Name: "Gâte ☆ UT", Map: "DM-Rankin", GameType: "xDeathMatch", Skill: "Adept", GamePort: 7777,
+		NumPlayers: 4, MaxPlayers: 16, Flags: 0x41,
+		Rules: [][2]string{{"ServerMode", "dedicated"}, {"Mutator", "MutInstaGib"}, {"GamePassword", "True"},
+			{"AdminName", "Zoë"}, {"Mutator", "MutQuadJump"}, {"MaxSpectators", "2"}, {"MaxSpectators", "4"}},
+		Players: []testutil.Unreal2Player{{ID: 1, Name: "\x1b\xff\x01\x01Alice", Ping: 40, Score: 12, StatsID: 9},
+			{ID: 2, Name: "Zoë", Ping: 0, Score: 5}, {ID: 0, Name: "Red Team Score", Score: 3},
+			{ID: 3, Name: "Ünal", Ping: 70, Score: -1, UTF16: true}, {ID: 4, Name: "Sarge", Score: 1}}}
+	testutil.StartUnreal2(t, s)
+	return s
+}
+
+func TestStatus(t *testing.T) {
+	s := fixture(t)
+	p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 5 * time.Second}, QuietTimeout: 50 * time.Millisecond}
+	st, err := p.Status(context.Background(), s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := strings.Cut(s.Addr, ":")
+	if st.Name != "Gâte ☆ UT" || st.Map != s.Map || !st.Password || st.NumPlayers != 4 || st.MaxPlayers != 16 ||
+		st.Connect != host+":7777" || st.Protocol != "unreal2" || st.Version != "" {
+		t.Errorf("status: got %+v", st)
+	}
+	raw := fmt.Sprintln(st.Raw["mutators"], st.Raw["rules"], st.Raw["scoreboard"], st.Raw["ping"], st.Raw["flags"], st.Raw["skill"],
+		st.Raw["gametype"], st.Raw["ip"], st.Raw["queryport"])
+	raw = strings.TrimSpace(raw)
+	want := "[MutInstaGib MutQuadJump] map[AdminName:Zoë GamePassword:True MaxSpectators:2,4 ServerMode:dedicated] map[Red Team Score:3] 0 65 Adept xDeathMatch 127.0.0.1 " + port
+	if raw != want {
+		t.Errorf("raw: got %s, want %s", raw, want)
+	}
+	var players, bots []string
+	for _, p := range st.Players {
+		players = append(players, fmt.Sprintf("%s:%v", p.Name, p.Raw))
+	}
+	for _, p := range st.Bots {
+		bots = append(bots, p.Name)
+	}
+	if got := fmt.Sprint(players, bots); got != "[Alice:map[id:1 ping:40 score:12 statsId:9] Ünal:map[id:3 ping:70 score:-1 statsId:0]] [Zoë Sarge]" {
+		t.Errorf("players, bots: got %s", got)
+	}
+}
+
+// An answer past max_packets or max_response_size is refused as unusable,
+// not gathered on.
+func TestStatusBudget(t *testing.T) {
+	flood := func(n, size int) string {
+		return testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+			out := [][]byte{append([]byte{0x80, 0, 0, 0, 0}, make([]byte, 40)...)}
+			for range n {
+				out = append(out, append([]byte{0x80, 0, 0, 0, 1}, make([]byte, size)...))
+			}
+			return out
+		}).String()
+	}
+	for _, c := range []struct {
+		name string
+		addr string
+		want error
+	}{{"packets", flood(10, 10), errTooMany}, {"bytes", flood(3, 1000), errTooLarge}} {
+		p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 5 * time.Second, Retries: -1}, MaxPackets: 5, MaxResponseSize: 1400}
+		_, err := p.Status(context.Background(), c.addr)
+		if !errors.Is(err, c.want) || query.HTTPStatus(err) != http.StatusBadGateway {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+// Without the server info, rules and players are no answer.
+func TestStatusWantsInfo(t *testing.T) {
+	addr := testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		return [][]byte{{0x80, 0, 0, 0, 1, 1, 0, 1, 0}, {0x80, 0, 0, 0, 9}}
+	})
+	p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 100 * time.Millisecond, Retries: -1}}
+	if _, err := p.Status(context.Background(), addr.String()); query.HTTPStatus(err) != http.StatusGatewayTimeout {
+		t.Errorf("got %v, want a timeout", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, ""},
+		{Config{MaxPackets: 2}, "max_packets"},
+		{Config{MaxResponseSize: 1 << 21}, "max_response_size"},
+		{Config{QuietTimeout: time.Minute}, "quiet_timeout"},
+		{Config{Attempts: query.Attempts{Retries: 11}}, "retries"},
+	} {
+		err := c.cfg.Validate()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: got %v, want an error naming %q", c.cfg, err, c.want)
+		}
+	}
+}
