@@ -13,6 +13,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/bounds"
+	"github.com/gamegate/gamegate/internal/duration"
 	wireu2 "github.com/gamegate/gamegate/wire/unreal2"
 )
 
@@ -48,7 +49,7 @@ type Config struct {
 	// Time without a datagram, once the server info has come, after which
 	// the answer is complete, 1ms to 10s (and under attempt_timeout to
 	// matter). Default: 200ms.
-	QuietTimeout time.Duration `json:"quiet_timeout,omitempty"`
+	QuietTimeout duration.Duration `json:"quiet_timeout,omitempty"`
 }
 
 // Validate checks every option's range.
@@ -56,13 +57,13 @@ func (c *Config) Validate() error {
 	return bounds.First(c.Attempts.Validate(),
 		bounds.Int("max_packets", c.MaxPackets, MinMaxPackets, MaxMaxPackets),
 		bounds.Int("max_response_size", c.MaxResponseSize, MinMaxResponseSize, MaxMaxResponseSize),
-		bounds.Duration("quiet_timeout", c.QuietTimeout, MinQuietTimeout, MaxQuietTimeout))
+		bounds.Duration("quiet_timeout", c.QuietTimeout.Std(), MinQuietTimeout, MaxQuietTimeout))
 }
 
 // NewProtocol builds the protocol.
 func (c *Config) NewProtocol() (query.Protocol, error) {
 	return &QueryProtocol{UDPExchange: c.Exchange(), MaxPackets: c.MaxPackets, MaxResponseSize: c.MaxResponseSize,
-		QuietTimeout: c.QuietTimeout}, nil
+		QuietTimeout: c.QuietTimeout.Std()}, nil
 }
 
 // QueryProtocol is Unreal 2 as a query.Protocol. The query has no

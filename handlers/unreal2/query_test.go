@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -101,7 +102,7 @@ func TestConfigValidate(t *testing.T) {
 		{Config{}, ""},
 		{Config{MaxPackets: 2}, "max_packets"},
 		{Config{MaxResponseSize: 1 << 21}, "max_response_size"},
-		{Config{QuietTimeout: time.Minute}, "quiet_timeout"},
+		{Config{QuietTimeout: duration.Duration(time.Minute)}, "quiet_timeout"},
 		{Config{Attempts: query.Attempts{Retries: 11}}, "retries"},
 	} {
 		err := c.cfg.Validate()
