@@ -94,6 +94,9 @@ type answers struct {
 	info           []byte
 	rules, players []byte
 	packets, size  int
+	// infoAt is when the server info came: the ping, without the quiet
+	// spell that ends the answer.
+	infoAt time.Time
 }
 
 // ask sends the three queries and gathers their answers within the
@@ -140,6 +143,7 @@ func (p *QueryProtocol) ask(ctx context.Context, address string) (*answers, erro
 			case wireu2.KindInfo:
 				if ans.info == nil {
 					ans.info = append([]byte{}, payload...)
+					ans.infoAt = query.Now(p.Now)
 				}
 			case wireu2.KindRules:
 				ans.rules = append(ans.rules, payload...)
@@ -165,10 +169,10 @@ func (p *QueryProtocol) ask(ctx context.Context, address string) (*answers, erro
 func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Status, error) {
 	start := query.Now(p.Now)
 	ans, err := p.ask(ctx, address)
-	rtt := query.Now(p.Now).Sub(start)
 	if err != nil {
 		return nil, err
 	}
+	rtt := ans.infoAt.Sub(start)
 	var info wireu2.Info
 	var rules wireu2.Rules
 	var players wireu2.Players
@@ -240,3 +244,4 @@ func text(s wireu2.String) string { return string(wireu2.AppendUTF8(nil, s, true
 func (p *QueryProtocol) Command(context.Context, string, string, []string) (any, error) {
 	return nil, query.Errorf(http.StatusNotFound, "unreal2 has no commands: its status asks all three of its queries")
 }
+var _ query.ProtocolConfig = (*Config)(nil)

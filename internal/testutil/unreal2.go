@@ -21,7 +21,7 @@ type Unreal2Player struct {
 
 // Unreal2Server is a fixture Unreal Engine 2 server on loopback (Unreal
 // Tournament 2004's query as its server sends it): to 79 00 00 00 and a
-// kind it answers a datagram of 80 00 00 00, the kind and the payload, in
+// kind (79, or 78 as qstat sends) it answers a datagram of 80 00 00 00, the kind and the payload, in
 // little-endian numbers and Unreal strings (a length byte counting the
 // NUL and Windows-1252 bytes, or 0x80 with a count of UTF-16LE units). The
 // server name goes out in UTF-16, everything else in Windows-1252. Rules
@@ -108,7 +108,8 @@ func StartUnreal2(t testing.TB, s *Unreal2Server) {
 		return nil
 	}
 	addr := ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
-		if len(req) != 5 || req[0] != 0x79 || req[1] != 0 || req[2] != 0 || req[3] != 0 {
+		// GameDig asks with 79 00 00 00, qstat with 78 00 00 00.
+		if len(req) != 5 || req[0] != 0x79 && req[0] != 0x78 || req[1] != 0 || req[2] != 0 || req[3] != 0 {
 			return nil
 		}
 		return answer(req[4])
