@@ -244,4 +244,5 @@ func text(s wireu2.String) string { return string(wireu2.AppendUTF8(nil, s, true
 func (p *QueryProtocol) Command(context.Context, string, string, []string) (any, error) {
 	return nil, query.Errorf(http.StatusNotFound, "unreal2 has no commands: its status asks all three of its queries")
 }
+
 var _ query.ProtocolConfig = (*Config)(nil)
