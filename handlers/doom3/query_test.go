@@ -1,0 +1,43 @@
+package doom3
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/testutil"
+)
+
+func TestStatus(t *testing.T) {
+	s := &testutil.Doom3Server{Protocol: 0x00010029, Info: [][2]string{{"si_name", "^1Gâte ^7Doom"}, {"si_map", "maps/game/mp/d3dm1.entities"},
+		{"si_maxPlayers", "8"}, {"si_usepass", "1"}, {"gamename", "baseDOOM-1"}},
+		Players: []testutil.Doom3Player{{ID: 0, Ping: 50, Rate: 16384, Name: "^1Alice"}, {ID: 1, Name: "Bot"}, {ID: 3, Ping: 80, Rate: 25000, Name: "Zoë"}}}
+	testutil.StartDoom3(t, s)
+	p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 2 * time.Second}}
+	st, err := p.Status(context.Background(), s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Name != "Gâte Doom" || st.Map != "game/mp/d3dm1" || st.MaxPlayers != 8 || !st.Password || st.Version != "1.41" ||
+		st.NumPlayers != 3 || st.Connect != s.Addr || st.Raw["si_name"] != "Gâte Doom" || st.Raw["osmask"] != uint32(1) {
+		t.Errorf("status: got %+v", st)
+	}
+	if got := fmt.Sprint(st.Players, st.Bots); got != "[{Alice map[id:0 ping:50 rate:16384]} {Zoë map[id:3 ping:80 rate:25000]}] [{Bot map[id:1 ping:0 rate:0]}]" {
+		t.Errorf("players, bots: got %s", got)
+	}
+}
+
+// An answer that does not echo the query's challenge is dropped.
+func TestStatusWantsItsChallenge(t *testing.T) {
+	addr := testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		return [][]byte{[]byte("\xff\xffinfoResponse\x00\x01\x02\x03\x04\x29\x00\x01\x00si_name\x00x\x00\x00\x00\x20\x01\x00\x00\x00")}
+	})
+	p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 100 * time.Millisecond, Retries: -1}}
+	if _, err := p.Status(context.Background(), addr.String()); query.HTTPStatus(err) != http.StatusGatewayTimeout {
+		t.Errorf("got %v, want a timeout", err)
+	}
+}
