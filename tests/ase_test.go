@@ -11,10 +11,7 @@ import (
 // password, rules, players with all fields and with some) through
 // game_query, GameDig and qstat.
 func TestASEAgainstGamedigAndQstat(t *testing.T) {
-	s := &testutil.ASEServer{Game: "mta", Name: "Gâte ☆ MTA", GameType: "Freeroam", Map: "San Andreas", Version: "1.6",
-		GamePort: 22003, MaxPlayers: 32, Password: true, Rules: [][2]string{{"weather", "sunny"}, {"mode", "râce"}},
-		Players: []testutil.ASEPlayer{{Name: "Zoë", Team: "Red", Skin: "cj", Score: 12, Ping: 40, Time: 300},
-			{Name: "Bob", Score: -3, Ping: 55}, {Name: "Ümit", Score: 0, Ping: 1}}}
+	s := testutil.ExampleASE()
 	testutil.StartASE(t, s)
 	st := fixtureCheck{protocol: "ase", gameID: "gtasamta", addr: s.Addr}.run(t)
 	if st["name"] != s.Name || st["numplayers"] != float64(3) || st["password"] != true {

@@ -10,10 +10,7 @@ import (
 // A Doom 3 fixture (colour codes, Windows-1252 text, a map path, a
 // password, a bot) through game_query, GameDig and qstat.
 func TestDoom3AgainstGamedigAndQstat(t *testing.T) {
-	s := &testutil.Doom3Server{Protocol: 0x00010029, Info: [][2]string{{"si_name", "^1Gâte ^7Doom"}, {"si_map", "maps/game/mp/d3dm1.entities"},
-		{"si_maxPlayers", "8"}, {"si_usepass", "1"}, {"gamename", "baseDOOM-1"}, {"si_gameType", "Tourney"}, {"si_version", "DOOM 1.3.1"}},
-		Players: []testutil.Doom3Player{{ID: 0, Ping: 50, Rate: 16384, Name: "^1Alice"}, {ID: 1, Name: "Bot"},
-			{ID: 3, Ping: 80, Rate: 25000, Name: "Zoë"}}}
+	s := testutil.ExampleDoom3()
 	testutil.StartDoom3(t, s)
 	st := fixtureCheck{protocol: "doom3", gameID: "doom3", addr: s.Addr}.run(t)
 	if st["name"] != "Gâte Doom" || st["map"] != "game/mp/d3dm1" || st["password"] != true || st["version"] != "1.41" {

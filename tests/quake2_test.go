@@ -10,10 +10,7 @@ import (
 // A Quake 2 fixture (Windows-1252 text, needpass, a bot, a line with an
 // address) through game_query, GameDig and qstat.
 func TestQuake2AgainstGamedigAndQstat(t *testing.T) {
-	s := &testutil.QuakeServer{Info: [][2]string{{"hostname", "Gâte Q2"}, {"mapname", "q2dm1"}, {"maxclients", "16"},
-		{"needpass", "1"}, {"version", "q2pro r1"}, {"dmflags", "16"}},
-		Players: []testutil.QuakePlayer{{Frags: 12, Ping: 45, Name: "Zoë"}, {Frags: 0, Ping: 0, Name: "Bot"},
-			{Frags: -3, Ping: 120, Name: "Eve", Address: "127.0.0.1:27901"}}}
+	s := testutil.ExampleQuake2()
 	testutil.StartQuake(t, s)
 	st := fixtureCheck{protocol: "quake2", gameID: "quake2", addr: s.Addr, known: map[string]gamedigKnown{
 		"maxplayers": {"type", "a string (maxclients as sent)"},
@@ -33,11 +30,7 @@ func TestQuake2AgainstGamedigAndQstat(t *testing.T) {
 // A QuakeWorld fixture (mvdsv's info keys: map, *version) through
 // game_query, GameDig and qstat.
 func TestQuake1AgainstGamedigAndQstat(t *testing.T) {
-	s := &testutil.QuakeServer{QuakeWorld: true, Info: [][2]string{{"hostname", "Gâte QW"}, {"map", "dm4"}, {"maxclients", "8"},
-		{"*version", "MVDSV 0.36"}, {"fraglimit", "30"}, {"needpass", "0"}},
-		Players: []testutil.QuakePlayer{{ID: 5, Frags: 10, Time: 3, Ping: 25, Name: "Zoë", Skin: "base", Top: 4, Bottom: 11},
-			{ID: 7, Frags: 1, Time: 1, Ping: 0, Name: "Frogbot", Skin: "", Top: 0, Bottom: 0},
-			{ID: 9, Frags: 3, Time: 12, Ping: 80, Name: "Alice", Skin: "base", Top: 13, Bottom: 13}}}
+	s := testutil.ExampleQuakeWorld()
 	testutil.StartQuake(t, s)
 	st := fixtureCheck{protocol: "quake1", gameID: "quake", addr: s.Addr, known: map[string]gamedigKnown{
 		"maxplayers": {"type", "a string (maxclients as sent)"},

@@ -50,16 +50,9 @@ func (p *QueryProtocol) Name() string { return "ase" }
 // game port the server names is connect's. ASE marks no bots.
 func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Status, error) {
 	var r wirease.Response
-	var answer []byte
-	start := query.Now(p.Now)
-	err := p.Exchange(ctx, address, []byte(wirease.Request), func(d []byte) (bool, error) {
-		if !wirease.LooksLikeResponse(d) || r.Decode(d) != nil {
-			return false, nil // not an answer: drop it
-		}
-		answer = bytes.Clone(d)
-		return true, nil
+	answer, rtt, err := p.Answer(ctx, address, []byte(wirease.Request), p.Now, func(d []byte) bool {
+		return wirease.LooksLikeResponse(d) && r.Decode(d) == nil
 	})
-	rtt := query.Now(p.Now).Sub(start)
 	if err != nil {
 		return nil, err
 	}

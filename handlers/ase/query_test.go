@@ -14,9 +14,7 @@ import (
 )
 
 func fixture(t *testing.T) *testutil.ASEServer {
-	s := &testutil.ASEServer{Game: "mta", Name: "Gâte ☆ MTA", GameType: "Freeroam", Map: "San Andreas", Version: "1.6",
-		GamePort: 22003, MaxPlayers: 32, Password: true, Rules: [][2]string{{"weather", "sunny"}, {"mode", "râce"}},
-		Players: []testutil.ASEPlayer{{Name: "Zoë", Team: "Red", Skin: "cj", Score: 12, Ping: 40, Time: 300}, {Name: "Bob", Score: -3, Ping: 55}}}
+	s := testutil.ExampleASE()
 	testutil.StartASE(t, s)
 	return s
 }
@@ -29,14 +27,14 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _, _ := strings.Cut(s.Addr, ":")
-	if st.Name != s.Name || st.Map != s.Map || st.Version != "1.6" || !st.Password || st.NumPlayers != 2 || st.MaxPlayers != 32 ||
+	if st.Name != s.Name || st.Map != s.Map || st.Version != "1.6" || !st.Password || st.NumPlayers != 3 || st.MaxPlayers != 32 ||
 		st.Connect != host+":22003" || st.Address != s.Addr || st.Protocol != "ase" {
 		t.Errorf("status: got %+v", st)
 	}
 	if st.Raw["gamename"] != "mta" || st.Raw["gametype"] != "Freeroam" || st.Raw["mode"] != "râce" || len(st.Raw) != 4 {
 		t.Errorf("raw: got %v", st.Raw)
 	}
-	if len(st.Players) != 2 || len(st.Bots) != 0 {
+	if len(st.Players) != 3 || len(st.Bots) != 0 {
 		t.Fatalf("players: got %+v, bots %+v", st.Players, st.Bots)
 	}
 	zoe, bob := st.Players[0], st.Players[1]

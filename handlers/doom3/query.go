@@ -3,7 +3,6 @@
 package doom3
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -61,16 +60,9 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	_, _ = rand.Read(challenge[:])
 	want := binary.LittleEndian.Uint32(challenge[:])
 	var r wired3.Response
-	var answer []byte
-	start := query.Now(p.Now)
-	err := p.Exchange(ctx, address, wired3.AppendRequest(nil, want), func(d []byte) (bool, error) {
-		if !wired3.LooksLikeResponse(d) || r.Decode(d) != nil || r.Challenge != want {
-			return false, nil // not an answer to this query: drop it
-		}
-		answer = bytes.Clone(d)
-		return true, nil
+	answer, rtt, err := p.Answer(ctx, address, wired3.AppendRequest(nil, want), p.Now, func(d []byte) bool {
+		return wired3.LooksLikeResponse(d) && r.Decode(d) == nil && r.Challenge == want
 	})
-	rtt := query.Now(p.Now).Sub(start)
 	if err != nil {
 		return nil, err
 	}

@@ -13,9 +13,7 @@ import (
 )
 
 func TestStatus(t *testing.T) {
-	s := &testutil.Doom3Server{Protocol: 0x00010029, Info: [][2]string{{"si_name", "^1Gâte ^7Doom"}, {"si_map", "maps/game/mp/d3dm1.entities"},
-		{"si_maxPlayers", "8"}, {"si_usepass", "1"}, {"gamename", "baseDOOM-1"}},
-		Players: []testutil.Doom3Player{{ID: 0, Ping: 50, Rate: 16384, Name: "^1Alice"}, {ID: 1, Name: "Bot"}, {ID: 3, Ping: 80, Rate: 25000, Name: "Zoë"}}}
+	s := testutil.ExampleDoom3()
 	testutil.StartDoom3(t, s)
 	p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 2 * time.Second}}
 	st, err := p.Status(context.Background(), s.Addr)

@@ -4,7 +4,6 @@
 package quake2
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -66,16 +65,9 @@ func (p *QueryProtocol) Name() string {
 func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Status, error) {
 	d := p.dialect()
 	var r wireq2.Response
-	var answer []byte
-	start := query.Now(p.Now)
-	err := p.Exchange(ctx, address, []byte(wireq2.Request), func(b []byte) (bool, error) {
-		if !wireq2.LooksLikeResponse(b, d) || r.Decode(b, d) != nil {
-			return false, nil // not an answer: drop it
-		}
-		answer = bytes.Clone(b)
-		return true, nil
+	answer, rtt, err := p.Answer(ctx, address, []byte(wireq2.Request), p.Now, func(b []byte) bool {
+		return wireq2.LooksLikeResponse(b, d) && r.Decode(b, d) == nil
 	})
-	rtt := query.Now(p.Now).Sub(start)
 	if err != nil {
 		return nil, err
 	}

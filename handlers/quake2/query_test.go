@@ -13,10 +13,7 @@ import (
 )
 
 func TestStatusQuake2(t *testing.T) {
-	s := &testutil.QuakeServer{Info: [][2]string{{"hostname", "Gâte Q2"}, {"mapname", "q2dm1"}, {"maxclients", "16"},
-		{"needpass", "1"}, {"version", "q2pro r1"}},
-		Players: []testutil.QuakePlayer{{Frags: 12, Ping: 45, Name: "Zoë"}, {Frags: 0, Ping: 0, Name: "Bot"},
-			{Frags: -3, Ping: 120, Name: "Eve", Address: "127.0.0.1:27901"}}}
+	s := testutil.ExampleQuake2()
 	testutil.StartQuake(t, s)
 	p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 2 * time.Second}}
 	st, err := p.Status(context.Background(), s.Addr)
@@ -34,19 +31,17 @@ func TestStatusQuake2(t *testing.T) {
 }
 
 func TestStatusQuakeWorld(t *testing.T) {
-	s := &testutil.QuakeServer{QuakeWorld: true, Info: [][2]string{{"hostname", "Gâte QW"}, {"map", "dm4"}, {"maxclients", "8"},
-		{"*version", "MVDSV 0.36"}, {"version", "other"}},
-		Players: []testutil.QuakePlayer{{ID: 5, Frags: 10, Time: 3, Ping: 25, Name: "Zoë", Skin: "base", Top: 4, Bottom: 11}}}
+	s := testutil.ExampleQuakeWorld()
 	testutil.StartQuake(t, s)
 	p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 2 * time.Second}, Dialect: wireq2.QuakeWorld}
 	st, err := p.Status(context.Background(), s.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Name != "Gâte QW" || st.Map != "dm4" || st.Version != "MVDSV 0.36" || st.NumPlayers != 1 || st.Protocol != "quake1" {
+	if st.Name != "Gâte QW" || st.Map != "dm4" || st.Version != "MVDSV 0.36" || st.NumPlayers != 3 || st.Protocol != "quake1" || len(st.Bots) != 1 {
 		t.Errorf("status: got %+v", st)
 	}
-	if got := fmt.Sprint(st.Players); got != "[{Zoë map[color1:4 color2:11 id:5 ping:25 score:10 skin:base time:3]}]" {
+	if got := fmt.Sprint(st.Players); got != "[{Zoë map[color1:4 color2:11 id:5 ping:25 score:10 skin:base time:3]} {Alice map[color1:13 color2:13 id:9 ping:80 score:3 skin:base time:12]}]" {
 		t.Errorf("players: got %s", got)
 	}
 	// A Quake 2 query of a QuakeWorld server takes no answer.

@@ -16,13 +16,7 @@ import (
 )
 
 func fixture(t *testing.T) *testutil.Unreal2Server {
-	s := &testutil.Unreal2Server{Name: "Gâte ☆ UT", Map: "DM-Rankin", GameType: "xDeathMatch", Skill: "Adept", GamePort: 7777,
-		NumPlayers: 4, MaxPlayers: 16, Flags: 0x41,
-		Rules: [][2]string{{"ServerMode", "dedicated"}, {"Mutator", "MutInstaGib"}, {"GamePassword", "True"},
-			{"AdminName", "Zoë"}, {"Mutator", "MutQuadJump"}, {"MaxSpectators", "2"}, {"MaxSpectators", "4"}},
-		Players: []testutil.Unreal2Player{{ID: 1, Name: "\x1b\xff\x01\x01Alice", Ping: 40, Score: 12, StatsID: 9},
-			{ID: 2, Name: "Zoë", Ping: 0, Score: 5}, {ID: 0, Name: "Red Team Score", Score: 3},
-			{ID: 3, Name: "Ünal", Ping: 70, Score: -1, UTF16: true}, {ID: 4, Name: "Sarge", Score: 1}}}
+	s := testutil.ExampleUnreal2()
 	testutil.StartUnreal2(t, s)
 	return s
 }
