@@ -39,3 +39,23 @@ func TestStatusWantsItsChallenge(t *testing.T) {
 		t.Errorf("got %v, want a timeout", err)
 	}
 }
+
+// An ETQW answer (the codec's vector, its challenge replaced by the
+// query's): no rate, clan tags, bots by type flag, ETQW's fields.
+func TestStatusETQW(t *testing.T) {
+	vector := testutil.VectorsByName(t, "../../wire/doom3/testdata/vectors.txt")["response-etqw"].Bytes
+	addr := testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		answer := append([]byte(nil), vector...)
+		copy(answer[len("\xff\xffinfoResponse\x00"):], req[len(req)-4:])
+		return [][]byte{answer}
+	})
+	p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 2 * time.Second}}
+	st, err := p.Status(context.Background(), addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(st.Name, "|", st.Map, "|", st.Version, "|", st.Players, "|", st.Bots, "|", st.Raw["timeleft"], st.Raw["interestedClients"])
+	if want := "ETQW box|valley|10.5|[{Strogg map[clantag:GDF id:0 ping:60 typeflag:0]}]|[{Bot map[clantag: id:4 ping:0 typeflag:1]}]|600 7"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

@@ -105,3 +105,32 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// A Killing Floor server (told by its KillingFloorMut mutator, as GameDig
+// tells it) has the waves before its ping and a skill level after.
+func TestStatusKillingFloor(t *testing.T) {
+	le := func(b []byte, v uint32) []byte { return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24)) }
+	str := func(b []byte, s string) []byte { return append(append(append(b, byte(len(s)+1)), s...), 0) }
+	info := le(str(le([]byte{0x80, 0, 0, 0, 0}, 1), "10.0.0.1"), 7707)
+	info = le(str(str(str(le(info, 7708), "KF"), "KF-Farm"), "KFGameType"), 2)
+	info = str(le(le(le(le(le(info, 6), 3), 10), 30), 0), "Hard") // waves 3 of 10, ping 30, flags 0
+	rules := str(str([]byte{0x80, 0, 0, 0, 1}, "Mutator"), "KillingFloorMut")
+	addr := testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		switch req[4] {
+		case 0:
+			return [][]byte{info}
+		case 1:
+			return [][]byte{rules}
+		}
+		return nil
+	})
+	p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 5 * time.Second}, QuietTimeout: 50 * time.Millisecond}
+	st, err := p.Status(context.Background(), addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%v %v %v %v %v %d %d", st.Raw["wavecurrent"], st.Raw["wavetotal"], st.Raw["ping"], st.Raw["skillLevel"], st.Raw["skill"], st.NumPlayers, st.MaxPlayers)
+	if want := "3 10 30 Hard <nil> 2 6"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
