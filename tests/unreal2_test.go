@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gamegate/gamegate/internal/testutil"
@@ -9,8 +11,8 @@ import (
 // An Unreal Engine 2 fixture (Unreal Tournament 2004's answers: a UTF-16
 // server name, Windows-1252 text, colour codes, rules and players each
 // split over datagrams, bots, a team score, repeated and mutator rules)
-// through game_query and GameDig (qstat misreads it: see below).
-func TestUnreal2AgainstGamedig(t *testing.T) {
+// through game_query, GameDig and qstat.
+func TestUnreal2AgainstGamedigAndQstat(t *testing.T) {
 	s := testutil.ExampleUnreal2()
 	testutil.StartUnreal2(t, s)
 	st := fixtureCheck{protocol: "unreal2", gameID: "unrealtournament2004", addr: s.Addr,
@@ -19,8 +21,17 @@ func TestUnreal2AgainstGamedig(t *testing.T) {
 		t.Errorf("gamegate read %v", st)
 	}
 
-	// qstat 2.15's -ut2s and -ut2004s (which ask the given port plus one)
-	// read this server as online with no name, map or players and a host
-	// port taken from inside the IP string, where GameDig reads every
-	// field: no comparison with qstat is made.
+	// qstat asks the given port plus one, with kind 3 (all three answers),
+	// and again when it found no end to them (its rules hold each value
+	// once per answer, joined by "|"). It reads the server info one string
+	// out of step (the name as the map), so only its rules and players are
+	// compared.
+	qs := quakestat(t, "-ut2s", gamePortAddr(t, s.Addr, -1))
+	compareQuakestatPlayers(t, "-ut2s", st, qs, "score")
+	rules, _ := qs["rules"].(map[string]any)
+	ours := st["raw"].(map[string]any)["rules"].(map[string]any)
+	for _, k := range []string{"ServerMode", "GamePassword"} {
+		first, _, _ := strings.Cut(fmt.Sprint(rules[k]), "|")
+		sameValues(t, "quakestat -ut2s", []fieldPair{{"rule " + k, ours[k], first}})
+	}
 }

@@ -26,8 +26,11 @@ type Unreal2Player struct {
 // NUL and Windows-1252 bytes, or 0x80 with a count of UTF-16LE units). The
 // server name goes out in UTF-16, everything else in Windows-1252. Rules
 // are sent two to a datagram and players three to a datagram, so both
-// answers take several.
+// answers take several. To kind 3, qstat's, it sends all three answers.
 type Unreal2Server struct {
+	// IP is the address the server names itself by; UT2004 leaves it
+	// empty.
+	IP                         string
 	Name, Map, GameType, Skill string
 	GamePort                   uint32
 	NumPlayers, MaxPlayers     uint32
@@ -68,11 +71,12 @@ func StartUnreal2(t testing.TB, s *Unreal2Server) {
 	le := binary.LittleEndian
 	head := func(kind byte) []byte { return []byte{0x80, 0, 0, 0, kind} }
 	var port atomic.Uint32 // the query port, known once the socket is bound
-	answer := func(kind byte) [][]byte {
+	var answer func(kind byte) [][]byte
+	answer = func(kind byte) [][]byte {
 		switch kind {
 		case 0:
 			b := le.AppendUint32(head(0), 1)
-			b = u2Latin(b, "127.0.0.1")
+			b = u2Latin(b, s.IP)
 			b = le.AppendUint32(le.AppendUint32(b, s.GamePort), port.Load())
 			b = u2UTF16(b, s.Name)
 			b = u2Latin(u2Latin(b, s.Map), s.GameType)
@@ -88,6 +92,8 @@ func StartUnreal2(t testing.TB, s *Unreal2Server) {
 				out[len(out)-1] = u2Latin(u2Latin(out[len(out)-1], r[0]), r[1])
 			}
 			return out
+		case 3: // all three, as qstat asks
+			return append(append(answer(0), answer(1)...), answer(2)...)
 		case 2:
 			var out [][]byte
 			for i, p := range s.Players {
