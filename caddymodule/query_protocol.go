@@ -45,9 +45,10 @@ type queryConfig[C any] interface {
 //	}
 //
 // Numbers and durations are read in the ranges the Config's Validate
-// holds them to, so an error points at its line; a duration is positive
-// (leave it out for the default), a bool option takes no value, a list
-// takes one or more.
+// holds them to, so an error points at its line; a size (an option named
+// *_size) may carry a unit (64KiB), a duration is positive (leave it out
+// for the default), a bool option takes no value, a list takes one or
+// more.
 type QueryProtocolModule[C any, P queryConfig[C]] struct {
 	// The protocol's configuration: its fields are the module's.
 	Config C
@@ -172,13 +173,26 @@ func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, opt stri
 		if err != nil {
 			return err
 		}
+		// A size (an option named *_size) may carry a unit, as 64KiB.
+		isSize := strings.HasSuffix(opt, "_size")
 		v, err := strconv.ParseInt(s, 10, 64)
+		if isSize {
+			var ok bool
+			if v, ok = parseByteSize(s); ok {
+				err = nil
+			} else {
+				err = strconv.ErrSyntax
+			}
+		}
 		if err != nil || field.OverflowInt(v) || probeRange[C, P](opt, v) != nil {
-			want := "an integer"
+			want, unit := "an integer", ""
+			if isSize {
+				want, unit = "a size", " bytes (such as 65536 or 64KiB)"
+			}
 			if r := probeRange[C, P](opt, math.MaxInt64); r != nil {
 				want += " in [" + strconv.FormatInt(r.Lo, 10) + ", " + strconv.FormatInt(r.Hi, 10) + "]"
 			}
-			return d.Errf("option '%s': want %s, got '%s'", as, want, s)
+			return d.Errf("option '%s': want %s%s, got '%s'", as, want, unit, s)
 		}
 		field.SetInt(v)
 	case string:

@@ -22,11 +22,12 @@ type testProtocolConfig struct {
 	Flag   bool              `json:"flag,omitempty"`
 	Names  []string          `json:"names,omitempty"`
 	Ratio  float64           `json:"ratio,omitempty"`
+	Body   int64             `json:"max_body_size,omitempty"`
 	hidden int
 }
 
 func (c *testProtocolConfig) Validate() error {
-	return bounds.First(c.Attempts.Validate(), bounds.Int("size", c.Size, 2, 9),
+	return bounds.First(c.Attempts.Validate(), bounds.Int("size", c.Size, 2, 9), bounds.Int("max_body_size", c.Body, 1024, 1<<20),
 		bounds.Duration("wait", c.Wait.Std(), 1e9, 60e9))
 }
 
@@ -37,6 +38,9 @@ func TestQueryProtocolModuleCaddyfile(t *testing.T) {
 		{"size 3\nwait 2s\nlabel x\nflag\nnames a b\nretries -1\nattempt_timeout 0.01d",
 			`{"attempt_timeout":864000000000,"retries":-1,"size":3,"wait":2000000000,"label":"x","flag":true,"names":["a","b"]}`},
 		{"timeout 2s", `{"attempt_timeout":2000000000}`},
+		{"max_body_size 64KiB", `{"max_body_size":65536}`},
+		{"max_body_size 2MiB", "error: option 'max_body_size': want a size in [1024, 1048576] bytes (such as 65536 or 64KiB), got '2MiB'"},
+		{"max_body_size lots", "error: option 'max_body_size': want a size in [1024, 1048576] bytes (such as 65536 or 64KiB), got 'lots'"},
 		{"size 10", "error: option 'size': want an integer in [2, 9], got '10'"},
 		{"size x", "error: option 'size': want an integer in [2, 9], got 'x'"},
 		{"size 99999999999999999999", "error: option 'size': want an integer in [2, 9], got '99999999999999999999'"},

@@ -87,16 +87,22 @@ func TestReaderRangeChecks(t *testing.T) {
 	}
 }
 
-func TestAppendWindows1252(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"plain", "plain"},
-		{"caf\xe9 \x80 \x9f\x81", "café € Ÿ\uFFFD"},
-		{"\xa0\xff", "\u00a0ÿ"},
-	} {
-		if got := string(AppendWindows1252(nil, []byte(c.in))); got != c.want {
-			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+func TestWindows1252RoundTrip(t *testing.T) {
+	for _, s := range []string{"plain", "Café ©", "€5 – “quoted” ™ Ÿ", "Ça va"} {
+		b := EncodeWindows1252(nil, s)
+		if got := string(AppendWindows1252(nil, b)); got != s {
+			t.Errorf("got %q, want %q", got, s)
 		}
 	}
+	if got := string(AppendWindows1252(nil, []byte{0x81, 0xE9, 0x80})); got != "\uFFFDé€" {
+		t.Errorf("got %q, want \uFFFDé€", got)
+	}
+	if got := EncodeWindows1252(nil, "日"); string(got) != "?" {
+		t.Errorf("got %q, want ?", got)
+	}
+}
+
+func TestAppendWindows1252Allocs(t *testing.T) {
 	buf := make([]byte, 0, 64)
 	if n := testing.AllocsPerRun(100, func() { buf = AppendWindows1252(buf[:0], []byte("caf\xe9 \x80")) }); n != 0 {
 		t.Errorf("%v allocations, want 0", n)

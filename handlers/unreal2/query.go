@@ -5,7 +5,6 @@ package unreal2
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -17,17 +16,11 @@ import (
 	wireu2 "github.com/gamegate/gamegate/wire/unreal2"
 )
 
-// Defaults and bounds of Config.
+// Defaults and bounds of Config's quiet_timeout.
 const (
-	DefaultMaxPackets      = 64
-	MinMaxPackets          = 3
-	MaxMaxPackets          = 1024
-	DefaultMaxResponseSize = 64 << 10
-	MinMaxResponseSize     = 1400
-	MaxMaxResponseSize     = 1 << 20
-	DefaultQuietTimeout    = 200 * time.Millisecond
-	MinQuietTimeout        = time.Millisecond
-	MaxQuietTimeout        = 10 * time.Second
+	DefaultQuietTimeout = 200 * time.Millisecond
+	MinQuietTimeout     = time.Millisecond
+	MaxQuietTimeout     = 10 * time.Second
 )
 
 // Config is the configuration of the Unreal Engine 2 server query
@@ -40,12 +33,9 @@ const (
 type Config struct {
 	// attempt_timeout and retries.
 	query.Attempts
-	// Most datagrams one status may take, the three answers together, 3
-	// to 1024. Default: 64.
-	MaxPackets int `json:"max_packets,omitempty"`
-	// Largest answer accepted, in bytes: the payloads of the three answers
-	// together, 1400 to 1048576. Default: 65536.
-	MaxResponseSize int `json:"max_response_size,omitempty"`
+	// max_packets and max_response_size: the datagrams and bytes of the
+	// three answers together.
+	query.Budget
 	// Time without a datagram, once the server info has come, after which
 	// the answer is complete, 1ms to 10s (and under attempt_timeout to
 	// matter). Default: 200ms.
@@ -54,16 +44,13 @@ type Config struct {
 
 // Validate checks every option's range.
 func (c *Config) Validate() error {
-	return bounds.First(c.Attempts.Validate(),
-		bounds.Int("max_packets", c.MaxPackets, MinMaxPackets, MaxMaxPackets),
-		bounds.Int("max_response_size", c.MaxResponseSize, MinMaxResponseSize, MaxMaxResponseSize),
+	return bounds.First(c.Attempts.Validate(), c.Budget.Validate(),
 		bounds.Duration("quiet_timeout", c.QuietTimeout.Std(), MinQuietTimeout, MaxQuietTimeout))
 }
 
 // NewProtocol builds the protocol.
 func (c *Config) NewProtocol() (query.Protocol, error) {
-	return &QueryProtocol{UDPExchange: c.Exchange(), MaxPackets: c.MaxPackets, MaxResponseSize: c.MaxResponseSize,
-		QuietTimeout: c.QuietTimeout.Std()}, nil
+	return &QueryProtocol{UDPExchange: c.Exchange(), Budget: c.Budget, QuietTimeout: c.QuietTimeout.Std()}, nil
 }
 
 // QueryProtocol is Unreal 2 as a query.Protocol. The query has no
@@ -71,10 +58,10 @@ func (c *Config) NewProtocol() (query.Protocol, error) {
 // server's address only.
 type QueryProtocol struct {
 	query.UDPExchange
-	// MaxPackets, MaxResponseSize and QuietTimeout are Config's; zero is
-	// the default.
-	MaxPackets, MaxResponseSize int
-	QuietTimeout                time.Duration
+	// Budget and QuietTimeout are Config's; zero values are the
+	// defaults.
+	Budget       query.Budget
+	QuietTimeout time.Duration
 	// Now gives the time, for ping measurement. Default: time.Now.
 	Now func() time.Time
 }
@@ -82,18 +69,12 @@ type QueryProtocol struct {
 // Name returns "unreal2".
 func (p *QueryProtocol) Name() string { return "unreal2" }
 
-// errTooLarge and errTooMany end a status whose answer passes the budget.
-var (
-	errTooLarge = errors.New("the answer is larger than max_response_size")
-	errTooMany  = errors.New("the answer has more datagrams than max_packets")
-)
-
 // answers are the payloads of one attempt: the first server info, and
 // the rules' and players' payloads joined in arrival order.
 type answers struct {
 	info           []byte
 	rules, players []byte
-	packets, size  int
+	spent          query.Spent
 	// infoAt is when the server info came: the ping, without the quiet
 	// spell that ends the answer.
 	infoAt time.Time
@@ -102,14 +83,6 @@ type answers struct {
 // ask sends the three queries and gathers their answers within the
 // budget.
 func (p *QueryProtocol) ask(ctx context.Context, address string) (*answers, error) {
-	maxPackets := max(p.MaxPackets, 0)
-	if maxPackets == 0 {
-		maxPackets = DefaultMaxPackets
-	}
-	maxSize := p.MaxResponseSize
-	if maxSize <= 0 {
-		maxSize = DefaultMaxResponseSize
-	}
 	quiet := p.QuietTimeout
 	if quiet <= 0 {
 		quiet = DefaultQuietTimeout
@@ -131,13 +104,8 @@ func (p *QueryProtocol) ask(ctx context.Context, address string) (*answers, erro
 			if err != nil {
 				return false, nil // not an answer: drop it
 			}
-			ans.packets++
-			ans.size += len(payload)
-			switch {
-			case ans.packets > maxPackets:
-				return false, errTooMany
-			case ans.size > maxSize:
-				return false, errTooLarge
+			if err := p.Budget.Spend(&ans.spent, len(payload)); err != nil {
+				return false, err
 			}
 			switch kind {
 			case wireu2.KindInfo:

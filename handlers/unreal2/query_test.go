@@ -68,8 +68,8 @@ func TestStatusBudget(t *testing.T) {
 		name string
 		addr string
 		want error
-	}{{"packets", flood(10, 10), errTooMany}, {"bytes", flood(3, 1000), errTooLarge}} {
-		p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 5 * time.Second, Retries: -1}, MaxPackets: 5, MaxResponseSize: 1400}
+	}{{"packets", flood(10, 10), query.ErrTooManyPackets}, {"bytes", flood(3, 1000), query.ErrTooLarge}} {
+		p := &QueryProtocol{UDPExchange: query.UDPExchange{Timeout: 5 * time.Second, Retries: -1}, Budget: query.Budget{MaxPackets: 5, MaxResponseSize: 1400}}
 		_, err := p.Status(context.Background(), c.addr)
 		if !errors.Is(err, c.want) || query.HTTPStatus(err) != http.StatusBadGateway {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
@@ -94,8 +94,8 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{Config{}, ""},
-		{Config{MaxPackets: 2}, "max_packets"},
-		{Config{MaxResponseSize: 1 << 21}, "max_response_size"},
+		{Config{Budget: query.Budget{MaxPackets: 129}}, "max_packets"},
+		{Config{Budget: query.Budget{MaxResponseSize: 1 << 21}}, "max_response_size"},
 		{Config{QuietTimeout: duration.Duration(time.Minute)}, "quiet_timeout"},
 		{Config{Attempts: query.Attempts{Retries: 11}}, "retries"},
 	} {
