@@ -55,6 +55,11 @@ func (c fixtureCheck) run(t *testing.T) map[string]any {
 	if len(theirs) == 0 {
 		t.Errorf("gamedig's raw is empty: nothing compared")
 	}
+	// The raw command answers the status's raw data.
+	var raw map[string]any
+	if r := getJSON(t, gate+"/query/fixture/raw", &raw); r.status != 200 || !reflect.DeepEqual(raw, ours) {
+		t.Errorf("GET /query/fixture/raw: %d %s, want the status's raw", r.status, r.body)
+	}
 	return st
 }
 

@@ -6,7 +6,6 @@ package ase
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -106,7 +105,10 @@ func number(b []byte) int {
 	return n
 }
 
-// Command answers that ASE has none: its one query is the status.
-func (p *QueryProtocol) Command(context.Context, string, string, []string) (any, error) {
-	return nil, query.Errorf(http.StatusNotFound, "ase has no commands: its one query is the status")
+// ReadOnlyCommands returns raw: it only reads the server's state.
+func (p *QueryProtocol) ReadOnlyCommands() []string { return []string{"raw"} }
+
+// Command runs raw, the status's raw data: the protocol's one query.
+func (p *QueryProtocol) Command(ctx context.Context, address, command string, args []string) (any, error) {
+	return query.StatusRawCommand(ctx, p, address, command, args)
 }

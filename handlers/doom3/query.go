@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -140,9 +139,12 @@ func leadingInt(s string) int {
 	return n
 }
 
-// Command answers that the protocol has none beside the status.
-func (p *QueryProtocol) Command(context.Context, string, string, []string) (any, error) {
-	return nil, query.Errorf(http.StatusNotFound, "doom3 has no commands: its one query is the status")
+// ReadOnlyCommands returns raw: it only reads the server's state.
+func (p *QueryProtocol) ReadOnlyCommands() []string { return []string{"raw"} }
+
+// Command runs raw, the status's raw data: the protocol's one query.
+func (p *QueryProtocol) Command(ctx context.Context, address, command string, args []string) (any, error) {
+	return query.StatusRawCommand(ctx, p, address, command, args)
 }
 
 var _ query.ProtocolConfig = (*Config)(nil)

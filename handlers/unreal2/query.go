@@ -6,7 +6,6 @@ package unreal2
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -208,9 +207,12 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 // text is s as UTF-8 without colour codes.
 func text(s wireu2.String) string { return string(wireu2.AppendUTF8(nil, s, true)) }
 
-// Command answers that Unreal 2 has none beside the status.
-func (p *QueryProtocol) Command(context.Context, string, string, []string) (any, error) {
-	return nil, query.Errorf(http.StatusNotFound, "unreal2 has no commands: its status asks all three of its queries")
+// ReadOnlyCommands returns raw: it only reads the server's state.
+func (p *QueryProtocol) ReadOnlyCommands() []string { return []string{"raw"} }
+
+// Command runs raw, the status's raw data: the protocol's one query.
+func (p *QueryProtocol) Command(ctx context.Context, address, command string, args []string) (any, error) {
+	return query.StatusRawCommand(ctx, p, address, command, args)
 }
 
 var _ query.ProtocolConfig = (*Config)(nil)
