@@ -13,11 +13,12 @@ type ASEPlayer struct {
 }
 
 // ASEServer is a fixture All-Seeing-Eye server on loopback, written from
-// the protocol's layout (GameSpy Arcade's ASE query as its SDK describes
-// it): to the query "s" it answers EYE1, nine length-prefixed strings, the
-// rules and an empty key, then each player with a flags byte naming its
-// fields. Strings are sent as UTF-8, as Multi Theft Auto does. The first
-// player has every field; the others name, score and ping only.
+// the protocol's layout (GameSpy Arcade's ASE query as GameDig's and
+// qstat's protocol notes describe it): to the query "s" it answers EYE1,
+// nine length-prefixed strings, the rules and an empty key, then each
+// player with a flags byte naming its fields. Strings are sent as UTF-8,
+// as Multi Theft Auto does. The first player has every field; the others
+// name, score and ping only.
 type ASEServer struct {
 	Game, Name, GameType, Map, Version string
 	GamePort, MaxPlayers               int

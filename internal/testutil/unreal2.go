@@ -20,13 +20,14 @@ type Unreal2Player struct {
 }
 
 // Unreal2Server is a fixture Unreal Engine 2 server on loopback (Unreal
-// Tournament 2004's query as its server sends it): to 79 00 00 00 and a
-// kind (79, or 78 as qstat sends) it answers a datagram of 80 00 00 00, the kind and the payload, in
-// little-endian numbers and Unreal strings (a length byte counting the
-// NUL and Windows-1252 bytes, or 0x80 with a count of UTF-16LE units). The
-// server name goes out in UTF-16, everything else in Windows-1252. Rules
-// are sent two to a datagram and players three to a datagram, so both
-// answers take several. To kind 3, qstat's, it sends all three answers.
+// Tournament 2004's query as GameDig's and qstat's notes describe it): to
+// 79 00 00 00 and a kind (79, or 78 as qstat sends) it answers a datagram
+// of 80 00 00 00, the kind and the payload, in little-endian numbers and
+// Unreal strings (a length byte counting the NUL and Windows-1252 bytes,
+// or 0x80 with a count of UTF-16LE units). The server name goes out in
+// UTF-16, everything else in Windows-1252. Rules are sent two to a
+// datagram and players three to a datagram, so both answers take several.
+// To kind 3, qstat's, it sends all three answers.
 type Unreal2Server struct {
 	// IP is the address the server names itself by; UT2004 leaves it
 	// empty.
