@@ -101,3 +101,21 @@ func TestWindows1252RoundTrip(t *testing.T) {
 		t.Errorf("got %q, want ?", got)
 	}
 }
+
+func TestAppendWindows1252Allocs(t *testing.T) {
+	buf := make([]byte, 0, 64)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendWindows1252(buf[:0], []byte("caf\xe9 \x80")) }); n != 0 {
+		t.Errorf("%v allocations, want 0", n)
+	}
+}
+
+func TestPeekU8(t *testing.T) {
+	r := NewReader([]byte{7})
+	if v, ok := r.PeekU8(); !ok || v != 7 || r.Offset() != 0 {
+		t.Errorf("got %d, %v at offset %d; want 7, true at 0", v, ok, r.Offset())
+	}
+	r.Skip("x", 1)
+	if _, ok := r.PeekU8(); ok {
+		t.Error("at the end: got ok")
+	}
+}

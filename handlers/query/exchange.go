@@ -35,7 +35,14 @@ type UDPExchange struct {
 type Attempt struct {
 	conn   *net.UDPConn
 	onSend func()
+	quiet  time.Duration
 }
+
+// EndAfterQuiet makes the attempt end when no datagram has arrived for d,
+// for answers whose datagrams carry no count (Unreal 2's rules and
+// players): accept is then called with a nil datagram, and its verdict
+// stands; false waits on, for datagrams, until the attempt's own timeout.
+func (a *Attempt) EndAfterQuiet(d time.Duration) { a.quiet = d }
 
 // Send sends a datagram to the server.
 func (a *Attempt) Send(datagram []byte) error {
@@ -112,15 +119,35 @@ func (x *UDPExchange) attempt(ctx context.Context, raddr *net.UDPAddr, timeout t
 	}
 	defer conn.Close()
 	defer BoundDeadline(ctx, conn, timeout)()
-	accept, err := start(&Attempt{conn: conn, onSend: x.OnSend})
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	a := &Attempt{conn: conn, onSend: x.OnSend}
+	accept, err := start(a)
 	if err != nil || accept == nil {
 		return false, err
 	}
 	for {
+		quiet := a.quiet > 0 && ctx.Err() == nil && time.Now().Add(a.quiet).Before(deadline)
+		if quiet {
+			_ = conn.SetReadDeadline(time.Now().Add(a.quiet))
+		}
 		n, err := conn.Read(buf)
+		if quiet && err == nil {
+			_ = conn.SetReadDeadline(deadline)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()
+			}
+			if quiet && errors.Is(err, os.ErrDeadlineExceeded) {
+				if done, err := accept(nil); err != nil || done {
+					return done, err
+				}
+				a.quiet = 0 // not complete: wait on for the rest
+				_ = conn.SetReadDeadline(deadline)
+				continue
 			}
 			if errors.Is(err, syscall.ECONNREFUSED) {
 				return false, err // nothing listens there: retrying cannot help
@@ -149,14 +176,28 @@ func (x *UDPExchange) attempt(ctx context.Context, raddr *net.UDPAddr, timeout t
 // An error from accept becomes a *Error from Upstream; every other failure
 // one from Failure (timeout, refused, unresolved, unreachable).
 func (x *UDPExchange) Exchange(ctx context.Context, address string, request []byte, accept func(datagram []byte) (bool, error)) error {
+	return x.RunAddress(ctx, address, func(a *Attempt) (func([]byte) (bool, error), error) {
+		if a.Send(request) != nil {
+			return nil, nil // cannot be sent now (no route): as good as unanswered
+		}
+		return accept, nil
+	})
+}
+
+// RunAddress is Run for address (host:port) with Exchange's errors: an
+// error from an accept function becomes a *Error from Upstream; every
+// other failure one from Failure. For queries of several requests at once
+// or state of each attempt's own.
+func (x *UDPExchange) RunAddress(ctx context.Context, address string, start func(*Attempt) (accept func(datagram []byte) (bool, error), err error)) error {
 	raddr, err := net.ResolveUDPAddr("udp", address)
 	if err != nil {
 		return Failure(address, err)
 	}
 	var unusable error
 	err = x.Run(ctx, raddr, func(a *Attempt) (func([]byte) (bool, error), error) {
-		if a.Send(request) != nil {
-			return nil, nil // cannot be sent now (no route): as good as unanswered
+		accept, err := start(a)
+		if accept == nil || err != nil {
+			return accept, err
 		}
 		return func(d []byte) (bool, error) {
 			done, err := accept(d)

@@ -164,3 +164,41 @@ func TestFailureTypes(t *testing.T) {
 		}
 	}
 }
+
+// An attempt told to end after a quiet spell asks accept with nil once no
+// datagram came for that long: true ends it answered, long before its
+// timeout; false waits on, and without more datagrams the attempt times
+// out.
+func TestUDPExchangeEndAfterQuiet(t *testing.T) {
+	addr := testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		return [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	})
+	raddr := net.UDPAddrFromAddrPort(addr)
+	for _, complete := range []bool{true, false} {
+		var got []string
+		ends := 0
+		x := UDPExchange{Timeout: 500 * time.Millisecond, Retries: -1}
+		if complete {
+			x.Timeout = 30 * time.Second // ends by the quiet spell, or by ctx and fails
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := x.Run(ctx, raddr, func(a *Attempt) (func([]byte) (bool, error), error) {
+			a.EndAfterQuiet(20 * time.Millisecond)
+			return func(d []byte) (bool, error) {
+				if d == nil {
+					ends++
+					return complete, nil
+				}
+				got = append(got, string(d))
+				return false, nil
+			}, a.Send([]byte("q"))
+		})
+		cancel()
+		if complete && (err != nil || strings.Join(got, "") != "abc" || ends != 1) {
+			t.Errorf("complete: got %v, datagrams %q, %d ends; want nil, abc, 1", err, got, ends)
+		}
+		if !complete && (!errors.Is(err, ErrNoAnswer) || ends != 1) {
+			t.Errorf("incomplete: got %v, %d ends; want no answer, 1 end", err, ends)
+		}
+	}
+}
