@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -35,6 +36,11 @@ const (
 	DefaultMaxQueries   = 16
 	DefaultLimit        = 100
 	MaxLimit            = 1000
+	// DefaultMaxStatusSize is a server's entry in a page, in bytes: a
+	// Quake 3 status of 64 players and 200 variables fits.
+	DefaultMaxStatusSize = 8 << 10
+	// DefaultMaxPageSize is a page's body, in bytes.
+	DefaultMaxPageSize = 1 << 20
 )
 
 // Config is the behaviour of a List.
@@ -58,6 +64,18 @@ type Config struct {
 	// whose status is not cached is listed from its last infoResponse
 	// meanwhile. Default: 16.
 	MaxQueries int
+	// MaxStatusSize bounds, in bytes, a server's entry in a page (its
+	// status as JSON with its game and region) and the status kept for
+	// it: a larger status is cut (players, bots and raw variables past
+	// the bound left out, long texts shortened) and marked
+	// "truncated": true. Default: 8KiB.
+	MaxStatusSize int
+	// MaxPageSize bounds, in bytes, the body of one answer: a page ends
+	// before the server that would pass it, with fewer servers than its
+	// limit, and is marked "truncated": true; the next page starts at
+	// offset plus the servers it holds. It holds at least one server.
+	// Default: 1MiB.
+	MaxPageSize int
 	// Now gives the time. Default: time.Now.
 	Now func() time.Time
 	// ClientIP gives a request's client address, which decides the
@@ -76,38 +94,111 @@ const (
 	MaxTTL          = 24 * time.Hour
 	MaxQueryTimeout = time.Minute
 	MaxMaxQueries   = 1024
+	// A status of MinMaxStatusSize holds its name, map, version and
+	// addresses at their longest (maxText each) and its counts.
+	MinMaxStatusSize = 2 << 10
+	MaxMaxStatusSize = 1 << 20
+	MinMaxPageSize   = 16 << 10
+	MaxMaxPageSize   = 64 << 20
 )
 
 // Validate checks the options' ranges; zero values (the defaults) pass.
 // The names are the options'.
 func (c Config) Validate() error {
-	return bounds.First(
+	if err := bounds.First(
 		bounds.Duration("ttl", c.TTL, 0, MaxTTL),
 		bounds.Duration("query_timeout", c.QueryTimeout, 0, MaxQueryTimeout),
 		bounds.Int("max_queries", c.MaxQueries, 1, MaxMaxQueries),
-	)
+		bounds.Int("max_status_size", c.MaxStatusSize, MinMaxStatusSize, MaxMaxStatusSize),
+		bounds.Int("max_page_size", c.MaxPageSize, MinMaxPageSize, MaxMaxPageSize),
+	); err != nil {
+		return err
+	}
+	status, page := cmp.Or(c.MaxStatusSize, DefaultMaxStatusSize), cmp.Or(c.MaxPageSize, DefaultMaxPageSize)
+	if page < status {
+		return fmt.Errorf("max_page_size (%d bytes) must be at least max_status_size (%d bytes)", page, status)
+	}
+	return nil
 }
 
 // Statuses are the live statuses of a master's servers, queried with one
 // protocol and cached by address: every list of the master reads them,
 // so that a server is queried once per TTL however many lists show it.
+// Only listed servers have one: the status of a server that left the
+// master's list is forgotten (forgetLeft), so that what they hold is
+// bounded by the master's max_servers.
 type Statuses struct {
-	cache *cache.Results[netip.AddrPort, *query.Status]
+	cache *cache.Results[netip.AddrPort, kept]
 	query func(ctx context.Context, address string) (*query.Status, error)
+
+	// mu orders the additions of keys to known and the cache (add) with
+	// forgetLeft, so that no status is added for a server forgotten.
+	mu    sync.Mutex
+	known map[netip.AddrPort]struct{} // the keys the cache may hold
+}
+
+// kept is a status as a list keeps it: cut to a list's MaxStatusSize.
+type kept struct {
+	st        *query.Status
+	truncated bool
 }
 
 // NewStatuses returns an empty cache of statuses queried with query (the
 // Quake 3 protocol's Status), on the clock now (nil: time.Now).
 func NewStatuses(status func(ctx context.Context, address string) (*query.Status, error), now func() time.Time) (*Statuses, error) {
-	c, err := cache.NewResults[netip.AddrPort, *query.Status](master.MaxMaxServers, now)
+	c, err := cache.NewResults[netip.AddrPort, kept](master.MaxMaxServers, now)
 	if err != nil {
 		return nil, err
 	}
-	return &Statuses{cache: c, query: status}, nil
+	return &Statuses{cache: c, query: status, known: map[netip.AddrPort]struct{}{}}, nil
 }
 
 // Close ends the queries running and starts no more.
 func (s *Statuses) Close() { s.cache.Close() }
+
+// Len is the number of servers whose status (or a query of it) is held.
+func (s *Statuses) Len() int { return s.cache.Len() }
+
+// done is a context already ended: a Get with it answers at once with
+// what is cached (starting a load or a refresh as needed) and never waits.
+var done = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// get answers at once with addr's cached status under p, the stale one
+// included while a refresh runs, starting with load the query or refresh
+// the cache calls for; ok is false when nothing usable is cached.
+func (s *Statuses) get(addr netip.AddrPort, p cache.Policy, load func(context.Context) (kept, error)) (k kept, ok bool) {
+	if res, ok, _ := s.cache.Peek(addr, p); ok {
+		return res.Value, res.Err == nil && res.Value.st != nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known[addr] = struct{}{}
+	res, err := s.cache.Get(done, addr, p, load)
+	return res.Value, err == nil && res.Value.st != nil
+}
+
+// forgetLeft forgets the statuses of the servers not among listed.
+func (s *Statuses) forgetLeft(listed []master.Server) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.known) == 0 {
+		return
+	}
+	in := make(map[netip.AddrPort]struct{}, len(listed))
+	for _, r := range listed {
+		in[r.Addr] = struct{}{}
+	}
+	for a := range s.known {
+		if _, ok := in[a]; !ok {
+			s.cache.Invalidate(a)
+			delete(s.known, a)
+		}
+	}
+}
 
 // List serves the server list.
 type List struct {
@@ -116,6 +207,7 @@ type List struct {
 	queries chan struct{}
 	life    context.Context
 	end     context.CancelFunc
+	done    chan struct{} // closed when forgetLeftEvery returns
 
 	hostsMu sync.Mutex
 	hosts   map[string]*hostScope // by host name of a gateway's server
@@ -150,6 +242,8 @@ func New(cfg Config) (*List, error) {
 	cfg.TTL = cmp.Or(cfg.TTL, DefaultTTL)
 	cfg.QueryTimeout = cmp.Or(cfg.QueryTimeout, DefaultQueryTimeout)
 	cfg.MaxQueries = cmp.Or(cfg.MaxQueries, DefaultMaxQueries)
+	cfg.MaxStatusSize = cmp.Or(cfg.MaxStatusSize, DefaultMaxStatusSize)
+	cfg.MaxPageSize = cmp.Or(cfg.MaxPageSize, DefaultMaxPageSize)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -160,32 +254,69 @@ func New(cfg Config) (*List, error) {
 		cfg.LookupHost = netaddr.LookupHost
 	}
 	life, end := context.WithCancel(context.Background())
-	return &List{
-		cfg:     cfg,
-		policy:  cache.Policy{TTL: cfg.TTL, StaleWhileRevalidate: cfg.TTL, StaleIfError: cfg.TTL, NegativeTTL: cfg.TTL, LoadTimeout: cfg.QueryTimeout},
+	l := &List{
+		cfg: cfg,
+		// A status past TTL is served while one refresh runs for as long
+		// as its server is listed (its status is forgotten when it
+		// leaves): a list read less often than every TTL shows the last
+		// status, never the heartbeat's. A failed refresh keeps it only
+		// within TTL past its TTL (StaleIfError).
+		policy:  cache.Policy{TTL: cfg.TTL, StaleWhileRevalidate: staleWhileRefresh, StaleIfError: cfg.TTL, NegativeTTL: cfg.TTL, LoadTimeout: cfg.QueryTimeout},
 		queries: make(chan struct{}, cfg.MaxQueries),
 		life:    life,
 		end:     end,
+		done:    make(chan struct{}),
 		hosts:   map[string]*hostScope{},
 		encoded: map[encKey][]byte{},
-	}, nil
+	}
+	go l.forgetLeftEvery(min(max(cfg.TTL, time.Second), forgetEvery))
+	return l, nil
+}
+
+// staleWhileRefresh is how long past its TTL a status is served while it
+// is refreshed: as long as a server may stay listed.
+const staleWhileRefresh = 365 * 24 * time.Hour
+
+// forgetEvery is how often, at most, the statuses of servers that left
+// the list are forgotten when the list is not read: every TTL, from 1s.
+const forgetEvery = 10 * time.Second
+
+// forgetLeftEvery forgets, every period until Close, the statuses of the
+// servers that left the master's list.
+func (l *List) forgetLeftEvery(period time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.life.Done():
+			return
+		case <-t.C:
+			l.cfg.Statuses.forgetLeft(l.cfg.Registry.Servers(nil))
+		}
+	}
 }
 
 // Close starts no more status queries; those running end at their
 // timeout (the caches they fill are shared).
-func (l *List) Close() { l.end() }
+func (l *List) Close() {
+	l.end()
+	<-l.done
+}
 
 // Server is one entry of the list: a status in the game query result
 // shape, the game name the server registered with (or its status
-// names), and its region where known.
+// names), and its region where known. Truncated marks a status cut to a
+// list's MaxStatusSize.
 type Server struct {
-	Status *query.Status
-	Game   string
-	Region string
+	Status    *query.Status
+	Game      string
+	Region    string
+	Truncated bool
 }
 
 // MarshalJSON writes the status with "game" and "region" beside its
-// fields.
+// fields, and "truncated": true for a status cut.
 func (s Server) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(s.Status)
 	if err != nil || len(b) < 2 {
@@ -197,16 +328,22 @@ func (s Server) MarshalJSON() ([]byte, error) {
 	out = append(out, game...)
 	out = append(out, `,"region":`...)
 	out = append(out, region...)
+	if s.Truncated {
+		out = append(out, `,"truncated":true`...)
+	}
 	return append(out, '}'), nil
 }
 
 // Page is the answer: the servers matching the filters, sorted, from
-// Offset, at most Limit of them; Total counts every match.
+// Offset, at most Limit of them; Total counts every match. Truncated
+// marks a page that ends before Limit because of its size in bytes
+// (Config.MaxPageSize).
 type Page struct {
-	Total   int      `json:"total"`
-	Offset  int      `json:"offset"`
-	Limit   int      `json:"limit"`
-	Servers []Server `json:"servers"`
+	Total     int      `json:"total"`
+	Offset    int      `json:"offset"`
+	Limit     int      `json:"limit"`
+	Servers   []Server `json:"servers"`
+	Truncated bool     `json:"truncated,omitempty"`
 }
 
 // Servers returns every listed server with its status: the live one where
@@ -224,6 +361,7 @@ type Page struct {
 // every address the name resolves to (hostVisible).
 func (l *List) Servers(client netip.Addr) []Server {
 	regs := l.cfg.Registry.Servers(nil)
+	l.cfg.Statuses.forgetLeft(regs)
 	gateways := l.cfg.Gateways()
 	var configured []query.Listed
 	type source struct {
@@ -251,7 +389,8 @@ func (l *List) Servers(client netip.Addr) []Server {
 			games[r.Addr.String()] = r.GameName
 			continue
 		}
-		out = append(out, Server{Status: l.status(r), Game: r.GameName})
+		st, cut := l.status(r)
+		out = append(out, Server{Status: st, Game: r.GameName, Truncated: cut})
 	}
 	for key, src := range byAddr {
 		c := configured[src.at]
@@ -356,20 +495,46 @@ func (l *List) startQuery(load func(ctx context.Context)) bool {
 	}
 }
 
-func (l *List) status(r master.Server) *query.Status {
-	c := l.cfg.Statuses
-	res, ok, loading := c.cache.Peek(r.Addr, l.policy)
-	if ok && res.Err == nil && res.Value != nil {
-		return res.Value
+// status is r's status: the cached one, stale or not (a refresh of a
+// stale one starts), else what its last infoResponse said while a query
+// starts; and whether it was cut to MaxStatusSize. A query or refresh
+// takes one of MaxQueries; when none is free it is tried again at the
+// next request, and meanwhile a stale status is still served.
+func (l *List) status(r master.Server) (*query.Status, bool) {
+	if l.life.Err() == nil {
+		if k, ok := l.cfg.Statuses.get(r.Addr, l.policy, l.load(r.Addr)); ok {
+			return k.st, k.truncated
+		}
+	} else if res, ok, _ := l.cfg.Statuses.cache.Peek(r.Addr, l.policy); ok && res.Err == nil && res.Value.st != nil {
+		return res.Value.st, res.Value.truncated
 	}
-	if !loading {
-		l.startQuery(func(ctx context.Context) {
-			_, _ = c.cache.Get(ctx, r.Addr, l.policy, func(ctx context.Context) (*query.Status, error) {
-				return c.query(ctx, r.Addr.String())
-			})
-		})
+	return fromInfo(r), false
+}
+
+// errBusy is a query not made: MaxQueries run.
+var errBusy = errors.New("serverlist: max_queries running")
+
+// load returns the query of addr's status for the statuses' cache: it
+// runs if one of MaxQueries is free (else the cache keeps what it has and
+// the next request tries again), and cuts the status to MaxStatusSize.
+func (l *List) load(addr netip.AddrPort) func(context.Context) (kept, error) {
+	return func(ctx context.Context) (kept, error) {
+		select {
+		case l.queries <- struct{}{}:
+			defer func() { <-l.queries }()
+		default:
+			return kept{}, cache.Uncached(errBusy)
+		}
+		st, err := l.cfg.Statuses.query(ctx, addr.String())
+		if err != nil {
+			return kept{}, err
+		}
+		if st == nil {
+			return kept{}, errors.New("serverlist: no status")
+		}
+		st, cut := CutStatus(st, l.cfg.MaxStatusSize)
+		return kept{st, cut}, nil
 	}
-	return fromInfo(r)
 }
 
 // configuredStatus is the status of a gateway's server c: the cached one,
@@ -567,8 +732,7 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 		return http.StatusBadRequest
 	}
 	servers := l.Servers(l.Client(r))
-	n := len(servers)
-	body, err := l.encode(f.Apply(servers), 2*n+1024)
+	body, err := l.encode(f.Apply(slices.Clone(servers)), servers)
 	if err != nil {
 		http.Error(w, `{"error":"internal"}`, http.StatusInternalServerError)
 		return http.StatusInternalServerError
@@ -591,23 +755,30 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 }
 
 // encode is json.Marshal(p), reusing the encoding of each server whose
-// status is the one encoded before; at most most encodings are kept.
-func (l *List) encode(p Page, most int) ([]byte, error) {
+// status is the one encoded before, with each server's entry cut to
+// MaxStatusSize and the page ended before MaxPageSize (Page.Truncated).
+// Encodings of statuses no longer current (refreshed, or of servers that
+// left) are dropped when they outnumber current's twice over.
+func (l *List) encode(p Page, current []Server) ([]byte, error) {
+	const end = `],"truncated":true}`
 	body := fmt.Appendf(make([]byte, 0, 4096), `{"total":%d,"offset":%d,"limit":%d,"servers":[`, p.Total, p.Offset, p.Limit)
 	l.encMu.Lock()
 	defer l.encMu.Unlock()
-	if len(l.encoded) > most {
-		clear(l.encoded) // statuses refreshed since: their old encodings go
+	if len(l.encoded) > 2*len(current)+64 {
+		l.forgetEncodings(current)
 	}
 	for i, s := range p.Servers {
 		k := encKey{s.Status, s.Game, s.Region}
 		b, ok := l.encoded[k]
 		if !ok {
 			var err error
-			if b, err = json.Marshal(s); err != nil {
+			if b, err = l.encodeServer(s); err != nil {
 				return nil, err
 			}
 			l.encoded[k] = b
+		}
+		if i > 0 && len(body)+1+len(b)+len(end) > l.cfg.MaxPageSize {
+			return append(body, end...), nil
 		}
 		if i > 0 {
 			body = append(body, ',')
@@ -615,4 +786,35 @@ func (l *List) encode(p Page, most int) ([]byte, error) {
 		body = append(body, b...)
 	}
 	return append(body, "]}"...), nil
+}
+
+// forgetEncodings drops the encodings of servers not in current (they
+// left, or their statuses were refreshed). l.encMu is held.
+func (l *List) forgetEncodings(current []Server) {
+	keep := make(map[encKey]struct{}, len(current))
+	for _, s := range current {
+		keep[encKey{s.Status, s.Game, s.Region}] = struct{}{}
+	}
+	for k := range l.encoded {
+		if _, ok := keep[k]; !ok {
+			delete(l.encoded, k)
+		}
+	}
+}
+
+// encodeServer is s's entry, cut to MaxStatusSize.
+func (l *List) encodeServer(s Server) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil || len(b) <= l.cfg.MaxStatusSize {
+		return b, err
+	}
+	status, err := json.Marshal(s.Status)
+	if err != nil {
+		return nil, err
+	}
+	// What game, region and the mark add to the status.
+	extra := len(b) - len(status) + len(`,"truncated":true`)
+	s.Status, _ = CutStatus(s.Status, l.cfg.MaxStatusSize-extra)
+	s.Truncated = true
+	return json.Marshal(s)
 }
