@@ -41,6 +41,15 @@ type ServerList struct {
 	// cached yet is listed from its last infoResponse meanwhile. Default:
 	// 16.
 	MaxQueries int `json:"max_queries,omitempty"`
+	// The most bytes of a server's entry in a page (its status as JSON),
+	// and of the status kept for it, from 2KiB to 1MiB: a larger status
+	// is cut (players, bots and raw variables past it left out) and
+	// marked "truncated": true. Default: 8KiB.
+	MaxStatusSize int `json:"max_status_size,omitempty"`
+	// The most bytes of one answer, from 16KiB to 64MiB and at least
+	// max_status_size: a page ends before the server that would pass it
+	// and is marked "truncated": true. Default: 1MiB.
+	MaxPageSize int `json:"max_page_size,omitempty"`
 
 	list *serverlist.List
 	held masterList
@@ -55,7 +64,8 @@ func (*ServerList) CaddyModule() caddy.ModuleInfo {
 }
 
 func (h *ServerList) config() serverlist.Config {
-	return serverlist.Config{TTL: time.Duration(h.TTL), QueryTimeout: time.Duration(h.QueryTimeout), MaxQueries: h.MaxQueries}
+	return serverlist.Config{TTL: time.Duration(h.TTL), QueryTimeout: time.Duration(h.QueryTimeout), MaxQueries: h.MaxQueries,
+		MaxStatusSize: h.MaxStatusSize, MaxPageSize: h.MaxPageSize}
 }
 
 // Provision shares the named master's list and its servers' statuses,
@@ -139,11 +149,13 @@ func (h *ServerList) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyht
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
 //	server_list {
-//		master        <name>
-//		game_query    <name>
-//		ttl           <duration>
-//		query_timeout <duration>
-//		max_queries   <count>
+//		master          <name>
+//		game_query      <name>
+//		ttl             <duration>
+//		query_timeout   <duration>
+//		max_queries     <count>
+//		max_status_size <size>
+//		max_page_size   <size>
 //	}
 func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	// Caddy starts the errors with the directive's name.
@@ -160,6 +172,10 @@ func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.QueryTimeout, err = parseDuration(d)
 		case "max_queries":
 			h.MaxQueries, err = parseIntIn(d, intRange{1, 1<<31 - 1})
+		case "max_status_size":
+			h.MaxStatusSize, err = parseSize[int](d, intRange{serverlist.MinMaxStatusSize, serverlist.MaxMaxStatusSize})
+		case "max_page_size":
+			h.MaxPageSize, err = parseSize[int](d, intRange{serverlist.MinMaxPageSize, serverlist.MaxMaxPageSize})
 		default:
 			return unknownOption(d, "", opt)
 		}

@@ -48,8 +48,9 @@ func liveCount(l *List) int {
 // every server that ever registered, and the heap with it.
 func TestStatusesForgetServersThatLeave(t *testing.T) {
 	r := newQueryRig(t, func(addr string) (*query.Status, error) { return hostileStatus(addr), nil })
-	const perRound, rounds = 100, 4
+	const perRound, rounds = 200, 4
 	heap := func() uint64 {
+		runtime.GC() // twice: pooled buffers go at the second
 		runtime.GC()
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
@@ -61,11 +62,19 @@ func TestStatusesForgetServersThatLeave(t *testing.T) {
 	before := heap()
 	for round := range rounds {
 		for i := range perRound {
-			register(t, r.master, fmt.Sprintf("127.0.%d.%d:27960", round+1, i+1), `\hostname\Round\mapname\oa_dm1\clients\0\sv_maxclients\8`)
+			register(t, r.master, fmt.Sprintf("127.%d.%d.%d:27960", round+1, i/100, i%100+1), `\hostname\Round\mapname\oa_dm1\clients\0\sv_maxclients\8`)
 		}
 		testutil.WaitFor(t, "every server's status", func() bool { return liveCount(r.list) == perRound })
 		if got := r.statuses.Len(); got != perRound {
 			t.Fatalf("round %d: %d statuses held for %d servers listed", round, got, perRound)
+		}
+		// Each held is cut and kept as its encoding: about
+		// max_status_size of heap, not the 200 KB of a whole hostile
+		// status.
+		if per := (int64(heap()) - int64(before)) / perRound; per > 2*DefaultMaxStatusSize {
+			t.Fatalf("round %d: %d bytes of heap per status held, want at most %d", round, per, 2*DefaultMaxStatusSize)
+		} else {
+			t.Logf("round %d: %d bytes of heap per status held", round, per)
 		}
 		r.clock.Advance(master.DefaultExpiry + time.Second)
 		if got := len(r.list.Servers(netip.IPv6Loopback())); got != 0 {
@@ -122,8 +131,8 @@ func TestHostileStatusCut(t *testing.T) {
 	}
 	// What the statuses keep is cut too, to the list's max_status_size.
 	k, ok := r.statuses.get(netip.MustParseAddrPort("127.0.0.1:1"), r.list.policy, r.list.load(netip.MustParseAddrPort("127.0.0.1:1")))
-	if b, _ := json.Marshal(k.st); !ok || !k.truncated || len(b) > 4<<10 {
-		t.Fatalf("kept status: %v, truncated %v, %d bytes", ok, k.truncated, len(b))
+	if !ok || !k.truncated || len(k.json) > 4<<10 || len(k.st.Players)+len(k.st.Raw) != 0 {
+		t.Fatalf("kept status: %v, truncated %v, %d bytes, a summary of %d players and %d variables", ok, k.truncated, len(k.json), len(k.st.Players), len(k.st.Raw))
 	}
 }
 

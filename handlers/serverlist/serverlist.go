@@ -137,10 +137,27 @@ type Statuses struct {
 	known map[netip.AddrPort]struct{} // the keys the cache may hold
 }
 
-// kept is a status as a list keeps it: cut to a list's MaxStatusSize.
+// kept is a status as a list keeps it: as JSON, cut to a list's
+// MaxStatusSize, and the summary the list filters and sorts by (no
+// players, bots or raw variables), so that its heap is about its bytes
+// (the maps of a decoded status take several times as much).
 type kept struct {
-	st        *query.Status
+	st        *query.Status // the summary
+	json      []byte
 	truncated bool
+}
+
+// keep returns st as a list keeps it, cut to size bytes of JSON.
+func keep(st *query.Status, size int) (kept, error) {
+	st, cut := CutStatus(st, size)
+	b, err := json.Marshal(st)
+	if err != nil {
+		return kept{}, err
+	}
+	sum := &query.Status{Name: strings.Clone(st.Name), Map: strings.Clone(st.Map), Password: st.Password,
+		NumPlayers: st.NumPlayers, MaxPlayers: st.MaxPlayers, Connect: strings.Clone(st.Connect), QueryPort: st.QueryPort,
+		Ping: st.Ping, Version: strings.Clone(st.Version), Protocol: strings.Clone(st.Protocol), Address: strings.Clone(st.Address)}
+	return kept{sum, b, cut}, nil
 }
 
 // NewStatuses returns an empty cache of statuses queried with query (the
@@ -307,18 +324,22 @@ func (l *List) Close() {
 // Server is one entry of the list: a status in the game query result
 // shape, the game name the server registered with (or its status
 // names), and its region where known. Truncated marks a status cut to a
-// list's MaxStatusSize.
+// list's MaxStatusSize. A status the list keeps is a summary (no
+// players, bots or raw variables) beside its whole encoding, which is
+// what the entry encodes.
 type Server struct {
 	Status    *query.Status
 	Game      string
 	Region    string
 	Truncated bool
+
+	json []byte // Status's whole encoding, if kept
 }
 
 // MarshalJSON writes the status with "game" and "region" beside its
 // fields, and "truncated": true for a status cut.
 func (s Server) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(s.Status)
+	b, err := s.statusJSON()
 	if err != nil || len(b) < 2 {
 		return b, err
 	}
@@ -332,6 +353,14 @@ func (s Server) MarshalJSON() ([]byte, error) {
 		out = append(out, `,"truncated":true`...)
 	}
 	return append(out, '}'), nil
+}
+
+// statusJSON is the encoding of s's status.
+func (s Server) statusJSON() ([]byte, error) {
+	if s.json != nil {
+		return s.json, nil
+	}
+	return json.Marshal(s.Status)
 }
 
 // Page is the answer: the servers matching the filters, sorted, from
@@ -389,8 +418,8 @@ func (l *List) Servers(client netip.Addr) []Server {
 			games[r.Addr.String()] = r.GameName
 			continue
 		}
-		st, cut := l.status(r)
-		out = append(out, Server{Status: st, Game: r.GameName, Truncated: cut})
+		k := l.status(r)
+		out = append(out, Server{Status: k.st, Game: r.GameName, Truncated: k.truncated, json: k.json})
 	}
 	for key, src := range byAddr {
 		c := configured[src.at]
@@ -500,15 +529,15 @@ func (l *List) startQuery(load func(ctx context.Context)) bool {
 // starts; and whether it was cut to MaxStatusSize. A query or refresh
 // takes one of MaxQueries; when none is free it is tried again at the
 // next request, and meanwhile a stale status is still served.
-func (l *List) status(r master.Server) (*query.Status, bool) {
+func (l *List) status(r master.Server) kept {
 	if l.life.Err() == nil {
 		if k, ok := l.cfg.Statuses.get(r.Addr, l.policy, l.load(r.Addr)); ok {
-			return k.st, k.truncated
+			return k
 		}
 	} else if res, ok, _ := l.cfg.Statuses.cache.Peek(r.Addr, l.policy); ok && res.Err == nil && res.Value.st != nil {
-		return res.Value.st, res.Value.truncated
+		return res.Value
 	}
-	return fromInfo(r), false
+	return kept{st: fromInfo(r)}
 }
 
 // errBusy is a query not made: MaxQueries run.
@@ -532,8 +561,7 @@ func (l *List) load(addr netip.AddrPort) func(context.Context) (kept, error) {
 		if st == nil {
 			return kept{}, errors.New("serverlist: no status")
 		}
-		st, cut := CutStatus(st, l.cfg.MaxStatusSize)
-		return kept{st, cut}, nil
+		return keep(st, l.cfg.MaxStatusSize)
 	}
 }
 
@@ -808,13 +836,23 @@ func (l *List) encodeServer(s Server) ([]byte, error) {
 	if err != nil || len(b) <= l.cfg.MaxStatusSize {
 		return b, err
 	}
-	status, err := json.Marshal(s.Status)
+	status, err := s.statusJSON()
 	if err != nil {
 		return nil, err
 	}
+	whole := s.Status
+	if s.json != nil { // a summary: the whole status is its encoding
+		whole = new(query.Status)
+		if err := json.Unmarshal(s.json, whole); err != nil {
+			return nil, err
+		}
+	}
 	// What game, region and the mark add to the status.
-	extra := len(b) - len(status) + len(`,"truncated":true`)
-	s.Status, _ = CutStatus(s.Status, l.cfg.MaxStatusSize-extra)
-	s.Truncated = true
+	extra := len(b) - len(status)
+	if !s.Truncated {
+		extra += len(`,"truncated":true`)
+	}
+	s.Status, _ = CutStatus(whole, l.cfg.MaxStatusSize-extra)
+	s.Truncated, s.json = true, nil
 	return json.Marshal(s)
 }
