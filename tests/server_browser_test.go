@@ -114,6 +114,17 @@ func TestServerBrowserInChromium(t *testing.T) {
 		return false
 	})
 
+	// The history samples on its own schedule (every 10s at most), not
+	// when asked: wait for its sample of the OpenArena server.
+	testutil.WaitForWithin(t, 30*time.Second, "a sample of the OpenArena server's players", func() bool {
+		var h struct{ Servers map[string][]int }
+		if r := getJSON(t, base+"history.json", &h); r.status != 200 {
+			t.Fatalf("GET history.json: %d %s", r.status, r.body)
+		}
+		s := h.Servers[oa.Addr]
+		return len(s) > 0 && s[len(s)-1] == 2
+	})
+
 	rows := func(dom string) []string {
 		var out []string
 		for _, part := range strings.Split(dom, `<tr class="server`)[1:] {
@@ -179,4 +190,41 @@ func TestServerBrowserInChromium(t *testing.T) {
 	if r := request(t, "GET", base+"badge/127.0.0.1:1.svg"); r.status != http.StatusNotFound {
 		t.Fatalf("badge of an unknown server: %d, want 404", r.status)
 	}
+}
+
+// Anonymous requests for the browser's history and badges make no status
+// query of a game server, however many: the history samples what the
+// list holds on its own schedule. The list's own requests do query.
+func TestServerBrowserHistoryQueriesNothing(t *testing.T) {
+	_, udp, web := startMasterSite(t, `handle_path /browser/* {
+	server_browser {
+		history 1m
+		history_samples 6
+	}
+}`)
+	s := startHostileServer(t, udp, "127.0.0.6")
+	t.Cleanup(s.stop)
+	base := "http://" + web + "/browser/"
+	testutil.WaitFor(t, "the server to be listed in the history", func() bool {
+		var h struct{ Servers map[string][]int }
+		getJSON(t, base+"history.json", &h)
+		return len(h.Servers[s.addr]) > 0
+	})
+	// Over more than two seconds (the former sampling on request was at
+	// most once a second) and two samples of the history (every 3.3s).
+	for deadline := time.Now().Add(7 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r := request(t, "GET", base+"history.json"); r.status != 200 {
+			t.Fatalf("history.json: %d", r.status)
+		}
+		if r := request(t, "GET", base+"badge/"+s.addr+".svg"); r.status != 200 {
+			t.Fatalf("badge: %d", r.status)
+		}
+	}
+	if n := s.statuses.Load(); n != 0 {
+		t.Fatalf("%d status queries for history and badge requests, want none", n)
+	}
+	if r := request(t, "GET", base+"servers.json"); r.status != 200 {
+		t.Fatalf("servers.json: %d", r.status)
+	}
+	testutil.WaitFor(t, "the list's own query", func() bool { return s.statuses.Load() > 0 })
 }

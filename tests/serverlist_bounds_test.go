@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,8 +23,9 @@ import (
 // getinfo) and answers getstatus with the largest status Quake 3 allows:
 // 1,024 variables and 256 players, about 50 KB. stop ends both.
 type hostileServer struct {
-	addr string
-	stop func()
+	addr     string
+	stop     func()
+	statuses atomic.Int32 // getstatus queries answered
 }
 
 func startHostileServer(t *testing.T, master, ip string) *hostileServer {
@@ -43,6 +45,7 @@ func startHostileServer(t *testing.T, master, ip string) *hostileServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := &hostileServer{addr: c.Conn.LocalAddr().String()}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -75,17 +78,19 @@ func startHostileServer(t *testing.T, master, ip string) *hostileServer {
 				s := status
 				s.Vars = append(s.Vars[:len(s.Vars):len(s.Vars)], wireq3.Var{Key: []byte("challenge"), Value: bytes.TrimSpace(rest)})
 				out, _ = s.AppendTo(nil)
+				h.statuses.Add(1)
 			}
 			if out != nil {
 				_, _ = c.Conn.WriteToUDPAddrPort(out, from)
 			}
 		}
 	}()
-	return &hostileServer{addr: c.Conn.LocalAddr().String(), stop: func() {
+	h.stop = func() {
 		close(done)
 		c.Conn.Close()
 		wg.Wait()
-	}}
+	}
+	return h
 }
 
 // listEntry is what these tests read of a server in the list.

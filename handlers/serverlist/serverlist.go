@@ -55,8 +55,9 @@ type Config struct {
 	// the newest first: a server two of them configure is listed from the
 	// first. Default: none.
 	Gateways func() []*query.Gateway
-	// TTL is how long a status is reused; it is served stale for as long
-	// again while one refresh runs. Default: 10s.
+	// TTL is how long a status is reused; past it, it is served stale
+	// while one refresh runs, for as long as its server is listed (a
+	// failed refresh keeps it for one more TTL). Default: 10s.
 	TTL time.Duration
 	// QueryTimeout bounds one status query. Default: 3s.
 	QueryTimeout time.Duration
@@ -376,8 +377,9 @@ type Page struct {
 }
 
 // Servers returns every listed server with its status: the live one where
-// cached (fresh or being refreshed), otherwise what its last infoResponse
-// said, while a query (at most MaxQueries at once) fetches the live one.
+// cached (fresh, or stale while one refresh runs), otherwise what its last
+// infoResponse said, while a query (at most MaxQueries at once) fetches
+// the live one.
 // Only servers visible to client are listed (master.Visible: no loopback
 // or private address to a client farther away).
 //
@@ -388,7 +390,15 @@ type Page struct {
 // the same MaxQueries) fetches it through the gateway. A gateway's server
 // is shown under master.Visible's rule too: one named by a host name by
 // every address the name resolves to (hostVisible).
-func (l *List) Servers(client netip.Addr) []Server {
+func (l *List) Servers(client netip.Addr) []Server { return l.servers(client, true) }
+
+// Cached is Servers as the list holds them, starting no status query: a
+// status cached, stale or not, else the server's last infoResponse (a
+// gateway's server: its name and address). What samples the list on a
+// schedule of its own reads it so, and costs no queries.
+func (l *List) Cached(client netip.Addr) []Server { return l.servers(client, false) }
+
+func (l *List) servers(client netip.Addr, ask bool) []Server {
 	regs := l.cfg.Registry.Servers(nil)
 	l.cfg.Statuses.forgetLeft(regs)
 	gateways := l.cfg.Gateways()
@@ -418,7 +428,7 @@ func (l *List) Servers(client netip.Addr) []Server {
 			games[r.Addr.String()] = r.GameName
 			continue
 		}
-		k := l.status(r)
+		k := l.status(r, ask)
 		out = append(out, Server{Status: k.st, Game: r.GameName, Truncated: k.truncated, json: k.json})
 	}
 	for key, src := range byAddr {
@@ -430,7 +440,7 @@ func (l *List) Servers(client netip.Addr) []Server {
 		} else if !l.hostVisible(c.Address, client) {
 			continue
 		}
-		st := l.configuredStatus(src.gw, c)
+		st := l.configuredStatus(src.gw, c, ask)
 		game := games[key]
 		if game == "" {
 			if g, ok := st.Raw["gamename"].(string); ok && len(g) <= wiremaster.MaxGameName {
@@ -525,13 +535,17 @@ func (l *List) startQuery(load func(ctx context.Context)) bool {
 }
 
 // status is r's status: the cached one, stale or not (a refresh of a
-// stale one starts), else what its last infoResponse said while a query
-// starts; and whether it was cut to MaxStatusSize. A query or refresh
-// takes one of MaxQueries; when none is free it is tried again at the
-// next request, and meanwhile a stale status is still served.
-func (l *List) status(r master.Server) kept {
+// stale one starts if ask), else what its last infoResponse said (while a
+// query starts if ask). A query or refresh takes one of MaxQueries; when
+// none is free it is tried again at the next request, and meanwhile a
+// stale status is still served.
+func (l *List) status(r master.Server, ask bool) kept {
 	if l.life.Err() == nil {
-		if k, ok := l.cfg.Statuses.get(r.Addr, l.policy, l.load(r.Addr)); ok {
+		load := noQuery
+		if ask {
+			load = l.load(r.Addr)
+		}
+		if k, ok := l.cfg.Statuses.get(r.Addr, l.policy, load); ok {
 			return k
 		}
 	} else if res, ok, _ := l.cfg.Statuses.cache.Peek(r.Addr, l.policy); ok && res.Err == nil && res.Value.st != nil {
@@ -542,6 +556,12 @@ func (l *List) status(r master.Server) kept {
 
 // errBusy is a query not made: MaxQueries run.
 var errBusy = errors.New("serverlist: max_queries running")
+
+// noQuery is the load of a status that is not to be queried: the cache
+// keeps what it has.
+func noQuery(context.Context) (kept, error) { return kept{}, cache.Uncached(errNoQuery) }
+
+var errNoQuery = errors.New("serverlist: not queried")
 
 // load returns the query of addr's status for the statuses' cache: it
 // runs if one of MaxQueries is free (else the cache keeps what it has and
@@ -567,12 +587,12 @@ func (l *List) load(addr netip.AddrPort) func(context.Context) (kept, error) {
 
 // configuredStatus is the status of a gateway's server c: the cached one,
 // else its name and address while a query fetches it.
-func (l *List) configuredStatus(gw *query.Gateway, c query.Listed) *query.Status {
+func (l *List) configuredStatus(gw *query.Gateway, c query.Listed, ask bool) *query.Status {
 	st, ok, loading := gw.CachedStatus(c.Name)
 	if ok {
 		return st
 	}
-	if !loading {
+	if ask && !loading {
 		l.startQuery(func(ctx context.Context) { gw.LoadStatus(ctx, c.Name) })
 	}
 	st = &query.Status{Name: c.Name, Protocol: c.Protocol, Players: []query.Player{}, Bots: []query.Player{}, Raw: map[string]any{}}
