@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
@@ -242,12 +243,15 @@ func TestStaleStatusServedWhileRefreshing(t *testing.T) {
 	testutil.WaitFor(t, "the live status", func() bool { return name() == "Live" })
 	before := r.queries.Load()
 	for _, past := range []time.Duration{DefaultTTL + time.Second, 2 * DefaultTTL, 10 * DefaultTTL} {
+		n := r.queries.Load()
 		r.clock.Advance(past)
 		if got := name(); got != "Live" {
 			t.Fatalf("%s later: %q listed, want the stale status", past, got)
 		}
-		n := r.queries.Load()
-		testutil.WaitFor(t, "a refresh", func() bool { return r.queries.Load() > n && name() == "Live" })
+		testutil.WaitFor(t, fmt.Sprintf("a refresh %s later", past), func() bool {
+			res, ok, _ := r.statuses.cache.Peek(netip.MustParseAddrPort("127.0.0.1:1"), r.list.policy)
+			return r.queries.Load() > n && ok && res.State == cache.Fresh && name() == "Live"
+		})
 	}
 	if r.queries.Load() == before {
 		t.Fatal("no refresh")

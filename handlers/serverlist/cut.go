@@ -33,6 +33,9 @@ func CutStatus(st *query.Status, size int) (*query.Status, bool) {
 	// fit takes the room of v and extra bytes (a comma, a key), if any
 	// is left.
 	fit := func(v any, extra int) bool {
+		if atLeast(v)+extra > room {
+			return false // without encoding it
+		}
 		n := encodedLen(v)
 		if n < 0 || extra < 0 || n+extra > room {
 			return false
@@ -48,11 +51,22 @@ func CutStatus(st *query.Status, size int) (*query.Status, bool) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(st.Raw)) {
-		if fit(st.Raw[k], encodedLen(k)+2) { // the key, its colon, a comma
+		if len(k)+4 <= room && fit(st.Raw[k], encodedLen(k)+2) { // the key, its colon, a comma
 			c.Raw[k] = st.Raw[k]
 		}
 	}
 	return &c, true
+}
+
+// atLeast is a lower bound of v's length in JSON, cheap to take.
+func atLeast(v any) int {
+	switch v := v.(type) {
+	case string:
+		return len(v) + 2
+	case query.Player:
+		return len(v.Name) + len(`{"name":"","raw":{}}`)
+	}
+	return 1
 }
 
 // encodedLen is the length of v in JSON, -1 if it does not encode.
