@@ -41,15 +41,7 @@ type ServerList struct {
 	// cached yet is listed from its last infoResponse meanwhile. Default:
 	// 16.
 	MaxQueries int `json:"max_queries,omitempty"`
-	// The most bytes of a server's entry in a page (its status as JSON),
-	// and of the status kept for it, from 2KiB to 1MiB: a larger status
-	// is cut (players, bots and raw variables past it left out) and
-	// marked "truncated": true. Default: 8KiB.
-	MaxStatusSize int `json:"max_status_size,omitempty"`
-	// The most bytes of one answer, from 16KiB to 64MiB and at least
-	// max_status_size: a page ends before the server that would pass it
-	// and is marked "truncated": true. Default: 1MiB.
-	MaxPageSize int `json:"max_page_size,omitempty"`
+	listSizes
 
 	list *serverlist.List
 	held masterList
@@ -64,8 +56,42 @@ func (*ServerList) CaddyModule() caddy.ModuleInfo {
 }
 
 func (h *ServerList) config() serverlist.Config {
-	return serverlist.Config{TTL: time.Duration(h.TTL), QueryTimeout: time.Duration(h.QueryTimeout), MaxQueries: h.MaxQueries,
-		MaxStatusSize: h.MaxStatusSize, MaxPageSize: h.MaxPageSize}
+	return h.listSizes.config(serverlist.Config{TTL: time.Duration(h.TTL), QueryTimeout: time.Duration(h.QueryTimeout), MaxQueries: h.MaxQueries})
+}
+
+// listSizes are the bounds of a list's answers in bytes, options of
+// server_list and server_browser.
+type listSizes struct {
+	// The most bytes of a server's entry in a page (its status as JSON),
+	// and of the status kept for it, from 2KiB to 1MiB: a larger status
+	// is cut (players, bots and raw variables past it left out) and
+	// marked "truncated": true. Default: 8KiB.
+	MaxStatusSize int `json:"max_status_size,omitempty"`
+	// The most bytes of one answer of the list, from 16KiB to 64MiB and
+	// at least max_status_size: a page ends before the server that would
+	// pass it and is marked "truncated": true. Default: 1MiB.
+	MaxPageSize int `json:"max_page_size,omitempty"`
+}
+
+// config returns cfg with the sizes.
+func (s listSizes) config(cfg serverlist.Config) serverlist.Config {
+	cfg.MaxStatusSize, cfg.MaxPageSize = s.MaxStatusSize, s.MaxPageSize
+	return cfg
+}
+
+// parse reads the option opt if it is one of the sizes, and reports
+// whether it was.
+func (s *listSizes) parse(d *caddyfile.Dispenser, opt string) (bool, error) {
+	var err error
+	switch opt {
+	case "max_status_size":
+		s.MaxStatusSize, err = parseSize[int](d, intRange{serverlist.MinMaxStatusSize, serverlist.MaxMaxStatusSize})
+	case "max_page_size":
+		s.MaxPageSize, err = parseSize[int](d, intRange{serverlist.MinMaxPageSize, serverlist.MaxMaxPageSize})
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 // Provision shares the named master's list and its servers' statuses,
@@ -172,12 +198,11 @@ func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.QueryTimeout, err = parseDuration(d)
 		case "max_queries":
 			h.MaxQueries, err = parseIntIn(d, intRange{1, 1<<31 - 1})
-		case "max_status_size":
-			h.MaxStatusSize, err = parseSize[int](d, intRange{serverlist.MinMaxStatusSize, serverlist.MaxMaxStatusSize})
-		case "max_page_size":
-			h.MaxPageSize, err = parseSize[int](d, intRange{serverlist.MinMaxPageSize, serverlist.MaxMaxPageSize})
 		default:
-			return unknownOption(d, "", opt)
+			var size bool
+			if size, err = h.listSizes.parse(d, opt); !size {
+				return unknownOption(d, "", opt)
+			}
 		}
 		if err == nil {
 			if verr := h.Validate(); verr != nil {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -227,4 +228,42 @@ func TestServerBrowserHistoryQueriesNothing(t *testing.T) {
 		t.Fatalf("servers.json: %d", r.status)
 	}
 	testutil.WaitFor(t, "the list's own query", func() bool { return s.statuses.Load() > 0 })
+}
+
+// The page shows a list longer than one answer of servers.json: with
+// max_page_size 16KiB, each answer holds one or two of eight hostile
+// servers' statuses (cut to max_status_size) and the page follows the
+// answers' pages to show all eight.
+func TestServerBrowserFollowsPages(t *testing.T) {
+	const servers, maxPage, maxEntry = 8, 16 << 10, 8 << 10
+	_, udp, web := startMasterSite(t, `handle_path /browser/* {
+	server_browser {
+		refresh 2s
+		max_page_size 16KiB
+	}
+}`)
+	for i := range servers {
+		s := startHostileServer(t, udp, fmt.Sprintf("127.0.7.%d", i+1))
+		t.Cleanup(s.stop)
+	}
+	base := "http://" + web + "/browser/"
+	var pages int
+	testutil.WaitForWithin(t, 30*time.Second, "every hostile server's status", func() bool {
+		var all []listEntry
+		all, pages = listAll(t, base+"servers.json", maxPage, maxEntry)
+		n := 0
+		for _, s := range all {
+			if s.NumPlayers == 256 && s.Truncated {
+				n++
+			}
+		}
+		return n == servers
+	})
+	if pages < servers/2 {
+		t.Fatalf("%d servers in %d answers of at most %d bytes", servers, pages, maxPage)
+	}
+	dom := renderedPage(t, base)
+	if rows := strings.Count(dom, `<tr class="server`); rows != servers || !strings.Contains(dom, fmt.Sprintf("%d of %d servers", servers, servers)) {
+		t.Fatalf("the page shows %d servers, want %d (from %d answers):\n%s", rows, servers, pages, dom)
+	}
 }
