@@ -131,7 +131,7 @@ func TestHostileStatusCut(t *testing.T) {
 		}
 	}
 	// What the statuses keep is cut too, to the list's max_status_size.
-	k, ok := r.statuses.get(netip.MustParseAddrPort("127.0.0.1:1"), r.list.policy, r.list.load(netip.MustParseAddrPort("127.0.0.1:1")))
+	k, ok := r.statuses.get(netip.MustParseAddrPort("127.0.0.1:1"), r.list.policy, r.list.load(netip.MustParseAddrPort("127.0.0.1:1")), true)
 	if !ok || !k.truncated || len(k.json) > 4<<10 || len(k.st.Players)+len(k.st.Raw) != 0 {
 		t.Fatalf("kept status: %v, truncated %v, %d bytes, a summary of %d players and %d variables", ok, k.truncated, len(k.json), len(k.st.Players), len(k.st.Raw))
 	}
@@ -264,5 +264,32 @@ func TestStaleStatusServedWhileRefreshing(t *testing.T) {
 		if got := name(); got != "Live" {
 			t.Fatalf("with max_queries running: %q listed, want the stale status", got)
 		}
+	}
+}
+
+// A server that joins the list is queried without waiting for a request:
+// the first request after it shows its status, not its heartbeat's data.
+// Refreshes are left to requests.
+func TestJoinedServersQueriedBeforeRequests(t *testing.T) {
+	live := map[string]*query.Status{}
+	for _, a := range []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "10.0.0.1:4"} {
+		st := &query.Status{Name: "Live " + a, NumPlayers: 2, Raw: map[string]any{}}
+		st.SetAddress(a, 0)
+		live[a] = st
+	}
+	r := newRig(t, live)
+	r.list = r.newList(t, Config{TTL: time.Second})
+	testutil.WaitFor(t, "the joined servers' queries", func() bool { return r.queries.Load() == 4 })
+	testutil.WaitFor(t, "their statuses", func() bool { return r.statuses.Len() == 4 })
+	for _, s := range r.list.Servers(netip.IPv6Loopback()) {
+		if !strings.HasPrefix(s.Status.Name, "Live") {
+			t.Fatalf("the first request lists %q, not its status", s.Status.Name)
+		}
+	}
+	// Past the ttl, with no request, no refresh.
+	r.clock.Advance(time.Hour)
+	time.Sleep(2500 * time.Millisecond) // two ticks of the 1s schedule
+	if n := r.queries.Load(); n != 4 {
+		t.Fatalf("%d queries with no request, want the 4 first ones", n)
 	}
 }

@@ -135,7 +135,7 @@ type Statuses struct {
 	// mu orders the additions of keys to known and the cache (add) with
 	// forgetLeft, so that no status is added for a server forgotten.
 	mu    sync.Mutex
-	known map[netip.AddrPort]struct{} // the keys the cache may hold
+	known map[netip.AddrPort]bool // the keys the cache may hold: true once queried
 }
 
 // kept is a status as a list keeps it: as JSON, cut to a list's
@@ -168,7 +168,7 @@ func NewStatuses(status func(ctx context.Context, address string) (*query.Status
 	if err != nil {
 		return nil, err
 	}
-	return &Statuses{cache: c, query: status, known: map[netip.AddrPort]struct{}{}}, nil
+	return &Statuses{cache: c, query: status, known: map[netip.AddrPort]bool{}}, nil
 }
 
 // Close ends the queries running and starts no more.
@@ -187,16 +187,31 @@ var done = func() context.Context {
 
 // get answers at once with addr's cached status under p, the stale one
 // included while a refresh runs, starting with load the query or refresh
-// the cache calls for; ok is false when nothing usable is cached.
-func (s *Statuses) get(addr netip.AddrPort, p cache.Policy, load func(context.Context) (kept, error)) (k kept, ok bool) {
+// the cache calls for; ok is false when nothing usable is cached. ask
+// says that load queries (noQuery does not): addr is no longer joined.
+func (s *Statuses) get(addr netip.AddrPort, p cache.Policy, load func(context.Context) (kept, error), ask bool) (k kept, ok bool) {
 	if res, ok, _ := s.cache.Peek(addr, p); ok {
 		return res.Value, res.Err == nil && res.Value.st != nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.known[addr] = struct{}{}
+	s.known[addr] = s.known[addr] || ask
 	res, err := s.cache.Get(done, addr, p, load)
 	return res.Value, err == nil && res.Value.st != nil
+}
+
+// joined returns the servers of listed whose status no query was asked
+// for.
+func (s *Statuses) joined(listed []master.Server) []netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []netip.AddrPort
+	for _, r := range listed {
+		if !s.known[r.Addr] {
+			out = append(out, r.Addr)
+		}
+	}
+	return out
 }
 
 // forgetLeft forgets the statuses of the servers not among listed.
@@ -225,7 +240,7 @@ type List struct {
 	queries chan struct{}
 	life    context.Context
 	end     context.CancelFunc
-	done    chan struct{} // closed when forgetLeftEvery returns
+	done    chan struct{} // closed when tendEvery returns
 
 	hostsMu sync.Mutex
 	hosts   map[string]*hostScope // by host name of a gateway's server
@@ -287,7 +302,7 @@ func New(cfg Config) (*List, error) {
 		hosts:   map[string]*hostScope{},
 		encoded: map[encKey][]byte{},
 	}
-	go l.forgetLeftEvery(min(max(cfg.TTL, time.Second), forgetEvery))
+	go l.tendEvery(min(max(cfg.TTL, time.Second), tendEvery))
 	return l, nil
 }
 
@@ -295,13 +310,18 @@ func New(cfg Config) (*List, error) {
 // is refreshed: as long as a server may stay listed.
 const staleWhileRefresh = 365 * 24 * time.Hour
 
-// forgetEvery is how often, at most, the statuses of servers that left
-// the list are forgotten when the list is not read: every TTL, from 1s.
-const forgetEvery = 10 * time.Second
+// tendEvery is how often, at most, the statuses of servers that left the
+// list are forgotten and those of servers that joined it queried when
+// the list is not read: every TTL, from 1s.
+const tendEvery = 10 * time.Second
 
-// forgetLeftEvery forgets, every period until Close, the statuses of the
-// servers that left the master's list.
-func (l *List) forgetLeftEvery(period time.Duration) {
+// tendEvery forgets, every period until Close, the statuses of the
+// servers that left the master's list, and starts the first query of
+// the servers that joined it, so that a new server is listed with its
+// status (its bots, its version) from the first request after it, not
+// with its heartbeat's data until a request has queried it. Refreshes are
+// left to requests: a list nobody reads queries a server once.
+func (l *List) tendEvery(period time.Duration) {
 	defer close(l.done)
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -310,7 +330,11 @@ func (l *List) forgetLeftEvery(period time.Duration) {
 		case <-l.life.Done():
 			return
 		case <-t.C:
-			l.cfg.Statuses.forgetLeft(l.cfg.Registry.Servers(nil))
+			regs := l.cfg.Registry.Servers(nil)
+			l.cfg.Statuses.forgetLeft(regs)
+			for _, a := range l.cfg.Statuses.joined(regs) {
+				l.cfg.Statuses.get(a, l.policy, l.load(a), true)
+			}
 		}
 	}
 }
@@ -545,7 +569,7 @@ func (l *List) status(r master.Server, ask bool) kept {
 		if ask {
 			load = l.load(r.Addr)
 		}
-		if k, ok := l.cfg.Statuses.get(r.Addr, l.policy, load); ok {
+		if k, ok := l.cfg.Statuses.get(r.Addr, l.policy, load, ask); ok {
 			return k
 		}
 	} else if res, ok, _ := l.cfg.Statuses.cache.Peek(r.Addr, l.policy); ok && res.Err == nil && res.Value.st != nil {
