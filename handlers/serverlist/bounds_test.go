@@ -211,13 +211,13 @@ func TestPageBytesBounded(t *testing.T) {
 }
 
 // A status past its TTL is served while it is refreshed, however long
-// the list was not read, never the heartbeat's data in its place; and
-// when no query may start (max_queries are running), still the stale
-// status.
+// the list was not read, never the heartbeat's data in its place; after
+// a failed refresh too; and when no query may start (max_queries are
+// running), still the stale status.
 func TestStaleStatusServedWhileRefreshing(t *testing.T) {
 	var (
-		block   atomic.Bool
-		release = make(chan struct{})
+		block, fail atomic.Bool
+		release     = make(chan struct{})
 	)
 	live := &query.Status{Name: "Live", NumPlayers: 2, Version: "ioq3 1.36", Raw: map[string]any{}}
 	live.SetAddress("127.0.0.1:1", 0)
@@ -225,7 +225,7 @@ func TestStaleStatusServedWhileRefreshing(t *testing.T) {
 		if block.Load() {
 			<-release
 		}
-		if addr == "127.0.0.1:1" {
+		if addr == "127.0.0.1:1" && !fail.Load() {
 			return live, nil
 		}
 		return nil, fmt.Errorf("no answer")
@@ -255,6 +255,24 @@ func TestStaleStatusServedWhileRefreshing(t *testing.T) {
 	}
 	if r.queries.Load() == before {
 		t.Fatal("no refresh")
+	}
+	// Refreshes that fail (a lost datagram, a server that stopped
+	// answering queries) keep the last status, and are retried.
+	fail.Store(true)
+	for range 3 {
+		n := r.queries.Load()
+		r.clock.Advance(10 * DefaultTTL)
+		if got := name(); got != "Live" {
+			t.Fatalf("after failed refreshes: %q listed, want the last status", got)
+		}
+		testutil.WaitFor(t, "a refresh that fails", func() bool { return r.queries.Load() > n })
+		testutil.WaitFor(t, "its failure recorded", func() bool {
+			_, _, loading := r.statuses.cache.Peek(netip.MustParseAddrPort("127.0.0.1:1"), r.list.policy)
+			return !loading
+		})
+		if got := name(); got != "Live" {
+			t.Fatalf("after a failed refresh: %q listed, want the last status", got)
+		}
 	}
 	// Every query slot taken by a query that does not return: the stale
 	// status is still listed.

@@ -56,8 +56,8 @@ type Config struct {
 	// first. Default: none.
 	Gateways func() []*query.Gateway
 	// TTL is how long a status is reused; past it, it is served stale
-	// while one refresh runs, for as long as its server is listed (a
-	// failed refresh keeps it for one more TTL). Default: 10s.
+	// while one refresh runs, for as long as its server is listed, and
+	// after a failed refresh (retried every TTL). Default: 10s.
 	TTL time.Duration
 	// QueryTimeout bounds one status query. Default: 3s.
 	QueryTimeout time.Duration
@@ -289,12 +289,14 @@ func New(cfg Config) (*List, error) {
 	life, end := context.WithCancel(context.Background())
 	l := &List{
 		cfg: cfg,
-		// A status past TTL is served while one refresh runs for as long
-		// as its server is listed (its status is forgotten when it
-		// leaves): a list read less often than every TTL shows the last
-		// status, never the heartbeat's. A failed refresh keeps it only
-		// within TTL past its TTL (StaleIfError).
-		policy:  cache.Policy{TTL: cfg.TTL, StaleWhileRevalidate: staleWhileRefresh, StaleIfError: cfg.TTL, NegativeTTL: cfg.TTL, LoadTimeout: cfg.QueryTimeout},
+		// A status past TTL is served while one refresh runs, and after a
+		// failed one (retried every TTL), for as long as its server is
+		// listed (its status is forgotten when it leaves): a list read
+		// less often than every TTL, or a status datagram lost, shows
+		// the last status, never the heartbeat's, which is older (a
+		// server heartbeats every few minutes).
+		policy: cache.Policy{TTL: cfg.TTL, StaleWhileRevalidate: staleWhileRefresh, StaleIfError: staleWhileRefresh,
+			NegativeTTL: cfg.TTL, LoadTimeout: cfg.QueryTimeout},
 		queries: make(chan struct{}, cfg.MaxQueries),
 		life:    life,
 		end:     end,
@@ -307,7 +309,8 @@ func New(cfg Config) (*List, error) {
 }
 
 // staleWhileRefresh is how long past its TTL a status is served while it
-// is refreshed: as long as a server may stay listed.
+// is refreshed or after a refresh failed: as long as a server may stay
+// listed.
 const staleWhileRefresh = 365 * 24 * time.Hour
 
 // tendEvery is how often, at most, the statuses of servers that left the
