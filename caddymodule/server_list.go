@@ -68,8 +68,8 @@ type listSizes struct {
 	// marked "truncated": true. Default: 8KiB.
 	MaxStatusSize int `json:"max_status_size,omitempty"`
 	// The most bytes of one answer of the list, from 16KiB to 64MiB and
-	// at least max_status_size: a page ends before the server that would
-	// pass it and is marked "truncated": true. Default: 1MiB.
+	// at least max_status_size and 1KiB: a page ends before the server
+	// that would pass it and is marked "truncated": true. Default: 1MiB.
 	MaxPageSize int `json:"max_page_size,omitempty"`
 }
 

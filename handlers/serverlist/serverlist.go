@@ -37,7 +37,7 @@ const (
 	DefaultLimit        = 100
 	MaxLimit            = 1000
 	// DefaultMaxStatusSize is a server's entry in a page, in bytes: a
-	// Quake 3 status of 64 players and 200 variables fits.
+	// Quake 3 status of 32 players and 100 variables (about 6 KB) fits.
 	DefaultMaxStatusSize = 8 << 10
 	// DefaultMaxPageSize is a page's body, in bytes.
 	DefaultMaxPageSize = 1 << 20
@@ -74,8 +74,8 @@ type Config struct {
 	// MaxPageSize bounds, in bytes, the body of one answer: a page ends
 	// before the server that would pass it, with fewer servers than its
 	// limit, and is marked "truncated": true; the next page starts at
-	// offset plus the servers it holds. It holds at least one server.
-	// Default: 1MiB.
+	// offset plus the servers it holds. It holds at least one server:
+	// it must be at least MaxStatusSize and 1KiB. Default: 1MiB.
 	MaxPageSize int
 	// Now gives the time. Default: time.Now.
 	Now func() time.Time
@@ -101,6 +101,9 @@ const (
 	MaxMaxStatusSize = 1 << 20
 	MinMaxPageSize   = 16 << 10
 	MaxMaxPageSize   = 64 << 20
+	// pageHead is room enough for a page's fields around its servers:
+	// a page holds at least one server within MaxPageSize.
+	pageHead = 1 << 10
 )
 
 // Validate checks the options' ranges; zero values (the defaults) pass.
@@ -116,8 +119,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	status, page := cmp.Or(c.MaxStatusSize, DefaultMaxStatusSize), cmp.Or(c.MaxPageSize, DefaultMaxPageSize)
-	if page < status {
-		return fmt.Errorf("max_page_size (%d bytes) must be at least max_status_size (%d bytes)", page, status)
+	if page < status+pageHead {
+		return fmt.Errorf("max_page_size (%d bytes) must be at least max_status_size (%d bytes) and 1KiB", page, status)
 	}
 	return nil
 }
@@ -304,7 +307,7 @@ func New(cfg Config) (*List, error) {
 		hosts:   map[string]*hostScope{},
 		encoded: map[encKey][]byte{},
 	}
-	go l.tendEvery(min(max(cfg.TTL, time.Second), tendEvery))
+	go l.tendEvery(min(max(cfg.TTL, time.Second), maxTendPeriod))
 	return l, nil
 }
 
@@ -313,10 +316,10 @@ func New(cfg Config) (*List, error) {
 // listed.
 const staleWhileRefresh = 365 * 24 * time.Hour
 
-// tendEvery is how often, at most, the statuses of servers that left the
-// list are forgotten and those of servers that joined it queried when
-// the list is not read: every TTL, from 1s.
-const tendEvery = 10 * time.Second
+// maxTendPeriod is the longest time, when the list is not read, before
+// the statuses of servers that left the list are forgotten and those of
+// servers that joined it queried: every TTL, from 1s to maxTendPeriod.
+const maxTendPeriod = 10 * time.Second
 
 // tendEvery forgets, every period until Close, the statuses of the
 // servers that left the master's list, and starts the first query of

@@ -218,13 +218,14 @@ func TestMethods(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	for _, c := range []Config{{TTL: -1}, {TTL: 48 * time.Hour}, {QueryTimeout: time.Hour}, {MaxQueries: -1}, {MaxQueries: 5000},
 		{MaxStatusSize: 100}, {MaxStatusSize: 2 << 20}, {MaxPageSize: 1024}, {MaxPageSize: 1 << 30},
-		{MaxStatusSize: 64 << 10, MaxPageSize: 32 << 10}, {MaxStatusSize: 1 << 20, MaxPageSize: 512 << 10}} {
+		{MaxStatusSize: 64 << 10, MaxPageSize: 32 << 10}, {MaxStatusSize: 1 << 20, MaxPageSize: 512 << 10},
+		{MaxStatusSize: 64 << 10, MaxPageSize: 64 << 10}, {MaxStatusSize: 1 << 20}} {
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)
 		}
 	}
-	if err := (Config{MaxStatusSize: 64 << 10, MaxPageSize: 64 << 10}).Validate(); err != nil {
-		t.Errorf("equal sizes refused: %v", err)
+	if err := (Config{MaxStatusSize: 64 << 10, MaxPageSize: 65 << 10}).Validate(); err != nil {
+		t.Errorf("a page of a status and 1KiB refused: %v", err)
 	}
 }
 
