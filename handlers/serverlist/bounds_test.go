@@ -311,3 +311,24 @@ func TestJoinedServersQueriedBeforeRequests(t *testing.T) {
 		t.Fatalf("%d queries with no request, want the 4 first ones", n)
 	}
 }
+
+// Whatever a server answers, a cut status encodes within the size asked.
+func FuzzCutStatus(f *testing.F) {
+	f.Add("Arena", "oa_dm1", "ioq3", "x", "k", uint16(10), uint8(4), uint16(MinMaxStatusSize))
+	f.Add(strings.Repeat("<", 600), "\x00\xff", "\u2028", strings.Repeat("\"", 40), "\\", uint16(1024), uint8(255), uint16(3000))
+	f.Fuzz(func(t *testing.T, name, mapName, version, value, key string, vars uint16, players uint8, size uint16) {
+		st := &query.Status{Name: name, Map: mapName, Version: version, Address: name + ":1", Connect: mapName, Protocol: version, Raw: map[string]any{}}
+		for i := range int(vars % 2048) {
+			st.Raw[fmt.Sprintf("%s%d", key, i)] = value
+		}
+		for i := range int(players) {
+			st.Players = append(st.Players, query.Player{Name: name + value, Raw: map[string]any{"frags": float64(i), "name": value}})
+		}
+		limit := MinMaxStatusSize + int(size)
+		got, _ := CutStatus(st, limit)
+		b, err := json.Marshal(got)
+		if err != nil || len(b) > limit {
+			t.Fatalf("cut to %d: %d bytes, %v", limit, len(b), err)
+		}
+	})
+}
