@@ -48,6 +48,9 @@ type ServerBrowser struct {
 	// without a chart until one silent for the whole history is
 	// forgotten. Default: 1024.
 	MaxHistoryServers int `json:"max_history_servers,omitempty"`
+	// max_status_size and max_page_size bound servers.json's answers as
+	// server_list's.
+	listSizes
 
 	browser *serverbrowser.Browser
 	list    *serverlist.List
@@ -77,7 +80,7 @@ func (h *ServerBrowser) Provision(ctx caddy.Context) error {
 		h.GameQuery = defaultGameQueryName
 	}
 	var err error
-	if h.list, err = h.held.open(ctx, h.Master, h.GameQuery, serverlist.Config{}); err != nil {
+	if h.list, err = h.held.open(ctx, h.Master, h.GameQuery, h.listSizes.config(serverlist.Config{})); err != nil {
 		return err
 	}
 	cfg := h.config()
@@ -87,7 +90,12 @@ func (h *ServerBrowser) Provision(ctx caddy.Context) error {
 }
 
 // Validate checks the options' ranges.
-func (h *ServerBrowser) Validate() error { return h.config().Validate() }
+func (h *ServerBrowser) Validate() error {
+	if err := h.config().Validate(); err != nil {
+		return err
+	}
+	return h.listSizes.config(serverlist.Config{}).Validate()
+}
 
 // Cleanup stops the sampling and the status queries and releases the
 // master's list.
@@ -117,6 +125,8 @@ func (h *ServerBrowser) ServeHTTP(w http.ResponseWriter, r *http.Request, _ cadd
 //		history             <duration>
 //		history_samples     <count>
 //		max_history_servers <count>
+//		max_status_size     <size>
+//		max_page_size       <size>
 //	}
 func (h *ServerBrowser) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	// Caddy starts the errors with the directive's name.
@@ -138,7 +148,10 @@ func (h *ServerBrowser) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_history_servers":
 			h.MaxHistoryServers, err = parseIntIn(d, intRange{1, master.MaxMaxServers})
 		default:
-			return unknownOption(d, "", opt)
+			var size bool
+			if size, err = h.listSizes.parse(d, opt); !size {
+				return unknownOption(d, "", opt)
+			}
 		}
 		if err == nil {
 			if verr := h.Validate(); verr != nil {

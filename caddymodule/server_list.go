@@ -41,6 +41,7 @@ type ServerList struct {
 	// cached yet is listed from its last infoResponse meanwhile. Default:
 	// 16.
 	MaxQueries int `json:"max_queries,omitempty"`
+	listSizes
 
 	list *serverlist.List
 	held masterList
@@ -55,7 +56,42 @@ func (*ServerList) CaddyModule() caddy.ModuleInfo {
 }
 
 func (h *ServerList) config() serverlist.Config {
-	return serverlist.Config{TTL: time.Duration(h.TTL), QueryTimeout: time.Duration(h.QueryTimeout), MaxQueries: h.MaxQueries}
+	return h.listSizes.config(serverlist.Config{TTL: time.Duration(h.TTL), QueryTimeout: time.Duration(h.QueryTimeout), MaxQueries: h.MaxQueries})
+}
+
+// listSizes are the bounds of a list's answers in bytes, options of
+// server_list and server_browser.
+type listSizes struct {
+	// The most bytes of a server's entry in a page (its status as JSON),
+	// and of the status kept for it, from 2KiB to 1MiB: a larger status
+	// is cut (players, bots and raw variables past it left out) and
+	// marked "truncated": true. Default: 8KiB.
+	MaxStatusSize int `json:"max_status_size,omitempty"`
+	// The most bytes of one answer of the list, from 16KiB to 64MiB and
+	// at least max_status_size and 1KiB: a page ends before the server
+	// that would pass it and is marked "truncated": true. Default: 1MiB.
+	MaxPageSize int `json:"max_page_size,omitempty"`
+}
+
+// config returns cfg with the sizes.
+func (s listSizes) config(cfg serverlist.Config) serverlist.Config {
+	cfg.MaxStatusSize, cfg.MaxPageSize = s.MaxStatusSize, s.MaxPageSize
+	return cfg
+}
+
+// parse reads the option opt if it is one of the sizes, and reports
+// whether it was.
+func (s *listSizes) parse(d *caddyfile.Dispenser, opt string) (bool, error) {
+	var err error
+	switch opt {
+	case "max_status_size":
+		s.MaxStatusSize, err = parseSize[int](d, intRange{serverlist.MinMaxStatusSize, serverlist.MaxMaxStatusSize})
+	case "max_page_size":
+		s.MaxPageSize, err = parseSize[int](d, intRange{serverlist.MinMaxPageSize, serverlist.MaxMaxPageSize})
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 // Provision shares the named master's list and its servers' statuses,
@@ -139,11 +175,13 @@ func (h *ServerList) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyht
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
 //
 //	server_list {
-//		master        <name>
-//		game_query    <name>
-//		ttl           <duration>
-//		query_timeout <duration>
-//		max_queries   <count>
+//		master          <name>
+//		game_query      <name>
+//		ttl             <duration>
+//		query_timeout   <duration>
+//		max_queries     <count>
+//		max_status_size <size>
+//		max_page_size   <size>
 //	}
 func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	// Caddy starts the errors with the directive's name.
@@ -161,7 +199,10 @@ func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_queries":
 			h.MaxQueries, err = parseIntIn(d, intRange{1, 1<<31 - 1})
 		default:
-			return unknownOption(d, "", opt)
+			var size bool
+			if size, err = h.listSizes.parse(d, opt); !size {
+				return unknownOption(d, "", opt)
+			}
 		}
 		if err == nil {
 			if verr := h.Validate(); verr != nil {

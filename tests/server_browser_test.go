@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -114,6 +115,17 @@ func TestServerBrowserInChromium(t *testing.T) {
 		return false
 	})
 
+	// The history samples on its own schedule (every 10s at most), not
+	// when asked: wait for its sample of the OpenArena server.
+	testutil.WaitForWithin(t, 30*time.Second, "a sample of the OpenArena server's players", func() bool {
+		var h struct{ Servers map[string][]int }
+		if r := getJSON(t, base+"history.json", &h); r.status != 200 {
+			t.Fatalf("GET history.json: %d %s", r.status, r.body)
+		}
+		s := h.Servers[oa.Addr]
+		return len(s) > 0 && s[len(s)-1] == 2
+	})
+
 	rows := func(dom string) []string {
 		var out []string
 		for _, part := range strings.Split(dom, `<tr class="server`)[1:] {
@@ -178,5 +190,83 @@ func TestServerBrowserInChromium(t *testing.T) {
 	}
 	if r := request(t, "GET", base+"badge/127.0.0.1:1.svg"); r.status != http.StatusNotFound {
 		t.Fatalf("badge of an unknown server: %d, want 404", r.status)
+	}
+}
+
+// Anonymous requests for the browser's history and badges make no status
+// query of a game server, however many: the history samples what the
+// list holds on its own schedule. A server is queried once when it joins
+// the list, and then as the list's own requests ask.
+func TestServerBrowserHistoryQueriesNothing(t *testing.T) {
+	_, udp, web := startMasterSite(t, `handle_path /browser/* {
+	server_browser {
+		history 1m
+		history_samples 6
+	}
+}`)
+	s := startHostileServer(t, udp, "127.0.0.6")
+	t.Cleanup(s.stop)
+	base := "http://" + web + "/browser/"
+	testutil.WaitForWithin(t, 30*time.Second, "the server's first query, when it joined", func() bool {
+		var h struct{ Servers map[string][]int }
+		getJSON(t, base+"history.json", &h)
+		return len(h.Servers[s.addr]) > 0 && s.statuses.Load() == 1
+	})
+	// Over twelve seconds: past the list's ttl (10s), when a list request
+	// would refresh the status, and past two samples of the history
+	// (every 3.3s). The former sampling on request queried at most once
+	// a second.
+	for deadline := time.Now().Add(12 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r := request(t, "GET", base+"history.json"); r.status != 200 {
+			t.Fatalf("history.json: %d", r.status)
+		}
+		if r := request(t, "GET", base+"badge/"+s.addr+".svg"); r.status != 200 {
+			t.Fatalf("badge: %d", r.status)
+		}
+	}
+	if n := s.statuses.Load(); n != 1 {
+		t.Fatalf("%d status queries, want the one when it joined: history and badge requests made some", n)
+	}
+	if r := request(t, "GET", base+"servers.json"); r.status != 200 {
+		t.Fatalf("servers.json: %d", r.status)
+	}
+	testutil.WaitFor(t, "the list's own refresh", func() bool { return s.statuses.Load() > 1 })
+}
+
+// The page shows a list longer than one answer of servers.json: with
+// max_page_size 16KiB, each answer holds one or two of eight hostile
+// servers' statuses (cut to max_status_size) and the page follows the
+// answers' pages to show all eight.
+func TestServerBrowserFollowsPages(t *testing.T) {
+	const servers, maxPage, maxEntry = 8, 16 << 10, 8 << 10
+	_, udp, web := startMasterSite(t, `handle_path /browser/* {
+	server_browser {
+		refresh 2s
+		max_page_size 16KiB
+	}
+}`)
+	for i := range servers {
+		s := startHostileServer(t, udp, fmt.Sprintf("127.0.7.%d", i+1))
+		t.Cleanup(s.stop)
+	}
+	base := "http://" + web + "/browser/"
+	var pages int
+	testutil.WaitForWithin(t, 30*time.Second, "every hostile server's status", func() bool {
+		var all []listEntry
+		all, pages = listAll(t, base+"servers.json", maxPage, maxEntry)
+		n := 0
+		for _, s := range all {
+			if s.NumPlayers == 256 && s.Truncated {
+				n++
+			}
+		}
+		return n == servers
+	})
+	if pages < servers/2 {
+		t.Fatalf("%d servers in %d answers of at most %d bytes", servers, pages, maxPage)
+	}
+	dom := renderedPage(t, base)
+	if rows := strings.Count(dom, `<tr class="server`); rows != servers || !strings.Contains(dom, fmt.Sprintf("%d of %d servers", servers, servers)) {
+		t.Fatalf("the page shows %d servers, want %d (from %d answers):\n%s", rows, servers, pages, dom)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
@@ -96,9 +95,6 @@ type Browser struct {
 	pageTag string
 	csp     string
 
-	sampleMu   sync.Mutex
-	lastSample time.Time
-
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -151,9 +147,15 @@ func New(cfg Config) (*Browser, error) {
 		"; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel, b.done = cancel, make(chan struct{})
-	go b.sampleEvery(ctx, min(b.bucket/3, time.Minute))
+	b.sample()
+	go b.sampleEvery(ctx, min(b.bucket/3, sampleEvery))
 	return b, nil
 }
+
+// sampleEvery is how often, at most, the history samples the list: a
+// sample reads what the list holds and queries nothing, so it may be
+// frequent (a bucket keeps its peak).
+const sampleEvery = 10 * time.Second
 
 // shortDuration is d as a person writes it: 24h, not 24h0m0s.
 func shortDuration(d time.Duration) string {
@@ -178,27 +180,21 @@ func (b *Browser) sampleEvery(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(max(every, time.Second))
 	defer t.Stop()
 	for {
-		b.sample(0)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			b.sample()
 		}
 	}
 }
 
-// sample records every listed server's player count from the list's
-// cached statuses, unless the last sample is more recent than minGap.
-func (b *Browser) sample(minGap time.Duration) {
+// sample records every listed server's player count from what the list
+// holds (List.Cached): sampling starts no status query, and requests do
+// not sample.
+func (b *Browser) sample() {
 	now := b.cfg.Now()
-	b.sampleMu.Lock()
-	if minGap > 0 && now.Sub(b.lastSample) < minGap {
-		b.sampleMu.Unlock()
-		return
-	}
-	b.lastSample = now
-	b.sampleMu.Unlock()
-	for _, s := range b.cfg.List.Servers(netip.IPv6Loopback()) { // every server
+	for _, s := range b.cfg.List.Cached(netip.IPv6Loopback()) { // every server
 		st := s.Status
 		b.history.Record(now, st.Address, st.Name, st.NumPlayers, st.MaxPlayers)
 	}
@@ -264,7 +260,6 @@ type HistoryPage struct {
 }
 
 func (b *Browser) serveHistory(w http.ResponseWriter, r *http.Request, client netip.Addr) int {
-	b.sample(time.Second)
 	now := b.cfg.Now()
 	page := HistoryPage{Bucket: int64(b.bucket / time.Second), End: (now.UnixNano()/int64(b.bucket) + 1) * int64(b.bucket/time.Second), Servers: map[string][]int{}}
 	for _, s := range b.history.Servers(nil) {
@@ -285,8 +280,9 @@ func (b *Browser) serveHistory(w http.ResponseWriter, r *http.Request, client ne
 }
 
 // serveBadge answers with the badge of the server at address: up with its
-// players while it is listed, down while its history still holds it, 404
-// otherwise (and for a server the client may not see).
+// players while it is listed (from what the list holds: a badge starts no
+// status query), down while its history still holds it, 404 otherwise
+// (and for a server the client may not see).
 func (b *Browser) serveBadge(w http.ResponseWriter, r *http.Request, client netip.Addr, address string) int {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil || !master.Visible(ap.Addr(), client) {
@@ -296,7 +292,7 @@ func (b *Browser) serveBadge(w http.ResponseWriter, r *http.Request, client neti
 	id := ap.String()
 	var badge Badge
 	found := false
-	for _, s := range b.cfg.List.Servers(client) {
+	for _, s := range b.cfg.List.Cached(client) {
 		if s.Status.Address == id {
 			badge, found = Badge{Name: s.Status.Name, Players: s.Status.NumPlayers, MaxPlayers: s.Status.MaxPlayers, Up: true}, true
 			break

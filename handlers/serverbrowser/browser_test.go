@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,12 @@ func register(t *testing.T, m *master.Master, src, info string) {
 
 func newBrowser(t *testing.T, clock *testutil.Clock) *Browser {
 	t.Helper()
+	return newBrowserQuerying(t, clock, func(string) (*query.Status, error) { return nil, errors.New("no answer") })
+}
+
+// newBrowserQuerying is newBrowser with the statuses status answers.
+func newBrowserQuerying(t *testing.T, clock *testutil.Clock, status func(addr string) (*query.Status, error)) *Browser {
+	t.Helper()
 	reg := master.NewRegistry(clock.Now)
 	m, err := master.New(master.Config{Registry: reg, Now: clock.Now, HeartbeatRate: 1e6})
 	if err != nil {
@@ -43,8 +50,8 @@ func newBrowser(t *testing.T, clock *testutil.Clock) *Browser {
 	}
 	register(t, m, "127.0.0.1:1", `\hostname\`+hostile+`\mapname\oa_dm1\clients\3\sv_maxclients\8`)
 	register(t, m, "10.0.0.1:2", `\hostname\Private\mapname\oa_dm1\clients\1\sv_maxclients\8`)
-	statuses, err := serverlist.NewStatuses(func(context.Context, string) (*query.Status, error) {
-		return nil, errors.New("no answer")
+	statuses, err := serverlist.NewStatuses(func(_ context.Context, addr string) (*query.Status, error) {
+		return status(addr)
 	}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -194,5 +201,47 @@ func TestShortDuration(t *testing.T) {
 		if got := shortDuration(d); got != want {
 			t.Errorf("got %s, want %s", got, want)
 		}
+	}
+}
+
+// Requests for the history or a badge, however many and from whom, make
+// no status query: the sampler reads what the list holds on its own
+// schedule, which queries nothing either. A status the list's requests
+// loaded is what it samples.
+func TestHistoryAndBadgesQueryNothing(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	var queries atomic.Int32
+	live := &query.Status{Name: "Live", NumPlayers: 5, MaxPlayers: 8, Raw: map[string]any{}}
+	live.SetAddress("127.0.0.1:1", 0)
+	b := newBrowserQuerying(t, clock, func(addr string) (*query.Status, error) {
+		queries.Add(1)
+		if addr == "127.0.0.1:1" {
+			return live, nil
+		}
+		return nil, errors.New("no answer")
+	})
+	for i := range 50 {
+		clock.Advance(11 * time.Second) // past any ttl and gap between samples
+		for _, target := range []string{"/history.json", "/badge/127.0.0.1:1.svg", "/badge/10.0.0.1:2.svg"} {
+			if w := get(b, "127.0.0.1:9", target); w.Code != 200 {
+				t.Fatalf("request %d of %s: %d", i, target, w.Code)
+			}
+		}
+		b.sample() // as its ticker does
+	}
+	if n := queries.Load(); n != 0 {
+		t.Fatalf("%d status queries for history, badges and samples, want none", n)
+	}
+	// The list's own requests query; the sample then holds the status.
+	testutil.WaitFor(t, "the list to show the live status", func() bool {
+		return strings.Contains(get(b, "127.0.0.1:9", "/servers.json").Body.String(), `"name":"Live"`)
+	})
+	b.sample()
+	samples, _, _, ok := b.history.Samples(clock.Now(), "127.0.0.1:1", nil)
+	if !ok || samples[len(samples)-1] != 5 {
+		t.Fatalf("samples %v, want the live 5 players last", samples)
+	}
+	if w := get(b, "127.0.0.1:9", "/badge/127.0.0.1:1.svg"); !strings.Contains(w.Body.String(), ">5/8<") {
+		t.Fatalf("badge after the list's query: %s", w.Body)
 	}
 }

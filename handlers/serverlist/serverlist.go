@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -35,6 +36,11 @@ const (
 	DefaultMaxQueries   = 16
 	DefaultLimit        = 100
 	MaxLimit            = 1000
+	// DefaultMaxStatusSize is a server's entry in a page, in bytes: a
+	// Quake 3 status of 32 players and 100 variables (about 6 KB) fits.
+	DefaultMaxStatusSize = 8 << 10
+	// DefaultMaxPageSize is a page's body, in bytes.
+	DefaultMaxPageSize = 1 << 20
 )
 
 // Config is the behaviour of a List.
@@ -49,8 +55,9 @@ type Config struct {
 	// the newest first: a server two of them configure is listed from the
 	// first. Default: none.
 	Gateways func() []*query.Gateway
-	// TTL is how long a status is reused; it is served stale for as long
-	// again while one refresh runs. Default: 10s.
+	// TTL is how long a status is reused; past it, it is served stale
+	// while one refresh runs, for as long as its server is listed, and
+	// after a failed refresh (retried every TTL). Default: 10s.
 	TTL time.Duration
 	// QueryTimeout bounds one status query. Default: 3s.
 	QueryTimeout time.Duration
@@ -58,6 +65,18 @@ type Config struct {
 	// whose status is not cached is listed from its last infoResponse
 	// meanwhile. Default: 16.
 	MaxQueries int
+	// MaxStatusSize bounds, in bytes, a server's entry in a page (its
+	// status as JSON with its game and region) and the status kept for
+	// it: a larger status is cut (players, bots and raw variables past
+	// the bound left out, long texts shortened) and marked
+	// "truncated": true. Default: 8KiB.
+	MaxStatusSize int
+	// MaxPageSize bounds, in bytes, the body of one answer: a page ends
+	// before the server that would pass it, with fewer servers than its
+	// limit, and is marked "truncated": true; the next page starts at
+	// offset plus the servers it holds. It holds at least one server:
+	// it must be at least MaxStatusSize and 1KiB. Default: 1MiB.
+	MaxPageSize int
 	// Now gives the time. Default: time.Now.
 	Now func() time.Time
 	// ClientIP gives a request's client address, which decides the
@@ -76,38 +95,146 @@ const (
 	MaxTTL          = 24 * time.Hour
 	MaxQueryTimeout = time.Minute
 	MaxMaxQueries   = 1024
+	// A status of MinMaxStatusSize holds its name, map, version and
+	// addresses at their longest (maxText each) and its counts.
+	MinMaxStatusSize = 2 << 10
+	MaxMaxStatusSize = 1 << 20
+	MinMaxPageSize   = 16 << 10
+	MaxMaxPageSize   = 64 << 20
+	// pageHead is room enough for a page's fields around its servers:
+	// a page holds at least one server within MaxPageSize.
+	pageHead = 1 << 10
 )
 
 // Validate checks the options' ranges; zero values (the defaults) pass.
 // The names are the options'.
 func (c Config) Validate() error {
-	return bounds.First(
+	if err := bounds.First(
 		bounds.Duration("ttl", c.TTL, 0, MaxTTL),
 		bounds.Duration("query_timeout", c.QueryTimeout, 0, MaxQueryTimeout),
 		bounds.Int("max_queries", c.MaxQueries, 1, MaxMaxQueries),
-	)
+		bounds.Int("max_status_size", c.MaxStatusSize, MinMaxStatusSize, MaxMaxStatusSize),
+		bounds.Int("max_page_size", c.MaxPageSize, MinMaxPageSize, MaxMaxPageSize),
+	); err != nil {
+		return err
+	}
+	status, page := cmp.Or(c.MaxStatusSize, DefaultMaxStatusSize), cmp.Or(c.MaxPageSize, DefaultMaxPageSize)
+	if page < status+pageHead {
+		return fmt.Errorf("max_page_size (%d bytes) must be at least max_status_size (%d bytes) and 1KiB", page, status)
+	}
+	return nil
 }
 
 // Statuses are the live statuses of a master's servers, queried with one
 // protocol and cached by address: every list of the master reads them,
 // so that a server is queried once per TTL however many lists show it.
+// Only listed servers have one: the status of a server that left the
+// master's list is forgotten (forgetLeft), so that what they hold is
+// bounded by the master's max_servers.
 type Statuses struct {
-	cache *cache.Results[netip.AddrPort, *query.Status]
+	cache *cache.Results[netip.AddrPort, kept]
 	query func(ctx context.Context, address string) (*query.Status, error)
+
+	// mu orders the additions of keys to known and the cache (add) with
+	// forgetLeft, so that no status is added for a server forgotten.
+	mu    sync.Mutex
+	known map[netip.AddrPort]bool // the keys the cache may hold: true once queried
+}
+
+// kept is a status as a list keeps it: as JSON, cut to a list's
+// MaxStatusSize, and the summary the list filters and sorts by (no
+// players, bots or raw variables), so that its heap is about its bytes
+// (the maps of a decoded status take several times as much).
+type kept struct {
+	st        *query.Status // the summary
+	json      []byte
+	truncated bool
+}
+
+// keep returns st as a list keeps it, cut to size bytes of JSON.
+func keep(st *query.Status, size int) (kept, error) {
+	st, cut := CutStatus(st, size)
+	b, err := json.Marshal(st)
+	if err != nil {
+		return kept{}, err
+	}
+	sum := &query.Status{Name: strings.Clone(st.Name), Map: strings.Clone(st.Map), Password: st.Password,
+		NumPlayers: st.NumPlayers, MaxPlayers: st.MaxPlayers, Connect: strings.Clone(st.Connect), QueryPort: st.QueryPort,
+		Ping: st.Ping, Version: strings.Clone(st.Version), Protocol: strings.Clone(st.Protocol), Address: strings.Clone(st.Address)}
+	return kept{sum, b, cut}, nil
 }
 
 // NewStatuses returns an empty cache of statuses queried with query (the
 // Quake 3 protocol's Status), on the clock now (nil: time.Now).
 func NewStatuses(status func(ctx context.Context, address string) (*query.Status, error), now func() time.Time) (*Statuses, error) {
-	c, err := cache.NewResults[netip.AddrPort, *query.Status](master.MaxMaxServers, now)
+	c, err := cache.NewResults[netip.AddrPort, kept](master.MaxMaxServers, now)
 	if err != nil {
 		return nil, err
 	}
-	return &Statuses{cache: c, query: status}, nil
+	return &Statuses{cache: c, query: status, known: map[netip.AddrPort]bool{}}, nil
 }
 
 // Close ends the queries running and starts no more.
 func (s *Statuses) Close() { s.cache.Close() }
+
+// Len is the number of servers whose status (or a query of it) is held.
+func (s *Statuses) Len() int { return s.cache.Len() }
+
+// done is a context already ended: a Get with it answers at once with
+// what is cached (starting a load or a refresh as needed) and never waits.
+var done = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// get answers at once with addr's cached status under p, the stale one
+// included while a refresh runs, starting with load the query or refresh
+// the cache calls for; ok is false when nothing usable is cached. ask
+// says that load queries (noQuery does not): addr is no longer joined.
+func (s *Statuses) get(addr netip.AddrPort, p cache.Policy, load func(context.Context) (kept, error), ask bool) (k kept, ok bool) {
+	if res, ok, _ := s.cache.Peek(addr, p); ok {
+		return res.Value, res.Err == nil && res.Value.st != nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known[addr] = s.known[addr] || ask
+	res, err := s.cache.Get(done, addr, p, load)
+	return res.Value, err == nil && res.Value.st != nil
+}
+
+// joined returns the servers of listed whose status no query was asked
+// for.
+func (s *Statuses) joined(listed []master.Server) []netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []netip.AddrPort
+	for _, r := range listed {
+		if !s.known[r.Addr] {
+			out = append(out, r.Addr)
+		}
+	}
+	return out
+}
+
+// forgetLeft forgets the statuses of the servers not among listed.
+func (s *Statuses) forgetLeft(listed []master.Server) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.known) == 0 {
+		return
+	}
+	in := make(map[netip.AddrPort]struct{}, len(listed))
+	for _, r := range listed {
+		in[r.Addr] = struct{}{}
+	}
+	for a := range s.known {
+		if _, ok := in[a]; !ok {
+			s.cache.Invalidate(a)
+			delete(s.known, a)
+		}
+	}
+}
 
 // List serves the server list.
 type List struct {
@@ -116,6 +243,7 @@ type List struct {
 	queries chan struct{}
 	life    context.Context
 	end     context.CancelFunc
+	done    chan struct{} // closed when tendEvery returns
 
 	hostsMu sync.Mutex
 	hosts   map[string]*hostScope // by host name of a gateway's server
@@ -150,6 +278,8 @@ func New(cfg Config) (*List, error) {
 	cfg.TTL = cmp.Or(cfg.TTL, DefaultTTL)
 	cfg.QueryTimeout = cmp.Or(cfg.QueryTimeout, DefaultQueryTimeout)
 	cfg.MaxQueries = cmp.Or(cfg.MaxQueries, DefaultMaxQueries)
+	cfg.MaxStatusSize = cmp.Or(cfg.MaxStatusSize, DefaultMaxStatusSize)
+	cfg.MaxPageSize = cmp.Or(cfg.MaxPageSize, DefaultMaxPageSize)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -160,34 +290,87 @@ func New(cfg Config) (*List, error) {
 		cfg.LookupHost = netaddr.LookupHost
 	}
 	life, end := context.WithCancel(context.Background())
-	return &List{
-		cfg:     cfg,
-		policy:  cache.Policy{TTL: cfg.TTL, StaleWhileRevalidate: cfg.TTL, StaleIfError: cfg.TTL, NegativeTTL: cfg.TTL, LoadTimeout: cfg.QueryTimeout},
+	l := &List{
+		cfg: cfg,
+		// A status past TTL is served while one refresh runs, and after a
+		// failed one (retried every TTL), for as long as its server is
+		// listed (its status is forgotten when it leaves): a list read
+		// less often than every TTL, or a status datagram lost, shows
+		// the last status, never the heartbeat's, which is older (a
+		// server heartbeats every few minutes).
+		policy: cache.Policy{TTL: cfg.TTL, StaleWhileRevalidate: staleWhileRefresh, StaleIfError: staleWhileRefresh,
+			NegativeTTL: cfg.TTL, LoadTimeout: cfg.QueryTimeout},
 		queries: make(chan struct{}, cfg.MaxQueries),
 		life:    life,
 		end:     end,
+		done:    make(chan struct{}),
 		hosts:   map[string]*hostScope{},
 		encoded: map[encKey][]byte{},
-	}, nil
+	}
+	go l.tendEvery(min(max(cfg.TTL, time.Second), maxTendPeriod))
+	return l, nil
+}
+
+// staleWhileRefresh is how long past its TTL a status is served while it
+// is refreshed or after a refresh failed: as long as a server may stay
+// listed.
+const staleWhileRefresh = 365 * 24 * time.Hour
+
+// maxTendPeriod is the longest time, when the list is not read, before
+// the statuses of servers that left the list are forgotten and those of
+// servers that joined it queried: every TTL, from 1s to maxTendPeriod.
+const maxTendPeriod = 10 * time.Second
+
+// tendEvery forgets, every period until Close, the statuses of the
+// servers that left the master's list, and starts the first query of
+// the servers that joined it, so that a new server is listed with its
+// status (its bots, its version) from the first request after it, not
+// with its heartbeat's data until a request has queried it. Refreshes are
+// left to requests: a list nobody reads queries a server once.
+func (l *List) tendEvery(period time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.life.Done():
+			return
+		case <-t.C:
+			regs := l.cfg.Registry.Servers(nil)
+			l.cfg.Statuses.forgetLeft(regs)
+			for _, a := range l.cfg.Statuses.joined(regs) {
+				l.cfg.Statuses.get(a, l.policy, l.load(a), true)
+			}
+		}
+	}
 }
 
 // Close starts no more status queries; those running end at their
 // timeout (the caches they fill are shared).
-func (l *List) Close() { l.end() }
+func (l *List) Close() {
+	l.end()
+	<-l.done
+}
 
 // Server is one entry of the list: a status in the game query result
 // shape, the game name the server registered with (or its status
-// names), and its region where known.
+// names), and its region where known. Truncated marks a status cut to a
+// list's MaxStatusSize. A status the list keeps is a summary (no
+// players, bots or raw variables) beside its whole encoding, which is
+// what the entry encodes.
 type Server struct {
-	Status *query.Status
-	Game   string
-	Region string
+	Status    *query.Status
+	Game      string
+	Region    string
+	Truncated bool
+
+	json []byte // Status's whole encoding, if kept
 }
 
 // MarshalJSON writes the status with "game" and "region" beside its
-// fields.
+// fields, and "truncated": true for a status cut.
 func (s Server) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(s.Status)
+	b, err := s.statusJSON()
 	if err != nil || len(b) < 2 {
 		return b, err
 	}
@@ -197,21 +380,36 @@ func (s Server) MarshalJSON() ([]byte, error) {
 	out = append(out, game...)
 	out = append(out, `,"region":`...)
 	out = append(out, region...)
+	if s.Truncated {
+		out = append(out, `,"truncated":true`...)
+	}
 	return append(out, '}'), nil
 }
 
+// statusJSON is the encoding of s's status.
+func (s Server) statusJSON() ([]byte, error) {
+	if s.json != nil {
+		return s.json, nil
+	}
+	return json.Marshal(s.Status)
+}
+
 // Page is the answer: the servers matching the filters, sorted, from
-// Offset, at most Limit of them; Total counts every match.
+// Offset, at most Limit of them; Total counts every match. Truncated
+// marks a page that ends before Limit because of its size in bytes
+// (Config.MaxPageSize).
 type Page struct {
-	Total   int      `json:"total"`
-	Offset  int      `json:"offset"`
-	Limit   int      `json:"limit"`
-	Servers []Server `json:"servers"`
+	Total     int      `json:"total"`
+	Offset    int      `json:"offset"`
+	Limit     int      `json:"limit"`
+	Servers   []Server `json:"servers"`
+	Truncated bool     `json:"truncated,omitempty"`
 }
 
 // Servers returns every listed server with its status: the live one where
-// cached (fresh or being refreshed), otherwise what its last infoResponse
-// said, while a query (at most MaxQueries at once) fetches the live one.
+// cached (fresh, or stale while one refresh runs), otherwise what its last
+// infoResponse said, while a query (at most MaxQueries at once) fetches
+// the live one.
 // Only servers visible to client are listed (master.Visible: no loopback
 // or private address to a client farther away).
 //
@@ -222,8 +420,17 @@ type Page struct {
 // the same MaxQueries) fetches it through the gateway. A gateway's server
 // is shown under master.Visible's rule too: one named by a host name by
 // every address the name resolves to (hostVisible).
-func (l *List) Servers(client netip.Addr) []Server {
+func (l *List) Servers(client netip.Addr) []Server { return l.servers(client, true) }
+
+// Cached is Servers as the list holds them, starting no status query: a
+// status cached, stale or not, else the server's last infoResponse (a
+// gateway's server: its name and address). What samples the list on a
+// schedule of its own reads it so, and costs no queries.
+func (l *List) Cached(client netip.Addr) []Server { return l.servers(client, false) }
+
+func (l *List) servers(client netip.Addr, ask bool) []Server {
 	regs := l.cfg.Registry.Servers(nil)
+	l.cfg.Statuses.forgetLeft(regs)
 	gateways := l.cfg.Gateways()
 	var configured []query.Listed
 	type source struct {
@@ -251,7 +458,8 @@ func (l *List) Servers(client netip.Addr) []Server {
 			games[r.Addr.String()] = r.GameName
 			continue
 		}
-		out = append(out, Server{Status: l.status(r), Game: r.GameName})
+		k := l.status(r, ask)
+		out = append(out, Server{Status: k.st, Game: r.GameName, Truncated: k.truncated, json: k.json})
 	}
 	for key, src := range byAddr {
 		c := configured[src.at]
@@ -262,7 +470,7 @@ func (l *List) Servers(client netip.Addr) []Server {
 		} else if !l.hostVisible(c.Address, client) {
 			continue
 		}
-		st := l.configuredStatus(src.gw, c)
+		st := l.configuredStatus(src.gw, c, ask)
 		game := games[key]
 		if game == "" {
 			if g, ok := st.Raw["gamename"].(string); ok && len(g) <= wiremaster.MaxGameName {
@@ -356,30 +564,65 @@ func (l *List) startQuery(load func(ctx context.Context)) bool {
 	}
 }
 
-func (l *List) status(r master.Server) *query.Status {
-	c := l.cfg.Statuses
-	res, ok, loading := c.cache.Peek(r.Addr, l.policy)
-	if ok && res.Err == nil && res.Value != nil {
+// status is r's status: the cached one, stale or not (a refresh of a
+// stale one starts if ask), else what its last infoResponse said (while a
+// query starts if ask). A query or refresh takes one of MaxQueries; when
+// none is free it is tried again at the next request, and meanwhile a
+// stale status is still served.
+func (l *List) status(r master.Server, ask bool) kept {
+	if l.life.Err() == nil {
+		load := noQuery
+		if ask {
+			load = l.load(r.Addr)
+		}
+		if k, ok := l.cfg.Statuses.get(r.Addr, l.policy, load, ask); ok {
+			return k
+		}
+	} else if res, ok, _ := l.cfg.Statuses.cache.Peek(r.Addr, l.policy); ok && res.Err == nil && res.Value.st != nil {
 		return res.Value
 	}
-	if !loading {
-		l.startQuery(func(ctx context.Context) {
-			_, _ = c.cache.Get(ctx, r.Addr, l.policy, func(ctx context.Context) (*query.Status, error) {
-				return c.query(ctx, r.Addr.String())
-			})
-		})
+	return kept{st: fromInfo(r)}
+}
+
+// errBusy is a query not made: MaxQueries run.
+var errBusy = errors.New("serverlist: max_queries running")
+
+// noQuery is the load of a status that is not to be queried: the cache
+// keeps what it has.
+func noQuery(context.Context) (kept, error) { return kept{}, cache.Uncached(errNoQuery) }
+
+var errNoQuery = errors.New("serverlist: not queried")
+
+// load returns the query of addr's status for the statuses' cache: it
+// runs if one of MaxQueries is free (else the cache keeps what it has and
+// the next request tries again), and cuts the status to MaxStatusSize.
+func (l *List) load(addr netip.AddrPort) func(context.Context) (kept, error) {
+	return func(ctx context.Context) (kept, error) {
+		select {
+		case l.queries <- struct{}{}:
+			defer func() { <-l.queries }()
+		default:
+			return kept{}, cache.Uncached(errBusy)
+		}
+		st, err := l.cfg.Statuses.query(ctx, addr.String())
+		if err != nil {
+			return kept{}, err
+		}
+		if st == nil {
+			return kept{}, errors.New("serverlist: no status")
+		}
+		return keep(st, l.cfg.MaxStatusSize)
 	}
-	return fromInfo(r)
 }
 
 // configuredStatus is the status of a gateway's server c: the cached one,
 // else its name and address while a query fetches it.
-func (l *List) configuredStatus(gw *query.Gateway, c query.Listed) *query.Status {
+func (l *List) configuredStatus(gw *query.Gateway, c query.Listed, ask bool) *query.Status {
 	st, ok, loading := gw.CachedStatus(c.Name)
 	if ok {
 		return st
 	}
-	if !loading {
+	if ask && !loading {
 		l.startQuery(func(ctx context.Context) { gw.LoadStatus(ctx, c.Name) })
 	}
 	st = &query.Status{Name: c.Name, Protocol: c.Protocol, Players: []query.Player{}, Bots: []query.Player{}, Raw: map[string]any{}}
@@ -567,8 +810,7 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 		return http.StatusBadRequest
 	}
 	servers := l.Servers(l.Client(r))
-	n := len(servers)
-	body, err := l.encode(f.Apply(servers), 2*n+1024)
+	body, err := l.encode(f.Apply(slices.Clone(servers)), servers)
 	if err != nil {
 		http.Error(w, `{"error":"internal"}`, http.StatusInternalServerError)
 		return http.StatusInternalServerError
@@ -591,23 +833,30 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 }
 
 // encode is json.Marshal(p), reusing the encoding of each server whose
-// status is the one encoded before; at most most encodings are kept.
-func (l *List) encode(p Page, most int) ([]byte, error) {
+// status is the one encoded before, with each server's entry cut to
+// MaxStatusSize and the page ended before MaxPageSize (Page.Truncated).
+// Encodings of statuses no longer current (refreshed, or of servers that
+// left) are dropped when they outnumber current's twice over.
+func (l *List) encode(p Page, current []Server) ([]byte, error) {
+	const end = `],"truncated":true}`
 	body := fmt.Appendf(make([]byte, 0, 4096), `{"total":%d,"offset":%d,"limit":%d,"servers":[`, p.Total, p.Offset, p.Limit)
 	l.encMu.Lock()
 	defer l.encMu.Unlock()
-	if len(l.encoded) > most {
-		clear(l.encoded) // statuses refreshed since: their old encodings go
+	if len(l.encoded) > 2*len(current)+64 {
+		l.forgetEncodings(current)
 	}
 	for i, s := range p.Servers {
 		k := encKey{s.Status, s.Game, s.Region}
 		b, ok := l.encoded[k]
 		if !ok {
 			var err error
-			if b, err = json.Marshal(s); err != nil {
+			if b, err = l.encodeServer(s); err != nil {
 				return nil, err
 			}
 			l.encoded[k] = b
+		}
+		if i > 0 && len(body)+1+len(b)+len(end) > l.cfg.MaxPageSize {
+			return append(body, end...), nil
 		}
 		if i > 0 {
 			body = append(body, ',')
@@ -615,4 +864,45 @@ func (l *List) encode(p Page, most int) ([]byte, error) {
 		body = append(body, b...)
 	}
 	return append(body, "]}"...), nil
+}
+
+// forgetEncodings drops the encodings of servers not in current (they
+// left, or their statuses were refreshed). l.encMu is held.
+func (l *List) forgetEncodings(current []Server) {
+	keep := make(map[encKey]struct{}, len(current))
+	for _, s := range current {
+		keep[encKey{s.Status, s.Game, s.Region}] = struct{}{}
+	}
+	for k := range l.encoded {
+		if _, ok := keep[k]; !ok {
+			delete(l.encoded, k)
+		}
+	}
+}
+
+// encodeServer is s's entry, cut to MaxStatusSize.
+func (l *List) encodeServer(s Server) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil || len(b) <= l.cfg.MaxStatusSize {
+		return b, err
+	}
+	status, err := s.statusJSON()
+	if err != nil {
+		return nil, err
+	}
+	whole := s.Status
+	if s.json != nil { // a summary: the whole status is its encoding
+		whole = new(query.Status)
+		if err := json.Unmarshal(s.json, whole); err != nil {
+			return nil, err
+		}
+	}
+	// What game, region and the mark add to the status.
+	extra := len(b) - len(status)
+	if !s.Truncated {
+		extra += len(`,"truncated":true`)
+	}
+	s.Status, _ = CutStatus(whole, l.cfg.MaxStatusSize-extra)
+	s.Truncated, s.json = true, nil
+	return json.Marshal(s)
 }

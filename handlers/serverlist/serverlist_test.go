@@ -38,10 +38,22 @@ type rig struct {
 	queries  atomic.Int32
 	clock    *testutil.Clock
 	reg      *master.Registry
+	master   *master.Master
 	statuses *Statuses
 }
 
 func newRig(t *testing.T, live map[string]*query.Status) *rig {
+	t.Helper()
+	return newQueryRig(t, func(addr string) (*query.Status, error) {
+		if st, ok := live[addr]; ok {
+			return st, nil
+		}
+		return nil, fmt.Errorf("no answer")
+	})
+}
+
+// newQueryRig is newRig with the statuses status answers.
+func newQueryRig(t *testing.T, status func(addr string) (*query.Status, error)) *rig {
 	t.Helper()
 	r := &rig{clock: testutil.NewClock(time.Unix(1e9, 0))}
 	reg := master.NewRegistry(r.clock.Now)
@@ -53,13 +65,10 @@ func newRig(t *testing.T, live map[string]*query.Status) *rig {
 	register(t, m, "127.0.0.1:2", `\hostname\Empty\mapname\oa_dm2\clients\0\sv_maxclients\8\g_needpass\1`)
 	register(t, m, "127.0.0.1:3", `\hostname\Full\mapname\dm3\clients\4\sv_maxclients\4\gamename\Nexuiz`)
 	register(t, m, "10.0.0.1:4", `\hostname\Private\mapname\oa_dm1\clients\1\sv_maxclients\8`)
-	r.reg = reg
+	r.reg, r.master = reg, m
 	r.statuses, err = NewStatuses(func(ctx context.Context, addr string) (*query.Status, error) {
 		r.queries.Add(1)
-		if st, ok := live[addr]; ok {
-			return st, nil
-		}
-		return nil, fmt.Errorf("no answer")
+		return status(addr)
 	}, r.clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -207,10 +216,16 @@ func TestMethods(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, c := range []Config{{TTL: -1}, {TTL: 48 * time.Hour}, {QueryTimeout: time.Hour}, {MaxQueries: -1}, {MaxQueries: 5000}} {
+	for _, c := range []Config{{TTL: -1}, {TTL: 48 * time.Hour}, {QueryTimeout: time.Hour}, {MaxQueries: -1}, {MaxQueries: 5000},
+		{MaxStatusSize: 100}, {MaxStatusSize: 2 << 20}, {MaxPageSize: 1024}, {MaxPageSize: 1 << 30},
+		{MaxStatusSize: 64 << 10, MaxPageSize: 32 << 10}, {MaxStatusSize: 1 << 20, MaxPageSize: 512 << 10},
+		{MaxStatusSize: 64 << 10, MaxPageSize: 64 << 10}, {MaxStatusSize: 1 << 20}} {
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+	if err := (Config{MaxStatusSize: 64 << 10, MaxPageSize: 65 << 10}).Validate(); err != nil {
+		t.Errorf("a page of a status and 1KiB refused: %v", err)
 	}
 }
 

@@ -9,7 +9,7 @@
 	const params = new URLSearchParams(location.search);
 	const $ = (id) => document.getElementById(id);
 	const flags = ["not_empty", "not_full", "no_password"];
-	const state = { servers: [], history: {}, tags: {}, sort: "name", desc: false };
+	const state = { servers: [], history: {}, tags: {}, pages: {}, sort: "name", desc: false };
 
 	const sortParam = params.get("sort") || "";
 	if (sortParam) {
@@ -173,11 +173,42 @@
 		return body;
 	}
 
+	// fetchList returns every server, following the list's pages while an
+	// answer says it was cut (each is at most the list's max_page_size), or
+	// null when no page changed.
+	async function fetchList() {
+		let servers = [], changed = false;
+		const used = new Set();
+		for (let offset = 0, pages = 0; pages < 100; pages++) {
+			const url = "servers.json?limit=1000&offset=" + offset;
+			used.add(url);
+			const body = await fetchJSON(url);
+			if (body) {
+				state.pages[url] = body;
+				changed = true;
+			}
+			const page = state.pages[url];
+			if (!page) break;
+			const got = page.servers || [];
+			servers = servers.concat(got);
+			offset += got.length;
+			if (!page.truncated || got.length === 0 || offset >= page.total) break;
+		}
+		for (const url of Object.keys(state.pages)) {
+			if (!used.has(url)) {
+				delete state.pages[url];
+				delete state.tags[url];
+				changed = true;
+			}
+		}
+		return changed ? { servers } : null;
+	}
+
 	async function load() {
 		try {
-			const [list, hist] = await Promise.all([fetchJSON("servers.json?limit=1000"), fetchJSON("history.json")]);
+			const [list, hist] = await Promise.all([fetchList(), fetchJSON("history.json")]);
 			if (list) {
-				state.servers = list.servers || [];
+				state.servers = list.servers;
 				const uniq = (f) => [...new Set(state.servers.map(f).filter(Boolean))].sort();
 				options($("game"), uniq((s) => s.game), wanted.game);
 				options($("map"), uniq((s) => s.map), wanted.map);
