@@ -86,14 +86,7 @@ var requiredOptions = map[string]map[string]any{
 
 // pendingDurations are the options whose Validate does not yet apply
 // internal/bounds' rule: their own range checks accept 120ns.
-var pendingDurations = map[string]bool{
-	"gamegate.udp.protocols.relay idle_timeout":      true,
-	"gamegate.udp.protocols.relay alone_timeout":     true,
-	"layer4.handlers.relay idle_timeout":             true,
-	"layer4.handlers.relay alone_timeout":            true,
-	"http.handlers.relay_allocations allocation_ttl": true,
-	"http.handlers.relay_allocations join_code_ttl":  true,
-}
+var pendingDurations = map[string]bool{}
 
 // One rule for every duration option of every module: JSON reads a bare
 // number as nanoseconds, so "ban_duration": 120 is 120ns, and it is

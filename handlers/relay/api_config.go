@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"fmt"
+	"github.com/gamegate/gamegate/internal/bounds"
 	"math"
 	"strconv"
 	"time"
@@ -40,8 +41,8 @@ func (c APIConfig) Validate() error {
 	}
 	for _, check := range []error{
 		in("max_connections", c.MaxConnections, 1, MaxAPIMaxConnections),
-		notNegative("allocation_ttl", c.AllocationTTL),
-		notNegative("join_code_ttl", c.JoinCodeTTL),
+		ttl("allocation_ttl", c.AllocationTTL),
+		ttl("join_code_ttl", c.JoinCodeTTL),
 		in("max_allocations", c.MaxAllocations, 1, MaxMaxAllocations),
 		in("max_body", c.MaxBody, 1, MaxAPIMaxBody),
 		ratelimit.ValidateOptions("join_rate", "join_burst", c.JoinRate, c.JoinBurst, MaxAPIBurst),
@@ -137,6 +138,18 @@ func in[T int | int64](name string, v T, lo, hi int64, hiName ...string) error {
 		return fmt.Errorf("%s must be in [%d, %s], not %d", name, lo, upper, v)
 	}
 	return nil
+}
+
+// MaxTTL bounds allocation_ttl and join_code_ttl: a year.
+const MaxTTL = 365 * 24 * time.Hour
+
+// ttl checks a lifetime: not negative, then the one rule for durations
+// (at least a millisecond) up to MaxTTL.
+func ttl(name string, d time.Duration) error {
+	if err := notNegative(name, d); err != nil {
+		return err
+	}
+	return bounds.Duration(name, d, 0, MaxTTL)
 }
 
 func notNegative(name string, d time.Duration) error {

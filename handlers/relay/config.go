@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"github.com/gamegate/gamegate/internal/bounds"
 	"time"
 
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
@@ -71,8 +72,8 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"idle_timeout", c.IdleTimeout}, {"alone_timeout", c.AloneTimeout}} {
-		if d.v < 0 || d.v > MaxTimeout {
-			return fmt.Errorf("%s must be a duration in (0s, %s], not %s", d.name, MaxTimeout, d.v)
+		if err := bounds.Duration(d.name, d.v, 0, MaxTimeout); err != nil {
+			return err
 		}
 	}
 	if c.MaxContent < 0 || c.MaxContent > MaxMaxContent {
