@@ -209,6 +209,9 @@ func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protoco
 		}
 		return nil, err
 	}
+	if m, ok := mod.(interface{ QueryProtocol() query.Protocol }); ok {
+		return m.QueryProtocol(), nil // a QueryProtocolModule's
+	}
 	p, ok := mod.(query.Protocol)
 	if !ok {
 		return nil, fmt.Errorf("module %T is not a game query protocol", mod)
@@ -720,11 +723,9 @@ var gameQueryFormerNames = formerNames{
 // warnings name gqp, and a2s from the a2s_shield.
 const (
 	queryA2SBlock       = "game_query a2s"
-	queryBedrockBlock   = "game_query bedrock"
 	queryFreecivBlock   = "game_query freeciv"
 	queryGQPBlock       = "game_query gqp"
 	queryMinecraftBlock = "game_query minecraft"
-	queryQuake3Block    = "game_query quake3"
 )
 
 // parseRateLimit parses upstream_rate's former form, rate_limit <rate>

@@ -11,7 +11,7 @@ import (
 
 // attemptOptions are the options of the query protocols that try an
 // exchange up to 1+retries times, each attempt bounded by attempt_timeout
-// (a2s, gqp, quake3, bedrock): each embeds them, so their JSON keys and
+// (a2s, gqp; the others embed query.Attempts in their Config): each embeds them, so their JSON keys and
 // Caddyfile options are the same. The whole query is bounded by the
 // game_query handler's query_timeout.
 type attemptOptions struct {
@@ -27,9 +27,6 @@ type attemptOptions struct {
 
 // attemptRetriesRange bounds retries.
 var attemptRetriesRange = intRange{-1, 10}
-
-// attemptFormerNames are the renamed options of attemptOptions.
-var attemptFormerNames = formerNames{"timeout": "attempt_timeout"}
 
 // maxResponseFormerNames are the renamed options of the query protocols
 // with attemptOptions and max_response_size (a2s, gqp).
@@ -65,23 +62,4 @@ func (o *attemptOptions) parseOption(d *caddyfile.Dispenser, opt string) (known 
 		return false, nil
 	}
 	return true, err
-}
-
-// validate checks the options of a protocol that has no others.
-func (o *attemptOptions) validate() error {
-	c := fieldChecker()
-	o.check(c, "attempt_timeout")
-	return c.err
-}
-
-// unmarshalCaddyfile reads the Caddyfile tokens of module, a protocol
-// that has no other options: its name, no arguments, and a block of
-// attempt_timeout and retries.
-func (o *attemptOptions) unmarshalCaddyfile(d *caddyfile.Dispenser, module string) error {
-	return parseRenamedModuleBlock(d, module, nil, attemptFormerNames, func(opt string) error {
-		if known, err := o.parseOption(d, opt); known {
-			return err
-		}
-		return unknownOption(d, module, opt)
-	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/gamegate/gamegate/handlers/quake3"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -153,9 +154,8 @@ func TestCaddyfileRepeatedOptionNamesTheGivenName(t *testing.T) {
 		{"attempt_timeout 1s\nattempt_timeout 2s", "duplicate option 'attempt_timeout'"},
 		{"timeout 1s\nattempt_timeout 2s", "timeout is the former name of attempt_timeout: give only attempt_timeout"},
 	} {
-		d := caddyfile.NewTestDispenser("gqp {\n" + tc.block + "\n}")
-		var o attemptOptions
-		err := o.unmarshalCaddyfile(d, "gqp")
+		d := caddyfile.NewTestDispenser("quake3 {\n" + tc.block + "\n}")
+		err := (&QueryProtocolModule[quake3.Config, *quake3.Config]{name: "quake3"}).UnmarshalCaddyfile(d)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want an error containing %q", tc.block, err, tc.want)
 		}

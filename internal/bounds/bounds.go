@@ -12,7 +12,7 @@ import (
 // Int checks an optional count: zero, or in [lo, hi].
 func Int[T ~int | ~int64](name string, v, lo, hi T) error {
 	if v != 0 && (v < lo || v > hi) {
-		return fmt.Errorf("%s must be in [%d, %d], not %d", name, lo, hi, v)
+		return &RangeError{Name: name, Lo: int64(lo), Hi: int64(hi), Value: int64(v)}
 	}
 	return nil
 }
@@ -21,9 +21,27 @@ func Int[T ~int | ~int64](name string, v, lo, hi T) error {
 // it refuses only negative durations and those over hi.
 func Duration(name string, d, lo, hi time.Duration) error {
 	if d != 0 && (d < lo || d > hi) {
-		return fmt.Errorf("%s must be a duration in [%s, %s], not %s", name, lo, hi, d)
+		return &RangeError{Name: name, Lo: int64(lo), Hi: int64(hi), Value: int64(d), Duration: true}
 	}
 	return nil
+}
+
+// RangeError is an option outside its range: what Int and Duration
+// return, so that a Caddyfile parser can say the range at the option's
+// line in its own words without stating the range again.
+type RangeError struct {
+	Name     string // the option, as JSON and the Caddyfile name it
+	Lo, Hi   int64  // its range, bounds included (nanoseconds for a duration)
+	Value    int64  // the value given
+	Duration bool   // whether the option is a duration
+}
+
+func (e *RangeError) Error() string {
+	if e.Duration {
+		return fmt.Sprintf("%s must be a duration in [%s, %s], not %s", e.Name,
+			time.Duration(e.Lo), time.Duration(e.Hi), time.Duration(e.Value))
+	}
+	return fmt.Sprintf("%s must be in [%d, %d], not %d", e.Name, e.Lo, e.Hi, e.Value)
 }
 
 // First returns the first error of errs that is not nil: the checks of a

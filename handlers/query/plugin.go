@@ -1,0 +1,31 @@
+package query
+
+// ProtocolConfig is a query protocol's configuration as users write it:
+// a struct whose exported fields carry JSON tags (snake_case, omitempty;
+// the Caddyfile options have the same names), each with a doc comment
+// giving its unit and default, its zero values meaning the defaults. It is
+// all a protocol gives Caddy: the glue (one registration) unmarshals it
+// from JSON or the Caddyfile, calls Validate once, and builds the protocol
+// with NewProtocol.
+type ProtocolConfig interface {
+	// Validate checks the options, each against its range (with
+	// internal/bounds, whose range errors the Caddyfile reports at the
+	// option's line), and the options together. Errors name the option
+	// as users write it.
+	Validate() error
+	// NewProtocol builds the protocol the configuration describes. It
+	// must be cheap and start nothing: it may be called on a zero
+	// configuration to ask the protocol's PortFinder before the
+	// configuration is complete.
+	NewProtocol() (Protocol, error)
+}
+
+// Renamed is an option renamed: its former and current names. The former
+// still loads, with a warning, and giving both is an error.
+type Renamed struct{ Former, Current string }
+
+// Renamer is a ProtocolConfig with renamed options. The former option is
+// a field of the same type as the current one, marked Deprecated.
+type Renamer interface {
+	RenamedOptions() []Renamed
+}
