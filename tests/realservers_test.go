@@ -74,3 +74,69 @@ func TestMumblePingAgainstMurmur(t *testing.T) {
 		t.Errorf("gamegate's status: got %s", r.body)
 	}
 }
+
+// A real OpenTTD dedicated server answers its game-info query through the
+// gateway, by protocol name and by GameDig's game ID, and gamegate's
+// answer agrees with GameDig's --type openttd field by field, raw
+// included, and with the server's own openttd.cfg. GameDig's dates are
+// its own (a JavaScript Date a day or two off); gamegate's are OpenTTD's
+// calendar: the start is 1 January of the configured starting year.
+func TestOpenTTDAgainstRealServer(t *testing.T) {
+	gamedigVersion := testutil.NpmVersion(t, "gamedig")
+	cfg := testutil.OpenTTDSettings{Name: "Gate Rail", MaxClients: 10, MaxCompanies: 7, StartingYear: 1990, MapX: 7, MapY: 8, Landscape: "arctic"}
+	addr := testutil.StartOpenTTD(t, cfg)
+	gate := startQueryGate(t, fmt.Sprintf(`
+			server rail %s openttd
+			server byid %s openttd {
+				attempt_timeout 2s
+			}`, addr, addr))
+
+	var st query.Status
+	r := getJSON(t, gate+"/query/rail", &st)
+	if r.status != 200 {
+		t.Fatalf("GET /query/rail: %d %s", r.status, r.body)
+	}
+	t.Logf("gamegate: %s", r.body)
+
+	var gd map[string]any
+	gdOut := testutil.Gamedig(t, "openttd", addr, &gd)
+	t.Logf("gamedig: %s", gdOut)
+	compareGamedig(t, "OpenTTD 13.0: gamegate openttd against gamedig "+gamedigVersion+" --type openttd", []byte(r.body), gdOut, nil)
+	gdRaw, _ := gd["raw"].(map[string]any)
+	var ours map[string]any
+	var whole struct{ Raw map[string]any }
+	if err := json.Unmarshal([]byte(r.body), &whole); err != nil {
+		t.Fatal(err)
+	}
+	ours = whole.Raw
+	for k, g := range gdRaw {
+		switch k {
+		case "date_current", "date_start", "ticks_playing":
+			continue // GameDig's own arithmetic: checked against the configuration below
+		}
+		if fmt.Sprint(ours[k]) != fmt.Sprint(g) {
+			t.Errorf("raw.%s: gamegate %v, gamedig %v", k, ours[k], g)
+		}
+	}
+
+	// qstat's -ottds asks OpenTTD's UDP query, which OpenTTD 12 removed:
+	// it reads no server of this version.
+	if qs := quakestat(t, "-ottds", addr); qs["status"] == "online" {
+		if fmt.Sprint(qs["name"]) != st.Name || fmt.Sprint(qs["maxplayers"]) != fmt.Sprint(st.MaxPlayers) {
+			t.Errorf("quakestat -ottds: %v", qs)
+		}
+	} else {
+		t.Logf("quakestat -ottds reads no OpenTTD 13 server (status %v)", qs["status"])
+	}
+
+	// And what the server was configured with.
+	if st.Name != cfg.Name || st.MaxPlayers != cfg.MaxClients || st.NumPlayers != 0 || st.Version != "13.0" || st.Password ||
+		ours["maxcompanies"] != float64(cfg.MaxCompanies) || ours["map_width"] != float64(int(1)<<cfg.MapX) || ours["map_height"] != float64(int(1)<<cfg.MapY) ||
+		ours["landscape"] != cfg.Landscape || ours["date_start"] != "1990-01-01" || ours["dedicated"] != true || st.Connect != addr {
+		t.Errorf("gamegate's status: got %s", r.body)
+	}
+	var byID query.Status
+	if r := getJSON(t, gate+"/query/byid", &byID); r.status != 200 || byID.Name != cfg.Name || byID.Protocol != "openttd" {
+		t.Errorf("GET /query/byid: %d %s", r.status, r.body)
+	}
+}

@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -88,5 +89,58 @@ func StartMurmur(t testing.TB, users int) string {
 	exited := startPeer(t, cmd, &out, dir)
 	ping := []byte{0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}
 	waitPeer(t, "murmurd", exited, &out, 30*time.Second, func() bool { return len(askUDP(addr, ping, 200*time.Millisecond)) == 24 })
+	return addr
+}
+
+// OpenTTDSettings are what StartOpenTTD writes into the server's
+// openttd.cfg.
+type OpenTTDSettings struct {
+	Name         string // [network] server_name
+	MaxClients   int    // [network] max_clients
+	MaxCompanies int    // [network] max_companies
+	StartingYear int    // [game_creation] starting_year
+	MapX, MapY   int    // [game_creation] map_x, map_y: log2 of the map's sides
+	Landscape    string // [game_creation] landscape: temperate, arctic, tropic, toyland
+}
+
+// StartOpenTTD runs Debian's openttd as a dedicated server (-D) on a free
+// loopback port with settings, its HOME in a temporary folder, until the
+// test ends, and returns its address once it answers the game-info
+// request over TCP (after generating its map). Under root it runs as
+// nobody.
+func StartOpenTTD(t testing.TB, s OpenTTDSettings) string {
+	t.Helper()
+	RequireDebianPeer(t, OpenTTDPath, "openttd")
+	dir := peerDir(t, "openttd")
+	cfgDir := filepath.Join(dir, ".config", "openttd")
+	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("[network]\nserver_name = %s\nmax_clients = %d\nmax_companies = %d\nserver_advertise = false\n\n"+
+		"[game_creation]\nstarting_year = %d\nmap_x = %d\nmap_y = %d\nlandscape = %s\n",
+		s.Name, s.MaxClients, s.MaxCompanies, s.StartingYear, s.MapX, s.MapY, s.Landscape)
+	if err := os.WriteFile(filepath.Join(cfgDir, "openttd.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := FreeTCPAddr(t)
+	cmd := exec.Command(OpenTTDPath, "-D", addr)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, ".config"), "XDG_DATA_HOME="+filepath.Join(dir, ".local", "share"))
+	var out bytes.Buffer
+	exited := startPeer(t, cmd, &out, dir, filepath.Join(dir, ".config"), cfgDir)
+	waitPeer(t, "openttd", exited, &out, 60*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		var head [3]byte
+		_, err = c.Write([]byte{3, 0, 7})
+		if err == nil {
+			_, err = io.ReadFull(c, head[:])
+		}
+		return err == nil && head[2] == 6
+	})
 	return addr
 }
