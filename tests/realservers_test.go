@@ -140,3 +140,50 @@ func TestOpenTTDAgainstRealServer(t *testing.T) {
 		t.Errorf("GET /query/byid: %d %s", r.status, r.body)
 	}
 }
+
+// A real Teeworlds 0.7 server answers its info query through the gateway,
+// which GameDig cannot ask and qstat's -tees does not read (it times out:
+// 0.7 answers only after a token exchange): gamegate's answer is checked
+// against the server's own configuration, and against what the server
+// says in a second configuration with a password.
+func TestTeeworldsAgainstRealServer(t *testing.T) {
+	cfg := testutil.TeeworldsSettings{Name: "Gate Tee", MaxClients: 12, PlayerSlots: 6, Map: "ctf2", GameType: "ctf"}
+	addr := testutil.StartTeeworlds(t, cfg)
+	locked := testutil.TeeworldsSettings{Name: "Locked Tee", MaxClients: 4, PlayerSlots: 2, Map: "dm1", GameType: "dm", Password: "secret"}
+	lockedAddr := testutil.StartTeeworlds(t, locked)
+	gate := startQueryGate(t, fmt.Sprintf(`
+			server tee %s teeworlds
+			server locked %s teeworlds {
+				retries 2
+			}`, addr, lockedAddr))
+
+	for _, c := range []struct {
+		server, addr string
+		cfg          testutil.TeeworldsSettings
+		gametype     string
+	}{
+		{"tee", addr, cfg, "CTF"},
+		{"locked", lockedAddr, locked, "DM"},
+	} {
+		var st query.Status
+		r := getJSON(t, gate+"/query/"+c.server, &st)
+		if r.status != 200 {
+			t.Fatalf("GET /query/%s: %d %s", c.server, r.status, r.body)
+		}
+		t.Logf("gamegate: %s", r.body)
+		if st.Name != c.cfg.Name || st.Map != c.cfg.Map || st.MaxPlayers != c.cfg.MaxClients || st.NumPlayers != 0 ||
+			st.Password != (c.cfg.Password != "") || st.Version != "0.7.5" || st.Connect != c.addr || st.Protocol != "teeworlds" ||
+			st.Raw["max_players"] != float64(c.cfg.PlayerSlots) || st.Raw["max_clients"] != float64(c.cfg.MaxClients) ||
+			st.Raw["gametype"] != c.gametype || st.Raw["num_players"] != float64(0) || len(st.Players) != 0 || len(st.Bots) != 0 {
+			t.Errorf("%s: got %s, want what %+v says", c.server, r.body, c.cfg)
+		}
+	}
+
+	// qstat, the one other client with a Teeworlds type, reads none of it.
+	if qs := quakestat(t, "-tees", addr); qs["status"] == "online" {
+		t.Logf("quakestat -tees now reads Teeworlds 0.7: %v", qs)
+		if fmt.Sprint(qs["name"]) != cfg.Name {
+			t.Errorf("quakestat -tees: %v", qs)
+		}
+	}
+}

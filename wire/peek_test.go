@@ -32,7 +32,7 @@ var peeks = map[string]func([]byte) bool{
 var family = map[string][]string{
 	"gqp": {"gqp"}, "qos": {"qos"}, "relay": {"relay"}, "a2s": {"a2s"},
 	"master": {"master"}, "quake3": {"master"},
-	"freeciv": nil, "bedrock": nil, "minecraft": nil, "mumbleping": nil, "openttd": nil,
+	"freeciv": nil, "bedrock": nil, "minecraft": nil, "mumbleping": nil, "openttd": nil, "teeworlds": nil,
 }
 
 // otherMessages returns every valid message of the package's test vectors,

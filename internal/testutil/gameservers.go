@@ -144,3 +144,45 @@ func StartOpenTTD(t testing.TB, s OpenTTDSettings) string {
 	})
 	return addr
 }
+
+// TeeworldsSettings are what StartTeeworlds writes into the server's
+// configuration file.
+type TeeworldsSettings struct {
+	Name        string // sv_name
+	MaxClients  int    // sv_max_clients
+	PlayerSlots int    // sv_player_slots
+	Map         string // sv_map
+	GameType    string // sv_gametype: dm, tdm, ctf…
+	Password    string // password, when not empty
+}
+
+// StartTeeworlds runs Debian's teeworlds-server (0.7) on a free loopback
+// UDP port with settings (bindaddr 127.0.0.1, sv_register 0), from the
+// configuration's folder (the server opens -f relative to its storage
+// paths), until the test ends, and returns its address once it answers a
+// token request. Under root it runs as nobody.
+func StartTeeworlds(t testing.TB, s TeeworldsSettings) string {
+	t.Helper()
+	RequireDebianPeer(t, TeeworldsPath, "teeworlds-server")
+	dir := peerDir(t, "teeworlds")
+	addr := FreeUDPAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cfg := fmt.Sprintf("bindaddr 127.0.0.1\nsv_port %s\nsv_name %q\nsv_max_clients %d\nsv_player_slots %d\nsv_map %s\nsv_gametype %s\nsv_register 0\n",
+		port, s.Name, s.MaxClients, s.PlayerSlots, s.Map, s.GameType)
+	if s.Password != "" {
+		cfg += fmt.Sprintf("password %q\n", s.Password)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tee.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(TeeworldsPath, "-f", "tee.cfg")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	var out bytes.Buffer
+	exited := startPeer(t, cmd, &out, dir)
+	// A token request (its control header, NET_CTRLMSG_TOKEN, a token,
+	// padding to 512 bytes) is answered with the server's token.
+	req := append([]byte{4, 0, 0, 0xff, 0xff, 0xff, 0xff, 5, 1, 2, 3, 4}, make([]byte, 508)...)
+	waitPeer(t, "teeworlds-server", exited, &out, 30*time.Second, func() bool { return len(askUDP(addr, req, 200*time.Millisecond)) == 12 })
+	return addr
+}
