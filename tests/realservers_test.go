@@ -26,6 +26,30 @@ func quakestat(t *testing.T, kind, addr string) map[string]any {
 	return qs[0]
 }
 
+// gateStatus asks the gateway for a server's status, failing the test
+// unless it answers 200, and logs the answer.
+func gateStatus(t *testing.T, url string) (query.Status, response) {
+	t.Helper()
+	var st query.Status
+	r := getJSON(t, url, &st)
+	if r.status != 200 {
+		t.Fatalf("GET %s: %d %s", url, r.status, r.body)
+	}
+	t.Logf("gamegate: %s", r.body)
+	return st, r
+}
+
+// gamedigRaw runs GameDig's client against addr as game kind, logs its
+// answer and returns it with its raw object.
+func gamedigRaw(t *testing.T, kind, addr string) (out []byte, raw map[string]any) {
+	t.Helper()
+	var gd map[string]any
+	out = testutil.Gamedig(t, kind, addr, &gd)
+	t.Logf("gamedig: %s", out)
+	raw, _ = gd["raw"].(map[string]any)
+	return out, raw
+}
+
 // A real Murmur (Debian's mumble-server) answers its UDP ping through the
 // gateway, asked by protocol name and by GameDig's game ID, and gamegate's
 // answer agrees with GameDig's --type mumble and qstat's -mumble field by
@@ -39,25 +63,17 @@ func TestMumblePingAgainstMurmur(t *testing.T) {
 			server voice %s mumbleping
 			server byid %s mumble`, addr, addr))
 
-	var st query.Status
-	r := getJSON(t, gate+"/query/voice", &st)
-	if r.status != 200 {
-		t.Fatalf("GET /query/voice: %d %s", r.status, r.body)
-	}
-	t.Logf("gamegate: %s", r.body)
+	st, r := gateStatus(t, gate+"/query/voice")
 	var byID query.Status
 	if r := getJSON(t, gate+"/query/byid", &byID); r.status != 200 || byID.Protocol != "mumbleping" ||
 		byID.Version != st.Version || byID.MaxPlayers != users {
 		t.Errorf("GET /query/byid (game ID mumble): %d %s", r.status, r.body)
 	}
 
-	var gd map[string]any
-	gdOut := testutil.Gamedig(t, "mumble", addr, &gd)
-	t.Logf("gamedig: %s", gdOut)
+	gdOut, gdRaw := gamedigRaw(t, "mumble", addr)
 	compareGamedig(t, "Murmur 1.3.4: gamegate mumbleping against gamedig "+gamedigVersion+" --type mumble",
 		[]byte(r.body), gdOut, nil)
 	// raw: GameDig's four fields, by the same names, with the same values.
-	gdRaw, _ := gd["raw"].(map[string]any)
 	for _, k := range []string{"versionMajor", "versionMinor", "versionPatch", "allowedbandwidth"} {
 		if fmt.Sprint(st.Raw[k]) != fmt.Sprint(gdRaw[k]) || gdRaw[k] == nil {
 			t.Errorf("raw.%s: gamegate %v, gamedig %v", k, st.Raw[k], gdRaw[k])
@@ -91,18 +107,9 @@ func TestOpenTTDAgainstRealServer(t *testing.T) {
 				attempt_timeout 2s
 			}`, addr, addr))
 
-	var st query.Status
-	r := getJSON(t, gate+"/query/rail", &st)
-	if r.status != 200 {
-		t.Fatalf("GET /query/rail: %d %s", r.status, r.body)
-	}
-	t.Logf("gamegate: %s", r.body)
-
-	var gd map[string]any
-	gdOut := testutil.Gamedig(t, "openttd", addr, &gd)
-	t.Logf("gamedig: %s", gdOut)
+	st, r := gateStatus(t, gate+"/query/rail")
+	gdOut, gdRaw := gamedigRaw(t, "openttd", addr)
 	compareGamedig(t, "OpenTTD 13.0: gamegate openttd against gamedig "+gamedigVersion+" --type openttd", []byte(r.body), gdOut, nil)
-	gdRaw, _ := gd["raw"].(map[string]any)
 	var ours map[string]any
 	var whole struct{ Raw map[string]any }
 	if err := json.Unmarshal([]byte(r.body), &whole); err != nil {
@@ -165,12 +172,7 @@ func TestTeeworldsAgainstRealServer(t *testing.T) {
 		{"tee", addr, cfg, "CTF"},
 		{"locked", lockedAddr, locked, "DM"},
 	} {
-		var st query.Status
-		r := getJSON(t, gate+"/query/"+c.server, &st)
-		if r.status != 200 {
-			t.Fatalf("GET /query/%s: %d %s", c.server, r.status, r.body)
-		}
-		t.Logf("gamegate: %s", r.body)
+		st, r := gateStatus(t, gate+"/query/"+c.server)
 		if st.Name != c.cfg.Name || st.Map != c.cfg.Map || st.MaxPlayers != c.cfg.MaxClients || st.NumPlayers != 0 ||
 			st.Password != (c.cfg.Password != "") || st.Version != "0.7.5" || st.Connect != c.addr || st.Protocol != "teeworlds" ||
 			st.Raw["max_players"] != float64(c.cfg.PlayerSlots) || st.Raw["max_clients"] != float64(c.cfg.MaxClients) ||

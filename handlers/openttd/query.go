@@ -42,15 +42,7 @@ var errNotGameInfo = errors.New("not a game-info packet")
 // ask makes the attempts and returns the answer packet and its round trip
 // (the connection's set-up excluded).
 func (p *QueryProtocol) ask(ctx context.Context, address string) ([]byte, time.Duration, error) {
-	timeout, retries := p.Timeout, p.Retries
-	if timeout <= 0 {
-		timeout = time.Second
-	}
-	if retries == 0 {
-		retries = 1
-	} else if retries < 0 {
-		retries = 0
-	}
+	timeout, retries := query.AttemptLimits(p.Timeout, p.Retries)
 	var err error
 	for attempt := 0; attempt <= retries; attempt++ {
 		var packet []byte
