@@ -15,28 +15,13 @@ import (
 // serveTCP answers every connection that sends the game-info request
 // with answer, until the test ends.
 func serveTCP(t *testing.T, answer []byte) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var req [3]byte
-				if _, err := c.Read(req[:]); err == nil && req == [3]byte{3, 0, 7} && answer != nil {
-					_, _ = c.Write(answer)
-				}
-				_, _ = c.Read(req[:]) // until the client closes
-			}()
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		var req [3]byte
+		if _, err := c.Read(req[:]); err == nil && req == [3]byte{3, 0, 7} && answer != nil {
+			_, _ = c.Write(answer)
 		}
-	}()
-	return l.Addr().String()
+		_, _ = c.Read(req[:]) // until the client closes
+	})
 }
 
 func vectors(t *testing.T) map[string]testutil.Vector {
