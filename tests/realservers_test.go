@@ -50,15 +50,18 @@ func gamedigRaw(t *testing.T, kind, addr string) (out []byte, raw map[string]any
 	return out, raw
 }
 
-// A real Murmur (Debian's mumble-server) answers its UDP ping through the
-// gateway, asked by protocol name and by GameDig's game ID, and gamegate's
-// answer agrees with GameDig's --type mumble and qstat's -mumble field by
-// field, and with the server's own users setting.
+// A real Murmur (Debian's mumble-server) with two users connected answers
+// its UDP ping through the gateway, asked by protocol name and by GameDig's
+// game ID, and gamegate's answer agrees with GameDig's --type mumble and
+// qstat's -mumble field by field, and with the server's own users setting
+// and the users connected.
 func TestMumblePingAgainstMurmur(t *testing.T) {
 	testutil.RequireDebianPeer(t, "/usr/bin/quakestat", "qstat")
 	gamedigVersion := testutil.NpmVersion(t, "gamedig")
 	const users = 17
 	addr := testutil.StartMurmur(t, users)
+	testutil.JoinMurmur(t, addr, "alice")
+	testutil.JoinMurmur(t, addr, "bob")
 	gate := startQueryGate(t, fmt.Sprintf(`
 			server voice %s mumbleping
 			server byid %s mumble`, addr, addr))
@@ -85,8 +88,9 @@ func TestMumblePingAgainstMurmur(t *testing.T) {
 		fmt.Sprint(qs["maxplayers"]) != fmt.Sprint(st.MaxPlayers) {
 		t.Errorf("quakestat -mumble: %v; gamegate: %d of %d", qs, st.NumPlayers, st.MaxPlayers)
 	}
-	// And what the server was started with: Debian's 1.3.4, users=17.
-	if st.MaxPlayers != users || st.NumPlayers != 0 || st.Version != "1.3.4" || st.Connect != addr || st.Protocol != "mumbleping" {
+	// And what the server was started with: Debian's 1.3.4, users=17,
+	// and the two users who joined.
+	if st.MaxPlayers != users || st.NumPlayers != 2 || st.Version != "1.3.4" || st.Connect != addr || st.Protocol != "mumbleping" {
 		t.Errorf("gamegate's status: got %s", r.body)
 	}
 }

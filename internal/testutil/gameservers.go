@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"bytes"
+	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -185,4 +187,53 @@ func StartTeeworlds(t testing.TB, s TeeworldsSettings) string {
 	req := append([]byte{4, 0, 0, 0xff, 0xff, 0xff, 0xff, 5, 1, 2, 3, 4}, make([]byte, 508)...)
 	waitPeer(t, "teeworlds-server", exited, &out, 30*time.Second, func() bool { return len(askUDP(addr, req, 200*time.Millisecond)) == 12 })
 	return addr
+}
+
+// JoinMurmur connects a Mumble user named name to the Murmur at addr, as
+// Mumble's client does (TLS, then the Version and Authenticate messages:
+// a 16-bit type, a 32-bit length and a protobuf body each), and returns
+// once the server has synchronised it (ServerSync): the server counts it
+// among its users until the test ends. The test server's certificate is
+// self-signed, so it is not verified.
+func JoinMurmur(t testing.TB, addr, name string) {
+	t.Helper()
+	const (
+		typeVersion      = 0
+		typeAuthenticate = 2
+		typeServerSync   = 5
+	)
+	message := func(b []byte, typ uint16, body []byte) []byte {
+		b = binary.BigEndian.AppendUint16(b, typ)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(body)))
+		return append(b, body...)
+	}
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatalf("joining %s: %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	// Version{version: 1.3.4}, Authenticate{username: name, opus: true}.
+	version := binary.AppendUvarint([]byte{0x08}, 1<<16|3<<8|4)
+	auth := append(append([]byte{0x0a, byte(len(name))}, name...), 0x28, 1)
+	if _, err := c.Write(message(message(nil, typeVersion, version), typeAuthenticate, auth)); err != nil {
+		t.Fatalf("joining %s: %v", addr, err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		var head [6]byte
+		if _, err := io.ReadFull(c, head[:]); err != nil {
+			t.Fatalf("joining %s as %s: no ServerSync: %v", addr, name, err)
+		}
+		n := int64(binary.BigEndian.Uint32(head[2:]))
+		if _, err := io.CopyN(io.Discard, c, n); err != nil {
+			t.Fatalf("joining %s: %v", addr, err)
+		}
+		if binary.BigEndian.Uint16(head[:]) == typeServerSync {
+			break
+		}
+	}
+	// Keep the connection for the test, reading (and dropping) what the
+	// server sends; it ends at the test's cleanup.
+	_ = c.SetReadDeadline(time.Time{})
+	go func() { _, _ = io.Copy(io.Discard, c) }()
 }
