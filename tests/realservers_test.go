@@ -155,11 +155,12 @@ func TestOpenTTDAgainstRealServer(t *testing.T) {
 // A real Teeworlds 0.7 server answers its info query through the gateway,
 // which GameDig cannot ask and qstat's -tees does not read (it times out:
 // 0.7 answers only after a token exchange): gamegate's answer is checked
-// against the server's own configuration, and against what the server
-// says in a second configuration with a password.
+// against the server's own configuration, with a client connected, and
+// against a second configuration with a password and no one connected.
 func TestTeeworldsAgainstRealServer(t *testing.T) {
 	cfg := testutil.TeeworldsSettings{Name: "Gate Tee", MaxClients: 12, PlayerSlots: 6, Map: "ctf2", GameType: "ctf"}
 	addr := testutil.StartTeeworlds(t, cfg)
+	testutil.ConnectTeeworlds(t, addr)
 	locked := testutil.TeeworldsSettings{Name: "Locked Tee", MaxClients: 4, PlayerSlots: 2, Map: "dm1", GameType: "dm", Password: "secret"}
 	lockedAddr := testutil.StartTeeworlds(t, locked)
 	gate := startQueryGate(t, fmt.Sprintf(`
@@ -172,16 +173,24 @@ func TestTeeworldsAgainstRealServer(t *testing.T) {
 		server, addr string
 		cfg          testutil.TeeworldsSettings
 		gametype     string
+		clients      int
 	}{
-		{"tee", addr, cfg, "CTF"},
-		{"locked", lockedAddr, locked, "DM"},
+		{"tee", addr, cfg, "CTF", 1},
+		{"locked", lockedAddr, locked, "DM", 0},
 	} {
 		st, r := gateStatus(t, gate+"/query/"+c.server)
-		if st.Name != c.cfg.Name || st.Map != c.cfg.Map || st.MaxPlayers != c.cfg.MaxClients || st.NumPlayers != 0 ||
+		if st.Name != c.cfg.Name || st.Map != c.cfg.Map || st.MaxPlayers != c.cfg.MaxClients || st.NumPlayers != c.clients ||
 			st.Password != (c.cfg.Password != "") || st.Version != "0.7.5" || st.Connect != c.addr || st.Protocol != "teeworlds" ||
 			st.Raw["max_players"] != float64(c.cfg.PlayerSlots) || st.Raw["max_clients"] != float64(c.cfg.MaxClients) ||
-			st.Raw["gametype"] != c.gametype || st.Raw["num_players"] != float64(0) || len(st.Players) != 0 || len(st.Bots) != 0 {
-			t.Errorf("%s: got %s, want what %+v says", c.server, r.body, c.cfg)
+			st.Raw["gametype"] != c.gametype || st.Raw["num_players"] != float64(0) || st.Raw["num_clients"] != float64(c.clients) ||
+			len(st.Players) != c.clients || len(st.Bots) != 0 {
+			t.Errorf("%s: got %s, want what %+v says, and %d clients", c.server, r.body, c.cfg, c.clients)
+		}
+		// The connected client has sent no name yet: the server lists it
+		// as connecting, not in the game (a spectator), from nowhere.
+		if c.clients == 1 && (st.Players[0].Name != "(connecting)" || st.Players[0].Raw["spectator"] != true ||
+			st.Players[0].Raw["country"] != float64(-1) || st.Players[0].Raw["score"] != float64(0)) {
+			t.Errorf("%s: the connected client: got %+v", c.server, st.Players[0])
 		}
 	}
 

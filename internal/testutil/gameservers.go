@@ -237,3 +237,46 @@ func JoinMurmur(t testing.TB, addr, name string) {
 	_ = c.SetReadDeadline(time.Time{})
 	go func() { _, _ = io.Copy(io.Discard, c) }()
 }
+
+// ConnectTeeworlds connects a client to the Teeworlds 0.7 server at addr
+// at the network level, as the game's client begins (a token exchange,
+// then NET_CTRLMSG_CONNECT with both tokens, padded to 512 data bytes),
+// and returns once the server accepts it. It sends nothing more: the
+// server lists it as a client "(connecting)" until it drops it for
+// silence, or the test ends.
+func ConnectTeeworlds(t testing.TB, addr string) {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	const myToken = 0x0badcafe
+	control := func(to uint32, msg byte) []byte {
+		b := binary.BigEndian.AppendUint32([]byte{4, 0, 0}, to)
+		b = binary.BigEndian.AppendUint32(append(b, msg), myToken)
+		return append(b, make([]byte, 508)...)
+	}
+	ask := func(req []byte, want byte) []byte {
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 2048)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				t.Fatalf("connecting to %s: %v", addr, err)
+			}
+			if n >= 8 && buf[0] == 4 && binary.BigEndian.Uint32(buf[3:]) == myToken && buf[7] == want {
+				return buf[:n]
+			}
+		}
+	}
+	const ctrlConnect, ctrlAccept, ctrlToken = 1, 2, 5
+	answer := ask(control(0xFFFFFFFF, ctrlToken), ctrlToken)
+	if len(answer) < 12 {
+		t.Fatalf("connecting to %s: token answer %x", addr, answer)
+	}
+	ask(control(binary.BigEndian.Uint32(answer[8:]), ctrlConnect), ctrlAccept)
+}

@@ -216,3 +216,14 @@ func FuzzDecodeTokenResponse(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeConnectingClient(t *testing.T) {
+	var m Info
+	if err := m.Decode(testutil.Vectors(t)["info-teeworlds-0.7.5-connecting"].Bytes); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Clients) != 1 || string(m.Clients[0].Name) != "(connecting)" || m.Clients[0].Country != -1 ||
+		m.Clients[0].Flags != ClientFlagSpectator || m.NumClients != 1 || m.NumPlayers != 0 || m.BrowseToken != 5 {
+		t.Errorf("got %+v", m)
+	}
+}
