@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"bytes"
-	q3 "github.com/gamegate/gamegate/handlers/quake3"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/gamegate/gamegate/handlers/games"
+	"github.com/gamegate/gamegate/handlers/quake3"
 	"github.com/gamegate/gamegate/handlers/query"
 )
 
@@ -135,7 +135,7 @@ func TestGameTokensAndProtocolsAgree(t *testing.T) {
 // not be set up on its defaults 501 saying so; an allowed one gets its
 // protocol and its port rules.
 func TestAdHocGamesAnswers(t *testing.T) {
-	quake3 := new(q3.QueryProtocol)
+	quake3 := &QueryProtocolModule[quake3.Config, *quake3.Config]{name: "quake3"}
 	for _, c := range []struct {
 		id        string
 		allowed   map[string]bool

@@ -364,27 +364,13 @@ func hostileStreams(t *testing.T) (valid []byte, cases map[string][]byte) {
 // each one received once it closes.
 func recordingServer(t *testing.T) (addr string, got <-chan []byte) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
 	ch := make(chan []byte, 16)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				b, _ := io.ReadAll(c)
-				ch <- b
-			}()
-		}
-	}()
-	return l.Addr().String(), ch
+	addr = testutil.ServeTCP(t, func(c net.Conn) {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, _ := io.ReadAll(c)
+		ch <- b
+	})
+	return addr, ch
 }
 
 // Nothing malformed reaches the server: behind the guard, a recording

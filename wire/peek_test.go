@@ -33,6 +33,7 @@ var family = map[string][]string{
 	"gqp": {"gqp"}, "qos": {"qos"}, "relay": {"relay"}, "a2s": {"a2s"},
 	"master": {"master"}, "quake3": {"master"},
 	"freeciv": nil, "bedrock": nil, "minecraft": nil, "unreal2": nil, "quake2": nil, "doom3": nil,
+	"mumbleping": nil, "openttd": nil, "teeworlds": nil,
 }
 
 // otherMessages returns every valid message of the package's test vectors,

@@ -1,0 +1,6 @@
+package caddymodule
+
+import "github.com/gamegate/gamegate/handlers/openttd"
+
+// OpenTTD's server query: see openttd.Config.
+func init() { registerQueryProtocol[openttd.Config]("openttd") }
