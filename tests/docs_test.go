@@ -117,7 +117,14 @@ func modulePages(t *testing.T) []string {
 
 // validateDoc runs what `gamegate validate` runs on a JSON configuration:
 // decode, then provision and validate every app without starting it.
-func validateDoc(config []byte) error {
+// storage redis checks its server when it is provisioned: the addresses
+// of a documented or golden configuration (a private network's, a name
+// that only resolves there) are replaced by a closed loopback port, and
+// its CA files by one made here, so that tests reach no other host and
+// need no files of the operator's.
+func validateDoc(t *testing.T, config []byte) error {
+	t.Helper()
+	config = storageOnLoopback(t, config)
 	var cfg caddy.Config
 	if err := caddy.StrictUnmarshalJSON(config, &cfg); err != nil {
 		return err
@@ -144,7 +151,7 @@ func checkCaddyfile(t *testing.T, where string, body []byte) {
 		for _, w := range warnings {
 			t.Errorf("%s: adapting warns: %s", where, w)
 		}
-		if err := validateDoc(config); err != nil {
+		if err := validateDoc(t, config); err != nil {
 			t.Errorf("%s: does not load: %v", where, err)
 		}
 	}) {
@@ -200,7 +207,7 @@ func TestDocSnippetsLoad(t *testing.T) {
 		}
 		counts[s.file+" json"]++
 		for _, d := range deprecationsDuring(t, func() {
-			if err := validateDoc([]byte(s.body)); err != nil {
+			if err := validateDoc(t, []byte(s.body)); err != nil {
 				t.Errorf("%s: does not load: %v", s, err)
 			}
 		}) {
@@ -258,4 +265,29 @@ func TestDocsREADMEAndContributingStayShort(t *testing.T) {
 			t.Errorf("%s: got %d characters, want at most %d", file, n, limit)
 		}
 	}
+}
+
+// storageOnLoopback returns config with a storage redis's addresses
+// replaced by a closed loopback port and its CA files by a CA of the
+// test's; any other configuration is returned as it is.
+func storageOnLoopback(t *testing.T, config []byte) []byte {
+	t.Helper()
+	var c map[string]any
+	if json.Unmarshal(config, &c) != nil {
+		return config // not JSON: the caller reports it
+	}
+	st, ok := c["storage"].(map[string]any)
+	if !ok || st["module"] != "redis" {
+		return config
+	}
+	st["address"] = []string{"127.0.0.1:1"}
+	if _, ok := st["tls_trusted_ca_certs"]; ok {
+		ca, _, _ := writePrivateCA(t, t.TempDir())
+		st["tls_trusted_ca_certs"] = []string{ca}
+	}
+	out, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

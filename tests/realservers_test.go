@@ -3,28 +3,11 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"testing"
 
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
-
-// quakestat runs qstat with -json against addr as the given server type
-// and returns its one result.
-func quakestat(t *testing.T, kind, addr string) map[string]any {
-	t.Helper()
-	out, err := exec.Command("quakestat", "-json", "-P", kind, addr).Output()
-	if err != nil {
-		t.Fatalf("quakestat %s %s: %v: %s", kind, addr, err, out)
-	}
-	t.Logf("quakestat %s: %s", kind, out)
-	var qs []map[string]any
-	if err := json.Unmarshal(out, &qs); err != nil || len(qs) != 1 {
-		t.Fatalf("quakestat printed %s (%v)", out, err)
-	}
-	return qs[0]
-}
 
 // gateStatus asks the gateway for a server's status, failing the test
 // unless it answers 200, and logs the answer.
