@@ -167,12 +167,18 @@ func (r pooledRegistry) Destruct() error {
 // configuration's storage when nodes share it (storage redis): a server
 // registered on one node is listed by every node. With another storage
 // the registry is this process's own.
-func (r pooledRegistry) share(ctx caddy.Context, name string) {
-	if shared, ok := ctx.Storage().(*redisstore.Store); ok {
-		r.Share(shared, "master:"+name, ctx.Logger(), masterMetrics.storeFailures.Inc)
-	} else {
-		r.Unshare()
-	}
+//
+// Sharing starts with the configuration (whenStarted), not when it is only
+// validated: servers adopted from the store would otherwise be queried by
+// `gamegate validate`.
+func (r pooledRegistry) share(ctx caddy.Context, name string) error {
+	return whenStarted(ctx, func() {
+		if shared, ok := ctx.Storage().(*redisstore.Store); ok {
+			r.Share(shared, "master:"+name, ctx.Logger(), masterMetrics.storeFailures.Inc)
+		} else {
+			r.Unshare()
+		}
+	})
 }
 
 // loadMasterRegistry returns the registry of the master named name; the
@@ -206,7 +212,9 @@ func (p *MasterProtocol) Provision(ctx caddy.Context) error {
 		return err
 	}
 	p.poolKey = p.Name // Caddy calls Cleanup after a failed Provision too
-	reg.share(ctx, p.Name)
+	if err := reg.share(ctx, p.Name); err != nil {
+		return err
+	}
 	cfg := p.config()
 	cfg.Registry = reg.Registry
 	cfg.Count = masterMetrics.datagrams.count

@@ -127,7 +127,9 @@ func (m *masterList) open(ctx caddy.Context, masterName, gameQueryName string, c
 	m.master = masterName
 	// A node may serve the list without the master: it reads the
 	// servers the others register.
-	reg.share(ctx, masterName)
+	if err := reg.share(ctx, masterName); err != nil {
+		return nil, err
+	}
 	gateways, err := loadGatewaySet(gameQueryName)
 	if err != nil {
 		return nil, err
