@@ -3,7 +3,9 @@ package gamespy3
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -73,5 +75,37 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (&Config{Encoding: "utf-8"}).Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// Columns of one value each, every one of its own item type at offset
+// 255, would make 256 items per 8 bytes of answer: the empty items are
+// bounded, so 60 KB of them is a bad answer, not 100 MB of heap. A
+// column at a large offset alone still reads as GameDig reads it.
+func TestColumnsEmptyItemsBounded(t *testing.T) {
+	body := []byte("hostname\x00x\x00\x00")
+	for i := 0; len(body) < 60000; i++ {
+		body = append(body, fmt.Sprintf("a_%x\x00", i)...)
+		body = append(body, 0xff, 'x', 0, 0)
+	}
+	p := &QueryProtocol{}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err := p.readColumns([][]byte{body})
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Error("60 KB of columns at offset 255 read without error")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Errorf("reading 60 KB of columns allocated %d MB, want at most 8", got>>20)
+	}
+
+	raw, players, err := p.readColumns([][]byte{[]byte("hostname\x00x\x00\x00player_\x00\xc8Ann\x00\x00")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(players) != 201 || players[200].Name != "Ann" || len(raw["playerTeamInfo"].(map[string][]map[string]any)[""]) != 201 {
+		t.Fatalf("a column at offset 200: got %d players", len(players))
 	}
 }
