@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,13 +26,13 @@ func protocol(t *testing.T, cfg Config) *QueryProtocol {
 // A server that wants no challenge (it answers 0) is asked without one;
 // answers of another session, and a part seen twice, are dropped.
 func TestStatusWithoutChallenge(t *testing.T) {
-	var statusLen int
+	var statusLen atomic.Int64 // written by the server's goroutine
 	addr := testutil.ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
 		session := binary.BigEndian.Uint32(req[3:7])
 		if req[2] == wiregs3.TypeChallenge {
 			return [][]byte{append(append([]byte(nil), req[2:7]...), "0\x00"...)}
 		}
-		statusLen = len(req)
+		statusLen.Store(int64(len(req)))
 		body := []byte("hostname\x00one\x00numplayers\x001\x00\x00\x01player_\x00\x00Ann\x00\x00")
 		return [][]byte{
 			wiregs3.AppendPart(nil, session+1, 0, true, []byte("hostname\x00forged\x00\x00")),
@@ -44,8 +45,8 @@ func TestStatusWithoutChallenge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if statusLen != 11 {
-		t.Errorf("the status request was %d bytes, want 11 (no challenge)", statusLen)
+	if n := statusLen.Load(); n != 11 {
+		t.Errorf("the status request was %d bytes, want 11 (no challenge)", n)
 	}
 	if st.Name != "one" || st.NumPlayers != 1 || len(st.Players) != 1 || st.Players[0].Name != "Ann" {
 		t.Fatalf("got %+v", st)
