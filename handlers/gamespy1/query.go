@@ -213,7 +213,9 @@ func status(address string, pairs []Pair, rtt time.Duration) *query.Status {
 	}
 	// Some servers (Battlefield 1942) list players who left: no more
 	// than the count the server gives.
-	if n, ok := raw["numplayers"].(float64); ok && len(st.Players) > int(n) && n >= 0 {
+	// numplayers is compared as a float: a huge one converted to int
+	// first would wrap.
+	if n, ok := raw["numplayers"].(float64); ok && n >= 0 && float64(len(st.Players)) > n {
 		st.Players = st.Players[:int(n)]
 	}
 	st.NumPlayers = len(st.Players)

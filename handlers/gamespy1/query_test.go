@@ -94,3 +94,18 @@ func TestStatusUnnumberedFinal(t *testing.T) {
 		t.Fatalf("got %+v (%v)", st, err)
 	}
 }
+
+// A numplayers too large for an int keeps every player: a status, not a
+// panic.
+func TestStatusHugeNumplayers(t *testing.T) {
+	for _, n := range []string{"1e300", "9223372036854775808", "1.5"} {
+		st := status("127.0.0.1:1", []Pair{{"numplayers", n}, {"player_0", "a"}, {"player_1", "b"}}, 0)
+		want := 2
+		if n == "1.5" {
+			want = 1 // GameDig's slice(0, 1.5)
+		}
+		if len(st.Players) != want || st.NumPlayers != want {
+			t.Errorf("numplayers %s: got %d players (%d), want %d", n, len(st.Players), st.NumPlayers, want)
+		}
+	}
+}

@@ -193,12 +193,21 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	return st, nil
 }
 
+// MaxEmptyItems bounds the items of an answer's playerTeamInfo that its
+// columns leave empty, all item types together: a column's offset (up to
+// 255) past the items so far makes the items between. So the items an
+// answer makes are at most its values and MaxEmptyItems.
+const MaxEmptyItems = 256
+
+var errTooManyEmptyItems = errors.New("the answer's columns leave more than 256 items empty")
+
 // readColumns reads the parts' keys and columns: raw, with the columns
 // by item type under playerTeamInfo, and the players' column.
 func (p *QueryProtocol) readColumns(parts [][]byte) (map[string]any, []query.Player, error) {
 	raw := map[string]any{}
 	info := map[string][]map[string]any{} // playerTeamInfo by item type
 	var body wiregs3.Body
+	empty := 0 // items made only to reach a column's offset
 	for i, part := range parts {
 		if err := body.Decode(part, i == 0); err != nil {
 			return nil, nil, err
@@ -214,6 +223,14 @@ func (p *QueryProtocol) readColumns(parts [][]byte) (map[string]any, []query.Pla
 			items := info[itemType]
 			for j, v := range body.ColumnValues(c) {
 				at := c.Offset + j
+				if gap := at - len(items); gap > 0 {
+					// GameDig fills the gap with empty items; an answer
+					// of one-value columns, each of its own item type at
+					// offset 255, would make 256 of them per 8 bytes.
+					if empty += gap; empty > MaxEmptyItems {
+						return nil, nil, errTooManyEmptyItems
+					}
+				}
 				for len(items) <= at {
 					items = append(items, map[string]any{})
 				}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/query"
@@ -154,19 +155,7 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	st := &query.Status{Protocol: "unreal2", Ping: rtt.Milliseconds(), Name: text(info.Name), Map: text(info.Map),
 		NumPlayers: int(info.NumPlayers), MaxPlayers: int(info.MaxPlayers)}
 	st.SetAddress(address, int(info.GamePort))
-	mutators, rulesRaw := []any{}, map[string]any{}
-	for _, r := range rules.Rules {
-		k, v := text(r.Key), text(r.Value)
-		switch {
-		case k == "Mutator" || k == "mutator":
-			mutators = append(mutators, v)
-		case k == "" && v == "":
-		case rulesRaw[k] != nil:
-			rulesRaw[k] = rulesRaw[k].(string) + "," + v
-		default:
-			rulesRaw[k] = v
-		}
-	}
+	mutators, rulesRaw := mapRules(rules.Rules)
 	st.Password = rulesRaw["GamePassword"] == "True"
 	if v, ok := rulesRaw["UTComp_Version"].(string); ok {
 		st.Version = v
@@ -202,6 +191,33 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	}
 	st.Raw["scoreboard"] = scoreboard
 	return st, nil
+}
+
+// mapRules maps rules as GameDig does: the mutators in order, and the
+// other rules by key, the values of a key sent more than once joined by
+// commas. The values are joined once at the end: joining each to the
+// ones before took time and memory quadratic in the rules of one key.
+func mapRules(rules []wireu2.Rule) ([]any, map[string]any) {
+	mutators, values := []any{}, map[string][]string{}
+	var keys []string
+	for _, r := range rules {
+		k, v := text(r.Key), text(r.Value)
+		switch {
+		case k == "Mutator" || k == "mutator":
+			mutators = append(mutators, v)
+		case k == "" && v == "":
+		default:
+			if _, seen := values[k]; !seen {
+				keys = append(keys, k)
+			}
+			values[k] = append(values[k], v)
+		}
+	}
+	raw := make(map[string]any, len(keys))
+	for _, k := range keys {
+		raw[k] = strings.Join(values[k], ",")
+	}
+	return mutators, raw
 }
 
 // text is s as UTF-8 without colour codes.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
+	wireu2 "github.com/gamegate/gamegate/wire/unreal2"
 )
 
 func fixture(t *testing.T) *testutil.Unreal2Server {
@@ -132,5 +134,28 @@ func TestStatusKillingFloor(t *testing.T) {
 	got := fmt.Sprintf("%v %v %v %v %v %d %d", st.Raw["wavecurrent"], st.Raw["wavetotal"], st.Raw["ping"], st.Raw["skillLevel"], st.Raw["skill"], st.NumPlayers, st.MaxPlayers)
 	if want := "3 10 30 Hard <nil> 2 6"; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// Rules of one key sent many times are joined as GameDig joins them, in
+// time and memory linear in the answer: 4096 of 250 bytes each (the most
+// a 1 MiB answer holds) make one value of 1 MB, not gigabytes of copies.
+func TestRulesOfOneKeyJoinedOnce(t *testing.T) {
+	value := strings.Repeat("v", 250)
+	rules := make([]wireu2.Rule, wireu2.MaxRules)
+	for i := range rules {
+		rules[i] = wireu2.Rule{Key: wireu2.String{Len: 2, Raw: []byte("k")}, Value: wireu2.String{Len: 127, Raw: []byte(value)}}
+	}
+	rules[1].Key.Raw = []byte("other")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, raw := mapRules(rules)
+	runtime.ReadMemStats(&after)
+	if got := raw["k"].(string); len(got) != (len(rules)-1)*(len(value)+1)-1 || raw["other"] != value {
+		t.Fatalf("got %d bytes under k, %q under other", len(got), raw["other"])
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Errorf("mapping %d rules allocated %d MB, want at most 16", len(rules), got>>20)
 	}
 }
