@@ -196,6 +196,12 @@ func (c Config) Validate() error {
 	v.Int("max_servers_per_address", c.MaxServersPerAddress, 1, MaxMaxServers)
 	v.Duration("expiry", c.Expiry, MinExpiry, MaxExpiry)
 	v.Duration("challenge_timeout", c.ChallengeTimeout, MinChallengeTimeout, MaxChallengeTimeout)
+	if exp, ct := cmp.Or(c.Expiry, DefaultExpiry), cmp.Or(c.ChallengeTimeout, DefaultChallengeTimeout); ct > exp {
+		// A server's proof of a challenge is kept with its listing: a
+		// challenge outliving the listing could list it again from an
+		// old answer.
+		v.Failf("challenge_timeout %s must not be longer than expiry %s", ct, exp)
+	}
 	v.Int("max_challenges", c.MaxChallenges, 1, MaxMaxChallenges)
 	v.Int("max_challenges_per_address", c.MaxChallengesPerAddress, 1, MaxMaxChallenges)
 	v.Add(ratelimit.ValidateOptions("heartbeat_rate", "heartbeat_burst", c.HeartbeatRate, c.HeartbeatBurst, ratelimit.MaxBurst))
