@@ -91,32 +91,17 @@ func TestPlayersBounds(t *testing.T) {
 // at once when hold is false.
 func serveRaw(t *testing.T, reply func(seq uint32) []byte, hold bool) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", testutil.FreeTCPAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var h [12]byte
-				if _, err := io.ReadFull(c, h[:]); err != nil {
-					return
-				}
-				_, _ = io.CopyN(io.Discard, c, int64(binary.LittleEndian.Uint32(h[4:]))-12)
-				_, _ = c.Write(reply(binary.LittleEndian.Uint32(h[:])))
-				if hold {
-					_, _ = io.Copy(io.Discard, c)
-				}
-			}()
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		var h [12]byte
+		if _, err := io.ReadFull(c, h[:]); err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String()
+		_, _ = io.CopyN(io.Discard, c, int64(binary.LittleEndian.Uint32(h[4:]))-12)
+		_, _ = c.Write(reply(binary.LittleEndian.Uint32(h[:])))
+		if hold {
+			_, _ = io.Copy(io.Discard, c)
+		}
+	})
 }
 
 func packet(t *testing.T, seq uint32, response bool, words ...string) []byte {

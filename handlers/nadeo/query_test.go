@@ -70,31 +70,16 @@ func TestStatusRefused(t *testing.T) {
 // the first call's handle, holding the connection open.
 func serveRaw(t *testing.T, hello []byte, reply func(handle uint32) []byte) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", testutil.FreeTCPAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = c.Write(hello)
-				var h [8]byte
-				if _, err := io.ReadFull(c, h[:]); err != nil {
-					return
-				}
-				_, _ = io.CopyN(io.Discard, c, int64(binary.LittleEndian.Uint32(h[:])))
-				_, _ = c.Write(reply(binary.LittleEndian.Uint32(h[4:])))
-				_, _ = io.Copy(io.Discard, c)
-			}()
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		_, _ = c.Write(hello)
+		var h [8]byte
+		if _, err := io.ReadFull(c, h[:]); err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String()
+		_, _ = io.CopyN(io.Discard, c, int64(binary.LittleEndian.Uint32(h[:])))
+		_, _ = c.Write(reply(binary.LittleEndian.Uint32(h[4:])))
+		_, _ = io.Copy(io.Discard, c)
+	})
 }
 
 // Hostile and broken servers end the query with a clear error, never a

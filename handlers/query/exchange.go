@@ -74,15 +74,7 @@ func (a *Attempt) Send(datagram []byte) error {
 // TypeRefused). It returns ctx.Err() once ctx ends, and the errors of start
 // and accept, and of opening a socket, as they are.
 func (x *UDPExchange) Run(ctx context.Context, raddr *net.UDPAddr, start func(*Attempt) (accept func(datagram []byte) (bool, error), err error)) error {
-	timeout, retries := x.Timeout, x.Retries
-	if timeout <= 0 {
-		timeout = time.Second
-	}
-	if retries == 0 {
-		retries = 1
-	} else if retries < 0 {
-		retries = 0
-	}
+	timeout, retries := attemptsOf(x.Timeout, x.Retries)
 	var buf []byte
 	for attempt := 0; attempt <= retries; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -97,6 +89,20 @@ func (x *UDPExchange) Run(ctx context.Context, raddr *net.UDPAddr, start func(*A
 		}
 	}
 	return ErrNoAnswer
+}
+
+// attemptsOf returns an exchange's attempt timeout and retries with their
+// defaults: 1s, and one retry (-1 for none).
+func attemptsOf(timeout time.Duration, retries int) (time.Duration, int) {
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	if retries == 0 {
+		retries = 1
+	} else if retries < 0 {
+		retries = 0
+	}
+	return timeout, retries
 }
 
 // BoundDeadline sets conn's deadline timeout from now, or at ctx's

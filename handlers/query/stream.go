@@ -41,15 +41,7 @@ func (a *Attempts) TCPExchange() TCPExchange {
 // ends it at once; the last attempt's network failure becomes a *Error
 // from Failure.
 func (x *TCPExchange) Run(ctx context.Context, address string, converse func(conn net.Conn) error) error {
-	timeout, retries := x.Timeout, x.Retries
-	if timeout <= 0 {
-		timeout = time.Second
-	}
-	if retries == 0 {
-		retries = 1
-	} else if retries < 0 {
-		retries = 0
-	}
+	timeout, retries := attemptsOf(x.Timeout, x.Retries)
 	var last error
 	for attempt := 0; attempt <= retries; attempt++ {
 		if err := ctx.Err(); err != nil {

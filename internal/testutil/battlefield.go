@@ -80,26 +80,13 @@ func readFrostbite(c net.Conn) (uint32, []string, error) {
 // StartBattlefield starts s, answering until the test ends.
 func StartBattlefield(t testing.TB, s *BattlefieldServer) {
 	t.Helper()
-	ln, err := net.Listen("tcp", FreeTCPAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	s.Addr = ln.Addr().String()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.Connections.Add(1)
-			go s.serve(c)
-		}
-	}()
+	s.Addr = ServeTCP(t, func(c net.Conn) {
+		s.Connections.Add(1)
+		s.serve(c)
+	})
 }
 
 func (s *BattlefieldServer) serve(c net.Conn) {
-	defer c.Close()
 	for {
 		seq, words, err := readFrostbite(c)
 		if err != nil || len(words) == 0 {

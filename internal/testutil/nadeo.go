@@ -63,22 +63,10 @@ var (
 // StartNadeo starts s, answering until the test ends.
 func StartNadeo(t testing.TB, s *NadeoServer) {
 	t.Helper()
-	ln, err := net.Listen("tcp", FreeTCPAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	s.Addr = ln.Addr().String()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.Connections.Add(1)
-			go s.serve(c)
-		}
-	}()
+	s.Addr = ServeTCP(t, func(c net.Conn) {
+		s.Connections.Add(1)
+		s.serve(c)
+	})
 }
 
 func gbxMessage(handle uint32, xml string) []byte {
@@ -88,7 +76,6 @@ func gbxMessage(handle uint32, xml string) []byte {
 }
 
 func (s *NadeoServer) serve(c net.Conn) {
-	defer c.Close()
 	hello := binary.LittleEndian.AppendUint32(nil, 11)
 	if _, err := c.Write(append(hello, "GBXRemote 2"...)); err != nil {
 		return
