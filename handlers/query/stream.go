@@ -65,7 +65,9 @@ func (x *TCPExchange) Run(ctx context.Context, address string, converse func(con
 }
 
 func (x *TCPExchange) attempt(ctx context.Context, address string, timeout time.Duration, converse func(net.Conn) error) error {
-	actx, cancel := context.WithTimeout(ctx, timeout)
+	// The dial and the conversation share the attempt's one deadline.
+	end := time.Now().Add(timeout)
+	actx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	var d net.Dialer
 	conn, err := d.DialContext(actx, "tcp", address)
@@ -73,7 +75,7 @@ func (x *TCPExchange) attempt(ctx context.Context, address string, timeout time.
 		return err
 	}
 	defer conn.Close()
-	defer BoundDeadline(ctx, conn, timeout)()
+	defer BoundDeadline(ctx, conn, time.Until(end))()
 	return converse(conn)
 }
 
