@@ -21,8 +21,9 @@ import (
 
 // Config is the configuration of the Frostbite query
 // (gamegate.query.battlefield, the protocol GameDig calls battlefield:
-// bfbc2, bf3, bf4, bfh, mohw and moh2010; the query port is the server's
-// remote administration port, usually 48888 or the game port plus 22000).
+// bbc2, battlefield3, battlefield4, battlefieldhardline, moh and mohw;
+// the query port is the server's remote administration port, usually
+// 48888 or the game port plus 22000).
 // A status connects over TCP and asks serverInfo, version and
 // "listPlayers all" on one connection, none of which needs a login; text
 // is read as ISO-8859-1. Command: raw.
