@@ -78,12 +78,27 @@ func (m *QueryProtocolModule[C, P]) UnmarshalJSON(b []byte) error {
 }
 
 // Provision moves renamed options to their current names and builds the
-// protocol.
+// protocol, from a copy of the Config whose secrets have their
+// placeholders replaced (query.SecretHolder).
 func (m *QueryProtocolModule[C, P]) Provision(ctx caddy.Context) error {
 	if err := moveRenamed(ctx, m.block(), &m.Config); err != nil {
 		return err
 	}
-	p, err := P(&m.Config).NewProtocol()
+	cfg := m.Config
+	if s, ok := any(&cfg).(query.SecretHolder); ok {
+		repl := caddy.NewReplacer()
+		for name, v := range s.Secrets() {
+			if *v == "" {
+				continue
+			}
+			r, err := replaced(repl, m.block(), name, *v)
+			if err != nil {
+				return err
+			}
+			*v = r
+		}
+	}
+	p, err := P(&cfg).NewProtocol()
 	m.protocol = p
 	return err
 }

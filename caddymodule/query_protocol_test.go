@@ -1,15 +1,19 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/gamegate/gamegate/handlers/nadeo"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/duration"
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // testProtocolConfig has an option of each kind the generic Caddyfile
@@ -83,5 +87,30 @@ func TestQueryProtocolModuleRefusesUnknownJSON(t *testing.T) {
 	m := &QueryProtocolModule[testProtocolConfig, *testProtocolConfig]{name: "test"}
 	if err := json.Unmarshal([]byte(`{"size": 3, "sise": 4}`), m); err == nil || !strings.Contains(err.Error(), `unknown field "sise"`) {
 		t.Fatalf("got %v, want the unknown field named", err)
+	}
+}
+
+// A protocol's secrets are given to it with their placeholders replaced,
+// and the module's configuration keeps the placeholder.
+func TestQueryProtocolSecretsReplacedOnACopy(t *testing.T) {
+	const secret = "tm-user-secret-0123456789"
+	t.Setenv("GAMEGATE_TEST_TM_PASSWORD", secret)
+	s := testutil.ExampleNadeo()
+	s.Password = secret
+	testutil.StartNadeo(t, s)
+	m := &QueryProtocolModule[nadeo.Config, *nadeo.Config]{name: "nadeo"}
+	if err := m.UnmarshalJSON([]byte(`{"login":"User","password":"{env.GAMEGATE_TEST_TM_PASSWORD}"}`)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	if err := m.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := m.MarshalJSON(); strings.Contains(string(b), secret) || !strings.Contains(string(b), "{env.GAMEGATE_TEST_TM_PASSWORD}") {
+		t.Errorf("the module's configuration: %s, want the placeholder", b)
+	}
+	if st, err := m.Status(context.Background(), s.Addr); err != nil || st.Name == "" {
+		t.Errorf("status with the replaced password: %v, %v", st, err)
 	}
 }

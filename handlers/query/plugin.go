@@ -29,3 +29,14 @@ type Renamed struct{ Former, Current string }
 type Renamer interface {
 	RenamedOptions() []Renamed
 }
+
+// SecretHolder is a ProtocolConfig with options that hold secrets (a
+// login's password, a token): the glue replaces the {env.X} placeholders
+// in them when the protocol is set up, so that the configuration Caddy
+// keeps and serves holds the placeholder, not the secret. A protocol never
+// logs a secret or puts it in an answer or an error.
+type SecretHolder interface {
+	// Secrets returns the secret options by their names as users write
+	// them, as pointers into the configuration.
+	Secrets() map[string]*string
+}

@@ -122,29 +122,3 @@ func UDPSocketsConnectedTo(t testing.TB, addr netip.AddrPort) int {
 	}
 	return n
 }
-
-// ServeTCP runs handle on every connection accepted on a fresh loopback
-// listener, each on a goroutine of its own that closes the connection
-// when handle returns, until the test ends, and returns the listener's
-// address.
-func ServeTCP(t testing.TB, handle func(net.Conn)) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return l.Addr().String()
-}
