@@ -94,7 +94,11 @@ func (h *Handler) ServeFleet(w http.ResponseWriter, r *http.Request, fleet strin
 		return http.StatusForbidden
 	}
 	guard := httpauth.Guard{Keys: h.Access.Keys, Failures: h.Access.Failures}
-	switch status, wait := guard.Check(r.Context(), r, clientaddr.NetworkString(client, 0, 0)); status {
+	network := "" // only a service with keys counts failures by network
+	if h.Access.Keys.Required() {
+		network = clientaddr.NetworkString(client, 0, 0)
+	}
+	switch status, wait := guard.Check(r.Context(), r, network); status {
 	case http.StatusTooManyRequests:
 		retry := ratelimit.RetryAfter(wait)
 		w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
