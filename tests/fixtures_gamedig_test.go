@@ -20,6 +20,10 @@ type fixtureCheck struct {
 	known map[string]gamedigKnown
 	// rawKnown are raw keys whose values differ, and why.
 	rawKnown map[string]string
+	// options is the server's options block in game_query ("{ … }"), and
+	// gamedigArgs the same options as GameDig's command line takes them.
+	options     string
+	gamedigArgs []string
 }
 
 // run queries the fixture both ways, compares them field by field and
@@ -28,7 +32,7 @@ func (c fixtureCheck) run(t *testing.T) map[string]any {
 	t.Helper()
 	gamedigVersion := testutil.NpmVersion(t, "gamedig")
 	gate := startQueryGate(t, fmt.Sprintf(`
-			server fixture %s %s`, c.addr, c.protocol))
+			server fixture %s %s %s`, c.addr, c.protocol, c.options))
 	var st map[string]any
 	r := getJSON(t, gate+"/query/fixture", &st)
 	if r.status != 200 {
@@ -36,7 +40,7 @@ func (c fixtureCheck) run(t *testing.T) map[string]any {
 	}
 	t.Logf("gamegate: %s", r.body)
 	var gd map[string]any
-	gdOut := testutil.GamedigAt(t, c.gameID, c.addr, &gd)
+	gdOut := testutil.GamedigAt(t, c.gameID, c.addr, &gd, c.gamedigArgs...)
 	t.Logf("gamedig: %s", gdOut)
 	compareGamedig(t, fmt.Sprintf("gamegate %s against gamedig %s --type %s on a fixture", c.protocol, gamedigVersion, c.gameID),
 		[]byte(r.body), gdOut, c.known)
