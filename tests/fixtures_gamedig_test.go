@@ -31,8 +31,12 @@ type fixtureCheck struct {
 func (c fixtureCheck) run(t *testing.T) map[string]any {
 	t.Helper()
 	gamedigVersion := testutil.NpmVersion(t, "gamedig")
+	options := c.options
+	if options != "" {
+		options = " " + options
+	}
 	gate := startQueryGate(t, fmt.Sprintf(`
-			server fixture %s %s %s`, c.addr, c.protocol, c.options))
+			server fixture %s %s%s`, c.addr, c.protocol, options))
 	var st map[string]any
 	r := getJSON(t, gate+"/query/fixture", &st)
 	if r.status != 200 {

@@ -103,19 +103,10 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 
 // jsParseInt is JavaScript's parseInt(s, 10): nil (null in JSON) for NaN.
 func jsParseInt(s string) any {
-	t := strings.TrimLeft(s, " \t\n\r\v\f")
-	end := 0
-	if end < len(t) && (t[end] == '-' || t[end] == '+') {
-		end++
+	if n, ok := query.ParseIntOK(s); ok {
+		return n
 	}
-	digits := end
-	for end < len(t) && t[end] >= '0' && t[end] <= '9' {
-		end++
-	}
-	if end == digits {
-		return nil
-	}
-	return query.ParseInt(t[:end])
+	return nil
 }
 
 // jsParseFloat is JavaScript's parseFloat(s): the longest decimal number

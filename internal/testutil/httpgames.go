@@ -2,8 +2,11 @@ package testutil
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,4 +85,63 @@ func ExampleFarmingSimulator(token string) *HTTPGameServer {
 	return &HTTPGameServer{Routes: map[string][]byte{
 		"/feed/dedicated-server-stats.xml?code=" + token: []byte(ExampleFarmingSimulatorFeed),
 	}}
+}
+
+// FiveMServer is a fixture FiveM (FXServer) server on loopback, written
+// from its documented endpoints: on one port, UDP "getinfo <challenge>"
+// is answered FF FF FF FF "infoResponse\n" and an info string (UTF-8,
+// the challenge echoed), and HTTP serves /info.json and /players.json.
+type FiveMServer struct {
+	// Info is the info string's pairs, in order, without the challenge.
+	Info [][2]string
+	// InfoJSON and PlayersJSON are the documents served.
+	InfoJSON, PlayersJSON string
+	// Addr is the server's address, UDP and TCP, set by StartFiveM.
+	Addr string
+	// HTTP is the web side, for its hit count.
+	HTTP *HTTPGameServer
+}
+
+// StartFiveM starts s, answering until the test ends.
+func StartFiveM(t testing.TB, s *FiveMServer) {
+	t.Helper()
+	udp := ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+		cmd := strings.TrimRight(string(req), "\x00")
+		challenge, ok := strings.CutPrefix(cmd, "\xff\xff\xff\xffgetinfo ")
+		if !ok {
+			return nil
+		}
+		var b strings.Builder
+		b.WriteString("\xff\xff\xff\xffinfoResponse\n")
+		for _, kv := range s.Info {
+			fmt.Fprintf(&b, "\\%s\\%s", kv[0], kv[1])
+			if kv[0] == "clients" {
+				fmt.Fprintf(&b, "\\challenge\\%s", challenge)
+			}
+		}
+		return [][]byte{[]byte(b.String())}
+	})
+	s.Addr = udp.String()
+	s.HTTP = &HTTPGameServer{Addr: s.Addr, Routes: map[string][]byte{
+		"/info.json": []byte(s.InfoJSON), "/players.json": []byte(s.PlayersJSON)}}
+	StartHTTPGame(t, s.HTTP)
+}
+
+// ExampleFiveM is a FiveM server with two players: FXServer's getinfo
+// keys (sv_maxclients, clients, gamename, protocol, hostname with a
+// non-ASCII character, gametype, mapname, iv), its info.json (server,
+// version, resources, vars) and players.json (name, id, ping,
+// identifiers, endpoint).
+func ExampleFiveM() *FiveMServer {
+	return &FiveMServer{
+		Info: [][2]string{{"sv_maxclients", "48"}, {"clients", "2"}, {"gamename", "gta5"}, {"protocol", "4"},
+			{"hostname", "Gate RP ★ Los Santos"}, {"gametype", "Freeroam"}, {"mapname", "fivem-map-skater"}, {"iv", "-1386442478"}},
+		InfoJSON: `{"enhancedHostSupport":true,"icon":"iVBORw0KGgo=","requestSteamTicket":"off",` +
+			`"resources":["mapmanager","chat","spawnmanager","sessionmanager","basic-gamemode","hardcap","rconlog"],` +
+			`"server":"FXServer-master SERVER v1.0.0.7290 linux",` +
+			`"vars":{"sv_enforceGameBuild":"2802","sv_maxClients":"48","sv_projectName":"Gate RP","tags":"roleplay, economy","locale":"en-US"},` +
+			`"version":1386442478}`,
+		PlayersJSON: `[{"endpoint":"127.0.0.1:55012","id":1,"identifiers":["license:0a1b2c","discord:1234"],"name":"Niko Bellic","ping":42},` +
+			`{"endpoint":"127.0.0.1:55020","id":3,"identifiers":["license:ff00"],"name":"Franklin É","ping":87}]`,
+	}
 }
