@@ -107,7 +107,7 @@ var ErrHTTPStatus = errors.New("the server's HTTP API did not answer 200 OK")
 func (h *HTTPAPI) Get(ctx context.Context, address, path string) ([]byte, time.Duration, error) {
 	var last error
 	for range 1 + h.retries {
-		body, rtt, err, retry := h.attempt(ctx, address, path)
+		body, rtt, retry, err := h.attempt(ctx, address, path)
 		if err == nil || !retry || ctx.Err() != nil {
 			return body, rtt, err
 		}
@@ -116,12 +116,14 @@ func (h *HTTPAPI) Get(ctx context.Context, address, path string) ([]byte, time.D
 	return nil, 0, last
 }
 
-func (h *HTTPAPI) attempt(ctx context.Context, address, path string) ([]byte, time.Duration, error, bool) {
+// attempt asks once; retry says whether another attempt may do better
+// (no answer in time, a lost connection).
+func (h *HTTPAPI) attempt(ctx context.Context, address, path string) (body []byte, rtt time.Duration, retry bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, targetKey{}, address), h.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, (&url.URL{Scheme: "http", Host: address}).String()+path, nil)
 	if err != nil {
-		return nil, 0, Unreachable(address, errors.New("bad request URL")), false
+		return nil, 0, false, Unreachable(address, errors.New("bad request URL"))
 	}
 	req.Header.Set("Accept", "application/json, application/xml, text/xml, */*")
 	start := time.Now()
@@ -132,23 +134,22 @@ func (h *HTTPAPI) attempt(ctx context.Context, address, path string) ([]byte, ti
 			err = ue.Err // without the URL, which may carry a credential
 		}
 		e := Failure(address, err)
-		return nil, 0, e, e.Type != TypeRefused
+		return nil, 0, e.Type != TypeRefused, e
 	}
 	defer resp.Body.Close()
-	rtt := time.Since(start)
+	rtt = time.Since(start)
 	if resp.StatusCode != http.StatusOK {
-		return nil, 0, Upstream(address, fmt.Errorf("%w (status %d)", ErrHTTPStatus, resp.StatusCode)), false
+		return nil, 0, false, Upstream(address, fmt.Errorf("%w (status %d)", ErrHTTPStatus, resp.StatusCode))
 	}
 	if resp.ContentLength > int64(h.maxBody) {
-		return nil, 0, Upstream(address, ErrTooLarge), false
+		return nil, 0, false, Upstream(address, ErrTooLarge)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(h.maxBody)+1))
+	body, err = io.ReadAll(io.LimitReader(resp.Body, int64(h.maxBody)+1))
 	switch {
 	case err != nil:
-		e := Failure(address, err)
-		return nil, 0, e, true
+		return nil, 0, true, Failure(address, err)
 	case len(body) > h.maxBody:
-		return nil, 0, Upstream(address, ErrTooLarge), false
+		return nil, 0, false, Upstream(address, ErrTooLarge)
 	}
-	return body, rtt, nil, false
+	return body, rtt, false, nil
 }
