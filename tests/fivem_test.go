@@ -89,3 +89,30 @@ func TestFiveMHTTPRedirectAndSize(t *testing.T) {
 		return r.status == 200 && len(players) == 0 && !hasRaw
 	})
 }
+
+// Asked ad hoc by game ID, FiveM's HTTP requests go to the address the
+// gateway checked against allow_targets; a server outside it is asked
+// nothing, over UDP or HTTP.
+func TestFiveMAdHocAllowTargets(t *testing.T) {
+	inside := testutil.ExampleFiveM()
+	testutil.StartFiveM(t, inside)
+	gate := startQueryGate(t, `
+			ad_hoc_games gta5f
+			allow_targets 127.0.0.2/32 `+strings.Split(inside.Addr, ":")[0]+`/32`)
+	var st map[string]any
+	if r := getJSON(t, gate+"/query/gta5f/"+inside.Addr, &st); r.status != 200 || st["version"] != "1386442478" {
+		t.Fatalf("inside allow_targets: %d %s", r.status, r.body)
+	}
+	if n := inside.HTTP.Hits.Load(); n != 2 {
+		t.Errorf("the server's HTTP side was asked %d times, want 2", n)
+	}
+	outside := &testutil.HTTPGameServer{Addr: "127.0.0.3:0", Routes: map[string][]byte{"/info.json": []byte(inside.InfoJSON)}}
+	testutil.StartHTTPGame(t, outside)
+	var e map[string]any
+	if r := getJSON(t, gate+"/query/gta5f/"+outside.Addr, &e); r.status != 403 {
+		t.Errorf("outside allow_targets: %d %s, want 403", r.status, r.body)
+	}
+	if n := outside.Hits.Load(); n != 0 {
+		t.Errorf("a server outside allow_targets was asked %d times over HTTP", n)
+	}
+}

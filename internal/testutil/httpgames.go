@@ -27,8 +27,8 @@ type HTTPGameServer struct {
 }
 
 // StartHTTPGame starts s on a free loopback port (or on s.Addr when it is
-// set: a game whose UDP and HTTP answers share a port), serving until the
-// test ends.
+// set: a game whose UDP and HTTP answers share a port, or another
+// loopback address with port 0), serving until the test ends.
 func StartHTTPGame(t testing.TB, s *HTTPGameServer) {
 	t.Helper()
 	if s.Addr == "" {
@@ -38,6 +38,7 @@ func StartHTTPGame(t testing.TB, s *HTTPGameServer) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Addr = ln.Addr().String() // its port, where s.Addr named port 0
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.Hits.Add(1)
 		if s.Handler != nil {
