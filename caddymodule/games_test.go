@@ -71,6 +71,11 @@ func TestGamesCoverageFromRegisteredModules(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d games queryable (%.1f%%) over %d GameDig protocols", l.Coverage.Queryable, l.Coverage.Games, l.Coverage.Percent, len(served))
+	// gamegate speaks the protocols behind at least 85% of GameDig's
+	// games; a change that drops a protocol below that says so here.
+	if l.Coverage.Queryable*100 < 85*l.Coverage.Games {
+		t.Errorf("%d of %d games queryable (%.1f%%), want at least 85%%", l.Coverage.Queryable, l.Coverage.Games, l.Coverage.Percent)
+	}
 }
 
 // tokenClashes are game IDs (or v4 IDs) that name a gamegate protocol

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gamegate/gamegate/internal/testutil"
@@ -31,8 +32,12 @@ type fixtureCheck struct {
 func (c fixtureCheck) run(t *testing.T) map[string]any {
 	t.Helper()
 	gamedigVersion := testutil.NpmVersion(t, "gamedig")
+	block := c.block
+	if block != "" && !strings.HasPrefix(block, " ") {
+		block = " " + block
+	}
 	gate := startQueryGate(t, fmt.Sprintf(`
-			server fixture %s %s%s`, c.addr, c.protocol, c.block))
+			server fixture %s %s%s`, c.addr, c.protocol, block))
 	var st map[string]any
 	r := getJSON(t, gate+"/query/fixture", &st)
 	if r.status != 200 {

@@ -39,8 +39,11 @@ var family = map[string][]string{
 // otherMessages returns every valid message of the package's test vectors,
 // each also with its last byte replaced by EOT (0x04), the way a challenge
 // or a timestamp ends one time in 256, and with EOT appended.
-func otherMessages(t *testing.T, pkg string) [][]byte {
-	var out [][]byte
+//
+// Vectors of the kinds in quake3Kinds are Quake 3 messages in another
+// package (FiveM's getinfo answer is Quake 3's infoResponse, the master's
+// own): they are returned apart, in q3.
+func otherMessages(t *testing.T, pkg string) (out, q3 [][]byte) {
 	for _, v := range testutil.ReadVectors(t, filepath.Join(pkg, "testdata", "vectors.txt")) {
 		if strings.HasPrefix(v.Kind, "bad") || len(v.Bytes) == 0 {
 			continue
@@ -48,10 +51,19 @@ func otherMessages(t *testing.T, pkg string) [][]byte {
 		b := v.Bytes
 		eot := append([]byte(nil), b...)
 		eot[len(eot)-1] = gqp.EOT
-		out = append(out, b, eot, append(append([]byte(nil), b...), gqp.EOT))
+		msgs := [][]byte{b, eot, append(append([]byte(nil), b...), gqp.EOT)}
+		if quake3Kinds[v.Kind] {
+			q3 = append(q3, msgs...)
+			continue
+		}
+		out = append(out, msgs...)
 	}
-	return out
+	return out, q3
 }
+
+// quake3Kinds are the vector kinds of other packages that are Quake 3
+// messages.
+var quake3Kinds = map[string]bool{"fivem": true}
 
 // encoded returns messages from the packages' encoders whose variable
 // numbers end in 0x04: A2S challenges and a QoS client's timestamp.
@@ -85,7 +97,9 @@ func encoded(t *testing.T) map[string][][]byte {
 func TestPeeksClaimOnlyTheirOwn(t *testing.T) {
 	msgs := encoded(t)
 	for pkg := range family {
-		msgs[pkg] = append(msgs[pkg], otherMessages(t, pkg)...)
+		own, q3 := otherMessages(t, pkg)
+		msgs[pkg] = append(msgs[pkg], own...)
+		msgs["quake3"] = append(msgs["quake3"], q3...)
 	}
 	for pkg, list := range msgs {
 		for name, peek := range peeks {
@@ -109,7 +123,7 @@ func TestPeeksClaimOnlyTheirOwn(t *testing.T) {
 		"gqp":   []byte("ping\x04"),
 		"qos":   msgs["qos"][0],
 		"a2s":   msgs["a2s"][0],
-		"relay": otherMessages(t, "relay")[0],
+		"relay": msgs["relay"][0],
 	} {
 		if !peeks[pkg](want) {
 			t.Errorf("the %s peek refuses its own message % x", pkg, want)

@@ -6,6 +6,7 @@ package quake2
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/query"
@@ -34,23 +35,27 @@ func (c *Config) NewProtocol() (query.Protocol, error) {
 // socket takes datagrams from the server's address only.
 type QueryProtocol struct {
 	query.UDPExchange
-	// Dialect is the game's: wireq2.Quake2 (the default) or QuakeWorld.
+	// Dialect is the game's: wireq2.Quake2 (the default), QuakeWorld or
+	// FiveM (its getinfo answer, UTF-8; see handlers/fivem).
 	Dialect wireq2.Dialect
 	// Now gives the time, for ping measurement. Default: time.Now.
 	Now func() time.Time
 }
 
 func (p *QueryProtocol) dialect() wireq2.Dialect {
-	if p.Dialect == wireq2.QuakeWorld {
-		return wireq2.QuakeWorld
+	if p.Dialect == wireq2.QuakeWorld || p.Dialect == wireq2.FiveM {
+		return p.Dialect
 	}
 	return wireq2.Quake2
 }
 
-// Name returns "quake2", or "quake1" for QuakeWorld.
+// Name returns "quake2", "quake1" for QuakeWorld, "fivem" for FiveM.
 func (p *QueryProtocol) Name() string {
-	if p.dialect() == wireq2.QuakeWorld {
+	switch p.dialect() {
+	case wireq2.QuakeWorld:
 		return "quake1"
+	case wireq2.FiveM:
+		return "fivem"
 	}
 	return "quake2"
 }
@@ -60,11 +65,16 @@ func (p *QueryProtocol) Name() string {
 // sv_maxclients), version (QuakeWorld: *version; iv where a server sends
 // it), and needpass or g_needpass for the password. numplayers counts the
 // player lines, or is the clients key where a server sends iv. Text is
-// Windows-1252.
+// Windows-1252 (FiveM's UTF-8). FiveM asks "getinfo xxx".
 func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Status, error) {
 	d := p.dialect()
+	text := windows1252
+	request := wireq2.Request
+	if d == wireq2.FiveM {
+		text, request = utf8Text, wireq2.FiveMRequest
+	}
 	var r wireq2.Response
-	answer, rtt, err := p.Answer(ctx, address, []byte(wireq2.Request), p.Now, func(b []byte) bool {
+	answer, rtt, err := p.Answer(ctx, address, []byte(request), p.Now, func(b []byte) bool {
 		return wireq2.LooksLikeResponse(b, d) && r.Decode(b, d) == nil
 	})
 	if err != nil {
@@ -102,7 +112,7 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	st.Players, st.Bots = []query.Player{}, []query.Player{}
 	for i := range r.Players {
 		pl := &r.Players[i]
-		entry := player(pl, d)
+		entry := player(pl, d, text)
 		if pl.Ping != 0 {
 			st.Players = append(st.Players, entry)
 		} else {
@@ -118,8 +128,8 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	return st, nil
 }
 
-// player is one line as GameDig shapes it.
-func player(pl *wireq2.Player, d wireq2.Dialect) query.Player {
+// player is one line as GameDig shapes it, its text read by text.
+func player(pl *wireq2.Player, d wireq2.Dialect, text func([]byte) string) query.Player {
 	if d == wireq2.QuakeWorld {
 		return query.Player{Name: text(pl.Name), Raw: map[string]any{"id": pl.ID, "score": pl.Frags, "time": pl.Time,
 			"ping": pl.Ping, "skin": text(pl.Skin), "color1": pl.Top, "color2": pl.Bottom}}
@@ -131,8 +141,12 @@ func player(pl *wireq2.Player, d wireq2.Dialect) query.Player {
 	return query.Player{Name: text(pl.Name), Raw: raw}
 }
 
-// text is b, Windows-1252, as UTF-8.
-func text(b []byte) string { return string(wire.AppendWindows1252(nil, b)) }
+// windows1252 is b, Windows-1252, as UTF-8.
+func windows1252(b []byte) string { return string(wire.AppendWindows1252(nil, b)) }
+
+// utf8Text is b, UTF-8, with each invalid sequence replaced by U+FFFD as
+// GameDig's decoding does.
+func utf8Text(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }
 
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)

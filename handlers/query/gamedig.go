@@ -42,19 +42,30 @@ func Number(s string) (float64, bool) {
 // ParseInt reads s as JavaScript's parseInt(s) does, with the NaN it gives
 // for a text without a leading integer read as 0 (GameDig's default).
 func ParseInt(s string) int {
+	n, _ := ParseIntOK(s)
+	return n
+}
+
+// ParseIntOK is ParseInt, and false where JavaScript's parseInt(s) is NaN
+// (no leading integer), for the fields GameDig sends as null then.
+func ParseIntOK(s string) (int, bool) {
 	t := strings.TrimLeft(s, " \t\n\r\v\f")
 	end := 0
 	if end < len(t) && (t[end] == '-' || t[end] == '+') {
 		end++
 	}
+	digits := end
 	for end < len(t) && t[end] >= '0' && t[end] <= '9' {
 		end++
 	}
+	if end == digits {
+		return 0, false
+	}
 	n, err := strconv.ParseInt(t[:end], 10, 64)
 	if err != nil {
-		return 0
+		return 0, true // past int64: read as 0, as it always was
 	}
-	return int(max(min(n, math.MaxInt32), math.MinInt32))
+	return int(max(min(n, math.MaxInt32), math.MinInt32)), true
 }
 
 // TrueTest is GameDig's reading of a flag: true, yes (in any case) or 1.

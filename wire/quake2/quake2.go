@@ -9,6 +9,12 @@
 //
 // where info is an info string, \key\value\key\value…, and text is
 // Windows-1252 (Quake's "gold" characters are its high half).
+//
+// FiveM and RedM servers (Cfx.re's, on id Tech's connectionless packets)
+// answer "getinfo xxx" in the Quake 2 layout with another header, in
+// UTF-8:
+//
+//	FF FF FF FF "infoResponse\n" info ["\n" player lines]   FiveM
 package quake2
 
 import (
@@ -26,6 +32,9 @@ type Dialect uint8
 const (
 	Quake2 Dialect = iota + 1
 	QuakeWorld
+	// FiveM is the getinfo answer of FiveM and RedM servers: Quake 2's
+	// layout under the header infoResponse.
+	FiveM
 )
 
 // Limits that bound what a decoder accepts and keeps.
@@ -44,20 +53,30 @@ var (
 	oob         = []byte{0xFF, 0xFF, 0xFF, 0xFF}
 	printHeader = []byte("print\n")
 	qwHeader    = []byte("n")
+	fiveMHeader = []byte("infoResponse\n")
 )
 
 // Request is the status query both games answer.
 const Request = "\xff\xff\xff\xffstatus\x00"
 
+// FiveMRequest is the info query FiveM and RedM answer (GameDig's, with
+// its challenge "xxx").
+const FiveMRequest = "\xff\xff\xff\xffgetinfo xxx\x00"
+
+// header is dialect d's answer header after the four 0xFF bytes.
+func header(d Dialect) []byte {
+	switch d {
+	case QuakeWorld:
+		return qwHeader
+	case FiveM:
+		return fiveMHeader
+	}
+	return printHeader
+}
+
 // LooksLikeResponse reports whether b starts as an answer of dialect d.
 func LooksLikeResponse(b []byte, d Dialect) bool {
-	if !bytes.HasPrefix(b, oob) {
-		return false
-	}
-	if d == QuakeWorld {
-		return bytes.HasPrefix(b[len(oob):], qwHeader)
-	}
-	return bytes.HasPrefix(b[len(oob):], printHeader)
+	return bytes.HasPrefix(b, oob) && bytes.HasPrefix(b[len(oob):], header(d))
 }
 
 // Var is one key/value pair of an info string.
@@ -105,10 +124,7 @@ func (r *Response) Decode(b []byte, d Dialect) error {
 	if !LooksLikeResponse(b, d) {
 		return wire.NewDecodeError("header", 0, ErrNotResponse)
 	}
-	off := len(oob) + len(printHeader)
-	if d == QuakeWorld {
-		off = len(oob) + len(qwHeader)
-	}
+	off := len(oob) + len(header(d))
 	info, rest, _ := bytes.Cut(b[off:], []byte{'\n'})
 	if err := r.decodeInfo(info, off); err != nil {
 		return err
@@ -246,12 +262,7 @@ func parseInt(b []byte) (int, bool) {
 // newline, or the result would not decode to
 // r.
 func (r *Response) AppendTo(b []byte) ([]byte, error) {
-	b = append(b, oob...)
-	if r.Dialect == QuakeWorld {
-		b = append(b, qwHeader...)
-	} else {
-		b = append(b, printHeader...)
-	}
+	b = append(append(b, oob...), header(r.Dialect)...)
 	for _, v := range r.Vars {
 		if bytes.ContainsAny(v.Key, "\\\n") || bytes.ContainsAny(v.Value, "\\\n") {
 			return b, errors.New("quake2: an info key or value holds a backslash or newline")

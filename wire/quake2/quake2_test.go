@@ -12,8 +12,11 @@ import (
 
 // dialectOf is the dialect of a vector kind.
 func dialectOf(kind string) Dialect {
-	if strings.HasSuffix(kind, "qw") {
+	switch {
+	case strings.HasSuffix(kind, "qw"):
 		return QuakeWorld
+	case strings.HasSuffix(kind, "fivem"):
+		return FiveM
 	}
 	return Quake2
 }
@@ -49,6 +52,20 @@ func TestDecodeQuakeWorld(t *testing.T) {
 	}
 	if err := r.Decode(b, Quake2); !errors.Is(err, ErrNotResponse) {
 		t.Errorf("a QuakeWorld answer read as Quake 2's: got %v", err)
+	}
+}
+
+func TestDecodeFiveM(t *testing.T) {
+	var r Response
+	b := testutil.Vectors(t)["fivem-info"].Bytes
+	if err := r.Decode(b, FiveM); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.Get("hostname"); string(v) != "Gate RP \u2605 Los Santos" || len(r.Vars) != 9 || len(r.Players) != 0 {
+		t.Errorf("got %q, %d players", r.Vars, len(r.Players))
+	}
+	if err := r.Decode(b, Quake2); !errors.Is(err, ErrNotResponse) {
+		t.Errorf("a FiveM answer read as Quake 2's: got %v", err)
 	}
 }
 
@@ -95,7 +112,7 @@ func TestDecodeBounds(t *testing.T) {
 // closing quote is rejected.
 func TestDecodeTruncated(t *testing.T) {
 	for name, v := range testutil.Vectors(t) {
-		if v.Kind != "q2" && v.Kind != "qw" {
+		if v.Kind != "q2" && v.Kind != "qw" && v.Kind != "fivem" {
 			continue
 		}
 		d := dialectOf(v.Kind)
@@ -119,7 +136,7 @@ func TestDecodeTruncated(t *testing.T) {
 
 func TestRoundTrip(t *testing.T) {
 	for name, v := range testutil.Vectors(t) {
-		if v.Kind != "q2" && v.Kind != "qw" {
+		if v.Kind != "q2" && v.Kind != "qw" && v.Kind != "fivem" {
 			continue
 		}
 		var r Response
@@ -163,7 +180,7 @@ func BenchmarkDecode(b *testing.B) {
 func FuzzDecode(f *testing.F) {
 	testutil.SeedVectors(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, d := range []Dialect{Quake2, QuakeWorld} {
+		for _, d := range []Dialect{Quake2, QuakeWorld, FiveM} {
 			var r, r2 Response
 			if !testutil.Decodes(t, b, func(b []byte) error { return r.Decode(b, d) }) {
 				continue
