@@ -26,8 +26,10 @@ type Config struct {
 	// attempt_timeout, retries and max_response_size of the request.
 	query.HTTPAttempts
 	// The server's statistics feed token: the code= of the feed links its
-	// web interface shows under Settings. It is sent to the server only,
-	// never logged nor shown in answers or errors. Required.
+	// web interface shows under Settings. It may be an {env.X}
+	// placeholder, replaced when the configuration loads, so that the
+	// stored configuration does not hold it. It is sent to the server
+	// only, never logged nor shown in answers or errors. Required.
 	Token string `json:"token,omitempty"`
 }
 
@@ -41,6 +43,9 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// Secrets returns the token, for its placeholders to be replaced.
+func (c *Config) Secrets() map[string]*string { return map[string]*string{"token": &c.Token} }
 
 // NewProtocol builds the protocol.
 func (c *Config) NewProtocol() (query.Protocol, error) {
@@ -157,4 +162,7 @@ func (p *QueryProtocol) Command(ctx context.Context, address, command string, ar
 	return query.StatusRawCommand(ctx, p, address, command, args)
 }
 
-var _ query.ProtocolConfig = (*Config)(nil)
+var (
+	_ query.ProtocolConfig = (*Config)(nil)
+	_ query.SecretHolder   = (*Config)(nil)
+)
