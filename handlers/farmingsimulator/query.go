@@ -6,10 +6,8 @@ package farmingsimulator
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/gamegate/gamegate/handlers/query"
@@ -92,7 +90,7 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 		}
 		st.Players = append(st.Players, query.Player{Name: pl.Name, Raw: map[string]any{
 			"isUsed": true, "isAdmin": pl.IsAdmin == "true", "uptime": jsParseInt(pl.Uptime),
-			"x": jsParseFloat(pl.X), "y": jsParseFloat(pl.Y), "z": jsParseFloat(pl.Z)}})
+			"x": query.ParseFloat(pl.X), "y": query.ParseFloat(pl.Y), "z": query.ParseFloat(pl.Z)}})
 	}
 	mods := make([]map[string]any, 0, len(s.Mods))
 	for _, m := range s.Mods {
@@ -112,46 +110,6 @@ func jsParseInt(s string) any {
 		return n
 	}
 	return nil
-}
-
-// jsParseFloat is JavaScript's parseFloat(s): the longest decimal number
-// s starts with, nil (null in JSON) for NaN or an infinity.
-func jsParseFloat(s string) any {
-	t := strings.TrimLeft(s, " \t\n\r\v\f")
-	end := 0
-	if end < len(t) && (t[end] == '-' || t[end] == '+') {
-		end++
-	}
-	digits := 0
-	for end < len(t) && t[end] >= '0' && t[end] <= '9' {
-		end, digits = end+1, digits+1
-	}
-	if end < len(t) && t[end] == '.' {
-		end++
-		for end < len(t) && t[end] >= '0' && t[end] <= '9' {
-			end, digits = end+1, digits+1
-		}
-	}
-	if digits == 0 {
-		return nil
-	}
-	if end < len(t) && (t[end] == 'e' || t[end] == 'E') {
-		e := end + 1
-		if e < len(t) && (t[e] == '-' || t[e] == '+') {
-			e++
-		}
-		if e < len(t) && t[e] >= '0' && t[e] <= '9' {
-			for e < len(t) && t[e] >= '0' && t[e] <= '9' {
-				e++
-			}
-			end = e
-		}
-	}
-	f, err := strconv.ParseFloat(t[:end], 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
-		return nil
-	}
-	return f
 }
 
 // ReadOnlyCommands returns raw: it only reads the server's state.
