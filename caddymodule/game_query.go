@@ -209,6 +209,17 @@ func loadProtocol(ctx caddy.Context, structPtr any, field string) (query.Protoco
 		}
 		return nil, err
 	}
+	if field == "AdHocRaw" {
+		// Ad-hoc targets are the clients' choice: a credential given to
+		// ad_hoc would be sent to any address in allow_targets a client
+		// names, a game server it runs included.
+		if m, ok := mod.(interface{ GivenSecrets() []string }); ok {
+			if names := m.GivenSecrets(); len(names) > 0 {
+				return nil, fmt.Errorf("%s: credentials are sent to the server asked, and ad-hoc targets are the clients' choice: give them to named servers only",
+					strings.Join(names, ", "))
+			}
+		}
+	}
 	if m, ok := mod.(interface{ QueryProtocol() query.Protocol }); ok {
 		return m.QueryProtocol(), nil // a QueryProtocolModule's
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +102,23 @@ func (m *QueryProtocolModule[C, P]) Provision(ctx caddy.Context) error {
 	p, err := P(&cfg).NewProtocol()
 	m.protocol = p
 	return err
+}
+
+// GivenSecrets names the secret options (query.SecretHolder) the
+// configuration gives, in name order.
+func (m *QueryProtocolModule[C, P]) GivenSecrets() []string {
+	s, ok := any(&m.Config).(query.SecretHolder)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for name, v := range s.Secrets() {
+		if *v != "" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Validate checks the configuration.

@@ -51,3 +51,21 @@ func TestFarmingSimulatorTokenNotShown(t *testing.T) {
 		t.Errorf("the server was never asked")
 	}
 }
+
+// The token written as an {env.X} placeholder, as the docs show it, is
+// replaced when the configuration loads: the server is sent the token,
+// not the placeholder.
+func TestFarmingSimulatorTokenPlaceholder(t *testing.T) {
+	const token = "c0ffee5e1b2token"
+	t.Setenv("GAMEGATE_TEST_FS_FEED_TOKEN", token)
+	s := testutil.ExampleFarmingSimulator(token)
+	testutil.StartHTTPGame(t, s)
+	gate := startQueryGate(t, `
+			server farm `+s.Addr+` farmingsimulator22 {
+				token {env.GAMEGATE_TEST_FS_FEED_TOKEN}
+			}`)
+	var body map[string]any
+	if r := getJSON(t, gate+"/query/farm", &body); r.status != 200 || body["name"] != "Gate Farm & Friends" {
+		t.Errorf("GET /query/farm: %d %s, want 200 with the feed", r.status, r.body)
+	}
+}

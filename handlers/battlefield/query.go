@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -220,8 +219,7 @@ func serverInfo(w words, address string) (*query.Status, error) {
 	}
 	ts := make([]any, 0, teams)
 	for range teams {
-		t, _ := strconv.ParseFloat(strings.TrimSpace(w.next()), 64)
-		ts = append(ts, map[string]any{"tickets": t})
+		ts = append(ts, map[string]any{"tickets": query.ParseFloat(w.next())})
 	}
 	st.Raw["teams"] = ts
 	st.Raw["targetscore"] = query.ParseInt(w.next())

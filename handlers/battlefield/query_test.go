@@ -3,6 +3,7 @@ package battlefield
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -194,5 +195,31 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (&Config{}).Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
+	}
+}
+
+// A team's tickets that are not a finite number (NaN, Infinity, text) are
+// null, as GameDig's parseFloat and JSON.stringify make them, and the
+// status still encodes as JSON.
+func TestServerInfoTicketsNotFinite(t *testing.T) {
+	for _, tickets := range []string{"NaN", "Infinity", "-inf", "1e999", "tickets"} {
+		w := words{[]byte("s"), []byte("1"), []byte("32"), []byte("RUSH"), []byte("m"), []byte("0"), []byte("1"),
+			[]byte("1"), []byte(tickets), []byte("0"), []byte("")}
+		st, err := serverInfo(w, "127.0.0.1:47200")
+		if err != nil {
+			t.Fatalf("%s: %v", tickets, err)
+		}
+		teams, _ := st.Raw["teams"].([]any)
+		if len(teams) != 1 || teams[0].(map[string]any)["tickets"] != nil {
+			t.Errorf("%s: teams %v, want tickets null", tickets, teams)
+		}
+		if _, err := json.Marshal(st); err != nil {
+			t.Errorf("%s: %v", tickets, err)
+		}
+	}
+	w := words{[]byte("s"), []byte("1"), []byte("32"), []byte("RUSH"), []byte("m"), []byte("0"), []byte("1"),
+		[]byte("1"), []byte(" 12.5abc"), []byte("0"), []byte("")}
+	if st, err := serverInfo(w, "127.0.0.1:47200"); err != nil || st.Raw["teams"].([]any)[0].(map[string]any)["tickets"] != 12.5 {
+		t.Errorf("12.5abc: got %v, %v; want 12.5", st, err)
 	}
 }

@@ -6,10 +6,8 @@ package farmingsimulator
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/gamegate/gamegate/handlers/query"
@@ -26,8 +24,10 @@ type Config struct {
 	// attempt_timeout, retries and max_response_size of the request.
 	query.HTTPAttempts
 	// The server's statistics feed token: the code= of the feed links its
-	// web interface shows under Settings. It is sent to the server only,
-	// never logged nor shown in answers or errors. Required.
+	// web interface shows under Settings. It may be an {env.X}
+	// placeholder, replaced when the configuration loads, so that the
+	// stored configuration does not hold it. It is sent to the server
+	// only, never logged nor shown in answers or errors. Required.
 	Token string `json:"token,omitempty"`
 }
 
@@ -41,6 +41,9 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// Secrets returns the token, for its placeholders to be replaced.
+func (c *Config) Secrets() map[string]*string { return map[string]*string{"token": &c.Token} }
 
 // NewProtocol builds the protocol.
 func (c *Config) NewProtocol() (query.Protocol, error) {
@@ -87,7 +90,7 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 		}
 		st.Players = append(st.Players, query.Player{Name: pl.Name, Raw: map[string]any{
 			"isUsed": true, "isAdmin": pl.IsAdmin == "true", "uptime": jsParseInt(pl.Uptime),
-			"x": jsParseFloat(pl.X), "y": jsParseFloat(pl.Y), "z": jsParseFloat(pl.Z)}})
+			"x": query.ParseFloat(pl.X), "y": query.ParseFloat(pl.Y), "z": query.ParseFloat(pl.Z)}})
 	}
 	mods := make([]map[string]any, 0, len(s.Mods))
 	for _, m := range s.Mods {
@@ -109,46 +112,6 @@ func jsParseInt(s string) any {
 	return nil
 }
 
-// jsParseFloat is JavaScript's parseFloat(s): the longest decimal number
-// s starts with, nil (null in JSON) for NaN or an infinity.
-func jsParseFloat(s string) any {
-	t := strings.TrimLeft(s, " \t\n\r\v\f")
-	end := 0
-	if end < len(t) && (t[end] == '-' || t[end] == '+') {
-		end++
-	}
-	digits := 0
-	for end < len(t) && t[end] >= '0' && t[end] <= '9' {
-		end, digits = end+1, digits+1
-	}
-	if end < len(t) && t[end] == '.' {
-		end++
-		for end < len(t) && t[end] >= '0' && t[end] <= '9' {
-			end, digits = end+1, digits+1
-		}
-	}
-	if digits == 0 {
-		return nil
-	}
-	if end < len(t) && (t[end] == 'e' || t[end] == 'E') {
-		e := end + 1
-		if e < len(t) && (t[e] == '-' || t[e] == '+') {
-			e++
-		}
-		if e < len(t) && t[e] >= '0' && t[e] <= '9' {
-			for e < len(t) && t[e] >= '0' && t[e] <= '9' {
-				e++
-			}
-			end = e
-		}
-	}
-	f, err := strconv.ParseFloat(t[:end], 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
-		return nil
-	}
-	return f
-}
-
 // ReadOnlyCommands returns raw: it only reads the server's state.
 func (p *QueryProtocol) ReadOnlyCommands() []string { return []string{"raw"} }
 
@@ -157,4 +120,7 @@ func (p *QueryProtocol) Command(ctx context.Context, address, command string, ar
 	return query.StatusRawCommand(ctx, p, address, command, args)
 }
 
-var _ query.ProtocolConfig = (*Config)(nil)
+var (
+	_ query.ProtocolConfig = (*Config)(nil)
+	_ query.SecretHolder   = (*Config)(nil)
+)

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -66,6 +67,47 @@ func ParseIntOK(s string) (int, bool) {
 		return 0, true // past int64: read as 0, as it always was
 	}
 	return int(max(min(n, math.MaxInt32), math.MinInt32)), true
+}
+
+// ParseFloat is JavaScript's parseFloat(s): the longest decimal number
+// s starts with, nil (null in JSON) for NaN or an infinity, which JSON
+// cannot hold (GameDig's JSON.stringify writes null for them).
+func ParseFloat(s string) any {
+	t := strings.TrimLeft(s, " \t\n\r\v\f")
+	end := 0
+	if end < len(t) && (t[end] == '-' || t[end] == '+') {
+		end++
+	}
+	digits := 0
+	for end < len(t) && t[end] >= '0' && t[end] <= '9' {
+		end, digits = end+1, digits+1
+	}
+	if end < len(t) && t[end] == '.' {
+		end++
+		for end < len(t) && t[end] >= '0' && t[end] <= '9' {
+			end, digits = end+1, digits+1
+		}
+	}
+	if digits == 0 {
+		return nil
+	}
+	if end < len(t) && (t[end] == 'e' || t[end] == 'E') {
+		e := end + 1
+		if e < len(t) && (t[e] == '-' || t[e] == '+') {
+			e++
+		}
+		if e < len(t) && t[e] >= '0' && t[e] <= '9' {
+			for e < len(t) && t[e] >= '0' && t[e] <= '9' {
+				e++
+			}
+			end = e
+		}
+	}
+	f, err := strconv.ParseFloat(t[:end], 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
+		return nil
+	}
+	return f
 }
 
 // TrueTest is GameDig's reading of a flag: true, yes (in any case) or 1.
