@@ -566,7 +566,14 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 		}
 		body, err := json.Marshal(v)
 		if err != nil {
-			return nil, err
+			// A value JSON cannot carry (a NaN or an infinity a protocol
+			// passed on) is the server's answer at fault.
+			e := Upstream(t.address, errors.New("it holds a value JSON cannot carry"))
+			e.Detail = fmt.Errorf("%s: encoding its answer: %w", t.address, err)
+			if g.cfg.Log != nil {
+				g.cfg.Log(t.name, e.Detail)
+			}
+			return nil, e
 		}
 		a := newAnswer(http.StatusOK, body, cache.ETag(body, true))
 		a.value, _ = v.(*Status)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gamegate/gamegate/internal/testutil"
 )
@@ -45,6 +47,10 @@ func (p *countingProtocol) Command(_ context.Context, address, command string, a
 		return nil, Timeout(address)
 	case command == "missing":
 		return nil, &Error{HTTPStatus: http.StatusNotFound, Message: "unknown command", ProtocolStatus: 20}
+	case command == "nan":
+		return map[string]any{"tickets": math.NaN()}, nil
+	case command == "chatty":
+		return nil, Upstream(address, errors.New(strings.Repeat("é", 40000)))
 	}
 	return map[string]any{"command": command, "args": args}, nil
 }
@@ -60,7 +66,7 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 	r := &rig{clock: testutil.NewClock(time.Unix(1_700_000_000, 0)), proto: new(countingProtocol)}
 	cfg := Config{
 		Servers: map[string]Server{"arena": {Name: "arena", Address: "192.0.2.1:27960", Protocol: r.proto,
-			Commands: []string{"echo", "missing", "other", "a", "b", "c", "d"}}},
+			Commands: []string{"echo", "missing", "other", "a", "b", "c", "d", "nan", "chatty"}}},
 		DefaultTTL:           time.Second,
 		StaleWhileRevalidate: time.Millisecond, // past its lifetime, a result is refreshed first
 		StaleIfError:         time.Minute,
@@ -834,5 +840,27 @@ func TestMethodNotAllowedNamesItsServer(t *testing.T) {
 		if tc.server != "" && !strings.Contains(body, tc.server) || tc.server == "" && strings.Contains(body, `"server"`) {
 			t.Errorf("%s %s: got %s, want server %q", tc.method, tc.path, body, tc.server)
 		}
+	}
+}
+
+// A game server's answer that JSON cannot carry (a NaN a protocol passed
+// on) is a bad answer, said and logged as such, not an unreachable
+// server; and the text of a bad answer that a server chose is cut short
+// in the HTTP answer (the log keeps it whole).
+func TestUnencodableAndChattyAnswers(t *testing.T) {
+	var logged []error
+	r := newRig(t, func(c *Config) {
+		c.Log = func(_ string, err error) { logged = append(logged, err) }
+	})
+	w := r.do("GET", "/arena/nan", "")
+	if w.Code != http.StatusBadGateway || !strings.Contains(w.Body.String(), `"type":"bad_answer"`) {
+		t.Errorf("a NaN in an answer: got %d %s, want 502 bad_answer", w.Code, w.Body)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0].Error(), "NaN") {
+		t.Errorf("a NaN in an answer: logged %v, want the encoding error once", logged)
+	}
+	w = r.do("GET", "/arena/chatty", "")
+	if w.Code != http.StatusBadGateway || w.Body.Len() > 1024 || !utf8.Valid(w.Body.Bytes()) {
+		t.Errorf("a 40,000-character bad answer: got %d, %d bytes (valid UTF-8 %v), want 502 within 1 KiB", w.Code, w.Body.Len(), utf8.Valid(w.Body.Bytes()))
 	}
 }

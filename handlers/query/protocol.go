@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // Now is now(), or time.Now() when now is nil: the clock a protocol may be
@@ -282,9 +283,29 @@ func Timeout(address string) *Error {
 // what was wrong with the answer, in the protocol's words, and is sent to
 // the client: never pass a socket or operating-system error here (use
 // Failure).
+//
+// The game server may choose the text of err (a fault string it sent): the
+// answer carries at most MaxUpstreamText bytes of it, the log all of it.
 func Upstream(address string, err error) *Error {
-	return &Error{HTTPStatus: http.StatusBadGateway, Type: TypeBadAnswer, Message: "the game server sent an answer that could not be used: " + err.Error(),
+	return &Error{HTTPStatus: http.StatusBadGateway, Type: TypeBadAnswer, Message: "the game server sent an answer that could not be used: " + shortText(err.Error(), MaxUpstreamText),
 		Detail: fmt.Errorf("%s: unusable answer: %w", address, err)}
+}
+
+// MaxUpstreamText bounds the bytes of an unusable answer's reason that an
+// HTTP answer carries.
+const MaxUpstreamText = 256
+
+// shortText is s cut to at most n bytes on a character boundary, with an
+// ellipsis when cut.
+func shortText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // Unreachable is the error for a server that could not be queried at all;
