@@ -316,24 +316,16 @@ func (*MatchA2S) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Match reads the first datagram once.
-func (m *MatchA2S) Match(cx *layer4.Connection) (bool, error) {
-	if _, ok := cx.Conn.(net.PacketConn); !ok {
-		return false, nil
-	}
-	var buf [wirea2s.MaxRequest + 1]byte
-	n, err := cx.Read(buf[:])
-	if err != nil {
-		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
-	}
-	return wirea2s.LooksLikeRequest(buf[:n]), nil
-}
+var a2sMatcher = datagramMatcher{"a2s", wirea2s.MaxRequest + 1, wirea2s.LooksLikeRequest}
+
+// Match reads the first datagram once (see datagramMatcher).
+func (m *MatchA2S) Match(cx *layer4.Connection) (bool, error) { return a2sMatcher.match(cx) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //
 //	a2s
 func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseNoOptions(d, "a2s matcher")
+	return a2sMatcher.unmarshalCaddyfile(d)
 }
 
 // A2SShieldProtocol serves the A2S shield (layer4.handlers.a2s_shield) on
