@@ -100,9 +100,13 @@ type A2SShield struct {
 	// it is not answered. Default: 8192.
 	MaxSources int `json:"max_sources,omitempty"`
 
-	protocol *a2s.ShieldProtocol
-	logger   *zap.Logger
+	// The shield Provision builds, embedded so that the module serves its
+	// datagrams wherever it is a dgram.Protocol.
+	*shieldProtocol `json:"-"`
+	logger          *zap.Logger
 }
+
+type shieldProtocol = a2s.ShieldProtocol
 
 // CaddyModule returns the Caddy module information.
 func (*A2SShield) CaddyModule() caddy.ModuleInfo {
@@ -160,7 +164,7 @@ func (h *A2SShield) Provision(ctx caddy.Context) error {
 		}
 	}
 	var err error
-	if h.protocol, err = a2s.NewShieldProtocol(o); err != nil {
+	if h.shieldProtocol, err = a2s.NewShieldProtocol(o); err != nil {
 		return err
 	}
 	return registerDatagramMetrics(ctx, &a2sShieldMetrics.metricSet)
@@ -170,8 +174,8 @@ func (h *A2SShield) Provision(ctx caddy.Context) error {
 // (a2s.ShieldProtocol.Close): a reload or stop does not wait for the game
 // server.
 func (h *A2SShield) Cleanup() error {
-	if h.protocol != nil {
-		h.protocol.Close()
+	if h.shieldProtocol != nil {
+		h.shieldProtocol.Close()
 	}
 	return nil
 }
@@ -200,7 +204,7 @@ func (h *A2SShield) Validate() error {
 // and cached answers at once, requests that wait for the game server on
 // the shield's shared workers (see a2s.ShieldProtocol).
 func (h *A2SShield) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	return serveDatagrams(cx, h.protocol, "a2s_shield")
+	return serveDatagrams(cx, h.shieldProtocol, "a2s_shield")
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -316,24 +320,16 @@ func (*MatchA2S) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Match reads the first datagram once.
-func (m *MatchA2S) Match(cx *layer4.Connection) (bool, error) {
-	if _, ok := cx.Conn.(net.PacketConn); !ok {
-		return false, nil
-	}
-	var buf [wirea2s.MaxRequest + 1]byte
-	n, err := cx.Read(buf[:])
-	if err != nil {
-		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
-	}
-	return wirea2s.LooksLikeRequest(buf[:n]), nil
-}
+var a2sMatcher = datagramMatcher{"a2s", wirea2s.MaxRequest + 1, wirea2s.LooksLikeRequest}
+
+// Match reads the first datagram once (see datagramMatcher).
+func (m *MatchA2S) Match(cx *layer4.Connection) (bool, error) { return a2sMatcher.match(cx) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //
 //	a2s
 func (m *MatchA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseNoOptions(d, "a2s matcher")
+	return a2sMatcher.unmarshalCaddyfile(d)
 }
 
 // A2SShieldProtocol serves the A2S shield (layer4.handlers.a2s_shield) on
@@ -348,14 +344,6 @@ func (*A2SShieldProtocol) CaddyModule() caddy.ModuleInfo {
 		ID:  "gamegate.udp.protocols.a2s_shield",
 		New: func() caddy.Module { return new(A2SShieldProtocol) },
 	}
-}
-
-// Match reports whether the datagram looks like an A2S request.
-func (p *A2SShieldProtocol) Match(datagram []byte) bool { return p.protocol.Match(datagram) }
-
-// ServeDatagram answers one request, or queues it for a worker.
-func (p *A2SShieldProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
-	p.protocol.ServeDatagram(w, src, datagram)
 }
 
 var a2sShieldMetrics = newA2SShieldMetrics()

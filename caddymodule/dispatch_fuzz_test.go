@@ -188,7 +188,7 @@ func FuzzDispatch(f *testing.F) {
 		}
 		src := dispatchSource(addr, port)
 		sent, _ := dgram.Dispatch(protocols, src, datagram)
-		validated := g.responder.Server().Trusted(src.Addr()) || g.responder.Server().Authorized(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
+		validated := g.gqpResponder.Server().Trusted(src.Addr()) || g.gqpResponder.Server().Authorized(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
 		if validated {
 			return
 		}

@@ -93,9 +93,13 @@ type GQPResponder struct {
 	// warning at provision).
 	MaxDatagram int `json:"max_datagram,omitempty"`
 
-	responder *gqp.Responder
-	logger    *zap.Logger
+	// The responder Provision builds, embedded so that the module serves
+	// its datagrams wherever it is a dgram.Protocol.
+	*gqpResponder `json:"-"`
+	logger        *zap.Logger
 }
+
+type gqpResponder = gqp.Responder
 
 // GQPIdentify is the game identification identify returns.
 type GQPIdentify struct {
@@ -229,7 +233,7 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 			ce.Write(zap.Stringer("to", to), zap.Error(err))
 		}
 	}
-	if h.responder, err = gqp.NewResponder(cfg); err != nil {
+	if h.gqpResponder, err = gqp.NewResponder(cfg); err != nil {
 		return err
 	}
 	return registerDatagramMetrics(ctx, &gqpMetrics.metricSet)
@@ -238,8 +242,8 @@ func (h *GQPResponder) Provision(ctx caddy.Context) error {
 // Cleanup stops the workers, then ends the commands' upstream requests
 // (gqp.Responder.Close): a reload or stop does not wait for an upstream.
 func (h *GQPResponder) Cleanup() error {
-	if h.responder != nil {
-		h.responder.Close()
+	if h.gqpResponder != nil {
+		h.gqpResponder.Close()
 	}
 	return nil
 }
@@ -257,7 +261,7 @@ func (h *GQPResponder) Validate() error {
 // at once, or queued for its workers, which the gamegate app's servers
 // share (see gqp.Responder).
 func (h *GQPResponder) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	return serveDatagrams(cx, h.responder, "GQP")
+	return serveDatagrams(cx, h.gqpResponder, "GQP")
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

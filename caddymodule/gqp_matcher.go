@@ -1,9 +1,6 @@
 package caddymodule
 
 import (
-	"net"
-	"sync"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/mholt/caddy-l4/layer4"
@@ -20,6 +17,8 @@ func init() {
 // GQP can share a port with other protocols.
 type MatchGQP struct{}
 
+var gqpMatcher = datagramMatcher{"gqp", wiregqp.MaxQuery + 1, wiregqp.LooksLikeQuery}
+
 // CaddyModule returns the Caddy module information.
 func (*MatchGQP) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
@@ -28,29 +27,14 @@ func (*MatchGQP) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-type gqpMatchBuffer [wiregqp.MaxQuery + 1]byte
-
-var gqpMatchBuffers = sync.Pool{New: func() any { return new(gqpMatchBuffer) }}
-
-// Match reads the first datagram once.
-func (m *MatchGQP) Match(cx *layer4.Connection) (bool, error) {
-	if _, ok := cx.Conn.(net.PacketConn); !ok {
-		return false, nil
-	}
-	buf := gqpMatchBuffers.Get().(*gqpMatchBuffer)
-	defer gqpMatchBuffers.Put(buf)
-	n, err := cx.Read(buf[:])
-	if err != nil {
-		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
-	}
-	return wiregqp.LooksLikeQuery(buf[:n]), nil
-}
+// Match reads the first datagram once (see datagramMatcher).
+func (m *MatchGQP) Match(cx *layer4.Connection) (bool, error) { return gqpMatcher.match(cx) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //
 //	gqp
 func (m *MatchGQP) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseNoOptions(d, "gqp matcher")
+	return gqpMatcher.unmarshalCaddyfile(d)
 }
 
 // Interface guards

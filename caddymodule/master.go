@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"net/netip"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -108,9 +107,13 @@ type MasterProtocol struct {
 	// 64 bytes, no control characters. Default: master.
 	Name string `json:"name,omitempty"`
 
-	m       *master.Master
-	poolKey string
+	// The master Provision builds, embedded so that the module serves its
+	// datagrams.
+	*masterServer `json:"-"`
+	poolKey       string
 }
+
+type masterServer = master.Master
 
 // CaddyModule returns the Caddy module information.
 func (*MasterProtocol) CaddyModule() caddy.ModuleInfo {
@@ -219,7 +222,7 @@ func (p *MasterProtocol) Provision(ctx caddy.Context) error {
 	cfg.Registry = reg.Registry
 	cfg.Count = masterMetrics.datagrams.count
 	cfg.Sent = masterMetrics.sent
-	if p.m, err = master.New(cfg); err != nil {
+	if p.masterServer, err = master.New(cfg); err != nil {
 		return err
 	}
 	return masterMetrics.register(ctx.GetMetricsRegistry())
@@ -236,14 +239,6 @@ func (p *MasterProtocol) Cleanup() error {
 		return err
 	}
 	return nil
-}
-
-// Match reports whether the datagram is a message a master receives.
-func (p *MasterProtocol) Match(datagram []byte) bool { return p.m.Match(datagram) }
-
-// ServeDatagram handles one heartbeat, infoResponse or list request.
-func (p *MasterProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
-	p.m.ServeDatagram(w, src, datagram)
 }
 
 // UnmarshalCaddyfile sets up the master from Caddyfile tokens. Syntax:

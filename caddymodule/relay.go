@@ -49,9 +49,13 @@ type Relay struct {
 	// table (clients get ERROR 3 and bind again). Default: relay.
 	Name string `json:"name,omitempty"`
 
-	server   *relay.Server
-	tableKey string
+	// The relay server Provision builds, embedded so that the module
+	// serves its datagrams wherever it is a dgram.Protocol.
+	*relayServer `json:"-"`
+	tableKey     string
 }
+
+type relayServer = relay.Server
 
 // CaddyModule returns the Caddy module information.
 func (*Relay) CaddyModule() caddy.ModuleInfo {
@@ -120,7 +124,7 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.tableKey = key
-	if h.server, err = relay.NewServer(cfg, val.(pooledRelayTable).Table); err != nil {
+	if h.relayServer, err = relay.NewServer(cfg, val.(pooledRelayTable).Table); err != nil {
 		return err
 	}
 	return registerDatagramMetrics(ctx, &relayMetrics.metricSet)
@@ -143,7 +147,7 @@ func (h *Relay) Cleanup() error {
 // Handle relays the datagrams of one client address until the association
 // ends. Messages for other clients go out through the shared socket.
 func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
-	return serveDatagrams(cx, h.server, "the relay protocol")
+	return serveDatagrams(cx, h.relayServer, "the relay protocol")
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

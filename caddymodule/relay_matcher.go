@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"net"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/mholt/caddy-l4/layer4"
@@ -19,6 +17,9 @@ func init() {
 // type, so the relay can share a port with other protocols.
 type MatchRelay struct{}
 
+// The relay's peek reads the header only.
+var relayMatcher = datagramMatcher{"relay", wirerelay.HeaderLen, wirerelay.LooksLikeMessage}
+
 // CaddyModule returns the Caddy module information.
 func (*MatchRelay) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
@@ -27,24 +28,15 @@ func (*MatchRelay) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Match looks at the first datagram once, without reading further.
-func (m *MatchRelay) Match(cx *layer4.Connection) (bool, error) {
-	if _, ok := cx.Conn.(net.PacketConn); !ok {
-		return false, nil
-	}
-	var hdr [wirerelay.HeaderLen]byte
-	n, err := cx.Read(hdr[:])
-	if err != nil {
-		return false, err // ErrConsumedAllPrefetchedBytes: caddy-l4 reads the datagram first
-	}
-	return wirerelay.LooksLikeMessage(hdr[:n]), nil
-}
+// Match looks at the first datagram once, without reading further (see
+// datagramMatcher).
+func (m *MatchRelay) Match(cx *layer4.Connection) (bool, error) { return relayMatcher.match(cx) }
 
 // UnmarshalCaddyfile sets up the matcher from Caddyfile tokens. Syntax:
 //
 //	relay
 func (m *MatchRelay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseNoOptions(d, "relay matcher")
+	return relayMatcher.unmarshalCaddyfile(d)
 }
 
 // Interface guards

@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"net/netip"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
@@ -52,14 +50,6 @@ func (*RelayProtocol) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Match reports whether the datagram starts with a relay header.
-func (p *RelayProtocol) Match(datagram []byte) bool { return p.server.Match(datagram) }
-
-// ServeDatagram relays one datagram, appending what it sends to w.
-func (p *RelayProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
-	p.server.ServeDatagram(w, src, datagram)
-}
-
 // GQPProtocol serves the GQP responder (layer4.handlers.gqp) on a gamegate
 // UDP server: same options, same gqp.Responder, whose readers answer what
 // needs no upstream and whose few workers wait for an upstream (see
@@ -72,14 +62,6 @@ func (*GQPProtocol) CaddyModule() caddy.ModuleInfo {
 		ID:  "gamegate.udp.protocols.gqp",
 		New: func() caddy.Module { return new(GQPProtocol) },
 	}
-}
-
-// Match reports whether the datagram may be a GQP query.
-func (p *GQPProtocol) Match(datagram []byte) bool { return p.responder.Match(datagram) }
-
-// ServeDatagram answers the query, or queues it for a worker.
-func (p *GQPProtocol) ServeDatagram(w *dgram.Writer, src netip.AddrPort, datagram []byte) {
-	p.responder.ServeDatagram(w, src, datagram)
 }
 
 // Interface guards
