@@ -106,7 +106,10 @@ type FiveMServer struct {
 // StartFiveM starts s, answering until the test ends.
 func StartFiveM(t testing.TB, s *FiveMServer) {
 	t.Helper()
-	udp := ServeUDP(t, func(_ netip.AddrPort, req []byte) [][]byte {
+	// One port for both sides, as FXServer has: a leased one, free for
+	// TCP and UDP alike (an ephemeral UDP port may be another socket's
+	// TCP port).
+	udp := ServeUDPAt(t, FreeTCPAddr(t), func(_ netip.AddrPort, req []byte) [][]byte {
 		cmd := strings.TrimRight(string(req), "\x00")
 		challenge, ok := strings.CutPrefix(cmd, "\xff\xff\xff\xffgetinfo ")
 		if !ok {

@@ -74,7 +74,18 @@ func (c *UDPClient) Recv(timeout time.Duration) (b []byte, ok bool) {
 // address. answer runs on one goroutine, in arrival order, and owns req.
 func ServeUDP(t testing.TB, answer func(from netip.AddrPort, req []byte) [][]byte) netip.AddrPort {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	return ServeUDPAt(t, "127.0.0.1:0", answer)
+}
+
+// ServeUDPAt is ServeUDP on address: a fixture that answers on the same
+// port over TCP too listens on a port of FreeTCPAddr's, free for both.
+func ServeUDPAt(t testing.TB, address string, answer func(from netip.AddrPort, req []byte) [][]byte) netip.AddrPort {
+	t.Helper()
+	laddr, err := net.ResolveUDPAddr("udp", address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.ListenUDP("udp", laddr)
 	if err != nil {
 		t.Fatal(err)
 	}
