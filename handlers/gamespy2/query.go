@@ -120,19 +120,9 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	if v, ok := s("hostname"); ok {
 		st.Name = v
 	}
-	if v, ok := s("mapname"); ok {
-		st.Map = v
-	}
 	pw, _ := s("password")
 	st.Password = query.TrueTest(pw)
-	if v, ok := s("maxplayers"); ok {
-		st.MaxPlayers = query.ParseInt(v)
-	}
-	gamePort := 0
-	if v, ok := s("hostport"); ok {
-		gamePort = query.ParseInt(v)
-	}
-	st.Version, _ = s("gamever")
+	gamePort := query.GameSpyKeys(st, raw)
 
 	body, err := p.ask(ctx, address, wiregs2.SectionPlayers)
 	if err != nil {

@@ -171,16 +171,8 @@ func (p *QueryProtocol) Status(ctx context.Context, address string) (*query.Stat
 	} else if v, ok := s("servername"); ok {
 		st.Name = v
 	}
-	st.Map, _ = s("mapname")
 	st.Password = raw["password"] == "1"
-	if v, ok := s("maxplayers"); ok {
-		st.MaxPlayers = query.ParseInt(v)
-	}
-	gamePort := 0
-	if v, ok := s("hostport"); ok {
-		gamePort = query.ParseInt(v)
-	}
-	st.Version, _ = s("gamever")
+	gamePort := query.GameSpyKeys(st, raw)
 	if p.JC2MP {
 		st.Version, _ = s("version")
 	}

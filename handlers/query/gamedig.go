@@ -114,3 +114,15 @@ func ParseFloat(s string) any {
 func TrueTest(s string) bool {
 	return strings.EqualFold(s, "true") || strings.EqualFold(s, "yes") || s == "1"
 }
+
+// GameSpyKeys sets st's map, maxplayers and version from the keys
+// mapname, maxplayers and gamever (text values) as GameDig's GameSpy 2
+// and 3 read them, and returns the game port, hostport (0 without it).
+func GameSpyKeys(st *Status, keys map[string]any) (gamePort int) {
+	s := func(k string) string { v, _ := keys[k].(string); return v }
+	st.Map, st.Version = s("mapname"), s("gamever")
+	if _, ok := keys["maxplayers"]; ok {
+		st.MaxPlayers = ParseInt(s("maxplayers"))
+	}
+	return ParseInt(s("hostport"))
+}
