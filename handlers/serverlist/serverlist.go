@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -625,14 +626,19 @@ func (l *List) configuredStatus(gw *query.Gateway, c query.Listed, ask bool) *qu
 	if ask && !loading {
 		l.startQuery(func(ctx context.Context) { gw.LoadStatus(ctx, c.Name) })
 	}
-	st = &query.Status{Name: c.Name, Protocol: c.Protocol, Players: []query.Player{}, Bots: []query.Player{}, Raw: map[string]any{}}
+	st = &query.Status{Name: c.Name, Protocol: c.Protocol, Players: []query.Player{}, Bots: []query.Player{}, Raw: map[string]any{}, Ping: UnknownPing}
 	st.SetAddress(c.Address, 0)
 	return st
 }
 
+// UnknownPing is the ping of a server listed before any answer of its own
+// (from its heartbeat, or its configured name): no round trip was
+// measured, where 0 is a real one (on a LAN, under a millisecond).
+const UnknownPing = -1
+
 // fromInfo is a server's status as its last infoResponse gave it.
 func fromInfo(r master.Server) *query.Status {
-	st := &query.Status{Protocol: "quake3", NumPlayers: r.Clients, MaxPlayers: r.MaxClients,
+	st := &query.Status{Protocol: "quake3", NumPlayers: r.Clients, MaxPlayers: r.MaxClients, Ping: UnknownPing,
 		Players: []query.Player{}, Bots: []query.Player{}, Raw: map[string]any{}}
 	st.SetAddress(r.Addr.String(), 0)
 	if v, ok := wiremaster.InfoValue(r.Info, "hostname"); ok {
@@ -754,7 +760,10 @@ func (f Filter) Apply(servers []Server) Page {
 			return "", int64(s.Status.NumPlayers)
 		case "maxplayers":
 			return "", int64(s.Status.MaxPlayers)
-		case "ping":
+		case "ping": // unknown after every known one
+			if s.Status.Ping < 0 {
+				return "", math.MaxInt64
+			}
 			return "", s.Status.Ping
 		}
 		return strings.ToLower(s.Status.Name), 0

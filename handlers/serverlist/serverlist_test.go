@@ -174,6 +174,13 @@ func TestShapeAndETag(t *testing.T) {
 			t.Fatalf("no %q in %v", k, body.Servers[0])
 		}
 	}
+	// No round trip is known before an answer (-1); a live status's 0 is
+	// a round trip under a millisecond.
+	for _, s := range body.Servers {
+		if want := map[bool]float64{true: 0, false: UnknownPing}[s["name"] == "Live Arena"]; s["ping"] != want {
+			t.Errorf("%v: ping %v, want %v", s["name"], s["ping"], want)
+		}
+	}
 	// Every server (four are visible from loopback) is queried once; the
 	// queries run in the background, so wait for all of them.
 	testutil.WaitFor(t, "the live status, and a query of every server", func() bool {
