@@ -23,12 +23,7 @@ const chromiumPath = "/usr/bin/chromium"
 // elsewhere.
 func chromium(t *testing.T, url string, args ...string) string {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing: run scripts/peers (it installs Debian's chromium)", chromiumPath)
-		}
-		t.Skipf("%s is missing, so the page is not tested in a browser: run scripts/peers (it installs Debian's chromium)", chromiumPath)
-	}
+	requireChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -42,6 +37,18 @@ func chromium(t *testing.T, url string, args ...string) string {
 		t.Fatalf("chromium %s: %v: %s", url, err, stderr.String())
 	}
 	return string(out)
+}
+
+// requireChromium fails the test when Chromium is missing on CI and skips
+// it elsewhere.
+func requireChromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing: run scripts/peers (it installs Debian's chromium)", chromiumPath)
+		}
+		t.Skipf("%s is missing, so the page is not tested in a browser: run scripts/peers (it installs Debian's chromium)", chromiumPath)
+	}
 }
 
 // renderedPage dumps the DOM of the server-browser page at url once its

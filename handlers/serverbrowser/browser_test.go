@@ -245,3 +245,35 @@ func TestHistoryAndBadgesQueryNothing(t *testing.T) {
 		t.Fatalf("badge after the list's query: %s", w.Body)
 	}
 }
+
+// maxPageWeight bounds the page as served: its HTML, with its style and
+// script inline, is everything a browser fetches before the list.
+const maxPageWeight = 50 << 10
+
+// The page weighs under maxPageWeight, and its inline style and script are
+// exactly those the CSP's hashes allow (a browser would refuse the others).
+func TestPageWeightAndHashes(t *testing.T) {
+	b := newBrowser(t, testutil.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)))
+	w := get(b, "127.0.0.1:9", "/")
+	page, csp := w.Body.String(), w.Header().Get("Content-Security-Policy")
+	t.Logf("the page: %d bytes (index.html %d, browser.css %d, browser.js %d)", len(page), len(pageHTML), len(pageCSS), len(pageJS))
+	if len(page) >= maxPageWeight {
+		t.Errorf("the page weighs %d bytes, want under %d", len(page), maxPageWeight)
+	}
+	inline := func(open, end string) string {
+		_, rest, ok := strings.Cut(page, open)
+		body, _, ok2 := strings.Cut(rest, end)
+		if !ok || !ok2 {
+			t.Fatalf("no %s…%s in the page", open, end)
+		}
+		return body
+	}
+	for directive, body := range map[string]string{"script-src": inline("<script>", "</script>"), "style-src": inline("<style>", "</style>")} {
+		if want := directive + " " + cspHash(body) + ";"; !strings.Contains(csp, want) {
+			t.Errorf("the CSP %q does not allow the page's inline %s (%s)", csp, directive, want)
+		}
+	}
+	if n := strings.Count(page, "<script"); n != 1 {
+		t.Errorf("%d script elements, want the one", n)
+	}
+}

@@ -1,0 +1,273 @@
+package tests
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
+)
+
+var updateScreenshots = flag.Bool("update-screenshots", false,
+	"TestServerBrowserOnEveryScreen writes the server_browser page's screenshots into docs/handlers/img")
+
+// screenshotsDir is where the docs page of server_browser finds its
+// screenshots.
+const screenshotsDir = "../docs/handlers/img"
+
+// maxScreenshotSize bounds each screenshot kept in the docs.
+const maxScreenshotSize = 150 << 10
+
+// browserView is what tests/peers/server-browser.js is asked to look at:
+// the page at URL in a window of Width×Height, and what to do there.
+type browserView struct {
+	Name        string `json:"name"`
+	URL         string `json:"url"`
+	Width       int    `json:"width"`
+	Height      int    `json:"height"`
+	ColorScheme string `json:"colorScheme,omitempty"`
+	Open        string `json:"open,omitempty"`   // the address of the row to open
+	Reopen      bool   `json:"reopen,omitempty"` // load the opened row's URL again
+	Copy        string `json:"copy,omitempty"`   // the address whose copy control to press
+	Axe         bool   `json:"axe,omitempty"`
+	Screenshot  string `json:"screenshot,omitempty"`
+	Fixture     any    `json:"fixture,omitempty"` // servers.json's answer instead of the list's
+}
+
+type pageWidth struct{ ScrollWidth, InnerWidth int }
+
+// browserResult is what the script saw in a view.
+type browserResult struct {
+	Name           string
+	Errors         []string
+	Overflow       pageWidth
+	OpenedOverflow *pageWidth
+	Status         string
+	Background     string
+	Regions        []string
+	Empty          struct {
+		Shown bool
+		Text  string
+		Clear bool
+	}
+	Rows []struct {
+		Address, Name, Expanded, Game, Players, Ping, Connect, Badge string
+		Join                                                         *string
+		Copy                                                         bool
+		NameIsLink                                                   bool
+	}
+	Opened *struct {
+		Expanded, Hash, Text   string
+		Bots, Players, Columns []string
+		BotTags, ChartTitles   int
+		ChartLabels, Reopened  []string
+	}
+	Copied string
+	Axe    []struct {
+		ID, Impact, Help string
+		Nodes            int
+		Targets          []string
+	}
+	CSP []string
+}
+
+// browse runs tests/peers/server-browser.js (playwright-core driving
+// Debian's chromium) over views.
+func browse(t *testing.T, views ...browserView) []browserResult {
+	t.Helper()
+	requireChromium(t)
+	arg, err := json.Marshal(map[string]any{"chromium": chromiumPath, "views": views})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := testutil.RunNode(t, 4*time.Minute, "server-browser.js", string(arg))
+	var res []browserResult
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != len(views) {
+		t.Fatalf("server-browser.js printed %s: %v", out, err)
+	}
+	return res
+}
+
+// checkScreen holds what every view of the page must be: no horizontal
+// scrolling (the page no wider than the window, an opened row included),
+// no script error, nothing the CSP blocked, and no serious or critical
+// accessibility violation where axe-core ran.
+func checkScreen(t *testing.T, r browserResult) {
+	t.Helper()
+	t.Logf("%s: scrollWidth %d, innerWidth %d; opened: %+v; background %s; axe: %+v",
+		r.Name, r.Overflow.ScrollWidth, r.Overflow.InnerWidth, r.OpenedOverflow, r.Background, r.Axe)
+	for _, w := range []*pageWidth{&r.Overflow, r.OpenedOverflow} {
+		if w != nil && (w.InnerWidth == 0 || w.ScrollWidth > w.InnerWidth) {
+			t.Errorf("%s: the page is %d px wide in a window of %d: it scrolls sideways", r.Name, w.ScrollWidth, w.InnerWidth)
+		}
+	}
+	if len(r.Errors) > 0 || len(r.CSP) > 0 {
+		t.Errorf("%s: script errors %q, blocked by the CSP %q", r.Name, r.Errors, r.CSP)
+	}
+	for _, v := range r.Axe {
+		if v.Impact == "serious" || v.Impact == "critical" {
+			t.Errorf("%s: axe-core: %s (%s) on %d elements: %s %q", r.Name, v.ID, v.Impact, v.Nodes, v.Help, v.Targets)
+		}
+	}
+	for _, row := range r.Rows {
+		if (row.Join == nil) == !row.Copy {
+			t.Errorf("%s: row %s has join %v and copy %v: want one of them", r.Name, row.Address, row.Join, row.Copy)
+		}
+		if row.Badge != "badge/"+strings.ReplaceAll(row.Address, ":", "%3A")+".svg" || row.NameIsLink {
+			t.Errorf("%s: row %s: badge link %q, name or address a link: %v", r.Name, row.Address, row.Badge, row.NameIsLink)
+		}
+	}
+}
+
+// The server-browser page as players meet it, in Chromium at a phone's
+// width (390×844) and a desktop's (1280×900), light and dark: two real
+// OpenArena servers with bots, one registered with the master and one
+// configured in game_query with a region. At both widths the page does
+// not scroll sideways, each server has a join or copy control, its name
+// opens (by the keyboard) a row listing its bots, marked, with its map,
+// version and chart, the game's name is the list's, ?q=zzz shows the empty
+// state, the dark scheme changes the background, and axe-core finds no
+// serious or critical violation. With -update-screenshots it writes the
+// docs' screenshots:
+//
+//	go test ./tests -run TestServerBrowserOnEveryScreen -count=1 -args -update-screenshots
+func TestServerBrowserOnEveryScreen(t *testing.T) {
+	udp, web := testutil.FreeUDPAddr(t), testutil.FreeTCPAddr(t)
+	config := func(gameQuery string) string {
+		return gateConfig{UDP: udp, Protocols: "master", Web: web, Site: `handle_path /game/* {
+	game_query {
+		` + gameQuery + `
+		ttl status 1h
+	}
+}
+handle_path /browser/* {
+	server_browser {
+		title "Game servers"
+		refresh 2s
+	}
+}`}.String()
+	}
+	gate := testcaddy.Start(t, config(""))
+	registered := gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`)
+	oa := testutil.StartOpenArenaWithMaster(t, udp, "^2Browser ^7Arena", 8, "Grism", "Sarge")
+	eu := testutil.StartOpenArena(t, "^4Euro ^7Frag", 12, "Major")
+	testutil.WaitFor(t, "the OpenArena server to register", func() bool {
+		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`) > registered
+	})
+	gate.Load(t, config(fmt.Sprintf("server euro %s quake3\n\t\tregion euro eu-west", eu.Addr)))
+
+	base := "http://" + web + "/browser/"
+	var p listedPage
+	testutil.WaitFor(t, "both servers and their bots to be listed", func() bool {
+		if r := getJSON(t, base+"servers.json", &p); r.status != 200 {
+			t.Fatalf("GET servers.json: %d %s", r.status, r.body)
+		}
+		bots := 0
+		for _, s := range p.Servers {
+			bots += len(s.Bots)
+		}
+		return len(p.Servers) == 2 && bots == 3
+	})
+	games := map[string]string{}
+	for _, s := range p.Servers {
+		games[s.Address] = s.Game
+	}
+	testutil.WaitForWithin(t, 30*time.Second, "a sample of the OpenArena server's players", func() bool {
+		var h struct{ Servers map[string][]int }
+		getJSON(t, base+"history.json", &h)
+		s := h.Servers[oa.Addr]
+		return len(s) > 0 && s[len(s)-1] == 2
+	})
+
+	dir := screenshotsDir
+	if !*updateScreenshots {
+		dir = artifactsDir(t)
+	}
+	shot := func(name string) string { return filepath.Join(dir, "server_browser-"+name+".png") }
+	views := []browserView{
+		{Name: "390", URL: base, Width: 390, Height: 844, Open: oa.Addr, Reopen: true, Copy: oa.Addr, Axe: true, Screenshot: shot("390")},
+		{Name: "1280", URL: base, Width: 1280, Height: 900, Open: oa.Addr, Copy: eu.Addr, Axe: true, Screenshot: shot("1280")},
+		{Name: "390-dark", URL: base, Width: 390, Height: 844, ColorScheme: "dark", Open: oa.Addr, Axe: true, Screenshot: shot("390-dark")},
+		{Name: "1280-dark", URL: base, Width: 1280, Height: 900, ColorScheme: "dark", Axe: true},
+		{Name: "390-empty", URL: base + "?q=zzz", Width: 390, Height: 844, Axe: true},
+		{Name: "1280-empty", URL: base + "?q=zzz", Width: 1280, Height: 900},
+	}
+	res := browse(t, views...)
+	byName := map[string]browserResult{}
+	for _, r := range res {
+		checkScreen(t, r)
+		byName[r.Name] = r
+	}
+	for _, name := range []string{"390", "1280", "390-dark", "1280-dark"} {
+		r := byName[name]
+		if len(r.Rows) != 2 || !strings.Contains(r.Status, "2 of 2 servers, 3 players") {
+			t.Errorf("%s: %d rows (%q), want both servers", name, len(r.Rows), r.Status)
+		}
+		for _, row := range r.Rows {
+			if row.Game != games[row.Address] || row.Game == "" {
+				t.Errorf("%s: row %s shows game %q, the list names %q", name, row.Address, row.Game, games[row.Address])
+			}
+			if row.Join != nil || !row.Copy || row.Connect != row.Address {
+				t.Errorf("%s: row %s: join %v, copy %v of %q; want a copy of its address (no join link for quake3)", name, row.Address, row.Join, row.Copy, row.Connect)
+			}
+			want := map[string]string{oa.Addr: "Browser Arena", eu.Addr: "Euro Frag"}[row.Address]
+			if row.Name != want || !strings.Contains(row.Ping, " ms") {
+				t.Errorf("%s: row %s named %q, ping %q; want %q and a ping", name, row.Address, row.Name, row.Ping, want)
+			}
+		}
+		if !slices.Contains(r.Regions, "eu-west") {
+			t.Errorf("%s: the region filter offers %q, want eu-west", name, r.Regions)
+		}
+	}
+	for _, name := range []string{"390", "1280", "390-dark"} {
+		o := byName[name].Opened
+		if o == nil {
+			t.Fatalf("%s: no row opened", name)
+		}
+		if o.Expanded != "true" || !slices.Equal(o.Bots, []string{"Grism", "Sarge"}) || o.BotTags != 2 || len(o.Players) != 0 {
+			t.Errorf("%s: the opened row: expanded %s, bots %q (%d marked), players %q; want Grism and Sarge marked as bots", name, o.Expanded, o.Bots, o.BotTags, o.Players)
+		}
+		for _, want := range []string{oa.Map, "ioq3", "Players 2/8 (2 bots)", "Peak 2 players"} {
+			if !strings.Contains(o.Text, want) {
+				t.Errorf("%s: the opened row does not show %q:\n%s", name, want, o.Text)
+			}
+		}
+		if !slices.Contains(o.ChartLabels, "now") || !slices.Contains(o.ChartLabels, "−24 h") || o.ChartTitles != 96 {
+			t.Errorf("%s: the chart's labels %q and %d values on hover; want −24 h … now, and 96", name, o.ChartLabels, o.ChartTitles)
+		}
+	}
+	if o := byName["390"].Opened; o.Hash != "#server="+strings.ReplaceAll(oa.Addr, ":", "%3A") || !slices.Equal(o.Reopened, []string{"Browser Arena"}) {
+		t.Errorf("the opened row's URL: %q opens %q", o.Hash, o.Reopened)
+	}
+	if c := byName["390"].Copied; c != oa.Addr {
+		t.Errorf("the copy control at 390 px copied %q, want %s", c, oa.Addr)
+	}
+	if c := byName["1280"].Copied; c != eu.Addr {
+		t.Errorf("the copy control at 1280 px copied %q, want %s", c, eu.Addr)
+	}
+	for _, w := range []string{"390", "1280"} {
+		light, dark := byName[w].Background, byName[w+"-dark"].Background
+		if light == "" || light == dark {
+			t.Errorf("%s: background %q light, %q dark: the dark scheme is not applied", w, light, dark)
+		}
+		e := byName[w+"-empty"]
+		if len(e.Rows) != 0 || !e.Empty.Shown || e.Empty.Text != "No servers match “zzz”." || !e.Empty.Clear {
+			t.Errorf("%s ?q=zzz: %d rows, empty state %+v", w, len(e.Rows), e.Empty)
+		}
+	}
+	for _, name := range []string{"390", "1280", "390-dark"} {
+		info, err := os.Stat(shot(name))
+		if err != nil || info.Size() < 10<<10 || info.Size() > maxScreenshotSize {
+			t.Errorf("screenshot %s: %v, want 10 KiB to %d KiB", shot(name), err, maxScreenshotSize>>10)
+			continue
+		}
+		t.Logf("screenshot %s: %d bytes", shot(name), info.Size())
+	}
+}
