@@ -271,3 +271,75 @@ handle_path /browser/* {
 		t.Logf("screenshot %s: %d bytes", shot(name), info.Size())
 	}
 }
+
+// The page renders what list entries may carry beyond a Quake 3 server's
+// status, fed to it in Chromium in place of servers.json: a join URL (a
+// link, where the entry has one; a script URL is not one, and gets the
+// copy control), people with score and time beside bots, a ping of 0
+// (shown) apart from an unknown one (-1 or none: "—"), the game name as
+// given, a name too long for a phone that must wrap, and a list with no
+// server at all (its own empty state, with no filter to clear).
+func TestServerBrowserListEntriesInChromium(t *testing.T) {
+	_, _, web := startMasterSite(t, `handle_path /browser/* {
+	server_browser
+}`)
+	base := "http://" + web + "/browser/"
+	entry := func(addr, name string, fields map[string]any) map[string]any {
+		e := map[string]any{"name": name, "map": "de_dust2", "password": false, "numplayers": 0, "maxplayers": 16,
+			"players": []any{}, "bots": []any{}, "connect": addr, "queryPort": 27015, "ping": 0, "version": "1.40",
+			"raw": map[string]any{}, "protocol": "a2s", "address": addr, "game": "", "region": ""}
+		for k, v := range fields {
+			if v == nil {
+				delete(e, k)
+				continue
+			}
+			e[k] = v
+		}
+		return e
+	}
+	long := strings.Repeat("W", 200)
+	list := map[string]any{"total": 3, "offset": 0, "limit": 1000, "servers": []any{
+		entry("127.0.0.1:27015", "Source Arena", map[string]any{"game": "Counter-Strike 2", "join": "steam://connect/127.0.0.1:27015",
+			"numplayers": 3, "region": "eu-west",
+			"players": []any{map[string]any{"name": "alice", "raw": map[string]any{"score": 12, "time": 754.2}},
+				map[string]any{"name": "bob", "raw": map[string]any{"score": 3, "time": 30}}},
+			"bots": []any{map[string]any{"name": "Bot Kim", "raw": map[string]any{"score": 0, "time": 3600}}}}),
+		entry("127.0.0.1:27016", "Script Join", map[string]any{"game": "OpenArena", "join": "javascript:alert(1)", "ping": -1}),
+		entry("127.0.0.1:27017", long, map[string]any{"ping": nil}),
+	}}
+	none := map[string]any{"total": 0, "offset": 0, "limit": 1000, "servers": []any{}}
+	res := browse(t,
+		browserView{Name: "390", URL: base, Width: 390, Height: 844, Fixture: list, Open: "127.0.0.1:27015", Axe: true},
+		browserView{Name: "1280", URL: base, Width: 1280, Height: 900, Fixture: list, Open: "127.0.0.1:27015"},
+		browserView{Name: "390-none", URL: base, Width: 390, Height: 844, Fixture: none, Axe: true},
+		browserView{Name: "1280-none", URL: base, Width: 1280, Height: 900, Fixture: none},
+	)
+	for _, r := range res {
+		checkScreen(t, r)
+	}
+	for _, r := range res[:2] {
+		if len(r.Rows) != 3 {
+			t.Fatalf("%s: %d rows, want 3: %+v", r.Name, len(r.Rows), r.Rows)
+		}
+		script, source, unnamed := r.Rows[0], r.Rows[1], r.Rows[2] // by name, in lower case
+		if source.Address != "127.0.0.1:27015" || unnamed.Name != long {
+			t.Fatalf("%s: rows %+v", r.Name, r.Rows)
+		}
+		if source.Join == nil || *source.Join != "steam://connect/127.0.0.1:27015" || source.Copy || source.Game != "Counter-Strike 2" || source.Ping != "0 ms" {
+			t.Errorf("%s: the entry with a join URL: %+v", r.Name, source)
+		}
+		if script.Join != nil || !script.Copy || script.Ping != "—" || unnamed.Ping != "—" {
+			t.Errorf("%s: the script URL's entry %+v, the one without a ping %+v: want copy controls and —", r.Name, script, unnamed)
+		}
+		o := r.Opened
+		if o == nil || !slices.Equal(o.Players, []string{"alice", "bob"}) || !slices.Equal(o.Bots, []string{"Bot Kim"}) || o.BotTags != 1 ||
+			!slices.Equal(o.Columns, []string{"Name", "Score", "Time"}) || !strings.Contains(o.Text, "13 min") || !strings.Contains(o.Text, "eu-west") {
+			t.Errorf("%s: the opened row %+v", r.Name, o)
+		}
+	}
+	for _, r := range res[2:] {
+		if len(r.Rows) != 0 || !r.Empty.Shown || !strings.HasPrefix(r.Empty.Text, "No servers are listed yet") || r.Empty.Clear {
+			t.Errorf("%s: an empty list: %d rows, empty state %+v", r.Name, len(r.Rows), r.Empty)
+		}
+	}
+}
