@@ -143,8 +143,7 @@ func TestServerBrowserOnEveryScreen(t *testing.T) {
 	config := func(gameQuery string) string {
 		return gateConfig{UDP: udp, Protocols: "master", Web: web, Site: `handle_path /game/* {
 	game_query {
-		` + gameQuery + `
-		ttl status 1h
+		ttl status 1h` + gameQuery + `
 	}
 }
 handle_path /browser/* {
@@ -161,7 +160,7 @@ handle_path /browser/* {
 	testutil.WaitFor(t, "the OpenArena server to register", func() bool {
 		return gate.MustMetric(t, `gamegate_master_datagrams_total{verdict="registered"}`) > registered
 	})
-	gate.Load(t, config(fmt.Sprintf("server euro %s quake3\n\t\tregion euro eu-west", eu.Addr)))
+	gate.Load(t, config(fmt.Sprintf("\n\t\tserver euro %s quake3\n\t\tregion euro eu-west", eu.Addr)))
 
 	base := "http://" + web + "/browser/"
 	var p listedPage
@@ -186,7 +185,10 @@ handle_path /browser/* {
 		return len(s) > 0 && s[len(s)-1] == 2
 	})
 
-	dir := screenshotsDir
+	dir, err := filepath.Abs(screenshotsDir) // the script runs in tests/peers
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !*updateScreenshots {
 		dir = artifactsDir(t)
 	}
