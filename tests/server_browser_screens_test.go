@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,6 +84,12 @@ type browserResult struct {
 func browse(t *testing.T, views ...browserView) []browserResult {
 	t.Helper()
 	requireChromium(t)
+	if _, err := exec.LookPath("node"); err != nil && os.Getenv("CI") != "" {
+		t.Fatal("node is missing: the page is driven by playwright-core from tests/peers (scripts/peers)")
+	}
+	for _, pkg := range []string{"playwright-core", "axe-core"} {
+		t.Logf("%s %s", pkg, testutil.NpmVersion(t, pkg)) // fails, naming scripts/peers, when missing
+	}
 	arg, err := json.Marshal(map[string]any{"chromium": chromiumPath, "views": views})
 	if err != nil {
 		t.Fatal(err)
