@@ -175,11 +175,13 @@
 	}
 
 	// rules are a few of the status's raw variables: short scalar values,
-	// those the row shows left out.
+	// those the row shows left out, those players look for (game type,
+	// limits, mode, teams) first.
 	function rules(s) {
-		const shown = /^(sv_)?hostname$|^mapname$|^version$|^name$|^map$/i;
+		const shown = /^(sv_)?hostname$|^mapname$|^version$|^name$|^map$/i, first = /type|limit|mode|team|friendly|pure|mod$|difficulty|skill/i;
 		const raw = s.raw && typeof s.raw === "object" ? s.raw : {};
-		const all = Object.keys(raw).filter((k) => !shown.test(k) && ["string", "number", "boolean"].includes(typeof raw[k]) && String(raw[k]).length <= 48).sort();
+		const all = Object.keys(raw).filter((k) => !shown.test(k) && ["string", "number", "boolean"].includes(typeof raw[k]) && String(raw[k]).length <= 48)
+			.sort((a, b) => first.test(b) - first.test(a) || (a < b ? -1 : 1));
 		const some = all.slice(0, 12).map((k) => [k, String(raw[k])]);
 		return some.length ? dl("Rules" + (all.length > some.length ? " (" + some.length + " of " + all.length + ")" : ""), some) : el("div");
 	}
