@@ -224,3 +224,69 @@ func TestWriteErrorNamesItsCall(t *testing.T) {
 		}
 	}
 }
+
+// Datagrams to one address go out as one group where the kernel can send
+// them so (UDP_SEGMENT), and arrive each as sent, in the order sent to
+// their address; a shorter datagram ends its group, and a longer one
+// starts the next. Writing a batch so allocates nothing.
+func TestWriteGroupsDatagramsToOneAddress(t *testing.T) {
+	conn := listen(t)
+	defer conn.Close()
+	pio, err := newBatchIO(conn, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := pio.(*mmsgIO)
+	ca, cb := listen(t), listen(t)
+	defer ca.Close()
+	defer cb.Close()
+	a, bb := ca.LocalAddr().(*net.UDPAddr).AddrPort(), cb.LocalAddr().(*net.UDPAddr).AddrPort()
+	sends := []struct {
+		to   netip.AddrPort
+		data string
+	}{{a, "a1--"}, {bb, "b1"}, {a, "a2--"}, {a, "a3"}, {a, "a4--"}, {bb, "b2---"}, {a, "a5--"}, {bb, "b3"}}
+	out, data := make([]message, len(sends)), make([][]byte, len(sends))
+	for i, s := range sends {
+		data[i] = []byte(s.data)
+	}
+	batch := func() {
+		for i, s := range sends {
+			out[i] = message{buf: data[i], n: len(data[i]), addr: s.to}
+		}
+		for sent := 0; sent < len(out); {
+			n, err := b.write(out[sent:])
+			if err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			sent += n
+		}
+	}
+	buf := make([]byte, 64)
+	expect := func(c *net.UDPConn, want ...string) {
+		for _, w := range want {
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, _, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil || string(buf[:n]) != w {
+				t.Fatalf("received %q, %v; want %q", buf[:n], err, w)
+			}
+		}
+	}
+	batch()
+	expect(ca, "a1--", "a2--", "a3", "a4--", "a5--")
+	expect(cb, "b1", "b2---", "b3")
+	if b.gso {
+		// a1 a2 a3 | b1 | a4 a5 | b2 b3
+		if len(b.hs) != 4 {
+			t.Fatalf("8 datagrams to 2 addresses went out in %d groups, want 4", len(b.hs))
+		}
+	} else {
+		t.Log("the kernel sends no groups (UDP_SEGMENT): each datagram went alone")
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		batch()
+		expect(ca, "a1--", "a2--", "a3", "a4--", "a5--")
+		expect(cb, "b1", "b2---", "b3")
+	}); allocs != 0 {
+		t.Fatalf("got %v allocations per batch, want 0", allocs)
+	}
+}
