@@ -228,19 +228,42 @@ func TestWriteErrorNamesItsCall(t *testing.T) {
 // Datagrams to one address go out as one group where the kernel can send
 // them so (UDP_SEGMENT), and arrive each as sent, in the order sent to
 // their address; a shorter datagram ends its group, and a longer one
-// starts the next. Writing a batch so allocates nothing.
+// starts the next. Writing a batch so allocates nothing. An IPv6 socket
+// groups datagrams to IPv4 peers (mapped addresses) as to IPv6 ones.
 func TestWriteGroupsDatagramsToOneAddress(t *testing.T) {
-	conn := listen(t)
-	defer conn.Close()
+	peer := func(t *testing.T, ip string) *net.UDPConn {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
+		if err != nil {
+			t.Skipf("no %s: %v", ip, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	t.Run("ipv4", func(t *testing.T) {
+		conn := listen(t)
+		defer conn.Close()
+		testWriteGroups(t, conn, peer(t, "127.0.0.1"), peer(t, "127.0.0.1"))
+	})
+	t.Run("dual-stack", func(t *testing.T) {
+		conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv6unspecified})
+		if err != nil {
+			t.Skip("no IPv6:", err)
+		}
+		defer conn.Close()
+		testWriteGroups(t, conn, peer(t, "127.0.0.1"), peer(t, "::1"))
+	})
+}
+
+func testWriteGroups(t *testing.T, conn, ca, cb *net.UDPConn) {
 	pio, err := newBatchIO(conn, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := pio.(*mmsgIO)
-	ca, cb := listen(t), listen(t)
-	defer ca.Close()
-	defer cb.Close()
 	a, bb := ca.LocalAddr().(*net.UDPAddr).AddrPort(), cb.LocalAddr().(*net.UDPAddr).AddrPort()
+	if b.v6 {
+		a = netip.AddrPortFrom(netip.AddrFrom16(a.Addr().As16()), a.Port()) // as a dual-stack reader sees it
+	}
 	sends := []struct {
 		to   netip.AddrPort
 		data string
