@@ -203,6 +203,24 @@ func TestRefusedReplyCountedAloneAndInBatch(t *testing.T) {
 			t.Fatalf("batch reply: %q, %v; want %q", buf[:n], err, want)
 		}
 	}
+	// Replies to one address that would go as one group: each refused
+	// one is counted, and the group beside them still goes.
+	for _, m := range []struct {
+		b  string
+		to netip.AddrPort
+	}{{"refused", v6}, {"group", to}, {"refused", v6}, {"group", to}, {"refused", v6}} {
+		r.w.WriteTo([]byte(m.b), m.to)
+	}
+	r.w.Flush()
+	if got := r.counts[countDropWriteFailed]; got != 5 {
+		t.Fatalf("refused replies in groups: %d failed writes counted in all, want 5", got)
+	}
+	for range 2 {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, _, err := c.ReadFromUDPAddrPort(buf); err != nil || string(buf[:n]) != "group" {
+			t.Fatalf("grouped reply: %q, %v; want %q", buf[:n], err, "group")
+		}
+	}
 }
 
 // An error of a write names the system call that failed: sendto for a lone
