@@ -243,7 +243,7 @@ func (b *mmsgIO) frame(out []message, gso bool) int {
 		hdr.Namelen = encodeSockaddr(&b.wname[h], out[i].addr, b.v6)
 		if k-i > 1 {
 			c := b.wctrl[h*gsoCmsgWords : (h+1)*gsoCmsgWords]
-			*(*uint16)(unsafe.Pointer(uintptr(unsafe.Pointer(&c[0])) + uintptr(unix.CmsgLen(0)))) = uint16(out[i].n)
+			*(*uint16)(unsafe.Add(unsafe.Pointer(&c[0]), unix.CmsgLen(0))) = uint16(out[i].n) // the segment size
 			hdr.Control = (*byte)(unsafe.Pointer(&c[0]))
 			hdr.SetControllen(unix.CmsgSpace(2))
 		} else {
