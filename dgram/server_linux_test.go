@@ -203,6 +203,24 @@ func TestRefusedReplyCountedAloneAndInBatch(t *testing.T) {
 			t.Fatalf("batch reply: %q, %v; want %q", buf[:n], err, want)
 		}
 	}
+	// Replies to one address that would go as one group: each refused
+	// one is counted, and the group beside them still goes.
+	for _, m := range []struct {
+		b  string
+		to netip.AddrPort
+	}{{"refused", v6}, {"group", to}, {"refused", v6}, {"group", to}, {"refused", v6}} {
+		r.w.WriteTo([]byte(m.b), m.to)
+	}
+	r.w.Flush()
+	if got := r.counts[countDropWriteFailed]; got != 5 {
+		t.Fatalf("refused replies in groups: %d failed writes counted in all, want 5", got)
+	}
+	for range 2 {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, _, err := c.ReadFromUDPAddrPort(buf); err != nil || string(buf[:n]) != "group" {
+			t.Fatalf("grouped reply: %q, %v; want %q", buf[:n], err, "group")
+		}
+	}
 }
 
 // An error of a write names the system call that failed: sendto for a lone
@@ -222,5 +240,94 @@ func TestWriteErrorNamesItsCall(t *testing.T) {
 		if _, err := io.write(c.out); err == nil || !strings.HasPrefix(err.Error(), c.call+":") {
 			t.Errorf("writing %d datagrams the kernel refuses: %v, want an error of %s", len(c.out), err, c.call)
 		}
+	}
+}
+
+// Datagrams to one address go out as one group where the kernel can send
+// them so (UDP_SEGMENT), and arrive each as sent, in the order sent to
+// their address; a shorter datagram ends its group, and a longer one
+// starts the next. Writing a batch so allocates nothing. An IPv6 socket
+// groups datagrams to IPv4 peers (mapped addresses) as to IPv6 ones.
+func TestWriteGroupsDatagramsToOneAddress(t *testing.T) {
+	peer := func(t *testing.T, ip string) *net.UDPConn {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
+		if err != nil {
+			t.Skipf("no %s: %v", ip, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	t.Run("ipv4", func(t *testing.T) {
+		conn := listen(t)
+		defer conn.Close()
+		testWriteGroups(t, conn, peer(t, "127.0.0.1"), peer(t, "127.0.0.1"))
+	})
+	t.Run("dual-stack", func(t *testing.T) {
+		conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv6unspecified})
+		if err != nil {
+			t.Skip("no IPv6:", err)
+		}
+		defer conn.Close()
+		testWriteGroups(t, conn, peer(t, "127.0.0.1"), peer(t, "::1"))
+	})
+}
+
+func testWriteGroups(t *testing.T, conn, ca, cb *net.UDPConn) {
+	pio, err := newBatchIO(conn, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := pio.(*mmsgIO)
+	a, bb := ca.LocalAddr().(*net.UDPAddr).AddrPort(), cb.LocalAddr().(*net.UDPAddr).AddrPort()
+	if b.v6 {
+		a = netip.AddrPortFrom(netip.AddrFrom16(a.Addr().As16()), a.Port()) // as a dual-stack reader sees it
+	}
+	sends := []struct {
+		to   netip.AddrPort
+		data string
+	}{{a, "a1--"}, {bb, "b1"}, {a, "a2--"}, {a, "a3"}, {a, "a4--"}, {bb, "b2---"}, {a, "a5--"}, {bb, "b3"}}
+	out, data := make([]message, len(sends)), make([][]byte, len(sends))
+	for i, s := range sends {
+		data[i] = []byte(s.data)
+	}
+	batch := func() {
+		for i, s := range sends {
+			out[i] = message{buf: data[i], n: len(data[i]), addr: s.to}
+		}
+		for sent := 0; sent < len(out); {
+			n, err := b.write(out[sent:])
+			if err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			sent += n
+		}
+	}
+	buf := make([]byte, 64)
+	expect := func(c *net.UDPConn, want ...string) {
+		for _, w := range want {
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, _, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil || string(buf[:n]) != w {
+				t.Fatalf("received %q, %v; want %q", buf[:n], err, w)
+			}
+		}
+	}
+	batch()
+	expect(ca, "a1--", "a2--", "a3", "a4--", "a5--")
+	expect(cb, "b1", "b2---", "b3")
+	if b.gso {
+		// a1 a2 a3 | b1 | a4 a5 | b2 b3
+		if len(b.hs) != 4 {
+			t.Fatalf("8 datagrams to 2 addresses went out in %d groups, want 4", len(b.hs))
+		}
+	} else {
+		t.Log("the kernel sends no groups (UDP_SEGMENT): each datagram went alone")
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		batch()
+		expect(ca, "a1--", "a2--", "a3", "a4--", "a5--")
+		expect(cb, "b1", "b2---", "b3")
+	}); allocs != 0 {
+		t.Fatalf("got %v allocations per batch, want 0", allocs)
 	}
 }
