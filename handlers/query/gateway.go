@@ -31,6 +31,9 @@ type Server struct {
 	// Region is where the server is, as a server list shows it; "" is
 	// unknown.
 	Region string
+	// Game is the game's ID in the game catalogue (handlers/games), as
+	// configured; "" when the protocol alone was named.
+	Game string
 }
 
 // AdHocGame is how ad-hoc targets of one game are queried.
@@ -564,13 +567,15 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 type Listed struct {
 	Name, Address, Region string
 	Protocol              string // the protocol's name
+	Game                  string // Server.Game
 }
 
 // Listed appends the configured servers to dst, sorted by name.
 func (g *Gateway) Listed(dst []Listed) []Listed {
 	start := len(dst)
 	for name, t := range g.named {
-		dst = append(dst, Listed{Name: name, Address: t.address, Region: g.cfg.Servers[name].Region, Protocol: t.protocol.Name()})
+		dst = append(dst, Listed{Name: name, Address: t.address, Region: g.cfg.Servers[name].Region, Protocol: t.protocol.Name(),
+			Game: g.cfg.Servers[name].Game})
 	}
 	slices.SortFunc(dst[start:], func(a, b Listed) int { return strings.Compare(a.Name, b.Name) })
 	return dst

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/handlers/games"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/bounds"
@@ -149,6 +150,7 @@ type kept struct {
 	st        *query.Status // the summary
 	json      []byte
 	truncated bool
+	game      games.Game // what its status's gamename tells, if anything (ID "" otherwise)
 }
 
 // keep returns st as a list keeps it, cut to size bytes of JSON.
@@ -161,7 +163,15 @@ func keep(st *query.Status, size int) (kept, error) {
 	sum := &query.Status{Name: strings.Clone(st.Name), Map: strings.Clone(st.Map), Password: st.Password,
 		NumPlayers: st.NumPlayers, MaxPlayers: st.MaxPlayers, Connect: strings.Clone(st.Connect), QueryPort: st.QueryPort,
 		Ping: st.Ping, Version: strings.Clone(st.Version), Protocol: strings.Clone(st.Protocol), Address: strings.Clone(st.Address)}
-	return kept{sum, b, cut}, nil
+	game, _ := statusGame(st)
+	return kept{sum, b, cut, game}, nil
+}
+
+// statusGame is the game of the catalogue a status names in its gamename
+// (a Quake 3 family server's: OpenArena's says baseoa).
+func statusGame(st *query.Status) (games.Game, bool) {
+	name, _ := st.Raw["gamename"].(string)
+	return games.Default().ByStatusName(st.Protocol, name)
 }
 
 // NewStatuses returns an empty cache of statuses queried with query (the
@@ -256,8 +266,8 @@ type List struct {
 }
 
 type encKey struct {
-	st           *query.Status
-	game, region string
+	st                         *query.Status
+	game, gameID, join, region string
 }
 
 // hostScope is what a host name resolved to, for TTL.
@@ -353,14 +363,22 @@ func (l *List) Close() {
 }
 
 // Server is one entry of the list: a status in the game query result
-// shape, the game name the server registered with (or its status
+// shape, its game's name in the game catalogue where it can be told
+// (else the game name the server registered with, or its status
 // names), and its region where known. Truncated marks a status cut to a
 // list's MaxStatusSize. A status the list keeps is a summary (no
 // players, bots or raw variables) beside its whole encoding, which is
 // what the entry encodes.
 type Server struct {
-	Status    *query.Status
-	Game      string
+	Status *query.Status
+	Game   string
+	// GameID is the game's ID in the game catalogue, "" when the game is
+	// not told (Game is then what the server registered with, if
+	// anything).
+	GameID string
+	// Join is the URL that starts the game and joins the server, made of
+	// its address alone (games.Game.JoinURL); "" when the game has none.
+	Join      string
 	Region    string
 	Truncated bool
 
@@ -368,7 +386,8 @@ type Server struct {
 }
 
 // MarshalJSON writes the status with "game" and "region" beside its
-// fields, and "truncated": true for a status cut.
+// fields, "game_id" and "join" where known, and "truncated": true for a
+// status cut.
 func (s Server) MarshalJSON() ([]byte, error) {
 	b, err := s.statusJSON()
 	if err != nil || len(b) < 2 {
@@ -380,6 +399,14 @@ func (s Server) MarshalJSON() ([]byte, error) {
 	out = append(out, game...)
 	out = append(out, `,"region":`...)
 	out = append(out, region...)
+	if s.GameID != "" {
+		id, _ := json.Marshal(s.GameID)
+		out = append(append(out, `,"game_id":`...), id...)
+	}
+	if s.Join != "" {
+		join, _ := json.Marshal(s.Join)
+		out = append(append(out, `,"join":`...), join...)
+	}
 	if s.Truncated {
 		out = append(out, `,"truncated":true`...)
 	}
@@ -449,17 +476,23 @@ func (l *List) servers(client netip.Addr, ask bool) []Server {
 		}
 	}
 	out := make([]Server, 0, len(regs)+len(configured))
-	games := map[string]string{} // registered game names of configured servers
+	registered := map[string]string{} // registered game names of configured servers
 	for _, r := range regs {
 		if !master.Visible(r.Addr.Addr(), client) {
 			continue
 		}
 		if _, dup := byAddr[r.Addr.String()]; dup {
-			games[r.Addr.String()] = r.GameName
+			registered[r.Addr.String()] = r.GameName
 			continue
 		}
 		k := l.status(r, ask)
-		out = append(out, Server{Status: k.st, Game: r.GameName, Truncated: k.truncated, json: k.json})
+		e := Server{Status: k.st, Game: r.GameName, Truncated: k.truncated, json: k.json}
+		game := k.game
+		if game.ID == "" { // not queried yet: what it registered with
+			game, _ = games.Default().ByStatusName(k.st.Protocol, r.GameName)
+		}
+		e.setGame(game, r.Addr.Addr().String(), int(r.Addr.Port()))
+		out = append(out, e)
 	}
 	for key, src := range byAddr {
 		c := configured[src.at]
@@ -471,15 +504,32 @@ func (l *List) servers(client netip.Addr, ask bool) []Server {
 			continue
 		}
 		st := l.configuredStatus(src.gw, c, ask)
-		game := games[key]
-		if game == "" {
+		e := Server{Status: st, Game: registered[key], Region: c.Region}
+		if e.Game == "" {
 			if g, ok := st.Raw["gamename"].(string); ok && len(g) <= wiremaster.MaxGameName {
-				game = g
+				e.Game = g
 			}
 		}
-		out = append(out, Server{Status: st, Game: game, Region: c.Region})
+		game, ok := games.Default().Lookup(c.Game)
+		if !ok {
+			if game, ok = statusGame(st); !ok {
+				game, _ = games.Default().ByStatusName(c.Protocol, registered[key])
+			}
+		}
+		host, port, _ := netaddr.SplitHostPort(c.Address)
+		e.setGame(game, host, int(port))
+		out = append(out, e)
 	}
 	return out
+}
+
+// setGame names s's game g, if it is one (ID not ""), and gives it g's
+// join URL for host and port, the address s is listed at.
+func (s *Server) setGame(g games.Game, host string, port int) {
+	if g.ID == "" {
+		return
+	}
+	s.Game, s.GameID, s.Join = g.Name, g.ID, g.JoinURL(host, port)
 }
 
 // addrKey is the key two spellings of one address share: an IP address
@@ -732,7 +782,7 @@ func (f Filter) Apply(servers []Server) Page {
 	for _, s := range servers {
 		st := s.Status
 		switch {
-		case f.Game != "" && !strings.EqualFold(s.Game, f.Game),
+		case f.Game != "" && !strings.EqualFold(s.Game, f.Game) && !strings.EqualFold(s.GameID, f.Game),
 			f.Map != "" && !strings.EqualFold(st.Map, f.Map),
 			f.Region != "" && !strings.EqualFold(s.Region, f.Region),
 			f.NotEmpty && st.NumPlayers == 0,
@@ -846,7 +896,7 @@ func (l *List) encode(p Page, current []Server) ([]byte, error) {
 		l.forgetEncodings(current)
 	}
 	for i, s := range p.Servers {
-		k := encKey{s.Status, s.Game, s.Region}
+		k := encKey{s.Status, s.Game, s.GameID, s.Join, s.Region}
 		b, ok := l.encoded[k]
 		if !ok {
 			var err error
@@ -871,7 +921,7 @@ func (l *List) encode(p Page, current []Server) ([]byte, error) {
 func (l *List) forgetEncodings(current []Server) {
 	keep := make(map[encKey]struct{}, len(current))
 	for _, s := range current {
-		keep[encKey{s.Status, s.Game, s.Region}] = struct{}{}
+		keep[encKey{s.Status, s.Game, s.GameID, s.Join, s.Region}] = struct{}{}
 	}
 	for k := range l.encoded {
 		if _, ok := keep[k]; !ok {
