@@ -585,18 +585,24 @@ func (g *Gateway) Listed(dst []Listed) []Listed {
 // it would be answered from the cache now, without querying: ok is false
 // when there is none (nothing cached, a failure cached, or a value a GET
 // would have to load or refresh first). loading reports that a query of
-// it is running.
-func (g *Gateway) CachedStatus(name string) (st *Status, ok, loading bool) {
+// it is running. until is when the clock alone changes the answer (zero:
+// only a query's end, which changes Generation, does; see
+// cache.Result.Until).
+func (g *Gateway) CachedStatus(name string) (st *Status, until time.Time, ok, loading bool) {
 	t, named := g.named[name]
 	if !named {
-		return nil, false, false
+		return nil, time.Time{}, false, false
 	}
 	res, ok, loading := g.plain.Peek(resultKey{target: t.key, command: "status"}, g.policy("status"))
 	if !ok || res.Err != nil || res.Value == nil || res.Value.value == nil {
-		return nil, false, loading
+		return nil, res.Until, false, loading
 	}
-	return res.Value.value, true, loading
+	return res.Value.value, res.Until, true, loading
 }
+
+// Generation changes whenever CachedStatus may answer otherwise than by
+// the clock: a query ended, a result was dropped.
+func (g *Gateway) Generation() uint64 { return g.plain.Generation() }
 
 // LoadStatus brings the configured server name's status into the cache
 // as a GET of it does (its query rate and timeout), and returns once it
