@@ -599,7 +599,6 @@ func (l *List) hostVisible(address string, client netip.Addr, hz *horizon) bool 
 	}
 	addrs := h.addrs
 	if !h.resolving && !now.Before(h.expires) {
-		hz.by(now) // tried again at the next request if no query slot is free
 		h.resolving = l.startQuery(func(ctx context.Context) {
 			ctx, cancel := context.WithTimeout(ctx, l.cfg.QueryTimeout)
 			defer cancel()
@@ -616,7 +615,10 @@ func (l *List) hostVisible(address string, client netip.Addr, hz *horizon) bool 
 				return
 			}
 			h.addrs = got
-		}) // false: no query slot free, tried again next time
+		})
+		if !h.resolving {
+			hz.by(now) // no query slot free: tried again at the next request
+		}
 	} else if !h.resolving {
 		hz.by(h.expires)
 	}
