@@ -519,7 +519,7 @@ func (l *List) servers(client netip.Addr, ask bool, h *horizon) []Server {
 		k := l.status(r, ask, h)
 		e := Server{Status: k.st, Game: r.GameName, Truncated: k.truncated, json: k.json}
 		game := k.game
-		if game.ID == "" { // not queried yet: what it registered with
+		if game.ID == "" { // its status tells none (or is not queried yet): what it registered with
 			game, _ = games.Default().ByStatusName(k.st.Protocol, r.GameName)
 		}
 		e.setGame(game, r.Addr.Addr().String(), int(r.Addr.Port()))
