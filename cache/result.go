@@ -94,6 +94,13 @@ type Result[V any] struct {
 	// it started a background refresh.
 	Shared bool
 	Loaded bool
+
+	// Until, set by Peek, is when the clock alone makes Peek answer
+	// otherwise for the key under the same Policy (the end of its TTL, of
+	// its NegativeTTL, or of the pause after a failed refresh); zero when
+	// only a load's end does (one is running). Loads ending, and
+	// Invalidate, change Generation.
+	Until time.Time
 }
 
 // LoadPanicError is the error of a load that panicked or called
@@ -153,6 +160,9 @@ type Results[K comparable, V any] struct {
 	hits, staleHits, negativeHits, misses atomic.Uint64
 	sharedWaits, loads, loadErrors        atomic.Uint64
 	evictions                             atomic.Uint64
+	// generation counts the loads finished and the keys dropped: the
+	// changes of what Peek answers that the clock does not make.
+	generation atomic.Uint64
 
 	// life ends when Close is called; every load's context ends with it.
 	life  context.Context
@@ -338,13 +348,19 @@ func (r *Results[K, V]) Peek(key K, p Policy) (res Result[V], ok, loading bool) 
 		r.mu.Unlock()
 		return res, false, loading
 	case e.err != nil && age < p.NegativeTTL:
-		res = Result[V]{Err: e.err, LoadedAt: e.loadedAt, State: Negative}
+		res = Result[V]{Err: e.err, LoadedAt: e.loadedAt, State: Negative, Until: e.loadedAt.Add(p.NegativeTTL)}
 	case e.err == nil && age < p.TTL:
-		res = Result[V]{Value: e.value, LoadedAt: e.loadedAt, State: Fresh}
+		res = Result[V]{Value: e.value, LoadedAt: e.loadedAt, State: Fresh, Until: e.loadedAt.Add(p.TTL)}
 	case e.err == nil && (age-p.TTL < p.StaleWhileRevalidate || !e.failedAt.IsZero() && age-p.TTL < p.StaleIfError) &&
 		(loading || !e.failedAt.IsZero() && now.Sub(e.failedAt) < p.NegativeTTL):
 		// Get would serve it as it is and start nothing.
 		res = Result[V]{Value: e.value, LoadedAt: e.loadedAt, State: Stale}
+		if !loading {
+			res.Until = e.failedAt.Add(p.NegativeTTL)
+			if end := e.loadedAt.Add(p.TTL + max(p.StaleWhileRevalidate, p.StaleIfError)); end.Before(res.Until) {
+				res.Until = end
+			}
+		}
 	default:
 		r.mu.Unlock()
 		return res, false, loading
@@ -372,6 +388,12 @@ func (r *Results[K, V]) Invalidate(key K) {
 	}
 	r.mu.Unlock()
 }
+
+// Generation changes whenever what Peek answers may change other than by
+// the clock (see Result.Until): a load ended (its outcome stored or not),
+// a key was invalidated or evicted. A caller that read it before it
+// peeked may keep what it made of the answers while it is unchanged.
+func (r *Results[K, V]) Generation() uint64 { return r.generation.Load() }
 
 // Len is the number of keys held, including those whose first load is
 // still running.
@@ -481,6 +503,7 @@ func (r *Results[K, V]) finish(e *entry[K, V], f *flight[V], p Policy, v V, err 
 			r.remove(e) // nothing worth keeping
 		}
 	}
+	r.generation.Add(1) // after the outcome is stored
 	r.mu.Unlock()
 	if err != nil {
 		r.loadErrors.Add(1)
@@ -522,6 +545,7 @@ func (r *Results[K, V]) linkFront(e *entry[K, V]) {
 
 // remove drops e from the map and the LRU list. r.mu is held.
 func (r *Results[K, V]) remove(e *entry[K, V]) {
+	r.generation.Add(1)
 	delete(r.entries, e.key)
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil

@@ -839,3 +839,54 @@ func TestResultsUncachedError(t *testing.T) {
 		t.Fatalf("after the refused refresh: got %+v, %v; want v4 loaded at once (no NegativeTTL wait)", res, err)
 	}
 }
+
+// Generation changes when a load ends or a key is dropped, not on hits;
+// Peek's Until is when the clock alone changes its answer: the end of the
+// TTL for a fresh value, of the pause after a failed refresh for a stale
+// one, none while a refresh runs.
+func TestResultsGenerationAndUntil(t *testing.T) {
+	r := newTestResults(1)
+	p := Policy{TTL: time.Second, StaleIfError: time.Hour, StaleWhileRevalidate: time.Hour, NegativeTTL: 10 * time.Second}
+	var fail atomic.Bool
+	release := make(chan struct{})
+	load, _ := countingLoad(release, func(n int64) bool { return n == 2 }, &fail)
+	ctx := t.Context()
+	g0 := r.Generation()
+	if _, err := r.Get(ctx, "a", p, load); err != nil {
+		t.Fatal(err)
+	}
+	g1 := r.Generation()
+	if g1 == g0 {
+		t.Fatalf("a load ended: generation %d unchanged", g1)
+	}
+	res, ok, _ := r.Peek("a", p)
+	if !ok || !res.Until.Equal(t0.Add(time.Second)) || r.Generation() != g1 {
+		t.Fatalf("fresh: ok %v, until %v, generation %d; want %v, %d", ok, res.Until, r.Generation(), t0.Add(time.Second), g1)
+	}
+	r.clock.Advance(time.Second)
+	_, _ = r.Get(ctx, "a", p, load) // stale: the refresh (call 2) waits for release
+	res, ok, loading := r.Peek("a", p)
+	if !ok || !loading || !res.Until.IsZero() {
+		t.Fatalf("refreshing: ok %v, loading %v, until %v; want no time bound", ok, loading, res.Until)
+	}
+	fail.Store(true)
+	close(release)
+	testutil.WaitFor(t, "the refresh to fail", func() bool { return r.finished.Load() == 2 })
+	if r.Generation() == g1 {
+		t.Fatal("a refresh failed: generation unchanged")
+	}
+	res, ok, _ = r.Peek("a", p)
+	if want := t0.Add(time.Second + 10*time.Second); !ok || res.State != Stale || !res.Until.Equal(want) {
+		t.Fatalf("after a failed refresh: ok %v, %v until %v; want stale until %v", ok, res.State, res.Until, want)
+	}
+	g2 := r.Generation()
+	_, _ = r.Get(ctx, "b", p, load) // evicts a
+	if _, ok, _ := r.Peek("a", p); ok || r.Generation() == g2 {
+		t.Fatalf("a evicted: still cached %v, or generation unchanged (%d)", ok, r.Generation())
+	}
+	g3 := r.Generation()
+	r.Invalidate("b")
+	if r.Generation() == g3 {
+		t.Fatal("Invalidate: generation unchanged")
+	}
+}

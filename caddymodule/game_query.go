@@ -495,7 +495,7 @@ func (h *GameQuery) config() query.Config {
 			if addr == "" { // not provisioned: Validate checks the address as given
 				addr = s.Address
 			}
-			cfg.Servers[name] = query.Server{Name: name, Address: addr, Protocol: s.protocol, Commands: s.Commands, Region: s.Region}
+			cfg.Servers[name] = query.Server{Name: name, Address: addr, Protocol: s.protocol, Commands: s.Commands, Region: s.Region, Game: s.Game}
 		}
 	}
 	for _, a := range h.AllowTargets {

@@ -66,7 +66,7 @@ func TestClusterMasterListShared(t *testing.T) {
 		s, ok = nodeServers(t, b)[oa.Addr]
 		return ok && len(s.Bots) == len(bots)
 	})
-	if s.Name != "Shared Arena" || s.Map != oa.Map || s.NumPlayers != len(bots) || s.Game != "Quake3Arena" {
+	if s.Name != "Shared Arena" || s.Map != oa.Map || s.NumPlayers != len(bots) || s.Game != "OpenArena" {
 		t.Fatalf("node B lists %+v", s)
 	}
 	count, online := quakestatMaster(t, "-openarenam", b.master)

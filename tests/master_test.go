@@ -522,6 +522,8 @@ func TestServerListWithOpenArena(t *testing.T) {
 		Bots       []struct{ Name string }
 		Connect    string
 		Game       string
+		GameID     string `json:"game_id"`
+		Join       *string
 		Protocol   string
 		Address    string
 	}
@@ -541,11 +543,17 @@ func TestServerListWithOpenArena(t *testing.T) {
 	s := p.Servers[0]
 	t.Logf("listed: %+v", s)
 	if p.Total != 1 || s.Address != oa.Addr || s.Connect != oa.Addr || s.Name != "List Arena" || s.Map != oa.Map ||
-		s.NumPlayers != 2 || s.MaxPlayers != 8 || s.Password || s.Game != "Quake3Arena" || s.Protocol != "quake3" ||
+		s.NumPlayers != 2 || s.MaxPlayers != 8 || s.Password || s.Protocol != "quake3" ||
 		s.Bots[0].Name != "Grism" || s.Bots[1].Name != "Sarge" || len(s.Players) != 0 {
 		t.Fatalf("listed %+v", s)
 	}
-	for query, want := range map[string]int{"?not_empty&not_full&no_password": 1, "?game=Nexuiz": 0, "?map=oa_dm1": 1, "?map=q3dm17": 0} {
+	// It heartbeats as Quake3Arena; its status says baseoa: OpenArena,
+	// which has no join URL.
+	if s.Game != "OpenArena" || s.GameID != "openarena" || s.Join != nil {
+		t.Fatalf("listed as the game %q (%q), join %v; want OpenArena (openarena), no join", s.Game, s.GameID, s.Join)
+	}
+	for query, want := range map[string]int{"?not_empty&not_full&no_password": 1, "?game=Nexuiz": 0, "?map=oa_dm1": 1, "?map=q3dm17": 0,
+		"?game=openarena": 1, "?game=OpenArena": 1} {
 		if r := getJSON(t, base+query, &p); r.status != 200 || p.Total != want {
 			t.Errorf("%s: %d, total %d, want %d", query, r.status, p.Total, want)
 		}

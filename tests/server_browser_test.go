@@ -162,7 +162,7 @@ func TestServerBrowserInChromium(t *testing.T) {
 		"the OpenArena server's name":        strings.Contains(oaRow, ">Browser Arena<"),
 		"its map":                            strings.Contains(oaRow, ">"+oa.Map+"<"),
 		"its players (two bots) of its max":  strings.Contains(oaRow, ">2/8<"),
-		"its game":                           strings.Contains(oaRow, ">Quake3Arena<"),
+		"its game":                           strings.Contains(oaRow, ">OpenArena<"),
 		"its chart with a sample":            strings.Contains(oaRow, "<polyline"),
 		"the markup name, as text":           strings.Contains(fakeRow, "&lt;script&gt;document.title='pwned'&lt;/script&gt;&lt;b id=\"injected\"&gt;bold&lt;/b&gt;"),
 		"the empty server's players":         strings.Contains(fakeRow, ">0/16<"),

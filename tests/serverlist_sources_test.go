@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/internal/testutil/a2sserver"
 	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
+	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
 // listedServer is a server as /servers/ lists it.
@@ -21,6 +23,8 @@ type listedServer struct {
 	NumPlayers int
 	Bots       []struct{ Name string }
 	Game       string
+	GameID     string `json:"game_id"`
+	Join       string
 	Region     string
 	Protocol   string
 	Address    string
@@ -62,7 +66,7 @@ handle_path /browser/* {
 	})
 	// The master's list survives the reload that configures both servers
 	// in game_query.
-	gate.Load(t, config(fmt.Sprintf("server both %s quake3\n\t\t\tserver only %s quake3\n\t\t\tregion only eu-west", both.Addr, only.Addr)))
+	gate.Load(t, config(fmt.Sprintf("server both %s quake3\n\t\t\tserver only %s openarena\n\t\t\tregion only eu-west", both.Addr, only.Addr)))
 
 	base := "http://" + web + "/servers/"
 	var p listedPage
@@ -74,10 +78,14 @@ handle_path /browser/* {
 			len(p.Servers[1].Bots) == 2
 	})
 	t.Logf("listed: %+v", p.Servers)
-	if s := p.Servers[0]; s.Address != both.Addr || s.Game != "Quake3Arena" || s.Region != "" || len(s.Bots) != 1 {
+	// Both are OpenArena: one by its status (it registered as
+	// Quake3Arena, and is configured by protocol), one by its
+	// configuration.
+	if s := p.Servers[0]; s.Address != both.Addr || s.Game != "OpenArena" || s.GameID != "openarena" || s.Region != "" || len(s.Bots) != 1 {
 		t.Fatalf("the registered and configured server: %+v", s)
 	}
-	if s := p.Servers[1]; s.Region != "eu-west" || s.Address != only.Addr || s.Map != only.Map || s.Protocol != "quake3" || s.NumPlayers != 2 {
+	if s := p.Servers[1]; s.Region != "eu-west" || s.Address != only.Addr || s.Map != only.Map || s.Protocol != "quake3" || s.NumPlayers != 2 ||
+		s.Game != "OpenArena" || s.GameID != "openarena" || s.Join != "" {
 		t.Fatalf("the configured server: %+v", s)
 	}
 	if r := getJSON(t, base+"?region=EU-WEST", &p); r.status != 200 || p.Total != 1 || p.Servers[0].Address != only.Addr {
@@ -108,6 +116,39 @@ handle_path /browser/* {
 		if !slices.Equal(shown, want) {
 			t.Fatalf("/browser/%s shows %v, want %v", query, shown, want)
 		}
+	}
+}
+
+// A game_query server configured with a Steam game is listed with the
+// game's catalogue name and a steam://connect URL made of its configured
+// address, however hostile what the server says: a real A2S server
+// (wire/a2s) naming itself and its game with URLs of other schemes and
+// claiming another game port.
+func TestServerListJoinURL(t *testing.T) {
+	const hostile = `javascript:alert(document.domain)//`
+	srv := a2sserver.Start(t, a2sserver.Config{InfoChallenge: true, Info: wirea2s.Info{Protocol: 17,
+		Name: []byte(hostile), Map: []byte("de_dust2"), Folder: []byte("data:text/html,x"), Game: []byte(hostile),
+		AppID: 730, Players: 1, MaxPlayers: 16, ServerType: 'd', Environment: 'l', Version: []byte(hostile),
+		EDF: 0x80, Port: 1}})
+	_, _, web := startMasterSite(t, `handle_path /game/* {
+	game_query {
+		server cs `+srv.Addr+` counterstrike2
+	}
+}
+handle_path /servers/* {
+	server_list
+}`)
+	var p listedPage
+	testutil.WaitFor(t, "the server's status", func() bool {
+		if r := getJSON(t, "http://"+web+"/servers/", &p); r.status != 200 {
+			t.Fatalf("GET /servers/: %d %s", r.status, r.body)
+		}
+		return len(p.Servers) == 1 && p.Servers[0].Name == hostile
+	})
+	s := p.Servers[0]
+	t.Logf("listed: %+v", s)
+	if s.Game != "Counter-Strike 2" || s.GameID != "counterstrike2" || s.Join != "steam://connect/"+srv.Addr {
+		t.Fatalf("listed as %q (%q), join %q; want Counter-Strike 2 (counterstrike2), steam://connect/%s", s.Game, s.GameID, s.Join, srv.Addr)
 	}
 }
 

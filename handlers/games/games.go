@@ -16,9 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gamegate/gamegate/internal/netaddr"
 )
 
 // Game is one game of the catalogue.
@@ -46,6 +50,9 @@ type Game struct {
 	QueryPortOffsets []int `json:"port_query_offset,omitempty"`
 	// ReleaseYear is the year GameDig gives.
 	ReleaseYear int `json:"release_year,omitempty"`
+	// Join is the kind of URL that starts the game and joins a server
+	// (JoinURL): "steam", or "" for none known.
+	Join string `json:"-"`
 }
 
 // Catalogue is the games by ID, with their v4 IDs.
@@ -56,7 +63,13 @@ type Catalogue struct {
 	games          []Game // sorted by ID
 	byID           map[string]int
 	byOldID        map[string]int
+	// byStatusName finds a game by what its servers' statuses name it,
+	// under its gamegate protocol: the game folders of gamegate.json,
+	// then the games' IDs and names, lower-cased.
+	byStatusName map[statusName]int
 }
+
+type statusName struct{ protocol, name string }
 
 //go:embed gamedig.json
 var gamedigJSON []byte
@@ -79,6 +92,16 @@ type Decisions struct {
 	Protocols map[string]Override `json:"protocols"`
 	// Games overrides single games.
 	Games map[string]Override `json:"games"`
+	// StatusGameNames are what servers' statuses name their game by
+	// where it is neither its ID nor its name (a Quake 3 game's folder).
+	StatusGameNames map[string]StatusGameName `json:"status_game_names"`
+}
+
+// StatusGameName is the game a status's game name tells.
+type StatusGameName struct {
+	Game string `json:"game"`
+	// Why says how it is known, for people.
+	Why string `json:"why"`
 }
 
 // Override is one departure from GameDig's catalogue. A nil field keeps
@@ -89,6 +112,8 @@ type Override struct {
 	Port             *int   `json:"port,omitempty"`
 	QueryPort        *int   `json:"port_query,omitempty"`
 	QueryPortOffsets []int  `json:"port_query_offset,omitempty"`
+	// Join is the kind of join URL the games have (Game.Join).
+	Join string `json:"join,omitempty"`
 	// Why says the reason, for people.
 	Why string `json:"why"`
 }
@@ -137,6 +162,9 @@ func parse(facts, own []byte) (*Catalogue, Decisions, error) {
 		if o, ok := d.Games[g.ID]; ok {
 			o.apply(g)
 		}
+		if o, ok := d.Protocols[g.Protocol]; ok && g.Join == "" {
+			g.Join = o.Join
+		}
 		if g.GamegateProtocol == "" {
 			g.GamegateProtocol = g.Protocol
 			if o, ok := d.Protocols[g.Protocol]; ok {
@@ -172,6 +200,23 @@ func parse(facts, own []byte) (*Catalogue, Decisions, error) {
 			return nil, Decisions{}, fmt.Errorf("gamegate.json: protocol %q: needs gamegate_protocol and why", p)
 		}
 	}
+	c.byStatusName = make(map[statusName]int)
+	for i, g := range c.games { // IDs first: an ID wins over another game's name
+		c.byStatusName[statusName{g.GamegateProtocol, g.ID}] = i
+	}
+	for i, g := range c.games {
+		k := statusName{g.GamegateProtocol, strings.ToLower(g.Name)}
+		if _, taken := c.byStatusName[k]; !taken {
+			c.byStatusName[k] = i
+		}
+	}
+	for name, s := range d.StatusGameNames {
+		i, ok := c.byID[s.Game]
+		if !ok || s.Why == "" || name != strings.ToLower(name) {
+			return nil, Decisions{}, fmt.Errorf("gamegate.json: status game name %q: needs a known game, a why, and lower case", name)
+		}
+		c.byStatusName[statusName{c.games[i].GamegateProtocol, name}] = i
+	}
 	return c, d, nil
 }
 
@@ -190,6 +235,9 @@ func (o Override) apply(g *Game) {
 	}
 	if o.QueryPortOffsets != nil {
 		g.QueryPortOffsets = o.QueryPortOffsets
+	}
+	if o.Join != "" {
+		g.Join = o.Join
 	}
 }
 
@@ -232,6 +280,63 @@ func (c *Catalogue) Lookup(id string) (Game, bool) {
 		return c.games[i], true
 	}
 	return Game{}, false
+}
+
+// ByStatusName finds the game a server of the gamegate query protocol
+// protocol names in its status or its heartbeat (a Quake 3 family
+// server's gamename): a game folder gamegate.json knows (baseoa is
+// OpenArena), else a game's ID or name, case-insensitively, among the
+// games of that protocol. Quake 3's own heartbeat name, Quake3Arena,
+// which every ioquake3 game sends, tells none.
+func (c *Catalogue) ByStatusName(protocol, name string) (Game, bool) {
+	if name == "" || len(name) > maxStatusName {
+		return Game{}, false
+	}
+	if i, ok := c.byStatusName[statusName{protocol, strings.ToLower(name)}]; ok {
+		return c.games[i], true
+	}
+	return Game{}, false
+}
+
+// maxStatusName is longer than every game's name and ID: a longer name
+// is none of them, and is not lower-cased.
+const maxStatusName = 128
+
+// JoinURL returns the URL that starts g and joins its server at host and
+// port, or "" when g has none: steam://connect/host:port for a Steam game
+// (Join "steam") whose query port is its game port, as Source and GoldSrc
+// games' are (Steam looks the server up at that address before it starts
+// the game; a game that answers queries on another port is left out).
+// host must be an IP address or a DNS host name (netaddr.IsHostName) and
+// port from 1 to 65535, else there is none: the URL is made of
+// nothing else, so no text of a server's can reach it.
+func (g Game) JoinURL(host string, port int) string {
+	if g.Join != "steam" || g.QueryPort != 0 || len(g.QueryPortOffsets) > 0 {
+		return ""
+	}
+	hostPort, ok := joinAddress(host, port)
+	if !ok {
+		return ""
+	}
+	return "steam://connect/" + hostPort
+}
+
+// joinAddress is host:port for a URL if host is an IP address or a DNS
+// name and port a port.
+func joinAddress(host string, port int) (string, bool) {
+	if port < 1 || port > 65535 {
+		return "", false
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a.Zone() != "" {
+			return "", false // a zone is the client's own, not a server's
+		}
+		return netip.AddrPortFrom(a.Unmap(), uint16(port)).String(), true
+	}
+	if !netaddr.IsHostName(host) {
+		return "", false
+	}
+	return host + ":" + strconv.Itoa(port), true
 }
 
 // ErrNoPort is the error of an address without a port for a game with no

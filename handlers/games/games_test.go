@@ -219,3 +219,78 @@ func TestQueryPortsAsGameDigTriesThem(t *testing.T) {
 	}
 	t.Logf("%d query ports as GameDig tries them", checked)
 }
+
+// A status's game name tells its game among its protocol's games: a game
+// folder gamegate.json knows, an ID or a name; Quake 3's heartbeat name,
+// which every ioquake3 game sends, tells none.
+func TestByStatusName(t *testing.T) {
+	c := Default()
+	for _, tc := range []struct{ protocol, name, want string }{
+		{"quake3", "baseoa", "openarena"},
+		{"quake3", "BaseOA", "openarena"},
+		{"quake3", "baseq3", "q3a"},
+		{"quake3", "Nexuiz", "nexuiz"},
+		{"quake3", "Xonotic", "xonotic"},
+		{"quake3", "OpenArena", "openarena"},
+		{"quake3", "Quake3Arena", ""},
+		{"quake3", "", ""},
+		{"a2s", "baseoa", ""}, // another protocol's games only
+		{"quake3", "Counter-Strike 2", ""},
+		{"a2s", "Counter-Strike 2", "counterstrike2"},
+	} {
+		g, ok := c.ByStatusName(tc.protocol, tc.name)
+		if ok != (tc.want != "") || g.ID != tc.want {
+			t.Errorf("ByStatusName(%q, %q) = %q, %v; want %q", tc.protocol, tc.name, g.ID, ok, tc.want)
+		}
+	}
+}
+
+// A join URL is made of the address alone, for Steam games whose query
+// port is their game port; anything but an IP address or a host name as
+// the host gives none, so no text a server sends can make a URL of
+// another scheme.
+func TestJoinURL(t *testing.T) {
+	c := Default()
+	game := func(id string) Game {
+		g, ok := c.Lookup(id)
+		if !ok {
+			t.Fatalf("no game %q", id)
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		game, host string
+		port       int
+		want       string
+	}{
+		{"counterstrike2", "203.0.113.7", 27015, "steam://connect/203.0.113.7:27015"},
+		{"counterstrike2", "2001:db8::7", 27015, "steam://connect/[2001:db8::7]:27015"},
+		{"counterstrike2", "::ffff:203.0.113.7", 27015, "steam://connect/203.0.113.7:27015"},
+		{"counterstrike2", "cs.example.com", 27016, "steam://connect/cs.example.com:27016"},
+		{"counterstrike2", "javascript:alert(1)//", 27015, ""},
+		{"counterstrike2", "a.example/../x", 27015, ""},
+		{"counterstrike2", "a b", 27015, ""},
+		{"counterstrike2", "fe80::1%eth0", 27015, ""},
+		{"counterstrike2", "", 27015, ""},
+		{"counterstrike2", "203.0.113.7", 0, ""},
+		{"counterstrike2", "203.0.113.7", 65536, ""},
+		{"openarena", "203.0.113.7", 27960, ""}, // no join URL known
+		{"a2oa", "203.0.113.7", 2302, ""},       // a query port of its own
+	} {
+		if got := game(tc.game).JoinURL(tc.host, tc.port); got != tc.want {
+			t.Errorf("%s.JoinURL(%q, %d) = %q, want %q", tc.game, tc.host, tc.port, got, tc.want)
+		}
+	}
+	steam := 0
+	for _, g := range c.Games() {
+		if g.JoinURL("203.0.113.7", 27015) != "" {
+			steam++
+			if g.Protocol != "valve" && g.Protocol != "goldsrc" {
+				t.Errorf("%s (%s): a Steam join URL", g.ID, g.Protocol)
+			}
+		}
+	}
+	if steam < 50 {
+		t.Errorf("%d games with a Steam join URL, want the Source and GoldSrc ones (at least 50)", steam)
+	}
+}

@@ -746,3 +746,27 @@ func TestForgottenChallengeStillRegisters(t *testing.T) {
 		t.Fatalf("an answer after challenge_timeout: %v", r.counts)
 	}
 }
+
+// The registry's generation changes when a server is listed, refreshed or
+// forgotten, and not when the list is read or a heartbeat waits for its
+// answer.
+func TestRegistryGeneration(t *testing.T) {
+	r := newRig(t, Config{Expiry: 15 * time.Minute})
+	reg := r.m.Registry()
+	const srv, client = "127.0.0.1:27960", "127.0.0.1:5000"
+	step := func(what string, changes bool, do func()) {
+		t.Helper()
+		before := reg.Generation()
+		do()
+		if changed := reg.Generation() != before; changed != changes {
+			t.Fatalf("%s: generation changed %v, want %v", what, changed, changes)
+		}
+	}
+	var c []byte
+	step("a heartbeat", false, func() { c = r.challenge(srv) })
+	step("a registration", true, func() { r.send(srv, infoResponse(c, "")) })
+	step("reading the list", false, func() { reg.Servers(nil); r.list(client, "getservers 71 empty full") })
+	step("a refresh", true, func() { r.register(srv, `\hostname\Renamed`) })
+	r.clock.Advance(16 * time.Minute)
+	step("the expiry swept", true, func() { reg.Len() })
+}

@@ -50,6 +50,8 @@ type Registry struct {
 	shared     *sharing
 	outbox     map[netip.AddrPort]outgoing
 	maxServers atomic.Int64
+	// generation counts the changes of the listed servers (Generation).
+	generation atomic.Uint64
 	// The last Master's shared_networks: where a server another node
 	// proved may be listed besides public addresses.
 	sharedNetworks atomic.Pointer[[]netip.Prefix]
@@ -178,6 +180,7 @@ func (r *Registry) sweep(now int64, force bool) {
 // remove drops the server at i, moving the last into its place. The
 // caller holds mu.
 func (r *Registry) remove(i int) {
+	r.generation.Add(1)
 	s := r.servers[i]
 	delete(r.index, s.addr)
 	if r.perAddr[s.addr.Addr()]--; r.perAddr[s.addr.Addr()] <= 0 {
@@ -369,6 +372,7 @@ func (r *Registry) register(addr netip.AddrPort, in *wire.Info, cfg *Config) Ver
 		i, v = r.list(addr), Registered
 	}
 	r.servers[i].set(addr, now+int64(cfg.Expiry), in.Name(), in.Raw, in.Protocol, in.Clients, in.MaxClients, in.GameType)
+	r.generation.Add(1)
 	r.servers[i].provenSlot = slot
 	r.queueShared(i, cfg)
 	r.sweep(now, false)
@@ -437,6 +441,13 @@ func (r *Registry) Len() (servers, challenges int) {
 	r.sweep(now, true)
 	return len(r.servers), len(r.pending)
 }
+
+// Generation changes whenever a server is listed, refreshed (its
+// infoResponse, its expiry) or forgotten; a server's expiry passing
+// hides it from Servers before it changes (Server.Expires says when).
+// What a caller made of Servers, having read Generation first, holds
+// while it is unchanged and no server expired.
+func (r *Registry) Generation() uint64 { return r.generation.Load() }
 
 // Server is what the registry knows of a listed server.
 type Server struct {

@@ -278,6 +278,7 @@ func (r *Registry) adopt(ls store.ListedServer) {
 		i = r.list(addr)
 	}
 	r.servers[i].set(addr, expires, []byte(rec.GameName), []byte(rec.Info), rec.Protocol, rec.Clients, rec.MaxClients, rec.GameType)
+	r.generation.Add(1)
 }
 
 // mayAdopt reports whether a server another node proved at addr may be

@@ -31,6 +31,9 @@ type Server struct {
 	// Region is where the server is, as a server list shows it; "" is
 	// unknown.
 	Region string
+	// Game is the game's ID in the game catalogue (handlers/games), as
+	// configured; "" when the protocol alone was named.
+	Game string
 }
 
 // AdHocGame is how ad-hoc targets of one game are queried.
@@ -564,13 +567,15 @@ func (g *Gateway) loader(t *target, command string, args []string) func(context.
 type Listed struct {
 	Name, Address, Region string
 	Protocol              string // the protocol's name
+	Game                  string // Server.Game
 }
 
 // Listed appends the configured servers to dst, sorted by name.
 func (g *Gateway) Listed(dst []Listed) []Listed {
 	start := len(dst)
 	for name, t := range g.named {
-		dst = append(dst, Listed{Name: name, Address: t.address, Region: g.cfg.Servers[name].Region, Protocol: t.protocol.Name()})
+		dst = append(dst, Listed{Name: name, Address: t.address, Region: g.cfg.Servers[name].Region, Protocol: t.protocol.Name(),
+			Game: g.cfg.Servers[name].Game})
 	}
 	slices.SortFunc(dst[start:], func(a, b Listed) int { return strings.Compare(a.Name, b.Name) })
 	return dst
@@ -580,18 +585,24 @@ func (g *Gateway) Listed(dst []Listed) []Listed {
 // it would be answered from the cache now, without querying: ok is false
 // when there is none (nothing cached, a failure cached, or a value a GET
 // would have to load or refresh first). loading reports that a query of
-// it is running.
-func (g *Gateway) CachedStatus(name string) (st *Status, ok, loading bool) {
+// it is running. until is when the clock alone changes the answer (zero:
+// only a query's end, which changes Generation, does; see
+// cache.Result.Until).
+func (g *Gateway) CachedStatus(name string) (st *Status, until time.Time, ok, loading bool) {
 	t, named := g.named[name]
 	if !named {
-		return nil, false, false
+		return nil, time.Time{}, false, false
 	}
 	res, ok, loading := g.plain.Peek(resultKey{target: t.key, command: "status"}, g.policy("status"))
 	if !ok || res.Err != nil || res.Value == nil || res.Value.value == nil {
-		return nil, false, loading
+		return nil, res.Until, false, loading
 	}
-	return res.Value.value, true, loading
+	return res.Value.value, res.Until, true, loading
 }
+
+// Generation changes whenever CachedStatus may answer otherwise than by
+// the clock: a query ended, a result was dropped.
+func (g *Gateway) Generation() uint64 { return g.plain.Generation() }
 
 // LoadStatus brings the configured server name's status into the cache
 // as a GET of it does (its query rate and timeout), and returns once it

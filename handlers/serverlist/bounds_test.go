@@ -132,7 +132,7 @@ func TestHostileStatusCut(t *testing.T) {
 		}
 	}
 	// What the statuses keep is cut too, to the list's max_status_size.
-	k, ok := r.statuses.get(netip.MustParseAddrPort("127.0.0.1:1"), r.list.policy, r.list.load(netip.MustParseAddrPort("127.0.0.1:1")), true)
+	k, _, ok := r.statuses.get(netip.MustParseAddrPort("127.0.0.1:1"), r.list.policy, r.list.load(netip.MustParseAddrPort("127.0.0.1:1")), true)
 	if !ok || !k.truncated || len(k.json) > 4<<10 || len(k.st.Players)+len(k.st.Raw) != 0 {
 		t.Fatalf("kept status: %v, truncated %v, %d bytes, a summary of %d players and %d variables", ok, k.truncated, len(k.json), len(k.st.Players), len(k.st.Raw))
 	}

@@ -18,9 +18,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gamegate/gamegate/cache"
+	"github.com/gamegate/gamegate/handlers/games"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/bounds"
@@ -150,6 +152,7 @@ type kept struct {
 	st        *query.Status // the summary
 	json      []byte
 	truncated bool
+	game      games.Game // what its status's gamename tells, if anything (ID "" otherwise)
 }
 
 // keep returns st as a list keeps it, cut to size bytes of JSON.
@@ -162,7 +165,15 @@ func keep(st *query.Status, size int) (kept, error) {
 	sum := &query.Status{Name: strings.Clone(st.Name), Map: strings.Clone(st.Map), Password: st.Password,
 		NumPlayers: st.NumPlayers, MaxPlayers: st.MaxPlayers, Connect: strings.Clone(st.Connect), QueryPort: st.QueryPort,
 		Ping: st.Ping, Version: strings.Clone(st.Version), Protocol: strings.Clone(st.Protocol), Address: strings.Clone(st.Address)}
-	return kept{sum, b, cut}, nil
+	game, _ := statusGame(st)
+	return kept{sum, b, cut, game}, nil
+}
+
+// statusGame is the game of the catalogue a status names in its gamename
+// (a Quake 3 family server's: OpenArena's says baseoa).
+func statusGame(st *query.Status) (games.Game, bool) {
+	name, _ := st.Raw["gamename"].(string)
+	return games.Default().ByStatusName(st.Protocol, name)
 }
 
 // NewStatuses returns an empty cache of statuses queried with query (the
@@ -193,16 +204,24 @@ var done = func() context.Context {
 // included while a refresh runs, starting with load the query or refresh
 // the cache calls for; ok is false when nothing usable is cached. ask
 // says that load queries (noQuery does not): addr is no longer joined.
-func (s *Statuses) get(addr netip.AddrPort, p cache.Policy, load func(context.Context) (kept, error), ask bool) (k kept, ok bool) {
+// until is when the clock alone changes the answer (zero: only a load's
+// end, which changes Generation, does).
+func (s *Statuses) get(addr netip.AddrPort, p cache.Policy, load func(context.Context) (kept, error), ask bool) (k kept, until time.Time, ok bool) {
 	if res, ok, _ := s.cache.Peek(addr, p); ok {
-		return res.Value, res.Err == nil && res.Value.st != nil
+		return res.Value, res.Until, res.Err == nil && res.Value.st != nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.known[addr] = s.known[addr] || ask
-	res, err := s.cache.Get(done, addr, p, load)
-	return res.Value, err == nil && res.Value.st != nil
+	res, err := s.cache.Get(done, addr, p, load) // a load started ends in a new Generation
+	return res.Value, time.Time{}, err == nil && res.Value.st != nil
 }
+
+// Generation changes whenever a status query ends or a status is
+// forgotten: what a list built from the statuses, having read it first,
+// holds while it is unchanged (and the clock has not reached the
+// statuses' until).
+func (s *Statuses) Generation() uint64 { return s.cache.Generation() }
 
 // joined returns the servers of listed whose status no query was asked
 // for.
@@ -246,19 +265,23 @@ type List struct {
 	end     context.CancelFunc
 	done    chan struct{} // closed when tendEvery returns
 
-	hostsMu sync.Mutex
-	hosts   map[string]*hostScope // by host name of a gateway's server
+	hostsMu         sync.Mutex
+	hosts           map[string]*hostScope // by host name of a gateway's server
+	hostsGeneration atomic.Uint64         // lookups ended
 
 	// encoded holds each listed entry's JSON by its status (a cached
 	// status is one value until it is refreshed), so that a request
 	// encodes only what changed; cleared when it outgrows the list.
 	encMu   sync.Mutex
 	encoded map[encKey][]byte
+
+	answers        answers
+	maxAnswerBytes int // the bytes of answers held: maxAnswerBytes
 }
 
 type encKey struct {
-	st           *query.Status
-	game, region string
+	st                         *query.Status
+	game, gameID, join, region string
 }
 
 // hostScope is what a host name resolved to, for TTL.
@@ -307,6 +330,8 @@ func New(cfg Config) (*List, error) {
 		done:    make(chan struct{}),
 		hosts:   map[string]*hostScope{},
 		encoded: map[encKey][]byte{},
+
+		maxAnswerBytes: maxAnswerBytes,
 	}
 	go l.tendEvery(min(max(cfg.TTL, time.Second), maxTendPeriod))
 	return l, nil
@@ -354,14 +379,22 @@ func (l *List) Close() {
 }
 
 // Server is one entry of the list: a status in the game query result
-// shape, the game name the server registered with (or its status
+// shape, its game's name in the game catalogue where it can be told
+// (else the game name the server registered with, or its status
 // names), and its region where known. Truncated marks a status cut to a
 // list's MaxStatusSize. A status the list keeps is a summary (no
 // players, bots or raw variables) beside its whole encoding, which is
 // what the entry encodes.
 type Server struct {
-	Status    *query.Status
-	Game      string
+	Status *query.Status
+	Game   string
+	// GameID is the game's ID in the game catalogue, "" when the game is
+	// not told (Game is then what the server registered with, if
+	// anything).
+	GameID string
+	// Join is the URL that starts the game and joins the server, made of
+	// its address alone (games.Game.JoinURL); "" when the game has none.
+	Join      string
 	Region    string
 	Truncated bool
 
@@ -369,7 +402,8 @@ type Server struct {
 }
 
 // MarshalJSON writes the status with "game" and "region" beside its
-// fields, and "truncated": true for a status cut.
+// fields, "game_id" and "join" where known, and "truncated": true for a
+// status cut.
 func (s Server) MarshalJSON() ([]byte, error) {
 	b, err := s.statusJSON()
 	if err != nil || len(b) < 2 {
@@ -381,6 +415,14 @@ func (s Server) MarshalJSON() ([]byte, error) {
 	out = append(out, game...)
 	out = append(out, `,"region":`...)
 	out = append(out, region...)
+	if s.GameID != "" {
+		id, _ := json.Marshal(s.GameID)
+		out = append(append(out, `,"game_id":`...), id...)
+	}
+	if s.Join != "" {
+		join, _ := json.Marshal(s.Join)
+		out = append(append(out, `,"join":`...), join...)
+	}
 	if s.Truncated {
 		out = append(out, `,"truncated":true`...)
 	}
@@ -421,15 +463,30 @@ type Page struct {
 // the same MaxQueries) fetches it through the gateway. A gateway's server
 // is shown under master.Visible's rule too: one named by a host name by
 // every address the name resolves to (hostVisible).
-func (l *List) Servers(client netip.Addr) []Server { return l.servers(client, true) }
+func (l *List) Servers(client netip.Addr) []Server { return l.servers(client, true, new(horizon)) }
 
 // Cached is Servers as the list holds them, starting no status query: a
 // status cached, stale or not, else the server's last infoResponse (a
 // gateway's server: its name and address). What samples the list on a
 // schedule of its own reads it so, and costs no queries.
-func (l *List) Cached(client netip.Addr) []Server { return l.servers(client, false) }
+func (l *List) Cached(client netip.Addr) []Server { return l.servers(client, false, new(horizon)) }
 
-func (l *List) servers(client netip.Addr, ask bool) []Server {
+// horizon is the earliest time the clock alone changes what servers
+// answered: a status to refresh, a server to expire, a name to resolve
+// again. Zero: none (only the inputs' generations change it).
+type horizon struct{ at time.Time }
+
+// by brings h to t if t is earlier; a zero t sets nothing.
+func (h *horizon) by(t time.Time) {
+	if !t.IsZero() && (h.at.IsZero() || t.Before(h.at)) {
+		h.at = t
+	}
+}
+
+// servers is Servers (ask) or Cached, noting in h when the clock changes
+// its answer.
+func (l *List) servers(client netip.Addr, ask bool, h *horizon) []Server {
+	now := l.cfg.Now()
 	regs := l.cfg.Registry.Servers(nil)
 	l.cfg.Statuses.forgetLeft(regs)
 	gateways := l.cfg.Gateways()
@@ -450,17 +507,24 @@ func (l *List) servers(client netip.Addr, ask bool) []Server {
 		}
 	}
 	out := make([]Server, 0, len(regs)+len(configured))
-	games := map[string]string{} // registered game names of configured servers
+	registered := map[string]string{} // registered game names of configured servers
 	for _, r := range regs {
 		if !master.Visible(r.Addr.Addr(), client) {
 			continue
 		}
 		if _, dup := byAddr[r.Addr.String()]; dup {
-			games[r.Addr.String()] = r.GameName
+			registered[r.Addr.String()] = r.GameName
 			continue
 		}
-		k := l.status(r, ask)
-		out = append(out, Server{Status: k.st, Game: r.GameName, Truncated: k.truncated, json: k.json})
+		h.by(now.Add(r.Expires))
+		k := l.status(r, ask, h)
+		e := Server{Status: k.st, Game: r.GameName, Truncated: k.truncated, json: k.json}
+		game := k.game
+		if game.ID == "" { // its status tells none (or is not queried yet): what it registered with
+			game, _ = games.Default().ByStatusName(k.st.Protocol, r.GameName)
+		}
+		e.setGame(game, r.Addr.Addr().String(), int(r.Addr.Port()))
+		out = append(out, e)
 	}
 	for key, src := range byAddr {
 		c := configured[src.at]
@@ -468,19 +532,36 @@ func (l *List) servers(client netip.Addr, ask bool) []Server {
 			if !master.Visible(ap.Addr(), client) {
 				continue
 			}
-		} else if !l.hostVisible(c.Address, client) {
+		} else if !l.hostVisible(c.Address, client, h) {
 			continue
 		}
-		st := l.configuredStatus(src.gw, c, ask)
-		game := games[key]
-		if game == "" {
+		st := l.configuredStatus(src.gw, c, ask, h)
+		e := Server{Status: st, Game: registered[key], Region: c.Region}
+		if e.Game == "" {
 			if g, ok := st.Raw["gamename"].(string); ok && len(g) <= wiremaster.MaxGameName {
-				game = g
+				e.Game = g
 			}
 		}
-		out = append(out, Server{Status: st, Game: game, Region: c.Region})
+		game, ok := games.Default().Lookup(c.Game)
+		if !ok {
+			if game, ok = statusGame(st); !ok {
+				game, _ = games.Default().ByStatusName(c.Protocol, registered[key])
+			}
+		}
+		host, port, _ := netaddr.SplitHostPort(c.Address)
+		e.setGame(game, host, int(port))
+		out = append(out, e)
 	}
 	return out
+}
+
+// setGame names s's game g, if it is one (ID not ""), and gives it g's
+// join URL for host and port, the address s is listed at.
+func (s *Server) setGame(g games.Game, host string, port int) {
+	if g.ID == "" {
+		return
+	}
+	s.Game, s.GameID, s.Join = g.Name, g.ID, g.JoinURL(host, port)
 }
 
 // addrKey is the key two spellings of one address share: an IP address
@@ -498,8 +579,9 @@ func addrKey(address string) string {
 // private as that one). A name not resolved yet, or that does not
 // resolve, is taken for loopback: shown to loopback clients only, while a
 // lookup (one of MaxQueries) runs; a lookup is reused for TTL. localhost
-// and its subdomains are loopback without a lookup.
-func (l *List) hostVisible(address string, client netip.Addr) bool {
+// and its subdomains are loopback without a lookup. A lookup's end
+// changes hostsGeneration; hz is brought to when the lookup is due again.
+func (l *List) hostVisible(address string, client netip.Addr, hz *horizon) bool {
 	host, _, err := netaddr.SplitHostPort(address)
 	if err != nil {
 		host = address
@@ -524,6 +606,7 @@ func (l *List) hostVisible(address string, client netip.Addr) bool {
 			got, err := l.cfg.LookupHost(ctx, host)
 			l.hostsMu.Lock()
 			defer l.hostsMu.Unlock()
+			defer l.hostsGeneration.Add(1) // after the addresses are set
 			h.resolving = false
 			h.expires = l.cfg.Now().Add(l.cfg.TTL)
 			if err != nil || len(got) == 0 {
@@ -533,7 +616,12 @@ func (l *List) hostVisible(address string, client netip.Addr) bool {
 				return
 			}
 			h.addrs = got
-		}) // false: no query slot free, tried again next time
+		})
+		if !h.resolving {
+			hz.by(now) // no query slot free: tried again at the next request
+		}
+	} else if !h.resolving {
+		hz.by(h.expires)
 	}
 	l.hostsMu.Unlock()
 	if len(addrs) == 0 {
@@ -570,13 +658,15 @@ func (l *List) startQuery(load func(ctx context.Context)) bool {
 // query starts if ask). A query or refresh takes one of MaxQueries; when
 // none is free it is tried again at the next request, and meanwhile a
 // stale status is still served.
-func (l *List) status(r master.Server, ask bool) kept {
+func (l *List) status(r master.Server, ask bool, h *horizon) kept {
 	if l.life.Err() == nil {
 		load := noQuery
 		if ask {
 			load = l.load(r.Addr)
 		}
-		if k, ok := l.cfg.Statuses.get(r.Addr, l.policy, load, ask); ok {
+		k, until, ok := l.cfg.Statuses.get(r.Addr, l.policy, load, ask)
+		h.by(until)
+		if ok {
 			return k
 		}
 	} else if res, ok, _ := l.cfg.Statuses.cache.Peek(r.Addr, l.policy); ok && res.Err == nil && res.Value.st != nil {
@@ -617,14 +707,16 @@ func (l *List) load(addr netip.AddrPort) func(context.Context) (kept, error) {
 }
 
 // configuredStatus is the status of a gateway's server c: the cached one,
-// else its name and address while a query fetches it.
-func (l *List) configuredStatus(gw *query.Gateway, c query.Listed, ask bool) *query.Status {
-	st, ok, loading := gw.CachedStatus(c.Name)
+// else its name and address while a query fetches it. h is brought to
+// when the clock alone changes it.
+func (l *List) configuredStatus(gw *query.Gateway, c query.Listed, ask bool, h *horizon) *query.Status {
+	st, until, ok, loading := gw.CachedStatus(c.Name)
+	h.by(until)
 	if ok {
 		return st
 	}
-	if ask && !loading {
-		l.startQuery(func(ctx context.Context) { gw.LoadStatus(ctx, c.Name) })
+	if ask && !loading && !l.startQuery(func(ctx context.Context) { gw.LoadStatus(ctx, c.Name) }) {
+		h.by(l.cfg.Now()) // no query slot free: tried again at the next request
 	}
 	st = &query.Status{Name: c.Name, Protocol: c.Protocol, Players: []query.Player{}, Bots: []query.Player{}, Raw: map[string]any{}, Ping: UnknownPing}
 	st.SetAddress(c.Address, 0)
@@ -738,7 +830,7 @@ func (f Filter) Apply(servers []Server) Page {
 	for _, s := range servers {
 		st := s.Status
 		switch {
-		case f.Game != "" && !strings.EqualFold(s.Game, f.Game),
+		case f.Game != "" && !strings.EqualFold(s.Game, f.Game) && !strings.EqualFold(s.GameID, f.Game),
 			f.Map != "" && !strings.EqualFold(st.Map, f.Map),
 			f.Region != "" && !strings.EqualFold(s.Region, f.Region),
 			f.NotEmpty && st.NumPlayers == 0,
@@ -804,7 +896,9 @@ func (l *List) Client(r *http.Request) netip.Addr {
 
 // ServeHTTP answers GET and HEAD at any path (so the list works under a
 // path prefix: handle_path /servers/*) with the Page the query string asks
-// for, as JSON with a strong ETag; If-None-Match gets 304.
+// for, as JSON with a strong ETag; If-None-Match gets 304. Answers are
+// encoded once per query and client class for as long as what they are
+// made of is unchanged (answers.go).
 func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -818,25 +912,23 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 		_, _ = w.Write([]byte(`{"error":"invalid parameter ` + bad + `"}`))
 		return http.StatusBadRequest
 	}
-	servers := l.Servers(l.Client(r))
-	body, err := l.encode(f.Apply(slices.Clone(servers)), servers)
+	ans, err := l.answer(classOf(l.Client(r)), f)
 	if err != nil {
 		http.Error(w, `{"error":"internal"}`, http.StatusInternalServerError)
 		return http.StatusInternalServerError
 	}
-	etag := cache.ETag(body, false)
-	h := w.Header()
-	h.Set("ETag", etag)
-	h.Set("Cache-Control", "no-cache")
-	if cache.IfNoneMatch(r.Header.Get("If-None-Match"), etag) {
+	h, v := w.Header(), new(cache.HeaderValues)
+	v.Set(h, 0, "Etag", ans.etag)
+	v.Set(h, 1, "Cache-Control", "no-cache")
+	if cache.IfNoneMatch(r.Header.Get("If-None-Match"), ans.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return http.StatusNotModified
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	v.Set(h, 2, "Content-Type", "application/json")
+	v.Set(h, 3, "Content-Length", ans.contentLength)
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
-		_, _ = w.Write(body)
+		_, _ = w.Write(ans.body)
 	}
 	return http.StatusOK
 }
@@ -855,7 +947,7 @@ func (l *List) encode(p Page, current []Server) ([]byte, error) {
 		l.forgetEncodings(current)
 	}
 	for i, s := range p.Servers {
-		k := encKey{s.Status, s.Game, s.Region}
+		k := encKey{s.Status, s.Game, s.GameID, s.Join, s.Region}
 		b, ok := l.encoded[k]
 		if !ok {
 			var err error
@@ -880,7 +972,7 @@ func (l *List) encode(p Page, current []Server) ([]byte, error) {
 func (l *List) forgetEncodings(current []Server) {
 	keep := make(map[encKey]struct{}, len(current))
 	for _, s := range current {
-		keep[encKey{s.Status, s.Game, s.Region}] = struct{}{}
+		keep[encKey{s.Status, s.Game, s.GameID, s.Join, s.Region}] = struct{}{}
 	}
 	for k := range l.encoded {
 		if _, ok := keep[k]; !ok {

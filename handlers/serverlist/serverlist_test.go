@@ -21,7 +21,7 @@ import (
 
 // register lists a server at src with info through a master's heartbeat
 // and answer.
-func register(t *testing.T, m *master.Master, src, info string) {
+func register(t testing.TB, m *master.Master, src, info string) {
 	t.Helper()
 	p := []dgram.Protocol{m}
 	a := netip.MustParseAddrPort(src)
@@ -338,6 +338,7 @@ func TestHostNameServersVisibility(t *testing.T) {
 	}
 	t.Cleanup(gw.Close)
 	var lookups atomic.Int32
+	release := make(chan struct{})
 	resolved := map[string][]netip.Addr{
 		"play.example.com":    {netip.MustParseAddr("203.0.113.7")},
 		"db.internal.example": {netip.MustParseAddr("203.0.113.8"), netip.MustParseAddr("127.0.0.1")},
@@ -345,6 +346,7 @@ func TestHostNameServersVisibility(t *testing.T) {
 	}
 	r.list = r.newList(t, Config{Gateways: func() []*query.Gateway { return []*query.Gateway{gw} },
 		LookupHost: func(_ context.Context, host string) ([]netip.Addr, error) {
+			<-release
 			lookups.Add(1)
 			if a, ok := resolved[host]; ok {
 				return a, nil
@@ -355,10 +357,41 @@ func TestHostNameServersVisibility(t *testing.T) {
 	if _, pg := r.get(t, "8.8.8.8:9", "/", nil); names(pg) != "" {
 		t.Fatalf("public client before lookups: %q, want none", names(pg))
 	}
-	testutil.WaitFor(t, "the lookups", func() bool {
-		_, pg := r.get(t, "8.8.8.8:9", "/", nil)
-		return lookups.Load() == 4 && names(pg) == "pub"
+	// No status query runs (a public client is shown none of these
+	// servers yet): the answer held now is changed by the lookups' ends
+	// alone.
+	testutil.WaitFor(t, "the status queries", func() bool {
+		for _, name := range []string{"pub", "db", "lan", "local", "gone"} {
+			if _, _, _, loading := gw.CachedStatus(name); loading {
+				return false
+			}
+		}
+		for _, a := range []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "10.0.0.1:4"} {
+			if _, _, loading := r.statuses.cache.Peek(netip.MustParseAddrPort(a), r.list.policy); loading {
+				return false
+			}
+		}
+		return true
 	})
+	if _, pg := r.get(t, "8.8.8.8:9", "/", nil); names(pg) != "" {
+		t.Fatalf("public client before lookups: %q, want none", names(pg))
+	}
+	close(release)
+	testutil.WaitFor(t, "the lookups", func() bool {
+		r.list.hostsMu.Lock()
+		defer r.list.hostsMu.Unlock()
+		ended := 0
+		for _, h := range r.list.hosts {
+			if !h.resolving && !h.expires.IsZero() {
+				ended++
+			}
+		}
+		return ended == 4
+	})
+	// The first answer after them shows what they found.
+	if _, pg := r.get(t, "8.8.8.8:9", "/", nil); names(pg) != "pub" {
+		t.Fatalf("public client after the lookups: %q, want pub", names(pg))
+	}
 	for _, tc := range []struct{ from, want string }{
 		{"8.8.8.8:9", "pub"},
 		{"10.0.0.9:9", "lan,Private,pub"},

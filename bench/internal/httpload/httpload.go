@@ -9,13 +9,14 @@
 //     qos_discovery's 200;
 //   - server list: server_list's answer listing the servers registered with
 //     the gamegate app's master (each answering its status queries) against
-//     qos_discovery's 200.
+//     qos_discovery's 200, and against file_server serving the same bytes.
 //
 // The client keeps a number of keep-alive connections busy, one request at
 // a time each, as wrk does. Everything listens on loopback.
 package httpload
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -222,6 +223,19 @@ http://%[10]s {
 			return nil, err
 		}
 		add("list", fmt.Sprintf("`server_list`, %d servers", cfg.Servers), web, "/servers/", 200, []string{ServerList})
+		// file_server serves the very bytes of the list's answer: what
+		// any handler answering that many bytes can hope for.
+		_, _, lbody, err := get(web, "/servers/")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "www", "list.json"), lbody, 0o644); err != nil {
+			return nil, err
+		}
+		if fbody, _, err := waitBody(files, "/list.json"); err != nil || !bytes.Equal(fbody, lbody) {
+			return nil, fmt.Errorf("file_server does not serve the list's body: %v", err)
+		}
+		add("list-file", "Caddy `file_server`, the list's body", files, "/list.json", 200, []string{ServerList})
 	}
 	loads, err := benchutil.Measure(cfg.Schedule, targets, func(t *target) string { return t.name },
 		func(_ int, t *target) error {
@@ -258,7 +272,8 @@ http://%[10]s {
 			{Target: "disc-2", Baseline: "disc-2-site"}, {Target: "disc-2-mounted", Baseline: "disc-2-site"}},
 			Notes: []string{bodySizes(targets)}},
 		ServerList: {ID: ServerList, Command: fmt.Sprintf(command, ServerList), Comparisons: []benchutil.Comparison{
-			{Target: "list", Baseline: "disc-200"}},
+			{Target: "list", Baseline: "disc-200", Goal: 0.8}, {Target: "list", Baseline: "list-file"},
+			{Target: "list-file", Baseline: "disc-200"}},
 			Notes: []string{fmt.Sprintf("The list: %d servers registered with the master, each answering its status "+
 				"queries (cached for an hour), %d bytes of JSON; the discovery answer is %d bytes.", cfg.Servers, listBytes, len(body))}},
 	}
