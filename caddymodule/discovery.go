@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/gamegate/gamegate/handlers/discovery"
 	"github.com/gamegate/gamegate/handlers/qos"
 	"github.com/gamegate/gamegate/handlers/relay"
-	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/httpauth"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	"github.com/gamegate/gamegate/store/redisstore"
@@ -275,18 +273,6 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	return discoveryMetrics.register(ctx.GetMetricsRegistry())
 }
 
-func parsePrefix(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		return p.Masked(), err
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	return netip.PrefixFrom(a, a.BitLen()), nil
-}
-
 // Validate checks the configuration: the options only the gateway has
 // here, then the handler's Config.
 func (h *QoSDiscovery) Validate() error {
@@ -346,20 +332,6 @@ func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		discoveryMetrics.fleetRequests.WithLabelValues(fleet).Inc()
 	}
 	return nil
-}
-
-// clientIP is the caller's address as Caddy determined it (honouring
-// trusted_proxies), unmapped: the clientaddr.FromRequest of every HTTP
-// handler.
-func clientIP(r *http.Request) netip.Addr {
-	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
-		a, err := netip.ParseAddr(ip)
-		if err != nil {
-			return netip.Addr{}
-		}
-		return a.Unmap().WithZone("")
-	}
-	return clientaddr.RemoteAddr(r)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:

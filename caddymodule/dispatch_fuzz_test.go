@@ -188,7 +188,7 @@ func FuzzDispatch(f *testing.F) {
 		}
 		src := dispatchSource(addr, port)
 		sent, _ := dgram.Dispatch(protocols, src, datagram)
-		validated := g.gqpResponder.Server().Trusted(src.Addr()) || g.gqpResponder.Server().Authorized(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
+		validated := g.Server().Trusted(src.Addr()) || g.Server().Authorized(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
 		if validated {
 			return
 		}

@@ -22,6 +22,11 @@ import (
 // loopback: 256 bits, the size of the sealing key derived from it.
 const minExposedSecret = 32
 
+// minExposedToken is the shortest API token accepted on a server that
+// listens beyond loopback: 128 bits when drawn at random, far past what
+// auth_failure_rate lets anyone try.
+const minExposedToken = 16
+
 // developmentDefaults are the values Caddyfile.example and the docs fall
 // back to, with the environment variable that replaces each.
 var developmentDefaults = map[string]string{

@@ -728,17 +728,6 @@ var gameQueryFormerNames = formerNames{
 	"max_batch_answer":       "max_batch_answer_size",
 }
 
-// The query protocols' names in deprecation warnings and Caddyfile errors:
-// the protocol's block within game_query, so that game_query's gqp is told
-// from the GQP responder (the gqp app protocol and layer4 handler), whose
-// warnings name gqp, and a2s from the a2s_shield.
-const (
-	queryA2SBlock       = "game_query a2s"
-	queryFreecivBlock   = "game_query freeciv"
-	queryGQPBlock       = "game_query gqp"
-	queryMinecraftBlock = "game_query minecraft"
-)
-
 // parseRateLimit parses upstream_rate's former form, rate_limit <rate>
 // [<burst>].
 func (h *GameQuery) parseRateLimit(d *caddyfile.Dispenser) error {

@@ -11,6 +11,10 @@ import (
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
+// queryA2SBlock names the protocol in deprecation warnings and Caddyfile errors:
+// its block within game_query (told from the a2s_shield).
+const queryA2SBlock = "game_query a2s"
+
 func init() {
 	caddy.RegisterModule(new(QueryA2S))
 }

@@ -14,6 +14,10 @@ import (
 	wirefreeciv "github.com/gamegate/gamegate/wire/freeciv"
 )
 
+// queryFreecivBlock names the protocol in deprecation warnings and Caddyfile errors:
+// its block within game_query.
+const queryFreecivBlock = "game_query freeciv"
+
 func init() {
 	caddy.RegisterModule(new(QueryFreeciv))
 }

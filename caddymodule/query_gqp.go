@@ -11,6 +11,10 @@ import (
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
+// queryGQPBlock names the protocol in deprecation warnings and Caddyfile errors:
+// its block within game_query (told from the GQP responder).
+const queryGQPBlock = "game_query gqp"
+
 func init() {
 	caddy.RegisterModule(new(QueryGQP))
 }

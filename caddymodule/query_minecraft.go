@@ -16,6 +16,10 @@ import (
 	"github.com/gamegate/gamegate/handlers/query"
 )
 
+// queryMinecraftBlock names the protocol in deprecation warnings and Caddyfile errors:
+// its block within game_query.
+const queryMinecraftBlock = "game_query minecraft"
+
 func init() {
 	caddy.RegisterModule(new(QueryMinecraft))
 }

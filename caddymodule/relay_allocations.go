@@ -227,11 +227,6 @@ var (
 	relayAPINetworkIPv4PrefixRange = intRange{clientaddr.MinNetworkIPv4Prefix, clientaddr.MaxNetworkIPv4Prefix}
 )
 
-// minExposedToken is the shortest API token accepted on a server that
-// listens beyond loopback: 128 bits when drawn at random, far past what
-// auth_failure_rate lets anyone try.
-const minExposedToken = 16
-
 // relayAPILimiters holds, by public address, what must survive
 // configuration reloads: the allocation counts, and the clients' request
 // rates (a reload must not hand every client a fresh burst).
