@@ -7,6 +7,16 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gamegate/gamegate/caddymodule/caddya2s"
+	"github.com/gamegate/gamegate/caddymodule/caddydiscovery"
+	"github.com/gamegate/gamegate/caddymodule/caddyfreeciv"
+	"github.com/gamegate/gamegate/caddymodule/caddyglue"
+	"github.com/gamegate/gamegate/caddymodule/caddygqp"
+	"github.com/gamegate/gamegate/caddymodule/caddymaster"
+	"github.com/gamegate/gamegate/caddymodule/caddyqos"
+	"github.com/gamegate/gamegate/caddymodule/caddyquery"
+	"github.com/gamegate/gamegate/caddymodule/caddyrelay"
 )
 
 // TestMetricDescriptions pins every gamegate metric's name, help text and
@@ -93,12 +103,12 @@ gamegate_udp_dropped_total{listener,reason} "Datagrams gamegate's UDP servers dr
 // gamegateCollectors returns the collectors of every gamegate metric set.
 func gamegateCollectors() []prometheus.Collector {
 	var cs []prometheus.Collector
-	for _, s := range []*metricSet{
-		&qosMetrics.metricSet, &relayMetrics.metricSet, &relayAPIMetrics.metricSet, &gqpMetrics.metricSet,
-		&a2sShieldMetrics.metricSet, &freecivMetrics.metricSet, &discoveryMetrics.metricSet,
-		&gameQueryMetrics.metricSet, &masterMetrics.metricSet, udpMetrics,
+	for _, s := range []*caddyglue.MetricSet{
+		&caddyqos.QosMetrics.MetricSet, &caddyrelay.RelayMetrics.MetricSet, &caddyrelay.RelayAPIMetrics.MetricSet, &caddygqp.GqpMetrics.MetricSet,
+		&caddya2s.A2sShieldMetrics.MetricSet, &caddyfreeciv.FreecivMetrics.MetricSet, &caddydiscovery.DiscoveryMetrics.MetricSet,
+		&caddyquery.GameQueryMetrics.MetricSet, &caddymaster.MasterMetrics.MetricSet, caddyglue.UdpMetrics,
 	} {
-		cs = append(cs, s.collectors...)
+		cs = append(cs, s.Collectors...)
 	}
 	return cs
 }

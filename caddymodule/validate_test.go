@@ -11,6 +11,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/gamegate/gamegate/caddymodule/caddya2s"
+	"github.com/gamegate/gamegate/caddymodule/caddyglue"
+	"github.com/gamegate/gamegate/caddymodule/caddyquery"
 	"github.com/gamegate/gamegate/handlers/a2s"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
@@ -141,10 +144,10 @@ func TestRepeatsModuleName(t *testing.T) {
 // handlers': a2s.TestShieldWaitsAtTheBound, gqp.TestResponderWaitsAtTheBound).
 func TestUpstreamWaitsAtTheirBounds(t *testing.T) {
 	longest := caddy.Duration(a2s.MaxAttemptTimeout)
-	if err := (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest, Retries: a2s.MaxRetries}}).Validate(); err != nil {
-		t.Fatalf("a2s at the bounds (attempt_timeout %s, retries %d): %v", fmtDuration(longest), a2s.MaxRetries, err)
+	if err := (&caddya2s.QueryA2S{AttemptOptions: caddyquery.AttemptOptions{AttemptTimeout: longest, Retries: a2s.MaxRetries}}).Validate(); err != nil {
+		t.Fatalf("a2s at the bounds (attempt_timeout %s, retries %d): %v", caddyglue.FmtDuration(longest), a2s.MaxRetries, err)
 	}
-	err := (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest + 1}}).Validate()
+	err := (&caddya2s.QueryA2S{AttemptOptions: caddyquery.AttemptOptions{AttemptTimeout: longest + 1}}).Validate()
 	if err == nil || !strings.HasPrefix(err.Error(), "attempt_timeout must be a duration in [") {
 		t.Fatalf("got %v, want an error naming attempt_timeout and its range", err)
 	}
