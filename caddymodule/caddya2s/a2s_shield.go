@@ -119,6 +119,7 @@ func (*A2SShield) CaddyModule() caddy.ModuleInfo {
 
 // options are the handler's options from the module's.
 func (h *A2SShield) options() a2s.ShieldOptions {
+	layout, _ := a2s.ParseLayout(h.SplitLayout) // checked by Validate
 	return a2s.ShieldOptions{
 		Upstream:             h.Upstream,
 		TTL:                  time.Duration(h.TTL),
@@ -128,7 +129,7 @@ func (h *A2SShield) options() a2s.ShieldOptions {
 		ChallengeWindow:      time.Duration(h.ChallengeWindow),
 		MaxPayload:           h.MaxPayload,
 		Decompress:           h.Decompress,
-		Layout:               splitLayouts[h.SplitLayout],
+		Layout:               layout,
 		AttemptTimeout:       time.Duration(h.AttemptTimeout),
 		Retries:              h.Retries,
 		MaxPackets:           h.MaxPackets,
@@ -194,8 +195,8 @@ var a2sChallengeKey = func() []byte {
 
 // Validate checks the configuration (a2s.ShieldOptions.Validate).
 func (h *A2SShield) Validate() error {
-	if _, ok := splitLayouts[h.SplitLayout]; !ok {
-		return fmt.Errorf("split_layout: want auto, source, source_no_size or goldsrc, got %q", h.SplitLayout)
+	if _, ok := a2s.ParseLayout(h.SplitLayout); !ok {
+		return fmt.Errorf("split_layout: want %s, got %q", a2s.LayoutChoices(), h.SplitLayout)
 	}
 	o := h.options()
 	return o.Validate()
@@ -267,7 +268,7 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "decompress":
 			err = caddyglue.ParseFlag(d, &h.Decompress)
 		case "split_layout":
-			h.SplitLayout, err = caddyglue.ParseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
+			h.SplitLayout, err = caddyglue.ParseOneOf(d, a2s.LayoutNames...)
 		case "attempt_timeout":
 			h.AttemptTimeout, err = caddyglue.ParseDurationIn(d, a2sAttemptTimeoutRange)
 		case "retries":

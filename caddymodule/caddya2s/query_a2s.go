@@ -56,14 +56,6 @@ func (*QueryA2S) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-var splitLayouts = map[string]wirea2s.Layout{
-	"":               wirea2s.LayoutAuto,
-	"auto":           wirea2s.LayoutAuto,
-	"source":         wirea2s.LayoutSource,
-	"source_no_size": wirea2s.LayoutSourceNoSize,
-	"goldsrc":        wirea2s.LayoutGoldSrc,
-}
-
 // Ranges of the A2S client options.
 var (
 	a2sMaxPacketsRange  = caddyglue.IntRange{Lo: a2s.MinMaxPackets, Hi: wirea2s.MaxSourcePackets}
@@ -75,7 +67,7 @@ var (
 // empty.
 func validateA2SClient(module, timeoutField string, timeout caddy.Duration, retries int, layout string, packets, response int) error {
 	c := caddyglue.NewChecker(module)
-	c.OneOf("split_layout", layout, "auto", "source", "source_no_size", "goldsrc")
+	c.OneOf("split_layout", layout, a2s.LayoutNames...)
 	(&caddyquery.AttemptOptions{AttemptTimeout: timeout, Retries: retries}).CheckAttempts(c, timeoutField)
 	c.OptIn("max_packets", int64(packets), a2sMaxPacketsRange)
 	c.OptIn("max_response_size", int64(response), a2sMaxResponseRange)
@@ -83,7 +75,8 @@ func validateA2SClient(module, timeoutField string, timeout caddy.Duration, retr
 }
 
 func newA2SClient(timeout caddy.Duration, retries int, layout string, packets, response int) *a2s.Client {
-	return &a2s.Client{Timeout: time.Duration(timeout), Retries: retries, Layout: splitLayouts[layout],
+	split, _ := a2s.ParseLayout(layout) // checked by Validate
+	return &a2s.Client{Timeout: time.Duration(timeout), Retries: retries, Layout: split,
 		MaxPackets: packets, MaxMessage: response}
 }
 
@@ -121,7 +114,7 @@ func (p *QueryA2S) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "split_layout":
-			p.SplitLayout, err = caddyglue.ParseOneOf(d, "auto", "source", "source_no_size", "goldsrc")
+			p.SplitLayout, err = caddyglue.ParseOneOf(d, a2s.LayoutNames...)
 		case "max_packets":
 			p.MaxPackets, err = caddyglue.ParseIntIn(d, a2sMaxPacketsRange)
 		case "max_response_size":
