@@ -48,7 +48,7 @@ type queryConfig[C any] interface {
 //
 // Numbers and durations are read in the ranges the Config's Validate
 // holds them to, so an error points at its line; a size (an option named
-// *_size) may carry a unit (64KiB), a duration is positive (leave it out
+// *_size, or tagged caddyfile:"size") may carry a unit (64KiB), a duration is positive (leave it out
 // for the default), a bool option takes no value, a list takes one or
 // more.
 type QueryProtocolModule[C any, P queryConfig[C]] struct {
@@ -210,8 +210,10 @@ func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, opt stri
 		if err != nil {
 			return err
 		}
-		// A size (an option named *_size) may carry a unit, as 64KiB.
-		isSize := strings.HasSuffix(opt, "_size")
+		// A size (an option named *_size, or tagged caddyfile:"size") may
+		// carry a unit, as 64KiB; one tagged caddyfile:"integer" may not.
+		kind := optionTag[C](opt)
+		isSize := kind == "size" || strings.HasSuffix(opt, "_size") && kind != "integer"
 		v, err := strconv.ParseInt(s, 10, 64)
 		if isSize {
 			var ok bool
@@ -234,6 +236,11 @@ func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, opt stri
 		field.SetInt(v)
 	case string:
 		s, err := caddyglue.ParseSingleArg(d)
+		if c, ok := any(new(C)).(query.Chooser); ok && err == nil {
+			if choices, ok := c.OptionChoices()[opt]; ok && !slices.Contains(choices, s) {
+				return d.Errf("option '%s': want one of %s, got '%s'", as, strings.Join(choices, ", "), s)
+			}
+		}
 		field.SetString(s)
 		return err
 	case bool:
@@ -265,6 +272,17 @@ func probeRange[C any, P queryConfig[C]](opt string, v int64) *bounds.RangeError
 		return r
 	}
 	return nil
+}
+
+// optionTag returns the caddyfile tag of C's option name: "size" or
+// "integer" where the option's name does not tell whether it takes a unit.
+func optionTag[C any](name string) string {
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[C]()) {
+		if key, _, _ := strings.Cut(f.Tag.Get("json"), ","); key == name && f.IsExported() {
+			return f.Tag.Get("caddyfile")
+		}
+	}
+	return ""
 }
 
 // configField returns the field of cfg (a struct) whose JSON key is name,

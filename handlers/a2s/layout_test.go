@@ -1,8 +1,11 @@
 package a2s
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/duration"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
@@ -28,5 +31,24 @@ func TestParseLayout(t *testing.T) {
 	}
 	if got, want := LayoutChoices(), "auto, source, source_no_size or goldsrc"; got != want {
 		t.Errorf("LayoutChoices() = %q, want %q", got, want)
+	}
+}
+
+// game_query's a2s protocol accepts the longest attempt_timeout and
+// refuses one past it by name (the shield's and GQP's bounds are their
+// handlers': TestShieldWaitsAtTheBound, gqp.TestResponderWaitsAtTheBound).
+func TestConfigWaitsAtItsBounds(t *testing.T) {
+	longest := duration.Duration(query.MaxAttemptTimeout)
+	c := Config{Attempts: query.Attempts{AttemptTimeout: longest, Retries: query.MaxRetries}}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("at the bounds (attempt_timeout %s, retries %d): %v", longest.Std(), query.MaxRetries, err)
+	}
+	c = Config{Attempts: query.Attempts{AttemptTimeout: longest + 1}}
+	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "attempt_timeout must be a duration in [") {
+		t.Fatalf("got %v, want an error naming attempt_timeout and its range", err)
+	}
+	c = Config{SplitLayout: "x"}
+	if err := c.Validate(); err == nil || err.Error() != `split_layout: want auto, source, source_no_size or goldsrc, got "x"` {
+		t.Fatalf("split_layout x: got %v, want the layouts named", err)
 	}
 }

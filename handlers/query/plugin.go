@@ -40,3 +40,12 @@ type SecretHolder interface {
 	// them, as pointers into the configuration.
 	Secrets() map[string]*string
 }
+
+// Chooser is a ProtocolConfig with options that take one of a few values:
+// the glue refuses any other in the Caddyfile at the option's line, and
+// Validate refuses it in JSON.
+type Chooser interface {
+	// OptionChoices returns, by option name, the values each such option
+	// takes.
+	OptionChoices() map[string][]string
+}
