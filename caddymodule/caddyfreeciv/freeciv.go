@@ -69,26 +69,19 @@ func (m *MatchFreeciv) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // log line saying why. The server's answers pass unchanged (watched only
 // for the join, after which both directions use the 2-byte packet type).
 type FreecivGuard struct {
-	// Largest ordinary packet, header included, in bytes. Default: 4096.
-	MaxPacketSize int `json:"max_packet_size,omitempty"`
-	// Largest compressed chunk, framing included, in bytes. Default: 1048576.
-	MaxChunkSize int `json:"max_chunk_size,omitempty"`
-	// Most bytes one chunk may decompress to. Default: 1048576.
-	MaxDecompressedSize int `json:"max_decompressed_size,omitempty"`
-	// Most packets per second a client may send. Default: 0 (no limit).
-	PacketRate float64 `json:"packet_rate,omitempty"`
-	// Packets a client may send at once above packet_rate. Default: 100.
-	PacketBurst int `json:"packet_burst,omitempty"`
+	// The guard's options: max_packet_size, max_chunk_size,
+	// max_decompressed_size, packet_rate, packet_burst.
+	freeciv.GuardConfig
 
 	// Deprecated: the former name of max_packet_size, still read (with a
 	// warning at provision).
-	MaxPacket int `json:"max_packet,omitempty"`
+	FormerMaxPacket int `json:"max_packet,omitempty"`
 	// Deprecated: the former name of max_chunk_size, still read (with a
 	// warning at provision).
-	MaxChunk int `json:"max_chunk,omitempty"`
+	FormerMaxChunk int `json:"max_chunk,omitempty"`
 	// Deprecated: the former name of max_decompressed_size, still read
 	// (with a warning at provision).
-	MaxDecompressed int `json:"max_decompressed,omitempty"`
+	FormerMaxDecompressed int `json:"max_decompressed,omitempty"`
 
 	logger *zap.Logger
 }
@@ -108,44 +101,26 @@ func (h *FreecivGuard) Provision(ctx caddy.Context) error {
 		old, current   string
 		oldV, currentV *int
 	}{
-		{"max_packet", "max_packet_size", &h.MaxPacket, &h.MaxPacketSize},
-		{"max_chunk", "max_chunk_size", &h.MaxChunk, &h.MaxChunkSize},
-		{"max_decompressed", "max_decompressed_size", &h.MaxDecompressed, &h.MaxDecompressedSize},
+		{"max_packet", "max_packet_size", &h.FormerMaxPacket, &h.MaxPacket},
+		{"max_chunk", "max_chunk_size", &h.FormerMaxChunk, &h.MaxChunk},
+		{"max_decompressed", "max_decompressed_size", &h.FormerMaxDecompressed, &h.MaxDecompressed},
 	} {
 		if err := caddyglue.Renamed(ctx, "freeciv_guard", r.old, r.current, r.oldV, r.currentV); err != nil {
 			return err
 		}
 	}
-	if h.PacketBurst == 0 {
-		h.PacketBurst = 100
-	}
+	h.GuardConfig = h.GuardConfig.WithDefaults()
 	return FreecivMetrics.Register(ctx.GetMetricsRegistry())
 }
 
-// Ranges of the Freeciv guard's options.
-var (
-	freecivMaxPacketRange = caddyglue.IntRange{Lo: 4, Hi: wirefreeciv.CompressionBorder - 1}
-	freecivMaxChunkRange  = caddyglue.IntRange{Lo: 16, Hi: 1 << 30}
-)
-
 // Validate checks the configuration.
-func (h *FreecivGuard) Validate() error {
-	c := caddyglue.FieldChecker()
-	c.OptIn("max_packet_size", int64(h.MaxPacketSize), freecivMaxPacketRange)
-	c.OptIn("max_chunk_size", int64(h.MaxChunkSize), freecivMaxChunkRange)
-	c.OptIn("max_decompressed_size", int64(h.MaxDecompressedSize), freecivMaxChunkRange)
-	c.Rate("packet_rate", "packet_burst", h.PacketRate, int64(h.PacketBurst))
-	return c.Err
-}
+func (h *FreecivGuard) Validate() error { return h.GuardConfig.Validate() }
 
 // Handle checks the connection and hands the checked stream to the next
 // handler (normally proxy).
 func (h *FreecivGuard) Handle(cx *layer4.Connection, next layer4.Handler) error {
 	FreecivMetrics.connections.Inc()
-	g, err := freeciv.NewGuard(freeciv.GuardConfig{
-		MaxPacket: h.MaxPacketSize, MaxChunk: h.MaxChunkSize, MaxDecompressed: h.MaxDecompressedSize,
-		PacketRate: h.PacketRate, PacketBurst: h.PacketBurst,
-	})
+	g, err := freeciv.NewGuard(h.GuardConfig)
 	if err != nil {
 		return fmt.Errorf("freeciv_guard: %w", err)
 	}
@@ -254,11 +229,11 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "max_packet_size":
-			h.MaxPacketSize, err = caddyglue.ParseSize[int](d, freecivMaxPacketRange)
+			h.MaxPacket, err = caddyglue.ParseSize[int](d, guardRange(opt))
 		case "max_chunk_size":
-			h.MaxChunkSize, err = caddyglue.ParseSize[int](d, freecivMaxChunkRange)
+			h.MaxChunk, err = caddyglue.ParseSize[int](d, guardRange(opt))
 		case "max_decompressed_size":
-			h.MaxDecompressedSize, err = caddyglue.ParseSize[int](d, freecivMaxChunkRange)
+			h.MaxDecompressed, err = caddyglue.ParseSize[int](d, guardRange(opt))
 		case "packet_burst":
 			h.PacketBurst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
 		case "packet_rate":
@@ -285,6 +260,11 @@ func (h *FreecivGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return err
 	})
+}
+
+// guardRange is the range the guard's Config holds option opt to.
+func guardRange(opt string) caddyglue.IntRange {
+	return caddyglue.ConfigRange[freeciv.GuardConfig](opt)
 }
 
 // freecivGuardFormerNames are the guard's renamed Caddyfile options.

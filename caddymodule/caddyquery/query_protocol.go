@@ -173,7 +173,7 @@ func (m *QueryProtocolModule[C, P]) UnmarshalCaddyfile(d *caddyfile.Dispenser) e
 	}
 	cfg := reflect.ValueOf(&m.Config).Elem()
 	return caddyglue.ParseRenamedModuleBlock(d, block, nil, former, func(opt string) error {
-		field := configField(cfg, opt)
+		field := caddyglue.ConfigField(cfg, opt)
 		if !field.IsValid() {
 			return caddyglue.UnknownOption(d, block, opt)
 		}
@@ -262,7 +262,7 @@ func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, opt stri
 // is v and every other option its default, if it is about opt.
 func probeRange[C any, P queryConfig[C]](opt string, v int64) *bounds.RangeError {
 	probe := new(C)
-	field := configField(reflect.ValueOf(probe).Elem(), opt)
+	field := caddyglue.ConfigField(reflect.ValueOf(probe).Elem(), opt)
 	if field.OverflowInt(v) {
 		v = int64(math.MaxInt32)
 	}
@@ -285,18 +285,6 @@ func optionTag[C any](name string) string {
 	return ""
 }
 
-// configField returns the field of cfg (a struct) whose JSON key is name,
-// looking into embedded structs, or the zero Value.
-func configField(cfg reflect.Value, name string) reflect.Value {
-	for _, f := range reflect.VisibleFields(cfg.Type()) {
-		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.IsExported() && key == name && name != "" && name != "-" {
-			return cfg.FieldByIndex(f.Index)
-		}
-	}
-	return reflect.Value{}
-}
-
 // moveRenamed moves the options of cfg given under a former name (a
 // query.Renamer's) to their current names, with one warning per load
 // naming module; giving both is an error.
@@ -307,7 +295,7 @@ func moveRenamed(ctx caddy.Context, module string, cfg any) error {
 	}
 	v := reflect.ValueOf(cfg).Elem()
 	for _, n := range r.RenamedOptions() {
-		former, current := configField(v, n.Former), configField(v, n.Current)
+		former, current := caddyglue.ConfigField(v, n.Former), caddyglue.ConfigField(v, n.Current)
 		if !former.IsValid() || !current.IsValid() || former.Type() != current.Type() {
 			return fmt.Errorf("renamed option %s: no such option of the same type as %s", n.Former, n.Current)
 		}
