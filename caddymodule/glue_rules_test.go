@@ -25,7 +25,7 @@ import (
 //     OptIn, DurationIn) or parsing in one (ParseIntIn, ParseDurationIn)
 //     given a number written in the glue;
 //   - Provision's "if x == zero { x = literal }", a default filled in by
-//     the glue.
+//     the glue (x = handler.DefaultX is the handler's default, and passes).
 //
 // Each is returned as "path: what", path relative to dir.
 func glueStatements(t *testing.T, dir string) []string {
@@ -145,9 +145,9 @@ func isLiteral(e ast.Expr, imported map[string]bool) bool {
 		return isLiteral(e.X, imported) && isLiteral(e.Y, imported)
 	case *ast.ParenExpr:
 		return isLiteral(e.X, imported)
-	case *ast.SelectorExpr:
+	case *ast.SelectorExpr: // a constant of another package, but a handler's Default*: its own default
 		pkg, ok := e.X.(*ast.Ident)
-		return ok && imported[pkg.Name]
+		return ok && imported[pkg.Name] && !defaultName.MatchString(e.Sel.Name)
 	case *ast.CallExpr: // a conversion: caddy.Duration(5 * time.Second), not os.Getenv("X")
 		if len(e.Args) != 1 {
 			return false
@@ -276,6 +276,9 @@ func (m *M) Provision() error {
 	if m.Peer == "" {
 		m.Peer = m.Name
 	}
+	if m.Peer == "" {
+		m.Peer = bounds.DefaultPeer
+	}
 	return bounds.Int("width", m.Width, 1, 9)
 }
 `
@@ -317,7 +320,6 @@ var notYetInHandlers = []string{
 	"caddyapp/app.go: defaults {s.Readers} to {runtime.GOMAXPROCS(0)}",
 	"caddyapp/app.go: range literal IntRange{Lo: 1, Hi: 1 << 30}",
 	"caddyapp/app.go: range literal IntRange{Lo: 1, Hi: 1 << 30}",
-	"caddydiscovery/discovery.go: defaults {h.Name} to {\"default\"}",
 	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinFilePoll, Hi: discovery.MaxLifetime}",
 	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinHealthInterval, Hi: discovery.MaxLifetime}",
 	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinHealthWait, Hi: discovery.MaxHealthWait}",
@@ -327,14 +329,9 @@ var notYetInHandlers = []string{
 	"caddyfreeciv/query_freeciv.go: range literal IntRange{Lo: 1, Hi: 65535}",
 	"caddygqp/gqp.go: range literal IntRange{Lo: 0, Hi: wiregqp.MaxArgs}",
 	"caddygqp/gqp.go: range literal IntRange{Lo: gqp.MinMaxDatagram, Hi: gqp.MaxMaxDatagram}",
-	"caddymaster/master.go: defaults {p.Name} to {\"master\"}",
 	"caddymaster/master.go: range literal IntRange{Lo: 1, Hi: 1 << 31 - 1}",
-	"caddymaster/server_browser.go: defaults {h.GameQuery} to {caddyquery.DefaultGameQueryName}",
-	"caddymaster/server_browser.go: defaults {h.Master} to {\"master\"}",
 	"caddymaster/server_browser.go: range literal IntRange{Lo: 1, Hi: master.MaxMaxServers}",
 	"caddymaster/server_browser.go: range literal IntRange{Lo: serverbrowser.MinHistorySamples, Hi: serverbrowser.MaxHistorySamples}",
-	"caddymaster/server_list.go: defaults {h.GameQuery} to {caddyquery.DefaultGameQueryName}",
-	"caddymaster/server_list.go: defaults {h.Master} to {\"master\"}",
 	"caddymaster/server_list.go: range literal IntRange{Lo: 1, Hi: 1 << 31 - 1}",
 	"caddymaster/server_list.go: range literal IntRange{Lo: serverlist.MinMaxPageSize, Hi: serverlist.MaxMaxPageSize}",
 	"caddymaster/server_list.go: range literal IntRange{Lo: serverlist.MinMaxStatusSize, Hi: serverlist.MaxMaxStatusSize}",
@@ -350,7 +347,6 @@ var notYetInHandlers = []string{
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxBody}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxEntries}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: query.MinMaxBatchAnswer, Hi: query.MaxMaxBatchAnswer}",
-	"caddyquery/gateways.go: declares DefaultGameQueryName",
 	"caddyrelay/relay.go: defaults {h.Name} to {\"relay\"}",
 	"caddyrelay/relay.go: range literal IntRange{Lo: 1, Hi: relay.MaxMaxBindings}",
 	"caddyrelay/relay.go: range literal IntRange{Lo: 1, Hi: relay.MaxMaxContent}",

@@ -190,7 +190,7 @@ func (h *QoSDiscovery) config() (discovery.Config, error) {
 func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	if h.Name == "" {
-		h.Name = "default"
+		h.Name = discovery.DefaultName
 	}
 	cfg, err := h.config()
 	if err != nil {

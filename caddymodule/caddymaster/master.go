@@ -209,7 +209,7 @@ func loadMasterRegistry(name string) (pooledRegistry, error) {
 // replaces.
 func (p *MasterProtocol) Provision(ctx caddy.Context) error {
 	if p.Name == "" {
-		p.Name = "master"
+		p.Name = master.DefaultName
 	}
 	reg, err := loadMasterRegistry(p.Name)
 	if err != nil {

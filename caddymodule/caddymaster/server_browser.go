@@ -10,8 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
-	"github.com/gamegate/gamegate/caddymodule/caddyquery"
 	"github.com/gamegate/gamegate/handlers/master"
+	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/handlers/serverbrowser"
 	"github.com/gamegate/gamegate/handlers/serverlist"
 )
@@ -76,10 +76,10 @@ func (h *ServerBrowser) config() serverbrowser.Config {
 // starts sampling its player counts.
 func (h *ServerBrowser) Provision(ctx caddy.Context) error {
 	if h.Master == "" {
-		h.Master = "master"
+		h.Master = master.DefaultName
 	}
 	if h.GameQuery == "" {
-		h.GameQuery = caddyquery.DefaultGameQueryName
+		h.GameQuery = query.DefaultName
 	}
 	var err error
 	if h.list, err = h.held.open(ctx, h.Master, h.GameQuery, h.listSizes.config(serverlist.Config{})); err != nil {

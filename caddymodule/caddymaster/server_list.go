@@ -12,6 +12,8 @@ import (
 
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
 	"github.com/gamegate/gamegate/caddymodule/caddyquery"
+	"github.com/gamegate/gamegate/handlers/master"
+	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/handlers/serverlist"
 )
 
@@ -101,10 +103,10 @@ func (s *listSizes) parse(d *caddyfile.Dispenser, opt string) (bool, error) {
 // before or after this handler), and builds the handler.
 func (h *ServerList) Provision(ctx caddy.Context) error {
 	if h.Master == "" {
-		h.Master = "master"
+		h.Master = master.DefaultName
 	}
 	if h.GameQuery == "" {
-		h.GameQuery = caddyquery.DefaultGameQueryName
+		h.GameQuery = query.DefaultName
 	}
 	var err error
 	h.list, err = h.held.open(ctx, h.Master, h.GameQuery, h.config())

@@ -285,7 +285,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 	}
 	h.gateway = gw
 	if h.Name == "" {
-		h.Name = DefaultGameQueryName
+		h.Name = query.DefaultName
 	}
 	if h.listed, err = LoadGateways(h.Name); err != nil {
 		return err

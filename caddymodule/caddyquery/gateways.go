@@ -14,10 +14,6 @@ import (
 // caddymaster) read the gateways under the name they are given. It is the
 // one way another family reaches game_query's state.
 
-// DefaultGameQueryName is the name of game_query handlers, and of the
-// ones server_list lists, unless they are given one.
-const DefaultGameQueryName = "game_query"
-
 // gateways hold the gateways of the game_query handlers by name. Handlers
 // of either kind may be provisioned first.
 var gateways = caddy.NewUsagePool()
