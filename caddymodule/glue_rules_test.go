@@ -22,8 +22,9 @@ import (
 //   - a range literal (IntRange, DurationRange) outside caddyglue, which
 //     restates in the glue a bound the Config's Validate holds;
 //   - a call checking a range (bounds.Int, bounds.Duration, Checker.In,
-//     OptIn, DurationIn) or parsing in one (ParseIntIn, ParseDurationIn)
-//     given a number written in the glue;
+//     OptIn, DurationIn), parsing in one (ParseIntIn, ParseIntRange,
+//     ParseDurationIn) or defining a command's flag (Int, Duration) given
+//     a number written in the glue;
 //   - Provision's "if x == zero { x = literal }", a default filled in by
 //     the glue (x = handler.DefaultX is the handler's default, and passes).
 //
@@ -77,7 +78,7 @@ func glueStatements(t *testing.T, dir string) []string {
 					report("range literal %s%s", name, render(fset, n.Elts))
 				}
 			case *ast.CallExpr:
-				if name := typeName(n.Fun); rangeCalls[name] && !isFlag(n.Fun) {
+				if name := typeName(n.Fun); rangeCalls[name] {
 					for _, a := range n.Args {
 						if _, lit := a.(*ast.CompositeLit); !lit && hasNumber(a) {
 							report("%s given %s", name, render(fset, []ast.Expr{a}))
@@ -107,7 +108,7 @@ var defaultName = regexp.MustCompile(`^[dD]efault`)
 
 var rangeCalls = map[string]bool{
 	"Int": true, "Duration": true, "In": true, "OptIn": true, "DurationIn": true,
-	"ParseIntIn": true, "ParseDurationIn": true,
+	"ParseIntIn": true, "ParseIntRange": true, "ParseDurationIn": true,
 }
 
 // typeName is the last name of a type or function expression.
@@ -123,11 +124,12 @@ func typeName(e ast.Expr) string {
 	return ""
 }
 
-// hasNumber reports whether e contains a number literal.
+// hasNumber reports whether e contains a number literal other than 0
+// (which leaves an option unset).
 func hasNumber(e ast.Expr) bool {
 	found := false
 	ast.Inspect(e, func(n ast.Node) bool {
-		if b, ok := n.(*ast.BasicLit); ok && (b.Kind == token.INT || b.Kind == token.FLOAT) {
+		if b, ok := n.(*ast.BasicLit); ok && (b.Kind == token.INT || b.Kind == token.FLOAT) && b.Value != "0" {
 			found = true
 		}
 		return !found
@@ -158,17 +160,6 @@ func isLiteral(e ast.Expr, imported map[string]bool) bool {
 		return isLiteral(e.Args[0], imported)
 	}
 	return false
-}
-
-// isFlag reports whether fun is a command-line flag's definition
-// (fs.Int, flags.Duration): a command's own default, not a module's.
-func isFlag(fun ast.Expr) bool {
-	sel, ok := fun.(*ast.SelectorExpr)
-	if !ok {
-		return false
-	}
-	x, ok := sel.X.(*ast.Ident)
-	return !ok || x.Name != "bounds" && x.Name != "c" && !strings.HasSuffix(x.Name, "Checker")
 }
 
 // zeroTest returns x of a condition x == 0 or x == "".
@@ -306,6 +297,7 @@ func (m *M) Provision() error {
 // notYetInHandlers are the defaults and ranges the glue still states,
 // each to move to its handler's Config.
 var notYetInHandlers = []string{
+	"caddya2s/a2s_shield.go: ParseIntRange given {-1}",
 	"caddya2s/a2s_shield.go: range literal DurationRange{Lo: 0, Hi: a2s.MaxAttemptTimeout}",
 	"caddya2s/a2s_shield.go: range literal DurationRange{Lo: 0, Hi: a2s.MaxLifetime}",
 	"caddya2s/a2s_shield.go: range literal DurationRange{Lo: a2s.MinChallengeWindow, Hi: a2s.MaxChallengeWindow}",
@@ -315,6 +307,10 @@ var notYetInHandlers = []string{
 	"caddya2s/a2s_shield.go: range literal IntRange{Lo: 1, Hi: a2s.MaxByteRate}",
 	"caddya2s/a2s_shield.go: range literal IntRange{Lo: 1, Hi: a2s.MaxByteRate}",
 	"caddya2s/a2s_shield.go: range literal IntRange{Lo: 1, Hi: a2s.MaxMaxSources}",
+	"caddyapp/app.go: ParseIntRange given {1024}",
+	"caddyapp/app.go: ParseIntRange given {1024}",
+	"caddyapp/app.go: ParseIntRange given {1}",
+	"caddyapp/app.go: ParseIntRange given {1}",
 	"caddyapp/app.go: declares defaultSocketBuffer",
 	"caddyapp/app.go: defaults {s.Batch} to {32}",
 	"caddyapp/app.go: defaults {s.Readers} to {runtime.GOMAXPROCS(0)}",
@@ -327,6 +323,9 @@ var notYetInHandlers = []string{
 	"caddydiscovery/discovery.go: range literal IntRange{Lo: 1, Hi: discovery.MaxHealthFailures}",
 	"caddydiscovery/discovery.go: range literal IntRange{Lo: 1, Hi: discovery.MaxHealthRequests}",
 	"caddyfreeciv/query_freeciv.go: range literal IntRange{Lo: 1, Hi: 65535}",
+	"caddygqp/gqp.go: ParseIntRange given {1}",
+	"caddygqp/gqp.go: ParseIntRange given {1}",
+	"caddygqp/gqp.go: ParseIntRange given {1}",
 	"caddygqp/gqp.go: range literal IntRange{Lo: 0, Hi: wiregqp.MaxArgs}",
 	"caddygqp/gqp.go: range literal IntRange{Lo: gqp.MinMaxDatagram, Hi: gqp.MaxMaxDatagram}",
 	"caddymaster/master.go: range literal IntRange{Lo: 1, Hi: 1 << 31 - 1}",
@@ -347,11 +346,26 @@ var notYetInHandlers = []string{
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxBody}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxEntries}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: query.MinMaxBatchAnswer, Hi: query.MaxMaxBatchAnswer}",
+	"caddyquery/query_minecraft.go: ParseIntRange given {-1}",
+	"caddyquery/query_minecraft.go: ParseIntRange given {1 << 30}",
 	"caddyrelay/relay.go: defaults {h.Name} to {\"relay\"}",
 	"caddyrelay/relay.go: range literal IntRange{Lo: 1, Hi: relay.MaxMaxBindings}",
 	"caddyrelay/relay.go: range literal IntRange{Lo: 1, Hi: relay.MaxMaxContent}",
+	"caddyrelay/relay_allocations.go: ParseIntRange given {1}",
+	"caddyrelay/relay_allocations.go: ParseIntRange given {1}",
+	"caddyrelay/relay_allocations.go: ParseIntRange given {1}",
+	"caddyrelay/relay_allocations.go: ParseIntRange given {1}",
+	"caddyrelay/relay_allocations.go: ParseIntRange given {1}",
+	"caddyrelay/relay_allocations.go: ParseIntRange given {1}",
+	"caddyrelay/relay_allocations.go: ParseIntRange given {1}",
+	"caddyrelay/relay_allocations.go: ParseIntRange given {1}",
+	"caddyrelay/relay_allocations.go: ParseIntRange given {1}",
 	"caddyrelay/relay_allocations.go: range literal IntRange{Lo: 1, Hi: relay.MaxAPIMaxBody}",
 	"caddyrelay/relay_allocations.go: range literal IntRange{Lo: clientaddr.MinNetworkIPv4Prefix, Hi: clientaddr.MaxNetworkIPv4Prefix}",
+	"caddyrelay/relaycheck.go: Duration given {30 * time.Second}",
+	"caddyrelay/relaycheck.go: Int given {100}",
+	"caddyrelay/relaycheck.go: Int given {64}",
+	"caddyrelay/relaycheck.go: Int given {8}",
 	"caddystorage/storage_redis.go: range literal DurationRange{Lo: 0, Hi: redisstore.MaxTimeout}",
 	"caddystorage/storage_redis.go: range literal DurationRange{Lo: redisstore.MinLockExpiry, Hi: redisstore.MaxLockExpiry}",
 	"caddystorage/storage_redis.go: range literal IntRange{Lo: 0, Hi: redisstore.MaxDB}",
