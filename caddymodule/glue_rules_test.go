@@ -322,7 +322,6 @@ var notYetInHandlers = []string{
 	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinMaxAge, Hi: discovery.MaxLifetime}",
 	"caddydiscovery/discovery.go: range literal IntRange{Lo: 1, Hi: discovery.MaxHealthFailures}",
 	"caddydiscovery/discovery.go: range literal IntRange{Lo: 1, Hi: discovery.MaxHealthRequests}",
-	"caddyfreeciv/query_freeciv.go: range literal IntRange{Lo: 1, Hi: 65535}",
 	"caddygqp/gqp.go: ParseIntRange given {1}",
 	"caddygqp/gqp.go: ParseIntRange given {1}",
 	"caddygqp/gqp.go: ParseIntRange given {1}",

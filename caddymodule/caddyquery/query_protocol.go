@@ -177,13 +177,13 @@ func (m *QueryProtocolModule[C, P]) UnmarshalCaddyfile(d *caddyfile.Dispenser) e
 		if !field.IsValid() {
 			return caddyglue.UnknownOption(d, block, opt)
 		}
-		return parseConfigOption[C, P](d, opt, field)
+		return parseConfigOption[C, P](d, block, opt, field)
 	})
 }
 
 // parseConfigOption reads the value of the option opt into field, a
 // field of a C, checking it against the range C's Validate holds it to.
-func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, opt string, field reflect.Value) error {
+func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, block, opt string, field reflect.Value) error {
 	as := d.Val() // the option as written: perhaps its former name
 	switch field.Interface().(type) {
 	case duration.Duration:
@@ -241,6 +241,9 @@ func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, opt stri
 				return d.Errf("option '%s': want one of %s, got '%s'", as, strings.Join(choices, ", "), s)
 			}
 		}
+		if err == nil {
+			err = checkOption[C](d, block, opt, s)
+		}
 		field.SetString(s)
 		return err
 	case bool:
@@ -250,10 +253,26 @@ func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, opt stri
 		return err
 	case []string:
 		values, err := caddyglue.ParseArgs(d)
+		for _, v := range values {
+			if err == nil {
+				err = checkOption[C](d, block, opt, v)
+			}
+		}
 		field.Set(reflect.ValueOf(values))
 		return err
 	default:
 		return d.Errf("option '%s' cannot be set in a Caddyfile: use JSON", as)
+	}
+	return nil
+}
+
+// checkOption checks value's form as C's CheckOption does (an
+// query.OptionChecker's), at the option's line.
+func checkOption[C any](d *caddyfile.Dispenser, block, opt, value string) error {
+	if c, ok := any(new(C)).(query.OptionChecker); ok {
+		if err := c.CheckOption(opt, value); err != nil {
+			return d.Errf("%s: %s: %v", block, opt, err)
+		}
 	}
 	return nil
 }

@@ -49,3 +49,11 @@ type Chooser interface {
 	// takes.
 	OptionChoices() map[string][]string
 }
+
+// OptionChecker is a ProtocolConfig whose string options have a form (an
+// IP address, say) the glue checks in the Caddyfile, at the option's
+// line; Validate checks it in JSON.
+type OptionChecker interface {
+	// CheckOption returns why value cannot be option name's, or nil.
+	CheckOption(name, value string) error
+}
