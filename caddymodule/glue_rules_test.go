@@ -345,8 +345,6 @@ var notYetInHandlers = []string{
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxBody}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxEntries}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: query.MinMaxBatchAnswer, Hi: query.MaxMaxBatchAnswer}",
-	"caddyquery/query_minecraft.go: ParseIntRange given {-1}",
-	"caddyquery/query_minecraft.go: ParseIntRange given {1 << 30}",
 	"caddyrelay/relay.go: defaults {h.Name} to {\"relay\"}",
 	"caddyrelay/relay.go: range literal IntRange{Lo: 1, Hi: relay.MaxMaxBindings}",
 	"caddyrelay/relay.go: range literal IntRange{Lo: 1, Hi: relay.MaxMaxContent}",

@@ -49,7 +49,7 @@ type queryConfig[C any] interface {
 // Numbers and durations are read in the ranges the Config's Validate
 // holds them to, so an error points at its line; a size (an option named
 // *_size, or tagged caddyfile:"size") may carry a unit (64KiB), a duration is positive (leave it out
-// for the default), a bool option takes no value, a list takes one or
+// for the default), a bool option takes no value (or on|off, tagged caddyfile:"onoff"), a list takes one or
 // more.
 type QueryProtocolModule[C any, P queryConfig[C]] struct {
 	// The protocol's configuration: its fields are the module's.
@@ -246,10 +246,23 @@ func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, block, o
 		}
 		field.SetString(s)
 		return err
-	case bool:
+	case bool, *bool:
+		// A flag takes no value; one tagged caddyfile:"onoff" takes on or
+		// off (a *bool's nil is its default).
 		var on bool
-		err := caddyglue.ParseFlag(d, &on)
-		field.SetBool(on)
+		var err error
+		if optionTag[C](opt) == "onoff" {
+			var v string
+			v, err = caddyglue.ParseOneOf(d, "on", "off")
+			on = v == "on"
+		} else {
+			err = caddyglue.ParseFlag(d, &on)
+		}
+		if field.Kind() == reflect.Pointer {
+			field.Set(reflect.ValueOf(&on))
+		} else {
+			field.SetBool(on)
+		}
 		return err
 	case []string:
 		values, err := caddyglue.ParseArgs(d)
@@ -294,7 +307,8 @@ func probeRange[C any, P queryConfig[C]](opt string, v int64) *bounds.RangeError
 }
 
 // optionTag returns the caddyfile tag of C's option name: "size" or
-// "integer" where the option's name does not tell whether it takes a unit.
+// "integer" where the option's name does not tell whether it takes a
+// unit, "onoff" for a bool written on or off rather than as a flag.
 func optionTag[C any](name string) string {
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[C]()) {
 		if key, _, _ := strings.Cut(f.Tag.Get("json"), ","); key == name && f.IsExported() {
