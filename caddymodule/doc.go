@@ -4,7 +4,7 @@
 // over the behaviour in handlers/. The root package gamegate blank-imports
 // every family, as caddy-l4's imports.go does.
 //
-//	caddyglue       shared glue: Caddyfile helpers, the checker, renamed
+//	caddyglue       shared glue: Caddyfile helpers and parse ranges, renamed
 //	                options, metrics helpers, the caddy-l4 datagram adapter
 //	                and matcher body, exposure warnings, started hooks
 //	caddyapp        the gamegate app and its UDP servers
