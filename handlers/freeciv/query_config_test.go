@@ -6,34 +6,21 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/duration"
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 func TestQueryConfigValidate(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		cfg  QueryConfig
-		want string // "" for valid
-	}{
-		{"defaults", QueryConfig{}, ""},
-		{"at the bounds", QueryConfig{Timeout: duration.Duration(time.Hour), LANGroup: "225.1.1.1", LANRequestPort: 65535, LANAnswerPort: 1}, ""},
-		{"username", QueryConfig{Username: strings.Repeat("u", 48)}, "username must be shorter than 48 bytes"},
-		{"join_capability", QueryConfig{JoinCapability: strings.Repeat("c", 512)}, "join_capability must be shorter than 512 bytes"},
-		{"timeout", QueryConfig{Timeout: -1}, "timeout must be a duration in [1ms, 1h0m0s], not -1ns"},
-		{"lan_group", QueryConfig{LANGroup: "not-an-ip"}, "lan_group 'not-an-ip' is not an IP address"},
-		{"lan_request_port", QueryConfig{LANRequestPort: 70000}, "lan_request_port must be in [1, 65535], not 70000"},
-		{"lan_answer_port", QueryConfig{LANAnswerPort: -1}, "lan_answer_port must be in [1, 65535], not -1"},
-		{"lan_wait", QueryConfig{LANWait: duration.Duration(2 * time.Hour)}, "lan_wait must be a duration in [1ms, 1h0m0s]"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			err := c.cfg.Validate()
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("got %v, want no error", err)
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Errorf("got %v, want an error containing %q", err, c.want)
-			}
-		})
-	}
+	testutil.CheckValidate(t, []testutil.ValidateCase{
+		{Name: "defaults", Validate: (&QueryConfig{}).Validate, Want: ""},
+		{Name: "at the bounds", Validate: (&QueryConfig{Timeout: duration.Duration(time.Hour), LANGroup: "225.1.1.1", LANRequestPort: 65535, LANAnswerPort: 1}).Validate, Want: ""},
+		{Name: "username", Validate: (&QueryConfig{Username: strings.Repeat("u", 48)}).Validate, Want: "username must be shorter than 48 bytes"},
+		{Name: "join_capability", Validate: (&QueryConfig{JoinCapability: strings.Repeat("c", 512)}).Validate, Want: "join_capability must be shorter than 512 bytes"},
+		{Name: "timeout", Validate: (&QueryConfig{Timeout: -1}).Validate, Want: "timeout must be a duration in [1ms, 1h0m0s], not -1ns"},
+		{Name: "lan_group", Validate: (&QueryConfig{LANGroup: "not-an-ip"}).Validate, Want: "lan_group 'not-an-ip' is not an IP address"},
+		{Name: "lan_request_port", Validate: (&QueryConfig{LANRequestPort: 70000}).Validate, Want: "lan_request_port must be in [1, 65535], not 70000"},
+		{Name: "lan_answer_port", Validate: (&QueryConfig{LANAnswerPort: -1}).Validate, Want: "lan_answer_port must be in [1, 65535], not -1"},
+		{Name: "lan_wait", Validate: (&QueryConfig{LANWait: duration.Duration(2 * time.Hour)}).Validate, Want: "lan_wait must be a duration in [1ms, 1h0m0s]"},
+	})
 }
 
 func TestQueryConfigNewProtocol(t *testing.T) {

@@ -2,11 +2,11 @@ package minecraft
 
 import (
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gamegate/gamegate/internal/duration"
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 func TestParseResolver(t *testing.T) {
@@ -39,27 +39,13 @@ func TestParseResolver(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		cfg  Config
-		want string // "" for valid
-	}{
-		{"defaults", Config{}, ""},
-		{"at the bounds", Config{Timeout: duration.Duration(time.Hour), ProtocolVersion: -1, Resolvers: []string{"192.0.2.53"}}, ""},
-		{"timeout", Config{Timeout: duration.Duration(2 * time.Hour)}, "timeout must be a duration in [1ms, 1h0m0s]"},
-		{"protocol_version", Config{ProtocolVersion: -2}, "protocol_version must be in [-1, 1073741824], not -2"},
-		{"resolvers", Config{Resolvers: []string{"192.0.2.53:0"}}, `resolvers: "192.0.2.53:0": want one port`},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			err := c.cfg.Validate()
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("got %v, want no error", err)
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Errorf("got %v, want an error containing %q", err, c.want)
-			}
-		})
-	}
+	testutil.CheckValidate(t, []testutil.ValidateCase{
+		{Name: "defaults", Validate: (&Config{}).Validate, Want: ""},
+		{Name: "at the bounds", Validate: (&Config{Timeout: duration.Duration(time.Hour), ProtocolVersion: -1, Resolvers: []string{"192.0.2.53"}}).Validate, Want: ""},
+		{Name: "timeout", Validate: (&Config{Timeout: duration.Duration(2 * time.Hour)}).Validate, Want: "timeout must be a duration in [1ms, 1h0m0s]"},
+		{Name: "protocol_version", Validate: (&Config{ProtocolVersion: -2}).Validate, Want: "protocol_version must be in [-1, 1073741824], not -2"},
+		{Name: "resolvers", Validate: (&Config{Resolvers: []string{"192.0.2.53:0"}}).Validate, Want: `resolvers: "192.0.2.53:0": want one port`},
+	})
 }
 
 func TestConfigNewProtocol(t *testing.T) {
