@@ -15,7 +15,18 @@ import (
 	// gamegate's layer4 handlers and matchers run beside.
 	_ "github.com/mholt/caddy-l4"
 
-	// Every gamegate module: HTTP handlers, layer4 handlers and matchers,
-	// game query protocols.
-	_ "github.com/gamegate/gamegate/caddymodule"
+	// Every gamegate module, a family to a package (see caddymodule's
+	// doc.go): the app and its UDP servers, HTTP handlers, layer4 handlers
+	// and matchers, game query protocols, storage and commands.
+	_ "github.com/gamegate/gamegate/caddymodule/caddya2s"
+	_ "github.com/gamegate/gamegate/caddymodule/caddyapp"
+	_ "github.com/gamegate/gamegate/caddymodule/caddycommands"
+	_ "github.com/gamegate/gamegate/caddymodule/caddydiscovery"
+	_ "github.com/gamegate/gamegate/caddymodule/caddyfreeciv"
+	_ "github.com/gamegate/gamegate/caddymodule/caddygqp"
+	_ "github.com/gamegate/gamegate/caddymodule/caddymaster"
+	_ "github.com/gamegate/gamegate/caddymodule/caddyqos"
+	_ "github.com/gamegate/gamegate/caddymodule/caddyquery"
+	_ "github.com/gamegate/gamegate/caddymodule/caddyrelay"
+	_ "github.com/gamegate/gamegate/caddymodule/caddystorage"
 )

@@ -12,6 +12,8 @@ import (
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/mholt/caddy-l4"
+
+	_ "github.com/gamegate/gamegate"
 )
 
 // TestCaddyfileAdapt adapts every testdata/adapt/*.caddytest file: a

@@ -12,6 +12,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/gamegate/gamegate/caddymodule/caddycommands"
 )
 
 // validateConfig runs what `gamegate validate` runs on a JSON
@@ -139,7 +141,7 @@ func nullElements(t reflect.Type, depth int) []any {
 // Provision.
 func TestNullElementsDoNotPanic(t *testing.T) {
 	placed := 0
-	for _, id := range moduleIDs() {
+	for _, id := range caddycommands.ModuleIDs() {
 		m, _ := caddy.GetModule(id)
 		docs := nullElements(reflect.TypeOf(m.New()), 4)
 		if moduleConfig(id, map[string]any{}) == nil {

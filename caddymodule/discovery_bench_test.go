@@ -7,6 +7,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/gamegate/gamegate/caddymodule/caddydiscovery"
 )
 
 // discardWriter is a ResponseWriter that keeps one header map and drops the
@@ -34,8 +36,8 @@ func loadedContext(b *testing.B) caddy.Context {
 	return ctx
 }
 
-func provisionedDiscovery(b *testing.B) *QoSDiscovery {
-	h := &QoSDiscovery{Fleets: map[string][]DiscoveryServer{"f": {
+func provisionedDiscovery(b *testing.B) *caddydiscovery.QoSDiscovery {
+	h := &caddydiscovery.QoSDiscovery{Fleets: map[string][]caddydiscovery.DiscoveryServer{"f": {
 		{LocationID: 123, RegionID: "4f7d1d1a-a565-40b4-955a-ff0257d7ed3b", IPv4: "192.0.2.1", IPv6: "2001:db8::1", Port: 9000},
 		{LocationID: 456, RegionID: "22bf10c2-2565-4e75-848f-d2df25210896", IPv4: "198.51.100.1", Port: 9000},
 	}}, Name: "bench"}
@@ -51,7 +53,11 @@ func provisionedDiscovery(b *testing.B) *QoSDiscovery {
 func BenchmarkDiscoveryServeHTTP(b *testing.B) {
 	h := provisionedDiscovery(b)
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
-	etag := h.service.Fleets()["f"].ETag
+	first := httptest.NewRecorder()
+	if err := h.ServeHTTP(first, httptest.NewRequest(http.MethodGet, "/v1/fleets/f/servers", nil), next); err != nil || first.Code != 200 {
+		b.Fatalf("first request: %d (%v), want 200", first.Code, err)
+	}
+	etag := first.Header().Get("ETag")
 	for _, bc := range []struct {
 		name string
 		inm  string

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/gamegate/gamegate/caddymodule/caddycommands"
 )
 
 var durationType = reflect.TypeFor[caddy.Duration]()
@@ -94,7 +96,7 @@ var pendingDurations = map[string]bool{}
 // own range ("expiry": 900 was refused, "ban_duration": 120 accepted).
 func TestBareNumberDurationsRefused(t *testing.T) {
 	checked := 0
-	for _, id := range moduleIDs() {
+	for _, id := range caddycommands.ModuleIDs() {
 		m, _ := caddy.GetModule(id)
 		values, names := bareDurations(reflect.TypeOf(m.New()), 120, 4)
 		for i, v := range values {

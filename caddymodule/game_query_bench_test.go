@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/gamegate/gamegate/caddymodule/caddyquery"
 	"github.com/gamegate/gamegate/internal/testutil/a2sserver"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
@@ -17,7 +18,7 @@ import (
 // provisionedGameQuery is a game_query handler with one A2S server, a canned
 // game server on loopback, whose status has been loaded once: every request
 // after that is a cached hit.
-func provisionedGameQuery(b *testing.B) *GameQuery {
+func provisionedGameQuery(b *testing.B) *caddyquery.GameQuery {
 	srv := a2sserver.Start(b, a2sserver.Config{InfoChallenge: true,
 		Info: wirea2s.Info{Protocol: 17, Name: []byte("bench"), Map: []byte("de_dust2"), Folder: []byte("csgo"),
 			Game: []byte("Counter-Strike 2"), AppID: 730, Players: 2, MaxPlayers: 16, ServerType: 'd',
@@ -25,8 +26,8 @@ func provisionedGameQuery(b *testing.B) *GameQuery {
 		Players: wirea2s.Players{Players: []wirea2s.Player{
 			{Name: []byte("alice"), Score: 3, Duration: 60}, {Index: 1, Name: []byte("bob"), Score: 1, Duration: 30}}},
 	})
-	h := &GameQuery{
-		Servers: map[string]*GameQueryServer{"cs2": {Address: srv.Addr, ProtocolRaw: json.RawMessage(`{"protocol":"a2s"}`)}},
+	h := &caddyquery.GameQuery{
+		Servers: map[string]*caddyquery.GameQueryServer{"cs2": {Address: srv.Addr, ProtocolRaw: json.RawMessage(`{"protocol":"a2s"}`)}},
 		TTL:     map[string]caddy.Duration{"status": caddy.Duration(24 * time.Hour)},
 	}
 	if err := h.Provision(loadedContext(b)); err != nil {

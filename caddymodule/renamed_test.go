@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/gamegate/gamegate/handlers/quake3"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -155,7 +155,11 @@ func TestCaddyfileRepeatedOptionNamesTheGivenName(t *testing.T) {
 		{"timeout 1s\nattempt_timeout 2s", "timeout is the former name of attempt_timeout: give only attempt_timeout"},
 	} {
 		d := caddyfile.NewTestDispenser("quake3 {\n" + tc.block + "\n}")
-		err := (&QueryProtocolModule[quake3.Config, *quake3.Config]{name: "quake3"}).UnmarshalCaddyfile(d)
+		info, err := caddy.GetModule("gamegate.query.quake3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = info.New().(caddyfile.Unmarshaler).UnmarshalCaddyfile(d)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want an error containing %q", tc.block, err, tc.want)
 		}

@@ -9,9 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2"
-
-	"github.com/gamegate/gamegate/handlers/a2s"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -133,19 +130,5 @@ func TestRepeatsModuleName(t *testing.T) {
 		if _, got := repeatsModuleName(tc.msg); got != tc.want {
 			t.Errorf("repeatsModuleName(%q): got %v, want %v", tc.msg, got, tc.want)
 		}
-	}
-}
-
-// game_query's a2s protocol accepts the longest attempt_timeout and
-// refuses one past it by name (the shield's and GQP's bounds are their
-// handlers': a2s.TestShieldWaitsAtTheBound, gqp.TestResponderWaitsAtTheBound).
-func TestUpstreamWaitsAtTheirBounds(t *testing.T) {
-	longest := caddy.Duration(a2s.MaxAttemptTimeout)
-	if err := (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest, Retries: a2s.MaxRetries}}).Validate(); err != nil {
-		t.Fatalf("a2s at the bounds (attempt_timeout %s, retries %d): %v", fmtDuration(longest), a2s.MaxRetries, err)
-	}
-	err := (&QueryA2S{attemptOptions: attemptOptions{AttemptTimeout: longest + 1}}).Validate()
-	if err == nil || !strings.HasPrefix(err.Error(), "attempt_timeout must be a duration in [") {
-		t.Fatalf("got %v, want an error naming attempt_timeout and its range", err)
 	}
 }

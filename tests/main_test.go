@@ -15,7 +15,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/mholt/caddy-l4"
 
-	_ "github.com/gamegate/gamegate/caddymodule"
+	_ "github.com/gamegate/gamegate"
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 )

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gamegate/gamegate/caddymodule"
+	"github.com/gamegate/gamegate/caddymodule/caddyqos"
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/internal/testutil/testcaddy"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
@@ -277,7 +277,7 @@ func TestQoSOversizedFirstDatagramDoesNotSpin(t *testing.T) {
 	if runIsolated(t) {
 		return
 	}
-	matchFrame, handleFrame := funcName((*caddymodule.MatchQoS).Match), funcName((*caddymodule.QoSEcho).Handle)
+	matchFrame, handleFrame := funcName((*caddyqos.MatchQoS).Match), funcName((*caddyqos.QoSEcho).Handle)
 	addr := testutil.FreeUDPAddr(t)
 	testcaddy.Start(t, qosCaddyfile(addr, ""))
 	if n := goroutinesIn(matchFrame, handleFrame); n != 0 {

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gamegate/gamegate/caddymodule"
+	"github.com/gamegate/gamegate/caddymodule/caddya2s"
+	"github.com/gamegate/gamegate/caddymodule/caddygqp"
+	"github.com/gamegate/gamegate/caddymodule/caddyqos"
+	"github.com/gamegate/gamegate/caddymodule/caddyrelay"
 	"github.com/gamegate/gamegate/handlers/a2s"
 	"github.com/gamegate/gamegate/handlers/relay"
 	"github.com/gamegate/gamegate/internal/testutil"
@@ -234,10 +237,10 @@ func TestLayer4AdapterStartsNoGoroutinePerAssociation(t *testing.T) {
 	t.Setenv("GAMEGATE_TEST_RELAY_SECRET", relaySecret)
 	appAddr, l4Addr := testutil.FreeUDPAddr(t), testutil.FreeUDPAddr(t)
 	testcaddy.Start(t, transportsCaddyfile(appAddr, l4Addr, "127.0.0.1:9")) // the shield only challenges here
-	qosHandle := funcName((*caddymodule.QoSEcho).Handle)
-	relayHandle := funcName((*caddymodule.Relay).Handle)
-	gqpHandle := funcName((*caddymodule.GQPResponder).Handle)
-	a2sHandle := funcName((*caddymodule.A2SShield).Handle)
+	qosHandle := funcName((*caddyqos.QoSEcho).Handle)
+	relayHandle := funcName((*caddyrelay.Relay).Handle)
+	gqpHandle := funcName((*caddygqp.GQPResponder).Handle)
+	a2sHandle := funcName((*caddya2s.A2SShield).Handle)
 	handles := []string{qosHandle, relayHandle, gqpHandle, a2sHandle}
 	ping, _ := (&wirerelay.Ping{}).AppendTo(nil)
 	a2sInfoRequest, _ := (&wirea2s.Request{Type: wirea2s.TypeInfoRequest}).AppendTo(nil)

@@ -8,6 +8,10 @@ import (
 	"github.com/gamegate/gamegate/internal/bounds"
 )
 
+// DefaultName is the name of a qos_discovery handler given none: the
+// name its admin-set fleets are kept and reached under.
+const DefaultName = "default"
+
 // Defaults of Config and HealthConfig, and the bounds Validate checks.
 const (
 	DefaultFilePoll = 2 * time.Second

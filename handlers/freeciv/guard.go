@@ -11,24 +11,59 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	"github.com/gamegate/gamegate/wire/freeciv"
 )
 
-// GuardConfig bounds what a client may send.
+// The bounds of GuardConfig's options, and the burst WithDefaults gives.
+const (
+	MinMaxPacket       = 4
+	MaxMaxPacket       = freeciv.CompressionBorder - 1
+	MinMaxChunk        = 16
+	MaxMaxChunk        = 1 << 30
+	DefaultPacketBurst = 100
+)
+
+// GuardConfig bounds what a client may send: the freeciv_guard handler's
+// options, by their JSON and Caddyfile names.
 type GuardConfig struct {
-	// MaxPacket bounds an ordinary packet, header included. Default: 4096.
-	MaxPacket int
-	// MaxChunk bounds a compressed chunk, framing included. Default: 1 MiB.
-	MaxChunk int
-	// MaxDecompressed bounds what one chunk decompresses to. Default: 1 MiB.
-	MaxDecompressed int
-	// PacketRate, if positive, is the most packets per second a client may
-	// send, with PacketBurst at once (default 1).
-	PacketRate  float64
-	PacketBurst int
+	// Largest ordinary packet, header included, in bytes, 4 to 16384.
+	// Default: 4096.
+	MaxPacket int `json:"max_packet_size,omitempty"`
+	// Largest compressed chunk, framing included, in bytes, 16 to 2^30.
+	// Default: 1048576.
+	MaxChunk int `json:"max_chunk_size,omitempty"`
+	// Most bytes one chunk may decompress to, 16 to 2^30. Default: 1048576.
+	MaxDecompressed int `json:"max_decompressed_size,omitempty"`
+	// Most packets per second a client may send. Default: 0 (no limit).
+	PacketRate float64 `json:"packet_rate,omitempty"`
+	// Packets a client may send at once above packet_rate. Default: 100
+	// (DefaultPacketBurst, given by WithDefaults; NewGuard alone reads 0
+	// as 1).
+	PacketBurst int `json:"packet_burst,omitempty"`
 	// Now gives the time. Default: time.Now.
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
+}
+
+// WithDefaults returns c with the defaults of the options a user leaves
+// out that NewGuard does not default itself.
+func (c GuardConfig) WithDefaults() GuardConfig {
+	if c.PacketBurst == 0 {
+		c.PacketBurst = DefaultPacketBurst
+	}
+	return c
+}
+
+// Validate checks every option against its range; zero values (the
+// defaults) pass.
+func (c *GuardConfig) Validate() error {
+	return bounds.First(
+		bounds.Int("max_packet_size", c.MaxPacket, MinMaxPacket, MaxMaxPacket),
+		bounds.Int("max_chunk_size", c.MaxChunk, MinMaxChunk, MaxMaxChunk),
+		bounds.Int("max_decompressed_size", c.MaxDecompressed, MinMaxChunk, MaxMaxChunk),
+		ratelimit.ValidateOptions("packet_rate", "packet_burst", c.PacketRate, c.PacketBurst, ratelimit.MaxBurst),
+	)
 }
 
 // Violation is why a guard cut a client off.

@@ -19,6 +19,10 @@ import (
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
+// DefaultName is the name of a master server given none, and the master
+// a server list or browser lists unless given another.
+const DefaultName = "master"
+
 // Defaults of Config, and the bounds Validate checks.
 const (
 	DefaultMaxServers           = 4096

@@ -15,6 +15,11 @@ import (
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
+// DefaultName is the name of a game_query handler given none, and the
+// handler whose servers a server list or browser lists unless given
+// another.
+const DefaultName = "game_query"
+
 // Defaults of Config: what a zero field means.
 const (
 	DefaultDefaultTTL           = 5 * time.Second

@@ -40,3 +40,20 @@ type SecretHolder interface {
 	// them, as pointers into the configuration.
 	Secrets() map[string]*string
 }
+
+// Chooser is a ProtocolConfig with options that take one of a few values:
+// the glue refuses any other in the Caddyfile at the option's line, and
+// Validate refuses it in JSON.
+type Chooser interface {
+	// OptionChoices returns, by option name, the values each such option
+	// takes.
+	OptionChoices() map[string][]string
+}
+
+// OptionChecker is a ProtocolConfig whose string options have a form (an
+// IP address, say) the glue checks in the Caddyfile, at the option's
+// line; Validate checks it in JSON.
+type OptionChecker interface {
+	// CheckOption returns why value cannot be option name's, or nil.
+	CheckOption(name, value string) error
+}

@@ -20,7 +20,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/mholt/caddy-l4"
 
-	_ "github.com/gamegate/gamegate/caddymodule"
+	_ "github.com/gamegate/gamegate"
 )
 
 // StartCaddy loads a Caddyfile into this process's Caddy, logging errors

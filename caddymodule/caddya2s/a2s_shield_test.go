@@ -1,0 +1,54 @@
+package caddya2s
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/gamegate/gamegate/caddymodule/caddyglue"
+)
+
+// The shield's former option names still configure it: stale_ttl sets
+// both stale_while_revalidate and stale_if_error (it was both), and
+// upstream_timeout sets attempt_timeout, with one warning each; giving a
+// former name beside a current one is an error naming both.
+func TestA2SShieldFormerNames(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	h := &A2SShield{Upstream: "127.0.0.1:27015", StaleTTL: caddy.Duration(20 * time.Second), UpstreamTimeout: caddy.Duration(800 * time.Millisecond)}
+	if err := h.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Cleanup()
+	if h.StaleWhileRevalidate != caddy.Duration(20*time.Second) || h.StaleIfError != caddy.Duration(20*time.Second) || h.StaleTTL != 0 {
+		t.Errorf("stale_ttl 20s: got stale_while_revalidate %v, stale_if_error %v, stale_ttl %v; want 20s, 20s, 0",
+			caddyglue.FmtDuration(h.StaleWhileRevalidate), caddyglue.FmtDuration(h.StaleIfError), caddyglue.FmtDuration(h.StaleTTL))
+	}
+	if h.AttemptTimeout != caddy.Duration(800*time.Millisecond) || h.UpstreamTimeout != 0 {
+		t.Errorf("upstream_timeout 800ms: got attempt_timeout %v, upstream_timeout %v", caddyglue.FmtDuration(h.AttemptTimeout), caddyglue.FmtDuration(h.UpstreamTimeout))
+	}
+	if err := h.Validate(); err != nil {
+		t.Errorf("Validate after the move: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		h    *A2SShield
+		want string
+	}{
+		{"stale_ttl and stale_if_error", &A2SShield{Upstream: "127.0.0.1:27015", StaleTTL: 1, StaleIfError: 1}, "stale_ttl is the former name of stale_if_error: give only stale_if_error"},
+		{"stale_ttl and stale_while_revalidate", &A2SShield{Upstream: "127.0.0.1:27015", StaleTTL: 1, StaleWhileRevalidate: 1}, "stale_ttl is the former name of stale_while_revalidate"},
+		{"upstream_timeout and attempt_timeout", &A2SShield{Upstream: "127.0.0.1:27015", UpstreamTimeout: 1, AttemptTimeout: 1}, "upstream_timeout is the former name of attempt_timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.h.Provision(ctx)
+			tc.h.Cleanup()
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error starting %q", err, tc.want)
+			}
+		})
+	}
+}

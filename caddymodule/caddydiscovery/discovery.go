@@ -1,0 +1,531 @@
+package caddydiscovery
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gamegate/gamegate/caddymodule/caddyglue"
+	"github.com/gamegate/gamegate/handlers/discovery"
+	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/handlers/relay"
+	"github.com/gamegate/gamegate/internal/httpauth"
+	"github.com/gamegate/gamegate/internal/ratelimit"
+	"github.com/gamegate/gamegate/store/redisstore"
+)
+
+func init() {
+	caddy.RegisterModule(new(QoSDiscovery))
+	httpcaddyfile.RegisterHandlerDirective("qos_discovery", parseQoSDiscoveryDirective)
+	httpcaddyfile.RegisterDirectiveOrder("qos_discovery", httpcaddyfile.Before, "respond")
+}
+
+// QoSDiscovery is the QoS discovery service: GET /v1/fleets/{fleet_id}/servers
+// answers the QoS servers of a fleet as {"servers": [...]}, compatible with
+// the Multiplay discovery protocol and the shipped Unity client, with
+// ETag/304, 403, 404 and 500 as the protocol specifies. Requests whose path
+// does not end in /v1/fleets/{fleet_id}/servers go to the next handler.
+//
+// A fleet's list comes from the first of: the admin API
+// (/qos-discovery/{name}/fleets/{fleet_id}), the fleets file, the inline
+// fleets. The ETag of a list depends on its content only, so clients keep
+// getting 304s across reloads and restarts while it is unchanged.
+type QoSDiscovery struct {
+	// Fleets declared inline: fleet ID → its QoS servers (Caddyfile: one
+	// fleet block each). Default: none.
+	Fleets map[string][]DiscoveryServer `json:"fleets,omitempty"`
+	// A JSON file of fleets, {"fleets": {"<id>": {"servers": [...]}}},
+	// re-read when it changes. A file that fails to parse keeps the last
+	// good list in service. Its fleets take precedence over inline ones.
+	// Default: none.
+	FleetsFile string `json:"fleets_file,omitempty"`
+	// How often the fleets file is checked for changes, from 100ms to 24h.
+	// Default: 2s.
+	FilePoll caddy.Duration `json:"file_poll,omitempty"`
+	// Spelling of the ID fields in answers: "both" writes location_id and
+	// region_id (the protocol document's names) and locationid and regionid
+	// (the names the shipped Unity client reads); "seed" or "unity" writes
+	// only one pair. Default: both.
+	FieldNames string `json:"field_names,omitempty"`
+	// Send strong ETags. By default ETags are weak (W/"…"), because the
+	// shipped Unity discovery client ignores strong ones. Default: false.
+	StrongETag bool `json:"strong_etag,omitempty"`
+	// Cache-Control max-age of answers, from 1s (max-age counts whole
+	// seconds) to 24h. Default: 1200s (the protocol's 20-minute discovery
+	// interval).
+	MaxAge caddy.Duration `json:"max_age,omitempty"`
+	// Client addresses allowed, as CIDRs or single IPs (the client address
+	// honours the server's trusted_proxies). Others get 403. Default: all.
+	Allow []string `json:"allow,omitempty"`
+	// API keys, any of which a caller must send as "Authorization: Bearer
+	// <key>" (or "X-Api-Key: <key>", which Caddy's access log records);
+	// others get 401 with "WWW-Authenticate: Bearer". After 20 requests
+	// without a valid key, a client network gets 429 with Retry-After, valid
+	// key or not, until it has earned another attempt (one per 10 s).
+	// Placeholders such as {env.DISCOVERY_KEY} are replaced. On a server
+	// that listens beyond loopback each must be at least 16 bytes and not a
+	// development default. Answers to callers that pass allow or api_keys
+	// are Cache-Control: private. Default: none required.
+	APIKeys []string `json:"api_keys,omitempty"`
+	// Health checks of the listed QoS servers. Default: off.
+	HealthCheck *DiscoveryHealthCheck `json:"health_check,omitempty"`
+	// The name under which the admin API reaches this handler's fleets;
+	// handlers with the same name share their admin-set fleets, which
+	// survive configuration reloads. Default: default.
+	Name string `json:"name,omitempty"`
+
+	service *discovery.Service
+	handler discovery.Handler
+	logger  *zap.Logger
+	// xAPIKeyWarned: the warning that clients send keys as X-Api-Key is
+	// logged once per configuration.
+	xAPIKeyWarned sync.Once
+}
+
+// DiscoveryServer is one QoS server of a fleet.
+type DiscoveryServer struct {
+	// Multiplay location ID. Default: 0.
+	LocationID int64 `json:"location_id,omitempty"`
+	// Region ID. Required.
+	RegionID string `json:"region_id,omitempty"`
+	// IPv4 address, dotted quad. Give ipv4, ipv6 or both. Default: none.
+	IPv4 string `json:"ipv4,omitempty"`
+	// IPv6 address. Default: none.
+	IPv6 string `json:"ipv6,omitempty"`
+	// UDP port of the QoS server, for both addresses. Required.
+	Port int `json:"port,omitempty"`
+}
+
+// DiscoveryHealthCheck probes each listed QoS server with QoS requests; a
+// server failing several checks in a row is withheld from answers until it
+// passes one, but a fleet is never emptied by health checks.
+type DiscoveryHealthCheck struct {
+	// Fleets to check. Default: all.
+	Fleets []string `json:"fleets,omitempty"`
+	// Time between checks, from 100ms to 24h. Checks never overlap: with a
+	// wait longer than the interval they run back to back. Default: 10s.
+	Interval caddy.Duration `json:"interval,omitempty"`
+	// Consecutive failed checks before a server is withheld. Default: 3.
+	Failures int `json:"failures,omitempty"`
+	// QoS requests per check; a check passes if any is answered. Default: 3.
+	Requests int `json:"requests,omitempty"`
+	// How long to wait for answers after the last request is sent, from
+	// 1ms (a round trip to a QoS server nearby) to 1h. Default: 1s.
+	Wait caddy.Duration `json:"wait,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (*QoSDiscovery) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.qos_discovery",
+		New: func() caddy.Module { return new(QoSDiscovery) },
+	}
+}
+
+// discoveryOverrides holds each name's admin-set fleets across reloads.
+var discoveryOverrides = caddy.NewUsagePool()
+
+// pooledOverrides is what a name's handlers keep across reloads: the
+// admin-set fleets, and the failed API key attempts of each network (a
+// reload must not hand a guesser a fresh burst).
+type pooledOverrides struct {
+	*discovery.Overrides
+	failures *ratelimit.Table[string]
+}
+
+func (p pooledOverrides) Destruct() error {
+	p.Unshare()
+	return nil
+}
+
+// config is the handler's discovery.Config as configured, without the
+// run-time parts (overrides, access, logger, metrics) and without defaults.
+// Options that are strings here and parsed values there are parsed; their
+// errors name the option.
+func (h *QoSDiscovery) config() (discovery.Config, error) {
+	names, err := discovery.ParseFieldNames(h.FieldNames)
+	if err != nil {
+		return discovery.Config{}, fmt.Errorf("field_names: %w", err)
+	}
+	var inline map[string][]discovery.Server
+	if h.Fleets != nil {
+		inline = make(map[string][]discovery.Server, len(h.Fleets))
+	}
+	for id, list := range h.Fleets {
+		servers := make([]discovery.Server, 0, len(list))
+		for _, s := range list {
+			servers = append(servers, discovery.Server(s))
+		}
+		inline[id] = servers
+	}
+	cfg := discovery.Config{
+		Inline:     inline,
+		File:       h.FleetsFile,
+		FilePoll:   time.Duration(h.FilePoll),
+		FieldNames: names,
+		StrongETag: h.StrongETag,
+		MaxAge:     time.Duration(h.MaxAge),
+	}
+	if hc := h.HealthCheck; hc != nil {
+		cfg.Health = &discovery.HealthConfig{
+			Fleets: hc.Fleets, Interval: time.Duration(hc.Interval), Failures: hc.Failures,
+			Requests: hc.Requests, Wait: time.Duration(hc.Wait),
+		}
+	}
+	return cfg, nil
+}
+
+// Provision loads the fleet sources and starts the file watcher and health
+// checks.
+func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.Name == "" {
+		h.Name = discovery.DefaultName
+	}
+	cfg, err := h.config()
+	if err != nil {
+		return err
+	}
+	// NewService refuses what Validate refuses, before starting anything.
+	cfg = cfg.WithDefaults()
+	for id, list := range cfg.Inline {
+		cfg.Inline[id] = discovery.Dedupe(list)
+	}
+	var access discovery.Access
+	for _, a := range h.Allow {
+		p, _ := caddyglue.ParsePrefix(a)
+		access.Allow = append(access.Allow, p)
+	}
+	keys, err := caddyglue.ReplacedEach("", "api_keys", h.APIKeys)
+	if err != nil {
+		return err
+	}
+	if access.Keys, err = httpauth.New(keys...); err != nil {
+		return fmt.Errorf("api_keys: %w", err)
+	}
+	// The relay allocations API's rules for its tokens: long enough
+	// beyond loopback, and a limit on the failed attempts.
+	if err := caddyglue.RefuseWeakSecrets(ctx, "", "api_keys", h.APIKeys, keys, caddyglue.MinExposedToken); err != nil {
+		return err
+	}
+	val, _, err := discoveryOverrides.LoadOrNew(h.Name, func() (caddy.Destructor, error) {
+		return pooledOverrides{discovery.NewOverrides(), ratelimit.NewTable[string](relay.DefaultMaxClients, ratelimit.NewClock(nil))}, nil
+	})
+	if err != nil {
+		return err
+	}
+	pooled := val.(pooledOverrides)
+	// The relay allocations API's limiter, at its defaults.
+	failureLimit, err := ratelimit.NewLimit(relay.DefaultAuthFailureRate, relay.DefaultAuthFailureBurst)
+	if err != nil {
+		return err
+	}
+	access.Failures = &relay.LocalLimiter{Table: pooled.failures, Limit: failureLimit, MaxKeys: relay.DefaultMaxClients}
+	overrides := pooled.Overrides
+	cfg.Overrides = overrides
+	cfg.Private = access.Restricted()
+	cfg.Logger = h.logger
+	cfg.OnFileLoad = func(err error) {
+		if err != nil {
+			DiscoveryMetrics.fileErrors.WithLabelValues(h.Name).Inc()
+			DiscoveryMetrics.fileOK.WithLabelValues(h.Name).Set(0)
+		} else {
+			DiscoveryMetrics.fileLoads.WithLabelValues(h.Name).Inc()
+			DiscoveryMetrics.fileOK.WithLabelValues(h.Name).Set(1)
+		}
+	}
+	if cfg.Health != nil {
+		// The QoS servers of this process answer these checks even
+		// while they ban the Checker's address.
+		cfg.Health.ProbeKey = qos.ProcessProbeKey()
+	}
+	h.service, err = discovery.NewService(cfg)
+	if err != nil {
+		_, _ = discoveryOverrides.Delete(h.Name)
+		return err
+	}
+	h.handler = discovery.Handler{Service: h.service, Access: access, ClientIP: caddyglue.ClientIP}
+	// Health checks, the fleets file's polling and the shared store's
+	// start with the configuration, not when it is only validated.
+	shared, _ := ctx.Storage().(*redisstore.Store)
+	if err := caddyglue.WhenStarted(ctx, func() {
+		// With a storage that nodes share (storage redis), admin changes
+		// go through it, so that every node serves the same fleets.
+		if shared != nil {
+			overrides.Share(shared, h.Name, h.logger)
+		} else {
+			overrides.Unshare()
+		}
+		h.service.Start()
+	}); err != nil {
+		return err
+	}
+	liveDiscoveryServices.Add(h.service)
+	return DiscoveryMetrics.Register(ctx.GetMetricsRegistry())
+}
+
+// Validate checks the configuration: the options only the gateway has
+// here, then the handler's Config.
+func (h *QoSDiscovery) Validate() error {
+	for _, a := range h.Allow {
+		if _, err := caddyglue.ParsePrefix(a); err != nil {
+			return fmt.Errorf("allow: %q is not a CIDR or IP address", a)
+		}
+	}
+	cfg, err := h.config()
+	if err != nil {
+		return err
+	}
+	return cfg.Validate()
+}
+
+// Ranges of the discovery handler's options (the handler's bounds), for
+// the Caddyfile.
+var (
+	discoveryFailuresRange = caddyglue.IntRange{Lo: 1, Hi: discovery.MaxHealthFailures}
+	discoveryRequestsRange = caddyglue.IntRange{Lo: 1, Hi: discovery.MaxHealthRequests}
+	discoveryWaitRange     = caddyglue.DurationRange{Lo: discovery.MinHealthWait, Hi: discovery.MaxHealthWait}
+	discoveryFilePollRange = caddyglue.DurationRange{Lo: discovery.MinFilePoll, Hi: discovery.MaxLifetime}
+	discoveryMaxAgeRange   = caddyglue.DurationRange{Lo: discovery.MinMaxAge, Hi: discovery.MaxLifetime}
+	discoveryIntervalRange = caddyglue.DurationRange{Lo: discovery.MinHealthInterval, Hi: discovery.MaxLifetime}
+)
+
+// Cleanup stops the file watcher and health checks.
+func (h *QoSDiscovery) Cleanup() error {
+	if h.service == nil {
+		return nil
+	}
+	h.service.Stop()
+	liveDiscoveryServices.Remove(h.service)
+	_, err := discoveryOverrides.Delete(h.Name)
+	return err
+}
+
+// ServeHTTP answers discovery requests and passes other paths on.
+func (h *QoSDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	fleet, ok := discovery.FleetFromPath(r.URL.Path)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	code := h.handler.ServeFleet(w, r, fleet)
+	DiscoveryMetrics.requests.Count(code)
+	if code != http.StatusForbidden && h.handler.Access.Keys.Required() && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") != "" {
+		// Caddy's access log records X-Api-Key whole; no module can
+		// redact it. Tell the operator, once, what clients do.
+		h.xAPIKeyWarned.Do(func() {
+			h.logger.Warn("a client sent its API key as X-Api-Key, which Caddy's access log records in plain text; have clients send Authorization: Bearer <key> (which it redacts), or filter the header out of the access log")
+		})
+	}
+	if code == http.StatusOK || code == http.StatusNotModified {
+		// Only a fleet that exists is answered 200 or 304, so the label's
+		// values are the configured fleets (a Caddyfile, a fleets file or
+		// the authenticated admin API), never ids a request made up.
+		DiscoveryMetrics.fleetRequests.WithLabelValues(fleet).Inc()
+	}
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	qos_discovery {
+//		fleet <fleet_id> {
+//			server <region_id> <location_id> <ip:port> [<ip:port>]
+//		}
+//		fleets_file  <path>
+//		file_poll    <duration>
+//		field_names  both|seed|unity
+//		strong_etag
+//		max_age      <duration>
+//		allow        <cidr|ip> ...
+//		api_keys     <key> ...
+//		health_check {
+//			fleets   <fleet_id> ...
+//			interval <duration>
+//			failures <count>
+//			requests <count>
+//			wait     <duration>
+//		}
+//		name <name>
+//	}
+//
+// A server line gives the region, the location ID, and one or two addresses
+// (at most one IPv4 and one IPv6) sharing one port.
+func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return caddyglue.ParseModuleBlock(d, "", []string{"fleet"}, func(opt string) error {
+		var err error
+		switch opt {
+		case "fleet":
+			err = h.parseFleet(d)
+		case "fleets_file":
+			h.FleetsFile, err = caddyglue.ParseSingleArg(d)
+		case "file_poll":
+			h.FilePoll, err = caddyglue.ParseDurationIn(d, discoveryFilePollRange)
+		case "field_names":
+			h.FieldNames, err = caddyglue.ParseOneOf(d, "both", "seed", "unity")
+		case "strong_etag":
+			err = caddyglue.ParseFlag(d, &h.StrongETag)
+		case "max_age":
+			h.MaxAge, err = caddyglue.ParseDurationIn(d, discoveryMaxAgeRange)
+		case "allow":
+			h.Allow, err = caddyglue.ParseArgs(d)
+			for _, a := range h.Allow {
+				if _, perr := caddyglue.ParsePrefix(a); perr != nil {
+					return d.Errf("allow: '%s' is not a CIDR or IP address", a)
+				}
+			}
+		case "api_keys":
+			h.APIKeys, err = caddyglue.ParseArgs(d)
+		case "health_check":
+			err = h.parseHealthCheck(d)
+		case "name":
+			h.Name, err = caddyglue.ParseSingleArg(d)
+		default:
+			return caddyglue.UnknownOption(d, "", opt)
+		}
+		return err
+	})
+}
+
+func (h *QoSDiscovery) parseFleet(d *caddyfile.Dispenser) error {
+	id, err := caddyglue.ParseSingleArg(d) // a block may follow
+	if err != nil {
+		return err
+	}
+	if err := discovery.ValidateFleetID(id); err != nil {
+		return d.Errf("fleet: %v", err)
+	}
+	if _, dup := h.Fleets[id]; dup {
+		return d.Errf("duplicate fleet '%s'", id)
+	}
+	if h.Fleets == nil {
+		h.Fleets = make(map[string][]DiscoveryServer)
+	}
+	var servers []DiscoveryServer
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if d.Val() != "server" {
+			return d.Errf("fleet '%s': unrecognized option '%s'", id, d.Val())
+		}
+		args := d.RemainingArgs()
+		if len(args) < 3 || len(args) > 4 {
+			return d.Errf("fleet '%s': server takes <region_id> <location_id> <ip:port> [<ip:port>]", id)
+		}
+		s := DiscoveryServer{RegionID: args[0]}
+		if s.LocationID, err = strconv.ParseInt(args[1], 10, 64); err != nil || s.LocationID < 0 {
+			return d.Errf("fleet '%s': location ID '%s' is not a non-negative integer", id, args[1])
+		}
+		for _, a := range args[2:] {
+			ap, err := netip.ParseAddrPort(a)
+			if err != nil || ap.Port() == 0 {
+				return d.Errf("fleet '%s': '%s' is not an ip:port address", id, a)
+			}
+			if ap.Addr().Unmap().IsUnspecified() {
+				return d.Errf("fleet '%s': '%s' means every address of a machine, which no client can reach: give the address clients reach the server at", id, a)
+			}
+			if s.Port != 0 && s.Port != int(ap.Port()) {
+				return d.Errf("fleet '%s': a server's IPv4 and IPv6 addresses must share one port", id)
+			}
+			s.Port = int(ap.Port())
+			ip := ap.Addr().Unmap()
+			if ip.Is4() {
+				if s.IPv4 != "" {
+					return d.Errf("fleet '%s': a server has at most one IPv4 address", id)
+				}
+				s.IPv4 = ip.String()
+			} else {
+				if s.IPv6 != "" {
+					return d.Errf("fleet '%s': a server has at most one IPv6 address", id)
+				}
+				s.IPv6 = ip.String()
+			}
+		}
+		servers = append(servers, s)
+	}
+	h.Fleets[id] = servers
+	return nil
+}
+
+func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	hc := &DiscoveryHealthCheck{}
+	if err := caddyglue.ParseBlock(d, "health_check", nil, func(opt string) error {
+		var err error
+		switch opt {
+		case "fleets":
+			hc.Fleets, err = caddyglue.ParseArgs(d)
+		case "interval":
+			hc.Interval, err = caddyglue.ParseDurationIn(d, discoveryIntervalRange)
+		case "failures":
+			hc.Failures, err = caddyglue.ParseIntIn(d, discoveryFailuresRange)
+		case "requests":
+			hc.Requests, err = caddyglue.ParseIntIn(d, discoveryRequestsRange)
+		case "wait":
+			hc.Wait, err = caddyglue.ParseDurationIn(d, discoveryWaitRange)
+		default:
+			return caddyglue.UnknownOption(d, "health_check", opt)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	h.HealthCheck = hc
+	return nil
+}
+
+func parseQoSDiscoveryDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(QoSDiscovery)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+var liveDiscoveryServices caddyglue.LiveSet[*discovery.Service]
+
+// DiscoveryMetrics are the discovery handler's Prometheus metrics.
+var DiscoveryMetrics = newDiscoveryMetrics()
+
+type discoveryMetricSet struct {
+	caddyglue.MetricSet
+	requests      caddyglue.CodeCounters
+	fleetRequests *prometheus.CounterVec
+	fileLoads     *prometheus.CounterVec
+	fileErrors    *prometheus.CounterVec
+	fileOK        *prometheus.GaugeVec
+}
+
+func newDiscoveryMetrics() *discoveryMetricSet {
+	m := &discoveryMetricSet{MetricSet: caddyglue.MetricSet{Subsystem: "discovery"}}
+	m.requests = m.CodeCounters("requests_total", "Discovery requests answered, by status code.",
+		200, 304, 401, 403, 404, 405, 500)
+	m.fleetRequests = m.CounterVec("fleet_requests_total",
+		"Discovery requests answered with a fleet's servers (200 or 304), by fleet id.", "fleet")
+	m.fileLoads = m.CounterVec("fleets_file_loads_total",
+		"Fleets files loaded successfully after a change, by handler name.", "name")
+	m.fileErrors = m.CounterVec("fleets_file_errors_total",
+		"Changes to a fleets file that could not be loaded (the last good list stays in service), by handler name.", "name")
+	m.fileOK = m.GaugeVec("fleets_file_ok",
+		"1 if the fleets file was last loaded successfully, 0 if not, by handler name.", "name")
+	m.GaugeFunc("withheld_servers",
+		"QoS servers failing their health checks, once per fleet listing them (a fleet whose servers all fail is still served whole).",
+		func() float64 { return float64(liveDiscoveryServices.Sum((*discovery.Service).Withheld)) })
+	return m
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*QoSDiscovery)(nil)
+	_ caddy.Validator             = (*QoSDiscovery)(nil)
+	_ caddy.CleanerUpper          = (*QoSDiscovery)(nil)
+	_ caddyfile.Unmarshaler       = (*QoSDiscovery)(nil)
+	_ caddyhttp.MiddlewareHandler = (*QoSDiscovery)(nil)
+)

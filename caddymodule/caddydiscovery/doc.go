@@ -1,0 +1,3 @@
+// Package caddydiscovery registers the QoS discovery handler and its
+// admin API.
+package caddydiscovery

@@ -1,0 +1,3 @@
+// Package caddyfreeciv registers the Freeciv guard (a layer4 handler) and
+// the freeciv game query protocol.
+package caddyfreeciv

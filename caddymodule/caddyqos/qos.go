@@ -1,0 +1,392 @@
+package caddyqos
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/mholt/caddy-l4/layer4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gamegate/gamegate/caddymodule/caddyglue"
+	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/handlers/qos"
+)
+
+func init() {
+	caddy.RegisterModule(new(QoSEcho))
+}
+
+// QoSEcho answers Multiplay QoS echo requests (0x59 → 0x95) on a caddy-l4 UDP
+// server, with per-source rate limits and bans, an optional global capacity
+// budget and an optional title allow-list. Rate-limit and ban state survives
+// configuration reloads.
+//
+// Put it in a layer4 route on a UDP listener; use the qos matcher in front of
+// it to share the port with other protocols. Keep the server's idle_timeout
+// short (a few seconds): a QoS check is a burst, and each idle association
+// holds a goroutine until the timeout.
+type QoSEcho struct {
+	// Sustained requests per second one source may send. Default: 10.
+	Rate float64 `json:"rate,omitempty"`
+	// Requests one source may send at once before the rate applies; a QoS
+	// check sends 5 to 20 in a burst. Default: 40.
+	Burst int `json:"burst,omitempty"`
+	// The ban announced to a source that goes over its rate or is turned away
+	// for capacity, in protocol units of 2 minutes (1-8). Default: 1.
+	BanUnits int `json:"ban_units,omitempty"`
+	// How long a banned source is ignored. Clients stay away for the
+	// announced ban plus a margin whatever this says, so it only matters for
+	// clients that do not honour the ban. Default: ban_units × 2 minutes.
+	BanDuration caddy.Duration `json:"ban_duration,omitempty"`
+	// When 1-7, a source that has spent more than half of its burst is asked
+	// to back off voluntarily for this many 2-minute units, before it is
+	// banned. Default: 0 (never ask).
+	BackoffUnits int `json:"backoff_units,omitempty"`
+	// Requests per second answered across all sources. Past it, the source
+	// whose request finds the budget empty is banned: which sources are
+	// turned away is random, weighted by how much each sends. Default: 0 (no
+	// global budget).
+	Capacity float64 `json:"capacity,omitempty"`
+	// Requests beyond the steady capacity that may be answered at once.
+	// Default: one second of capacity, rounded up.
+	CapacityBurst int `json:"capacity_burst,omitempty"`
+	// The most sources whose rate and ban state is remembered; past it the
+	// source seen least recently is forgotten. Bounds memory under a flood
+	// from many addresses. Default: 100000.
+	MaxSources int `json:"max_sources,omitempty"`
+	// What a source is: "ip" (an IPv4 address or an IPv6 prefix of
+	// client_ipv6_prefix bits, whatever the port) or "ip_port" (address and
+	// port). Default: ip.
+	SourceKey string `json:"source_key,omitempty"`
+	// Prefix length, in bits, of the IPv6 addresses one source holds with
+	// source_key ip: the addresses of one prefix share their rate and ban
+	// state (32-128). Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
+	// Game titles to answer; requests with other titles are dropped.
+	// Default: every title.
+	Titles []string `json:"titles,omitempty"`
+	// Handlers with the same name (and max_sources and source_key) share
+	// their rate and ban state, and a reloaded configuration takes the state
+	// over from the one it replaces. Default: the listener's own state: in
+	// the gamegate app, that of the server's listen addresses; in a layer4
+	// route, that of the local address each association arrived at.
+	Name string `json:"name,omitempty"`
+
+	svc   *qos.Service
+	inApp bool // a protocol of the gamegate app: see Provision
+}
+
+// CaddyModule returns the Caddy module information.
+func (*QoSEcho) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "layer4.handlers.qos",
+		New: func() caddy.Module { return new(QoSEcho) },
+	}
+}
+
+// config is the service's configuration from the module's options.
+func (h *QoSEcho) config() qos.Config {
+	return qos.Config{
+		Rate:             h.Rate,
+		Burst:            h.Burst,
+		BanUnits:         h.BanUnits,
+		BanDuration:      time.Duration(h.BanDuration),
+		BackoffUnits:     h.BackoffUnits,
+		Capacity:         h.Capacity,
+		CapacityBurst:    h.CapacityBurst,
+		MaxSources:       h.MaxSources,
+		SourceKey:        h.SourceKey,
+		ClientIPv6Prefix: h.ClientIPv6Prefix,
+		Titles:           h.Titles,
+		Name:             h.Name,
+	}
+}
+
+// Provision builds the service on the pooled source tables.
+func (h *QoSEcho) Provision(ctx caddy.Context) error {
+	caddyglue.WarnExposedLayer4(ctx)
+	cfg := h.config()
+	// Discovery's health checks from this process are answered even
+	// while forged requests have their address banned.
+	cfg.ProbeKey = qos.ProcessProbeKey()
+	cfg.Count = QosMetrics.countFor
+	cfg.Logger = ctx.Logger()
+	h.svc = qos.NewService(cfg, qosTables{layer4: !h.inApp})
+	switch {
+	case h.Name != "":
+		// Hold the named table now: the configuration this one replaces
+		// lets go of it before this one's first datagram.
+		if _, err := h.svc.ForListener(""); err != nil {
+			return err
+		}
+	case !h.inApp:
+		// A layer4 route learns its listeners from its associations.
+		// Take over the tables of those the configuration this one
+		// replaces served now, so that their bans outlive the reload.
+		for _, l := range layer4Listeners.list() {
+			if _, held := sourceTables.References(h.svc.TableKey(l)); held {
+				if _, err := h.svc.ForListener(l); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return caddyglue.RegisterDatagramMetrics(ctx, &QosMetrics.MetricSet)
+}
+
+// ForListener returns the service's server for the listener: that of its
+// name, or the listener's own.
+func (h *QoSEcho) ForListener(listener string) (dgram.Protocol, error) {
+	return h.svc.ForListener(listener)
+}
+
+// Validate checks the configuration.
+func (h *QoSEcho) Validate() error { return h.config().Validate() }
+
+// Cleanup releases the service's holds on its source tables.
+func (h *QoSEcho) Cleanup() error {
+	if h.svc == nil {
+		return nil
+	}
+	return h.svc.Close()
+}
+
+// Handle answers the datagrams of one client until the association ends.
+func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
+	return caddyglue.ServeDatagrams(cx, h.svc, "the QoS echo protocol")
+}
+
+// sourceTables holds the QoS source tables across configuration reloads.
+var sourceTables = caddy.NewUsagePool()
+
+var liveSourceTables caddyglue.LiveSet[*qos.SourceTable]
+
+// qosTables lends QoS services the pooled source tables.
+type qosTables struct{ layer4 bool }
+
+func (t qosTables) Acquire(key, listener string, limit int) (*qos.SourceTable, error) {
+	val, _, err := sourceTables.LoadOrNew(key, func() (caddy.Destructor, error) {
+		st := qos.NewSourceTable(limit, nil, qos.SweepInterval)
+		liveSourceTables.Add(st)
+		return pooledSourceTable{st, key}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t.layer4 && listener != "" {
+		layer4Listeners.add(key, listener)
+	}
+	return val.(pooledSourceTable).SourceTable, nil
+}
+
+func (qosTables) Release(key string) error {
+	_, err := sourceTables.Delete(key)
+	return err
+}
+
+// pooledSourceTable releases a source table when no configuration uses it.
+type pooledSourceTable struct {
+	*qos.SourceTable
+	key string
+}
+
+func (p pooledSourceTable) Destruct() error {
+	liveSourceTables.Remove(p.SourceTable)
+	layer4Listeners.remove(p.key)
+	return p.SourceTable.Destruct()
+}
+
+// layer4Listeners are the listeners of the pooled tables that layer4 QoS
+// handlers without a name made for the local addresses their associations
+// arrived at, by table key, so that the configuration that replaces
+// theirs takes the tables over.
+var layer4Listeners = listenerSet{byKey: make(map[string]string)}
+
+type listenerSet struct {
+	mu    sync.Mutex
+	byKey map[string]string
+}
+
+func (l *listenerSet) add(key, listener string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byKey[key] = listener
+}
+
+func (l *listenerSet) remove(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.byKey, key)
+}
+
+func (l *listenerSet) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, listener := range l.byKey {
+		if !slices.Contains(out, listener) {
+			out = append(out, listener)
+		}
+	}
+	return out
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	qos {
+//		rate               <requests_per_second>
+//		burst              <requests>
+//		ban_units          <1-8>
+//		ban_duration       <duration>
+//		backoff_units      <0-7>
+//		capacity           <requests_per_second>
+//		capacity_burst     <requests>
+//		max_sources        <count>
+//		source_key         ip|ip_port
+//		client_ipv6_prefix <bits>
+//		titles             <title> [<title>...]
+//		name               <name>
+//	}
+//
+// The ranges are the service's (qos.Config.Validate), checked as each
+// option is read: a value given is in range, 0 too where 0 is one.
+func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	const module = "qos"
+	return caddyglue.ParseModuleBlock(d, module, nil, func(opt string) error {
+		var err error
+		switch opt {
+		case "rate":
+			h.Rate, err = caddyglue.ParsePositiveFloat(d)
+		case "burst":
+			h.Burst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
+		case "ban_units":
+			h.BanUnits, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 1, Hi: qos.MaxBanUnits})
+		case "ban_duration":
+			h.BanDuration, err = caddyglue.ParseDuration(d)
+		case "backoff_units":
+			h.BackoffUnits, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 0, Hi: qos.MaxBackoffUnits})
+		case "capacity":
+			h.Capacity, err = caddyglue.ParsePositiveFloat(d)
+		case "capacity_burst":
+			h.CapacityBurst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
+		case "max_sources":
+			h.MaxSources, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 1, Hi: qos.MaxMaxSources})
+		case "source_key":
+			h.SourceKey, err = caddyglue.ParseOneOf(d, qos.SourceKeyIP, qos.SourceKeyIPPort)
+		case "client_ipv6_prefix":
+			h.ClientIPv6Prefix, err = caddyglue.ParseIntIn(d, caddyglue.ClientIPv6PrefixRange)
+		case "titles":
+			h.Titles, err = caddyglue.ParseArgs(d)
+		case "name":
+			h.Name, err = caddyglue.ParseSingleArg(d)
+		default:
+			return caddyglue.UnknownOption(d, module, opt)
+		}
+		if err == nil {
+			if verr := h.Validate(); verr != nil {
+				return d.Errf("%s: %v", module, verr)
+			}
+		}
+		return err
+	})
+}
+
+// QosMetrics are the QoS echo handler's Prometheus metrics, shared by every
+// QoS handler in the process.
+var QosMetrics = newQoSMetrics()
+
+// qosMetricSet counts what QoS handlers do, by listener: one atomic add
+// per datagram, for its verdict. Every metric is derived from those counts
+// when scraped, so the hot path pays for one counter, not one per metric.
+type qosMetricSet struct {
+	caddyglue.MetricSet
+	mu                                        sync.Mutex
+	listeners                                 map[string]*qosCounts // by listener label
+	requests, responses, drops, bans, tracked *prometheus.Desc
+}
+
+// qosCounts are the verdicts of the datagrams one listener served.
+type qosCounts struct {
+	verdicts [qos.NumVerdicts]struct {
+		n atomic.Uint64
+		_ [56]byte // one cache line each: verdicts are counted from every core
+	}
+}
+
+func (c *qosCounts) count(v qos.Verdict) { c.verdicts[v].n.Add(1) }
+
+func newQoSMetrics() *qosMetricSet {
+	m := &qosMetricSet{MetricSet: caddyglue.MetricSet{Subsystem: "qos"}, listeners: make(map[string]*qosCounts)}
+	m.requests = m.Desc("requests_total", "Datagrams received by QoS echo handlers, by listener.", "listener")
+	m.responses = m.Desc("responses_total", "QoS responses sent, by listener and flow control (none, backoff, ban).", "listener", "flow")
+	m.drops = m.Desc("dropped_total", "QoS datagrams dropped without a response, by listener and reason.", "listener", "reason")
+	m.bans = m.Desc("bans_total", "QoS sources banned, by listener and cause (rate, capacity).", "listener", "cause")
+	m.tracked = m.Desc("tracked_sources", "Sources whose QoS rate and ban state is remembered.")
+	m.Scraped(m.collect, m.requests, m.responses, m.drops, m.bans, m.tracked)
+	return m
+}
+
+// countFor returns the function counting the verdicts of the QoS server
+// of listener (qos.Config.Count): the gamegate app names a server's
+// listener by its listen addresses joined by commas (dgram.ProtocolAt),
+// a caddy-l4 route by the local address of its associations. Its label is
+// the udp metrics' for the app's servers (the addresses joined by
+// spaces), the address for caddy-l4's. The listener "" is no listener: a
+// named service holds its table at Provision through it, and never
+// serves there.
+func (m *qosMetricSet) countFor(listener string) func(qos.Verdict) {
+	if listener == "" {
+		return func(qos.Verdict) {}
+	}
+	label := strings.ReplaceAll(listener, ",", " ")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.listeners[label]
+	if c == nil {
+		c = new(qosCounts)
+		m.listeners[label] = c
+	}
+	return c.count
+}
+
+func (m *qosMetricSet) collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for listener, c := range m.listeners {
+		var n [qos.NumVerdicts]float64
+		total := 0.0
+		for v := range n {
+			n[v] = float64(c.verdicts[v].n.Load())
+			total += n[v]
+		}
+		counter(m.requests, total, listener)
+		counter(m.responses, n[qos.Answered]+n[qos.AnsweredProbe], listener, "none")
+		counter(m.responses, n[qos.AnsweredBackoff], listener, "backoff")
+		counter(m.responses, n[qos.BannedRate]+n[qos.BannedCapacity], listener, "ban")
+		counter(m.bans, n[qos.BannedRate], listener, "rate")
+		counter(m.bans, n[qos.BannedCapacity], listener, "capacity")
+		for v := qos.DroppedBanned; v < qos.NumVerdicts; v++ {
+			counter(m.drops, n[v], listener, v.String())
+		}
+	}
+	tracked := liveSourceTables.Sum((*qos.SourceTable).Len)
+	ch <- prometheus.MustNewConstMetric(m.tracked, prometheus.GaugeValue, float64(tracked))
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*QoSEcho)(nil)
+	_ caddy.Validator       = (*QoSEcho)(nil)
+	_ caddy.CleanerUpper    = (*QoSEcho)(nil)
+	_ caddyfile.Unmarshaler = (*QoSEcho)(nil)
+	_ layer4.NextHandler    = (*QoSEcho)(nil)
+	_ dgram.ListenerScoped  = (*QoSEcho)(nil)
+)

@@ -1,0 +1,2 @@
+// Package caddystorage registers the Redis storage (caddy.storage.redis).
+package caddystorage

@@ -1,6 +1,0 @@
-package caddymodule
-
-import "github.com/gamegate/gamegate/handlers/bedrock"
-
-// Minecraft Bedrock edition's server status: see bedrock.Config.
-func init() { registerQueryProtocol[bedrock.Config]("bedrock") }

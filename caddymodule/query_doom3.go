@@ -1,6 +1,0 @@
-package caddymodule
-
-import "github.com/gamegate/gamegate/handlers/doom3"
-
-// The id Tech 4 server query: see doom3.Config.
-func init() { registerQueryProtocol[doom3.Config]("doom3") }

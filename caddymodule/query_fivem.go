@@ -1,6 +1,0 @@
-package caddymodule
-
-import "github.com/gamegate/gamegate/handlers/fivem"
-
-// The FiveM and RedM query: see fivem.Config.
-func init() { registerQueryProtocol[fivem.Config]("fivem") }

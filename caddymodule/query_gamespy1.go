@@ -1,6 +1,0 @@
-package caddymodule
-
-import "github.com/gamegate/gamegate/handlers/gamespy1"
-
-// The GameSpy 1 query: see gamespy1.Config.
-func init() { registerQueryProtocol[gamespy1.Config]("gamespy1") }

@@ -1,6 +1,0 @@
-package caddymodule
-
-import "github.com/gamegate/gamegate/handlers/nadeo"
-
-// The Nadeo (GbxRemote) query: see nadeo.Config.
-func init() { registerQueryProtocol[nadeo.Config]("nadeo") }

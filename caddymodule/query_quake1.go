@@ -1,6 +1,0 @@
-package caddymodule
-
-import "github.com/gamegate/gamegate/handlers/quake1"
-
-// The QuakeWorld status query: see quake1.Config.
-func init() { registerQueryProtocol[quake1.Config]("quake1") }

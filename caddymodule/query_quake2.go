@@ -1,6 +1,0 @@
-package caddymodule
-
-import "github.com/gamegate/gamegate/handlers/quake2"
-
-// The Quake 2 status query: see quake2.Config.
-func init() { registerQueryProtocol[quake2.Config]("quake2") }

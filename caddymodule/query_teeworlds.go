@@ -1,6 +1,0 @@
-package caddymodule
-
-import "github.com/gamegate/gamegate/handlers/teeworlds"
-
-// Teeworlds 0.7's server info query: see teeworlds.Config.
-func init() { registerQueryProtocol[teeworlds.Config]("teeworlds") }

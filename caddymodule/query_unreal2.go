@@ -1,6 +1,0 @@
-package caddymodule
-
-import "github.com/gamegate/gamegate/handlers/unreal2"
-
-// The Unreal Engine 2 server query: see unreal2.Config.
-func init() { registerQueryProtocol[unreal2.Config]("unreal2") }
