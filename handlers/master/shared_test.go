@@ -1,12 +1,14 @@
 package master
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
 
 	"github.com/gamegate/gamegate/internal/testutil"
+	"github.com/gamegate/gamegate/store"
 	"github.com/gamegate/gamegate/store/redisstore"
 )
 
@@ -65,12 +67,21 @@ func TestSharedRegistryAdoptsOnlySharedAddresses(t *testing.T) {
 	a := sharingNode(t, r.Addr, prefix, Config{})
 	b := sharingNode(t, r.Addr, prefix, Config{SharedNetworks: []string{"10.1.0.0/16", "fd00::/8"}})
 	c := sharingNode(t, r.Addr, prefix, Config{})
-	// Registered in this order; the public one last, so that once another
-	// node lists it, it has read the others too.
+	// The public one is registered once the store holds the others: the
+	// nodes read the store's changes in the order they were written, so
+	// a node that lists it has read the others too. (One write round
+	// writes its registrations in no set order.)
 	for _, src := range []string{"127.0.0.1:27960", "10.1.2.3:27960", "10.2.0.1:27960", "192.168.1.1:27960",
-		"169.254.1.1:27960", "[fd00::1]:27960", "[::1]:27960", "192.0.2.1:27960"} {
+		"169.254.1.1:27960", "[fd00::1]:27960", "[::1]:27960"} {
 		a.register(src, "")
 	}
+	reader := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: prefix})
+	t.Cleanup(func() { reader.Close() })
+	testutil.WaitFor(t, "node A to write its seven servers to the store", func() bool {
+		servers, _, _, err := reader.ServerChanges(context.Background(), "master:test", store.ListCursor{}, 100)
+		return err == nil && len(servers) == 7
+	})
+	a.register("192.0.2.1:27960", "")
 	if n, _ := a.m.Registry().Len(); n != 8 {
 		t.Fatalf("node A lists %d servers of its own, want 8", n)
 	}
