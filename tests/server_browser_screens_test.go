@@ -322,6 +322,9 @@ func TestServerBrowserListEntriesInChromium(t *testing.T) {
 		browserView{Name: "1280", URL: base, Width: 1280, Height: 900, Fixture: list, Open: "127.0.0.1:27015"},
 		browserView{Name: "390-none", URL: base, Width: 390, Height: 844, Fixture: none, Axe: true},
 		browserView{Name: "1280-none", URL: base, Width: 1280, Height: 900, Fixture: none},
+		// A link whose #server= is no valid escape (a hand-edited or cut
+		// URL) opens no row, and the page still loads.
+		browserView{Name: "390-bad-hash", URL: base + "#server=%E0%A4%A", Width: 390, Height: 844, Fixture: list},
 	)
 	for _, r := range res {
 		checkScreen(t, r)
@@ -346,7 +349,10 @@ func TestServerBrowserListEntriesInChromium(t *testing.T) {
 			t.Errorf("%s: the opened row %+v", r.Name, o)
 		}
 	}
-	for _, r := range res[2:] {
+	if r := res[4]; len(r.Rows) != 3 || r.Rows[1].Expanded != "false" {
+		t.Errorf("%s: a malformed #server=: rows %+v, want 3 closed", r.Name, r.Rows)
+	}
+	for _, r := range res[2:4] {
 		if len(r.Rows) != 0 || !r.Empty.Shown || !strings.HasPrefix(r.Empty.Text, "No servers are listed yet") || r.Empty.Clear {
 			t.Errorf("%s: an empty list: %d rows, empty state %+v", r.Name, len(r.Rows), r.Empty)
 		}
