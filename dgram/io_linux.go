@@ -20,8 +20,12 @@ type mmsghdr struct {
 
 // mmsgIO reads and writes batches with recvmmsg and sendmmsg on the
 // socket's own file descriptor, through the runtime's poller. Its calls
-// are raw system calls: the socket is non-blocking (the poller waits, not
-// the call), so they return at once, and a call through syscall.Syscall
+// are raw system calls: each asks for MSG_DONTWAIT (the poller waits, not
+// the call; the socket's own non-blocking mode is a flag of its file,
+// which whoever holds a dup of it can clear), so they return at once,
+// where a raw call blocked in the kernel would hold its thread and
+// processor, past any deadline and through the garbage collector's
+// stops. A call through syscall.Syscall
 // would tell the scheduler it may block. That costs more than the call's
 // own entry, and worse: a process whose threads had all gone idle wakes
 // the runtime's monitor thread on its first such call, which then polls
@@ -329,11 +333,11 @@ func (b *mmsgIO) one(recv bool, fd uintptr, h *mmsghdr) bool {
 		var errno syscall.Errno
 		if recv {
 			b.call = "recvfrom"
-			n, _, errno = unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(h.hdr.Iov.Base)), uintptr(h.hdr.Iov.Len), 0,
+			n, _, errno = unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(h.hdr.Iov.Base)), uintptr(h.hdr.Iov.Len), unix.MSG_DONTWAIT,
 				uintptr(unsafe.Pointer(h.hdr.Name)), uintptr(unsafe.Pointer(&h.hdr.Namelen)))
 		} else {
 			b.call = "sendto"
-			n, _, errno = unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(h.hdr.Iov.Base)), uintptr(h.hdr.Iov.Len), 0,
+			n, _, errno = unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(h.hdr.Iov.Base)), uintptr(h.hdr.Iov.Len), unix.MSG_DONTWAIT,
 				uintptr(unsafe.Pointer(h.hdr.Name)), uintptr(h.hdr.Namelen))
 		}
 		if retry, done := b.settle(n, errno, h); !retry {
@@ -350,7 +354,7 @@ func (b *mmsgIO) mmsg(trap, fd uintptr) bool {
 		b.call = "sendmmsg"
 	}
 	for {
-		n, _, errno := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&b.hs[0])), uintptr(len(b.hs)), 0, 0, 0)
+		n, _, errno := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&b.hs[0])), uintptr(len(b.hs)), unix.MSG_DONTWAIT, 0, 0)
 		if retry, done := b.settle(n, errno, nil); !retry {
 			return done
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -329,5 +330,48 @@ func testWriteGroups(t *testing.T, conn, ca, cb *net.UDPConn) {
 		expect(cb, "b1", "b2---", "b3")
 	}); allocs != 0 {
 		t.Fatalf("got %v allocations per batch, want 0", allocs)
+	}
+}
+
+// The batched calls never block in the kernel, even on a socket in
+// blocking mode (os.File.Fd puts a socket's file in blocking mode, and a
+// dup shares it): they are raw system calls, which hold their thread and
+// processor, past a deadline and through the garbage collector's stops,
+// so each asks for MSG_DONTWAIT itself and the poller does the waiting.
+func TestBatchIONeverBlocksInTheKernel(t *testing.T) {
+	defer runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // a blocked call holds one
+	conn := listen(t)
+	defer conn.Close()
+	pio, err := newBatchIO(conn, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := conn.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Fd() // the socket's file is now in blocking mode
+	in := make([]message, 8)
+	for i := range in {
+		in[i].buf = make([]byte, 64)
+	}
+	for _, probe := range []bool{false, true} { // recvmmsg, then recvfrom (see read)
+		pio.(*mmsgIO).probe = probe
+		_ = conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		done := make(chan error, 1)
+		go func() { _, err := pio.read(in); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("read on an empty socket (probe %v): %v, want its deadline's error", probe, err)
+			}
+		case <-time.After(5 * time.Second):
+			c := listen(t) // release the read blocked in the kernel
+			defer c.Close()
+			_, _ = c.WriteToUDPAddrPort([]byte("x"), conn.LocalAddr().(*net.UDPAddr).AddrPort())
+			<-done
+			t.Fatalf("a read on an empty socket in blocking mode (probe %v) blocked in the kernel past its deadline", probe)
+		}
 	}
 }

@@ -286,8 +286,11 @@ handle_path /browser/* {
 // link, where the entry has one; a script URL is not one, and gets the
 // copy control), people with score and time beside bots, a ping of 0
 // (shown) apart from an unknown one (-1 or none: "—"), the game name as
-// given, a name too long for a phone that must wrap, and a list with no
-// server at all (its own empty state, with no filter to clear).
+// given, a name too long for a phone that must wrap, a map, game,
+// version, player and rule as long and unbroken, which widen neither the
+// page nor an opened row, a #server= link that is no valid escape, which
+// opens nothing and stops nothing, and a list with no server at all (its
+// own empty state, with no filter to clear).
 func TestServerBrowserListEntriesInChromium(t *testing.T) {
 	_, _, web := startMasterSite(t, `handle_path /browser/* {
 	server_browser
@@ -314,7 +317,11 @@ func TestServerBrowserListEntriesInChromium(t *testing.T) {
 				map[string]any{"name": "bob", "raw": map[string]any{"score": 3, "time": 30}}},
 			"bots": []any{map[string]any{"name": "Bot Kim", "raw": map[string]any{"score": 0, "time": 3600}}}}),
 		entry("127.0.0.1:27016", "Script Join", map[string]any{"game": "OpenArena", "join": "javascript:alert(1)", "ping": -1}),
-		entry("127.0.0.1:27017", long, map[string]any{"ping": nil}),
+		// What a hostile server may say, unbroken: no field may widen the
+		// page (a filter's options included).
+		entry("127.0.0.1:27017", long, map[string]any{"ping": nil, "map": strings.Repeat("M", 120), "game": strings.Repeat("G", 120),
+			"version": strings.Repeat("V", 120), "numplayers": 1, "players": []any{map[string]any{"name": strings.Repeat("P", 120), "raw": map[string]any{}}},
+			"raw": map[string]any{strings.Repeat("K", 120): "x"}}),
 	}}
 	none := map[string]any{"total": 0, "offset": 0, "limit": 1000, "servers": []any{}}
 	res := browse(t,
@@ -322,6 +329,11 @@ func TestServerBrowserListEntriesInChromium(t *testing.T) {
 		browserView{Name: "1280", URL: base, Width: 1280, Height: 900, Fixture: list, Open: "127.0.0.1:27015"},
 		browserView{Name: "390-none", URL: base, Width: 390, Height: 844, Fixture: none, Axe: true},
 		browserView{Name: "1280-none", URL: base, Width: 1280, Height: 900, Fixture: none},
+		// A link whose #server= is no valid escape (a hand-edited or cut
+		// URL) opens no row, and the page still loads.
+		browserView{Name: "390-bad-hash", URL: base + "#server=%E0%A4%A", Width: 390, Height: 844, Fixture: list},
+		browserView{Name: "390-long", URL: base, Width: 390, Height: 844, Fixture: list, Open: "127.0.0.1:27017"},
+		browserView{Name: "1280-long", URL: base, Width: 1280, Height: 900, Fixture: list, Open: "127.0.0.1:27017"},
 	)
 	for _, r := range res {
 		checkScreen(t, r)
@@ -346,7 +358,10 @@ func TestServerBrowserListEntriesInChromium(t *testing.T) {
 			t.Errorf("%s: the opened row %+v", r.Name, o)
 		}
 	}
-	for _, r := range res[2:] {
+	if r := res[4]; len(r.Rows) != 3 || r.Rows[1].Expanded != "false" {
+		t.Errorf("%s: a malformed #server=: rows %+v, want 3 closed", r.Name, r.Rows)
+	}
+	for _, r := range res[2:4] {
 		if len(r.Rows) != 0 || !r.Empty.Shown || !strings.HasPrefix(r.Empty.Text, "No servers are listed yet") || r.Empty.Clear {
 			t.Errorf("%s: an empty list: %d rows, empty state %+v", r.Name, len(r.Rows), r.Empty)
 		}

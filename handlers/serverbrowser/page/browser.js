@@ -30,7 +30,11 @@
 	for (const f of selects) wanted[f] = params.get(f) || "";
 	const hashServer = () => {
 		const m = /^#server=(.+)$/.exec(location.hash);
-		return m ? decodeURIComponent(m[1]) : "";
+		try {
+			return m ? decodeURIComponent(m[1]) : "";
+		} catch (e) { // no valid escape (a cut or hand-edited link): no row to open
+			return "";
+		}
 	};
 	if (hashServer()) state.open.add(hashServer());
 
