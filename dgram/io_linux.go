@@ -260,6 +260,10 @@ func (b *mmsgIO) frame(out []message, gso bool) int {
 	return h
 }
 
+// gsoLookahead is how far behind a datagram group looks for others to
+// send with it.
+const gsoLookahead = 2 * gsoMaxSegments
+
 // group moves the datagrams after out[i] that can be sent with it in one
 // pass right behind it, and returns the index after the group: datagrams
 // to the same address of out[i]'s size, and one shorter to end it. It
@@ -272,7 +276,11 @@ func group(out []message, i int) int {
 	}
 	limit := min(gsoMaxSegments, gsoMaxBytes/size)
 	k := i + 1
-	for j := i + 1; j < len(out) && k-i < limit; j++ {
+	// The search looks gsoLookahead datagrams ahead at most: a batch of
+	// replies to as many addresses (a flood from spoofed sources) costs
+	// a bounded number of comparisons a datagram, not one per datagram
+	// of the batch.
+	for j := i + 1; j < len(out) && j-i <= gsoLookahead && k-i < limit; j++ {
 		if out[j].addr != out[i].addr {
 			continue
 		}

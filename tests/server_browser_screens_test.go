@@ -316,7 +316,9 @@ func TestServerBrowserListEntriesInChromium(t *testing.T) {
 			"players": []any{map[string]any{"name": "alice", "raw": map[string]any{"score": 12, "time": 754.2}},
 				map[string]any{"name": "bob", "raw": map[string]any{"score": 3, "time": 30}}},
 			"bots": []any{map[string]any{"name": "Bot Kim", "raw": map[string]any{"score": 0, "time": 3600}}}}),
-		entry("127.0.0.1:27016", "Script Join", map[string]any{"game": "OpenArena", "join": "javascript:alert(1)", "ping": -1}),
+		// A URL the list never makes (an allowed scheme only by a block
+		// list of script schemes) gets the copy control.
+		entry("127.0.0.1:27016", "Script Join", map[string]any{"game": "OpenArena", "join": "ms-msdt:/id PCWDiagnostic", "ping": -1}),
 		// What a hostile server may say, unbroken: no field may widen the
 		// page (a filter's options included).
 		entry("127.0.0.1:27017", long, map[string]any{"ping": nil, "map": strings.Repeat("M", 120), "game": strings.Repeat("G", 120),

@@ -865,8 +865,8 @@ func (f Filter) Apply(servers []Server) Page {
 		bs, bn := key(b)
 		c := strings.Compare(as, bs)
 		c = cmp.Or(c, int(min(max(an-bn, -1), 1)))
-		if f.Desc {
-			c = -c
+		if f.Desc && (f.Sort != "ping" || (an != math.MaxInt64 && bn != math.MaxInt64)) {
+			c = -c // an unknown ping stays last, either way
 		}
 		if c == 0 { // a stable order whatever the registry's
 			c = strings.Compare(a.Status.Address, b.Status.Address)

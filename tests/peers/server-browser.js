@@ -96,7 +96,8 @@ async function view(browser, v) {
 	if (v.copy) {
 		const row = page.locator(`#servers tr.server[data-address="${v.copy}"]`);
 		await row.locator("button.copy").click();
-		await page.waitForFunction(() => !!document.querySelector("#servers button.copy") && [...document.querySelectorAll("#servers button.copy")].some((b) => /^(Copied|Press)/.test(b.textContent)));
+		// The live region says so; it outlives a refresh that redraws the rows.
+		await page.waitForFunction(() => /^Copied /.test(document.getElementById("note").textContent));
 		out.copied = await page.evaluate(() => navigator.clipboard.readText());
 	}
 	if (v.axe) {

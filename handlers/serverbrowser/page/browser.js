@@ -203,8 +203,10 @@
 	// joinURL is the entry's join link if it is one a browser hands to a
 	// game (steam://connect/…); never a script or data URL.
 	function joinURL(j) {
-		if (typeof j !== "string" || j.length > 1024 || !/^[a-z][a-z0-9+.-]*:/i.test(j)) return "";
-		return /^(javascript|data|vbscript|file|blob|about):/i.test(j) ? "" : j;
+		// Only the join URLs the list makes (the game catalogue's Steam
+		// connect links); anything else gets the copy control.
+		if (typeof j !== "string" || j.length > 1024) return "";
+		return /^steam:\/\/connect\/[A-Za-z0-9.:\[\]-]+$/.test(j) ? j : "";
 	}
 
 	// copy puts text on the clipboard and says so in label (the text of its
@@ -340,7 +342,7 @@
 		servers.sort((a, b) => {
 			const ka = key(a), kb = key(b);
 			let c = ka < kb ? -1 : ka > kb ? 1 : 0;
-			if (state.desc) c = -c;
+			if (state.desc && ka !== Infinity && kb !== Infinity) c = -c; // an unknown ping stays last
 			return c || (a.address < b.address ? -1 : a.address > b.address ? 1 : 0);
 		});
 		const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.key : "";
