@@ -20,7 +20,7 @@ import (
 )
 
 func main() {
-	qosload.Child()
+	benchutil.Child()
 	var c qosload.Config
 	flag.IntVar(&c.Clients, "clients", 8, "client sockets per target")
 	flag.IntVar(&c.Inflight, "inflight", 16, "requests in flight per client socket (closed loop)")

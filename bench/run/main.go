@@ -49,7 +49,7 @@ type Options struct {
 var workloadIDs = []string{"qos", "qos-rate", "qos-one", "relay", "a2s", "dgram", httpload.Discovery, httpload.GameQuery, httpload.ServerList}
 
 func main() {
-	qosload.Child()
+	benchutil.Child()
 	o := Options{Log: os.Stderr}
 	flag.IntVar(&o.Rounds, "rounds", 5, "interleaved rounds of each workload")
 	flag.DurationVar(&o.Duration, "duration", 2*time.Second, "measuring time per target per round, UDP workloads")

@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gamegate/gamegate/bench/internal/qosload"
+	"github.com/gamegate/gamegate/bench/internal/benchutil"
 )
 
 // TestMain lets the QoS workloads start this test binary again as their
 // clients.
 func TestMain(m *testing.M) {
-	qosload.Child()
+	benchutil.Child()
 	os.Exit(m.Run())
 }
 

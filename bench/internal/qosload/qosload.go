@@ -23,7 +23,7 @@
 // loopback. The command is bench/qosload; bench/run runs it too.
 //
 // The clients run in a process of their own (this program, started again;
-// see Child), all their sockets on one thread that waits in epoll_wait, and
+// see benchutil.Child), all their sockets on one thread that waits in epoll_wait, and
 // at a fixed rate a second thread that sends. In one Go process with the
 // servers, the clients would share the servers' scheduler: once every P is
 // busy, a goroutine whose answer has arrived waits for the runtime's next
@@ -36,16 +36,12 @@
 package qosload
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/trace"
 	"slices"
@@ -253,39 +249,20 @@ type job struct {
 // one sending thread manages, far below a zero interval between sends.
 const maxRate = 10_000_000
 
-// childEnv marks a process started as the clients of one measurement.
-const childEnv = "GAMEGATE_QOSLOAD_CLIENTS"
+func init() { benchutil.RegisterChild("qosload", benchutil.ServeChild(clients)) }
 
 // runLoad measures t for d: it starts this program again as the clients
-// (Child), gives it the job on its standard input and reads the result
-// from its standard output.
+// (benchutil.RunChild) and reads their result.
 func runLoad(t *target, cfg Config, d time.Duration) (loadResult, error) {
 	if cfg.SameProcess {
 		return sameProcess(t, cfg, d)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return loadResult{}, err
-	}
 	// The clients stop by themselves after d and at most a few idle
 	// waits; a child that does not is killed rather than waited for.
-	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Stderr = os.Stderr
-	var in, out bytes.Buffer
-	if err := gob.NewEncoder(&in).Encode(job{Addr: t.addr, EchoOffset: t.echoOffset, Clients: cfg.Clients,
-		Inflight: cfg.Inflight, Rate: cfg.Rate, Duration: d}); err != nil {
-		return loadResult{}, err
-	}
-	cmd.Stdin, cmd.Stdout = &in, &out
-	if err := cmd.Run(); err != nil {
-		return loadResult{}, fmt.Errorf("client process: %w", err)
-	}
 	var res loadResult
-	if err := gob.NewDecoder(&out).Decode(&res); err != nil {
-		return loadResult{}, fmt.Errorf("client process: %w", err)
+	if err := benchutil.RunChild("qosload", d+time.Minute, job{Addr: t.addr, EchoOffset: t.echoOffset, Clients: cfg.Clients,
+		Inflight: cfg.Inflight, Rate: cfg.Rate, Duration: d}, &res); err != nil {
+		return loadResult{}, err
 	}
 	// Let the servers' per-client associations drain before the next target.
 	time.Sleep(100 * time.Millisecond)
@@ -355,27 +332,6 @@ func stampOf(b []byte, echoOffset int) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(binary.LittleEndian.Uint64(b[echoOffset+3:])), true
-}
-
-// Child runs the clients of one measurement and exits, if this process was
-// started for that (by Run, in this program); otherwise it returns at once.
-// Programs that call Run call Child first thing in main (and TestMain).
-func Child() {
-	if os.Getenv(childEnv) != "1" {
-		return
-	}
-	var j job
-	if err := gob.NewDecoder(os.Stdin).Decode(&j); err != nil {
-		benchutil.Fatal(err)
-	}
-	res, err := clients(j)
-	if err != nil {
-		benchutil.Fatal(err)
-	}
-	if err := gob.NewEncoder(os.Stdout).Encode(res); err != nil {
-		benchutil.Fatal(err)
-	}
-	os.Exit(0)
 }
 
 type summary struct {
