@@ -25,6 +25,7 @@ import (
 
 	"github.com/gamegate/gamegate/bench/internal/a2sload"
 	"github.com/gamegate/gamegate/bench/internal/benchutil"
+	"github.com/gamegate/gamegate/bench/internal/cserver"
 	"github.com/gamegate/gamegate/bench/internal/httpload"
 	"github.com/gamegate/gamegate/bench/internal/qosload"
 	"github.com/gamegate/gamegate/bench/internal/relayload"
@@ -111,6 +112,20 @@ func Run(o Options) (string, error) {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.Log, "bench: %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
+	// The C server, the UDP workloads' limit, is built once for all.
+	var cServer string
+	if slices.ContainsFunc([]string{"qos", "qos-rate", "qos-one", "a2s"}, want) {
+		bin, note, cleanup, err := cserver.BuildTemp()
+		if err != nil {
+			return "", err
+		}
+		defer cleanup()
+		if note != "" {
+			logf("%s", note)
+			page.Notes = append(page.Notes, "The C server is not measured: "+note+".")
+		}
+		cServer = bin
+	}
 	udp := func(id string, run func() (*benchutil.Workload, error)) error {
 		if !want(id) {
 			return nil
@@ -127,6 +142,7 @@ func Run(o Options) (string, error) {
 	// qos measures the QoS echo under cfg's load, on the run's schedule.
 	qos := func(cfg qosload.Config, id, title, about string) (*qosload.Result, *benchutil.Workload, error) {
 		cfg.Duration, cfg.Rounds, cfg.Pause, cfg.Warmup, cfg.CPUProfile = o.Duration, o.Rounds, o.Pause, warmup, o.CPUProfile
+		cfg.CServer = cServer
 		r, err := qosload.Run(cfg)
 		if err != nil {
 			return nil, nil, err
@@ -171,7 +187,7 @@ func Run(o Options) (string, error) {
 			return r.Workload("relay", "Relay forwarding", relayAbout), nil
 		}},
 		{"a2s", func() (*benchutil.Workload, error) {
-			w, err := a2sload.Run(a2sload.Config{Clients: 8, Inflight: 8, Schedule: udpSchedule})
+			w, err := a2sload.Run(a2sload.Config{Clients: 8, Inflight: 8, CServer: cServer, Schedule: udpSchedule})
 			if err != nil {
 				return nil, err
 			}

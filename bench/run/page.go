@@ -21,6 +21,9 @@ type Page struct {
 	Started, Finished     time.Time
 	LoadBefore, LoadAfter string
 	Workloads             []*benchutil.Workload
+	// Notes are remarks on the whole run (a baseline left out), shown
+	// before the summary.
+	Notes []string
 }
 
 // Machine is what the figures were measured on.
@@ -110,6 +113,9 @@ keeps runnable; read the load averages below before the figures.
 	fmt.Fprintf(b, "| system | %s |\n| Go | %s |\n| commit | %s |\n", m.Kernel, m.Go, m.Commit)
 	fmt.Fprintf(b, "| load average (1, 5, 15 min) before | %s |\n| load average (1, 5, 15 min) after | %s |\n\n", p.LoadBefore, p.LoadAfter)
 
+	for _, n := range p.Notes {
+		fmt.Fprintf(b, "%s\n\n", n)
+	}
 	fmt.Fprintf(b, "## Summary\n\n| workload | target | over | ratio: median (range) | goal |\n|---|---|---|---|---|\n")
 	for _, w := range p.Workloads {
 		for _, c := range w.Comparisons {

@@ -9,13 +9,17 @@ const qosRateShare = 0.5
 
 const (
 	qosAbout = `QoS echo (Unity's layout) on the gamegate app and on a caddy-l4 route, against a bare Go
-echo loop (one reader, ReadFrom, WriteTo) and caddy-l4's own ` + "`echo`" + `: 8 client sockets, each
+echo loop (one reader, ReadFrom, WriteTo), caddy-l4's own ` + "`echo`" + ` and a C server, the practical
+limit (` + "`bench/internal/cserver/c/echo.c`" + `, built with ` + "`cc -O2`" + `: one thread per SO_REUSEPORT socket,
+recvmmsg/sendmmsg batches of 32, the answer gamegate's QoS echo gives a source it lets through, byte
+for byte), with 1 thread and with one per CPU: 8 client sockets, each
 keeping 16 requests in flight (a closed loop). The clients run in a process of their own, all
 their sockets on one thread waiting in epoll_wait, so that they do not share the servers' Go
 scheduler and keep up with the fastest server. Responses per
 second, the round-trip time of every response, the servers' process's CPU time per response, and
 where the requests wait: the mean number of datagrams queued in the server's sockets and in the
-clients' (sampled every millisecond). Goal: throughput at least the bare loop's. In a closed loop
+clients' (sampled every millisecond); the C server's CPU time is read from /proc. Goals: throughput
+at least the bare loop's, and 0.9× the C server with as many threads as the app has readers. In a closed loop
 the round-trip times follow from the throughput (128 requests always outstanding) and from which
 side of the loop the CPUs are given to, so latency is compared at a fixed rate, below.`
 	qosRateAbout = `The same paths and clients at a fixed rate: the 8 client sockets send %d requests a second
@@ -41,7 +45,11 @@ query as real ones do: A2S_INFO, the shield's S2C_CHALLENGE, A2S_INFO again with
 answer; 8 client sockets, 8 queries in flight each, all from 127.0.0.1 (the shield's
 per-source limits set out of the way). The baseline is the bare Go echo loop with the same
 client, whose echo of each request plays the answer's part: two round trips per answer on
-both sides. Goal: 0.9× the bare loop. The game server is asked once per ttl (checked).`
+both sides. The C server (the QoS workload's, one thread per CPU) echoes in the same way rather
+than answering A2S_INFO with a fixed reply: a baseline must not answer an unproven source with more
+bytes than it sent, and an echo (one datagram in, one out, no state) is the floor of any answer from a
+cache. Goals: 0.9× the bare loop and 0.9× the C server. The game server is asked once per ttl
+(checked).`
 	dgramAbout = `Package dgram's own benchmarks (` + "`go test -bench '^BenchmarkEcho(OneInFlight)?$' ./dgram`" + `): the
 gamegate app's UDP server (readers, batches, sockets) serving a bare echo protocol, against a
 bare Go echo loop, with a window of 16 datagrams in flight per client (Echo) and with one

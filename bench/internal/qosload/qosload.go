@@ -53,6 +53,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/gamegate/gamegate/bench/internal/benchutil"
+	"github.com/gamegate/gamegate/bench/internal/cserver"
 )
 
 // Config is one run's load and rounds.
@@ -74,6 +75,9 @@ type Config struct {
 	Only        string        // measure only this target, beside bare, echo and l4-qos ("bare": only it)
 	CPUProfile  string        // write a CPU profile of the measured rounds here
 	Trace       string        // write an execution trace of the measured rounds here
+	// CServer is the C server's program (package cserver), measured with
+	// one thread and with one per CPU; empty: left out.
+	CServer string
 }
 
 // Result is what a run measured.
@@ -113,6 +117,27 @@ func Run(cfg Config) (*Result, error) {
 		{name: "gg-qos-1", label: "gamegate app `qos`, 1 reader", addr: gg1Addr, echoOffset: 2},
 		{name: "gg-qos", label: "gamegate app `qos`, default readers", addr: ggAddr, echoOffset: 2},
 	}
+	if cfg.CServer != "" {
+		for _, threads := range []int{1, runtime.NumCPU()} {
+			c, err := cserver.Start(cfg.CServer, cserver.QoS, threads)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Close()
+			t := &target{name: "c", label: fmt.Sprintf("C server (recvmmsg/sendmmsg), %d threads", threads), addr: c.Addr, echoOffset: 2, cpu: c.CPU}
+			if threads == 1 {
+				t.name, t.label = "c-1", "C server (recvmmsg/sendmmsg), 1 thread"
+			}
+			if cfg.SameProcess {
+				// The clients' CPU time is this process's.
+				t.cpu = func() (time.Duration, error) {
+					d, err := c.CPU()
+					return d + benchutil.ProcessCPU(), err
+				}
+			}
+			targets = append(targets, t)
+		}
+	}
 	if cfg.Only == "bare" {
 		targets = targets[:1]
 	} else if cfg.Only != "" {
@@ -149,12 +174,20 @@ func Run(cfg Config) (*Result, error) {
 		if runErr != nil {
 			return
 		}
-		cpu := benchutil.ProcessCPU()
+		cpu, err := t.cpuTime()
+		if err != nil {
+			runErr = fmt.Errorf("%s: %w", t.name, err)
+			return
+		}
 		res, err := runLoad(t, cfg, cfg.Duration)
-		res.CPU = benchutil.ProcessCPU() - cpu
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", t.name, err)
 		}
+		after, err := t.cpuTime()
+		if err != nil {
+			runErr = fmt.Errorf("%s: %w", t.name, err)
+		}
+		res.CPU = after - cpu
 		t.add(res)
 	})
 	if runErr != nil {
@@ -217,6 +250,15 @@ type target struct {
 	addr       string
 	echoOffset int // where the echoed custom data starts in a response
 	results    []loadResult
+	// cpu reads the CPU time of the server's process: this one's if nil.
+	cpu func() (time.Duration, error)
+}
+
+func (t *target) cpuTime() (time.Duration, error) {
+	if t.cpu == nil {
+		return benchutil.ProcessCPU(), nil
+	}
+	return t.cpu()
 }
 
 // loadResult is one measurement of one target, as the client process
@@ -490,6 +532,21 @@ func (r *Result) Workload(id, title, about string) *benchutil.Workload {
 		}
 		if name == "gg-qos" && cmp.Goal == 0 {
 			cmp.Goal = 1
+		}
+		w.Comparisons = append(w.Comparisons, cmp)
+	}
+	// The C server with the same number of threads as the app's readers
+	// (its default is one per CPU): under load, the app aims at 0.9× it.
+	for _, cmp := range []benchutil.Comparison{{Target: "gg-qos", Baseline: "c"}, {Target: "gg-qos-1", Baseline: "c-1"},
+		{Target: "c", Baseline: "bare"}, {Target: "c-1", Baseline: "bare"}} {
+		if w.Target(cmp.Target) == nil || w.Target(cmp.Baseline) == nil {
+			continue
+		}
+		switch {
+		case c.Rate > 0:
+			cmp.Metric = benchutil.P99
+		case c.Inflight > 1 && cmp.Baseline != "bare":
+			cmp.Goal = 0.9
 		}
 		w.Comparisons = append(w.Comparisons, cmp)
 	}
