@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -67,9 +66,9 @@ func main() {
 		o.Only = strings.Split(*only, ",")
 	}
 	if o.Out == "" {
-		root, err := repoRoot()
+		root, err := benchutil.RepoRoot()
 		if err != nil {
-			benchutil.Fatal(err)
+			benchutil.Fatal(fmt.Errorf("%w, or give -out", err))
 		}
 		o.Out = root
 	}
@@ -180,7 +179,14 @@ func Run(o Options) (string, error) {
 			return w, err
 		}},
 		{"relay", func() (*benchutil.Workload, error) {
-			r, err := relayload.Run(relayload.Config{Window: 64, Size: 100, Schedule: udpSchedule})
+			turn, err := buildTURN(logf)
+			if err != nil {
+				return nil, err
+			}
+			if turn != "" {
+				defer os.RemoveAll(filepath.Dir(turn))
+			}
+			r, err := relayload.Run(relayload.Config{Window: 64, Size: 100, TURN: turn, Schedule: udpSchedule})
 			if err != nil {
 				return nil, err
 			}
@@ -235,15 +241,24 @@ func Run(o Options) (string, error) {
 	return page.Write(o.Out)
 }
 
-// repoRoot finds the module's root from the working directory.
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+// buildTURN builds bench/turn (pion/turn's server and the TURN load
+// generator, a module of its own) into a temporary directory. Where it
+// cannot be built (no module proxy reachable and an empty module cache),
+// the relay workload goes on without the TURN relays and says so.
+func buildTURN(logf func(string, ...any)) (string, error) {
+	root, err := benchutil.RepoRoot()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", err
 	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("run bench/run inside the gamegate repository, or give -out")
+	dir, err := os.MkdirTemp("", "gamegate-turn")
+	if err != nil {
+		return "", err
 	}
-	return filepath.Dir(mod), nil
+	bin, err := relayload.BuildTURN(root, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		logf("the TURN relays are left out: %v", err)
+		return "", nil
+	}
+	return bin, nil
 }

@@ -163,8 +163,11 @@ keeps runnable; read the load averages below before the figures.
 // over names a comparison's baseline, and what is divided where it is not
 // the rate.
 func over(w *benchutil.Workload, c benchutil.Comparison) string {
-	if c.Metric == benchutil.P99 {
+	switch c.Metric {
+	case benchutil.P99:
 		return w.Target(c.Baseline).Label + " (p99: the baseline's over the target's)"
+	case benchutil.CPU:
+		return w.Target(c.Baseline).Label + " (CPU per message: the baseline's over the target's)"
 	}
 	return w.Target(c.Baseline).Label
 }

@@ -38,7 +38,19 @@ wakeups (whose cost on a virtual machine varies by a factor of two from round to
 	relayAbout = `Messages forwarded per second between two loopback clients (138-byte datagrams, 64 in
 flight, each answered straight back): gamegate's relay on the gamegate app (RELAY messages
 between bound, connected allocations) and on a caddy-l4 route, against a bare Go forwarder and
-caddy-l4's UDP ` + "`proxy`" + ` carrying datagrams of the same size. Goal: at least both baselines.`
+caddy-l4's UDP ` + "`proxy`" + ` carrying datagrams of the same size, and against the TURN relays
+studios deploy, each in a process of its own: **coturn** (Debian's ` + "`turnserver`" + `) and
+**pion/turn**'s server, with the clients' messages as ChannelData of the same size after
+Allocate, CreatePermission and ChannelBind (long-term credentials), the way WebRTC and game
+clients use TURN. Two topologies for them: both clients allocated (every message passes two
+allocations inside the server: the game topology, both players behind the relay), and one
+client allocated with a plain UDP socket as its peer (one hop per message, as in gamegate's
+relay, which forwards each message from one bound allocation to the other once). The clients
+run in a process of their own (bench/turn's load generator on pion/turn's client for the TURN
+relays), so each server's process's CPU time (read from /proc for those outside this one) is
+its own: CPU per message is compared as well as messages/s. Goals: at least the bare forwarder,
+caddy-l4's proxy, coturn and pion/turn with both clients allocated, and hop for hop at least
+coturn's one-hop messages/s at no more CPU per message.`
 	a2sAbout = `Cached A2S_INFO answers per second from gamegate's A2S shield, in front of a real A2S game
 server (the canned one of the tests, which wants a challenge for A2S_INFO too). The clients
 query as real ones do: A2S_INFO, the shield's S2C_CHALLENGE, A2S_INFO again with it, the
