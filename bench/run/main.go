@@ -8,8 +8,9 @@
 //	go run ./bench/run -only game-query -cpuprofile gq.prof
 //
 // See -h for the knobs. Everything listens on loopback; the load
-// generators run in this process, on the same CPUs as the servers, so
-// every figure is reported beside a baseline measured in the same rounds.
+// generators run in processes of their own (this program started again,
+// bench/turn's), on the same CPUs as the servers, so every figure is
+// reported beside a baseline measured in the same rounds.
 package main
 
 import (

@@ -102,9 +102,9 @@ func (p *Page) markdown(b *bytes.Buffer) {
 target once per round, the order reversed every other round, a pause between rounds, so that
 a change of the machine's load hits both. A ratio is a target's figure over its baseline's
 in the same round; the page gives the median and the range (lowest–highest) over the rounds.
-The load generators run on the same CPUs as the servers, over loopback (in the same process,
-but for QoS under load and at a fixed rate, whose clients run in one of their own), so absolute
-figures say more about the machine than about gamegate: compare the ratios. On a loaded machine wall-clock throughput mostly measures how many threads a path
+The load generators run on the same CPUs as the servers, over loopback, in a process of their
+own (but for QoS with one request in flight and dgram's benchmarks, whose clients run beside the
+servers), so absolute figures say more about the machine than about gamegate: compare the ratios. On a loaded machine wall-clock throughput mostly measures how many threads a path
 keeps runnable; read the load averages below before the figures.
 
 `)

@@ -72,7 +72,7 @@ bare Go echo loop, with a window of 16 datagrams in flight per client (Echo) and
 var httpText = map[string][2]string{
 	httpload.Discovery: {"Discovery", `qos_discovery's answers (a fleet's servers as JSON, with its ETag)
 against Caddy's ` + "`file_server`" + ` serving the same body from a file, same Caddy, same client: 32
-keep-alive connections, one request at a time each. 200: the body; 304: ` + "`If-None-Match`" + `
+keep-alive connections, one request at a time each, from a process of their own. 200: the body; 304: ` + "`If-None-Match`" + `
 with the current ETag.`},
 	httpload.GameQuery: {"Cached game query", `game_query answering from its cache: a GQP command (` + "`bench/identify`" + `, from a
 GQP server on the gamegate app) and an A2S server's normalised status (` + "`cs2`" + `, through the A2S
