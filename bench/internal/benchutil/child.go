@@ -258,3 +258,35 @@ func ProcessCPUOf(pid int) (time.Duration, error) {
 
 // SelfCPU is ProcessCPU with the signature ProcessCPUOf's callers share.
 func SelfCPU() (time.Duration, error) { return ProcessCPU(), nil }
+
+// StartAnnounced starts cmd, a server that prints the loopback address it
+// serves on its first line, and returns that address. A server that says
+// nothing of the kind within 10 seconds is killed.
+func StartAnnounced(cmd *exec.Cmd) (string, error) {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		line <- strings.TrimSpace(l)
+	}()
+	var addr string
+	select {
+	case addr = <-line:
+	case <-time.After(10 * time.Second):
+	}
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return "", fmt.Errorf("%s did not say its address (%q)", cmd.Path, addr)
+	}
+	return addr, nil
+}

@@ -9,7 +9,6 @@
 package cserver
 
 import (
-	"bufio"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gamegate/gamegate/bench/internal/benchutil"
@@ -63,29 +61,11 @@ type Server struct {
 // (each on a socket of its own) and returns once its port is bound.
 func Start(bin, mode string, threads int) (*Server, error) {
 	cmd := exec.Command(bin, "-m", mode, "-t", strconv.Itoa(threads))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	addr, err := benchutil.StartAnnounced(cmd)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &Server{cmd: cmd}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(out).ReadString('\n')
-		line <- strings.TrimSpace(l)
-	}()
-	select {
-	case s.Addr = <-line:
-	case <-time.After(10 * time.Second):
-	}
-	if !strings.HasPrefix(s.Addr, "127.0.0.1:") {
-		s.Close()
-		return nil, fmt.Errorf("the C server did not say its address (%q)", s.Addr)
-	}
-	return s, nil
+	return &Server{Addr: addr, cmd: cmd}, nil
 }
 
 // CPU returns the CPU time the server has used so far.

@@ -1,7 +1,6 @@
 package relayload
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -220,27 +219,11 @@ func waitUDPPort(port int) error {
 // its address.
 func startPion(bin string, threads int) (*process, error) {
 	p := &process{cmd: exec.Command(bin, "server", "-realm", turnRealm, "-user", turnUser+"="+turnPass, "-threads", strconv.Itoa(threads))}
-	p.cmd.Stderr = os.Stderr
-	out, err := p.cmd.StdoutPipe()
+	addr, err := benchutil.StartAnnounced(p.cmd)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(out).ReadString('\n')
-		line <- strings.TrimSpace(l)
-	}()
-	select {
-	case p.addr = <-line:
-	case <-time.After(10 * time.Second):
-	}
-	if !strings.HasPrefix(p.addr, "127.0.0.1:") {
-		p.stop()
-		return nil, fmt.Errorf("it did not say its address (%q)", p.addr)
-	}
+	p.addr = addr
 	return p, nil
 }
 
