@@ -124,7 +124,7 @@ keeps runnable; read the load averages below before the figures.
 				over(w, c), benchutil.FormatSpread(xs), goal(c, xs))
 		}
 	}
-	b.WriteString("\n")
+	b.WriteString("\n" + baselinesText + "\n\n")
 	for _, w := range p.Workloads {
 		fmt.Fprintf(b, "## %s\n\n%s\n\n", w.Title, strings.TrimSpace(w.About))
 		fmt.Fprintf(b, "![%s: ratios, median and range](%s/%s.svg)\n\n", w.Title, ChartDir, w.ID)

@@ -8,6 +8,14 @@ import "github.com/gamegate/gamegate/bench/internal/httpload"
 const qosRateShare = 0.5
 
 const (
+	// baselinesText follows the summary.
+	baselinesText = `Baselines outside Go run in processes of their own, their CPU time read from /proc: the
+**C server** (` + "`bench/internal/cserver/c/echo.c`" + `, built with ` + "`cc -O2 -pthread`" + `: one thread per
+SO_REUSEPORT socket, recvmmsg/sendmmsg batches of 32; QoS answered byte for byte as gamegate
+answers, A2S by echo) with 1 thread and with one per CPU; **coturn** (Debian's ` + "`turnserver`" + `,
+relay threads = CPUs, no TLS, users from its configuration file, the configuration under [Relay forwarding](#relay-forwarding))
+and **pion/turn**'s server (` + "`bench/turn`" + `, one socket per CPU), both relaying ChannelData between
+TURN allocations. Versions and configurations are in each workload's section.`
 	qosAbout = `QoS echo (Unity's layout) on the gamegate app and on a caddy-l4 route, against a bare Go
 echo loop (one reader, ReadFrom, WriteTo), caddy-l4's own ` + "`echo`" + ` and a C server, the practical
 limit (` + "`bench/internal/cserver/c/echo.c`" + `, built with ` + "`cc -O2`" + `: one thread per SO_REUSEPORT socket,

@@ -121,12 +121,18 @@ func startTURN(cfg Config) ([]*target, []string, func(), error) {
 		return nil, nil, nil, fmt.Errorf("pion/turn: %w", err)
 	}
 	stops = append(stops, p.stop)
-	add("pion", "pion/turn v4", p.addr, p.cpu)
-	notes = append(notes, fmt.Sprintf("pion/turn (bench/turn's `turn server -threads %d`): its server as its "+
+	out, err := exec.Command(cfg.TURN, "version").Output()
+	if err != nil {
+		stop()
+		return nil, nil, nil, fmt.Errorf("pion/turn's version: %w", err)
+	}
+	pion := "pion/turn " + strings.TrimSpace(string(out))
+	add("pion", pion, p.addr, p.cpu)
+	notes = append(notes, fmt.Sprintf("%s (bench/turn's `turn server -threads %d`): its server as its "+
 		"multithreaded example runs it, %d UDP sockets on one port (SO_REUSEPORT), the same realm and long-term "+
 		"credentials. Both TURN relays are measured with bench/turn's load generator on pion/turn's client: "+
 		"Allocate, CreatePermission, ChannelBind (after a warmup, every message is ChannelData), %d-byte data "+
-		"(ChannelData datagrams of %d bytes, padded to %d).", threads, threads, size, size+4, (size+4+3)/4*4))
+		"(ChannelData datagrams of %d bytes, padded to %d).", pion, threads, threads, size, size+4, (size+4+3)/4*4))
 	return targets, notes, stop, nil
 }
 
