@@ -141,3 +141,17 @@ func TestEchoSendsBack(t *testing.T) {
 		}
 	}
 }
+
+// Where no C compiler is installed, BuildTemp says so in a note, without
+// an error: the workloads go on without the C server.
+func TestNoCompilerIsANote(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	bin, note, cleanup, err := BuildTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	if bin != "" || note != ErrNoCompiler.Error() {
+		t.Fatalf("BuildTemp without cc: program %q, note %q", bin, note)
+	}
+}

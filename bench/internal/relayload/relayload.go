@@ -8,7 +8,7 @@
 //   - gg-relay-1: the relay on gamegate's own UDP server, one reader
 //     (recvmmsg/sendmmsg batches of 32);
 //   - gg-relay: the same with the default readers (one per CPU, each on
-//     its own SO_REUSEPORT socket).
+//     its own SO_REUSEPORT socket);
 //
 // and, where they can be run, the TURN relays people deploy, each in a
 // process of its own (see turn.go):
