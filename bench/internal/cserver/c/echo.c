@@ -231,5 +231,9 @@ int main(int argc, char **argv)
 	/* Every socket is bound: the port is served. */
 	printf("127.0.0.1:%u\n", (unsigned)ntohs(port));
 	fflush(stdout);
-	pthread_exit(NULL);
+	/* The threads never return; the main thread waits for the last
+	 * rather than exit (a process whose main thread has ended shows as
+	 * defunct). */
+	pthread_join(tid, NULL);
+	return 0;
 }
