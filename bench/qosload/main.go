@@ -1,6 +1,7 @@
 // Command qosload measures QoS echo throughput and round-trip latency
 // through gamegate's UDP server and the caddy-l4 path against a bare Go
-// echo loop and caddy-l4's own echo, in the same rounds (see package
+// echo loop, caddy-l4's own echo and a C server (recvmmsg/sendmmsg
+// batches; built with cc where there is one), in the same rounds (see package
 // bench/internal/qosload). Run it with
 //
 //	go run ./bench/qosload
@@ -12,15 +13,17 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"time"
 
 	"github.com/gamegate/gamegate/bench/internal/benchutil"
+	"github.com/gamegate/gamegate/bench/internal/cserver"
 	"github.com/gamegate/gamegate/bench/internal/qosload"
 )
 
 func main() {
-	qosload.Child()
+	benchutil.Child()
 	var c qosload.Config
 	flag.IntVar(&c.Clients, "clients", 8, "client sockets per target")
 	flag.IntVar(&c.Inflight, "inflight", 16, "requests in flight per client socket (closed loop)")
@@ -35,6 +38,15 @@ func main() {
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.StringVar(&c.Trace, "trace", "", "write an execution trace of the measured rounds to this file (scheduling and network waits: go tool trace)")
 	flag.Parse()
+	bin, note, cleanup, err := cserver.BuildTemp()
+	if err != nil {
+		benchutil.Fatal(err)
+	}
+	defer cleanup()
+	if note != "" {
+		fmt.Fprintln(os.Stderr, "qosload:", note)
+	}
+	c.CServer = bin
 	r, err := qosload.Run(c)
 	if err != nil {
 		benchutil.Fatal(err)

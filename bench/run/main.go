@@ -8,8 +8,9 @@
 //	go run ./bench/run -only game-query -cpuprofile gq.prof
 //
 // See -h for the knobs. Everything listens on loopback; the load
-// generators run in this process, on the same CPUs as the servers, so
-// every figure is reported beside a baseline measured in the same rounds.
+// generators run in processes of their own (this program started again,
+// bench/turn's), on the same CPUs as the servers, so every figure is
+// reported beside a baseline measured in the same rounds.
 package main
 
 import (
@@ -17,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/gamegate/gamegate/bench/internal/a2sload"
 	"github.com/gamegate/gamegate/bench/internal/benchutil"
+	"github.com/gamegate/gamegate/bench/internal/cserver"
 	"github.com/gamegate/gamegate/bench/internal/httpload"
 	"github.com/gamegate/gamegate/bench/internal/qosload"
 	"github.com/gamegate/gamegate/bench/internal/relayload"
@@ -49,7 +50,7 @@ type Options struct {
 var workloadIDs = []string{"qos", "qos-rate", "qos-one", "relay", "a2s", "dgram", httpload.Discovery, httpload.GameQuery, httpload.ServerList}
 
 func main() {
-	qosload.Child()
+	benchutil.Child()
 	o := Options{Log: os.Stderr}
 	flag.IntVar(&o.Rounds, "rounds", 5, "interleaved rounds of each workload")
 	flag.DurationVar(&o.Duration, "duration", 2*time.Second, "measuring time per target per round, UDP workloads")
@@ -66,9 +67,9 @@ func main() {
 		o.Only = strings.Split(*only, ",")
 	}
 	if o.Out == "" {
-		root, err := repoRoot()
+		root, err := benchutil.RepoRoot()
 		if err != nil {
-			benchutil.Fatal(err)
+			benchutil.Fatal(fmt.Errorf("%w, or give -out", err))
 		}
 		o.Out = root
 	}
@@ -111,6 +112,20 @@ func Run(o Options) (string, error) {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.Log, "bench: %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
+	// The C server, the UDP workloads' limit, is built once for all.
+	var cServer string
+	if slices.ContainsFunc([]string{"qos", "qos-rate", "qos-one", "a2s"}, want) {
+		bin, note, cleanup, err := cserver.BuildTemp()
+		if err != nil {
+			return "", err
+		}
+		defer cleanup()
+		if note != "" {
+			logf("%s", note)
+			page.Notes = append(page.Notes, "The C server is not measured: "+note+".")
+		}
+		cServer = bin
+	}
 	udp := func(id string, run func() (*benchutil.Workload, error)) error {
 		if !want(id) {
 			return nil
@@ -127,6 +142,7 @@ func Run(o Options) (string, error) {
 	// qos measures the QoS echo under cfg's load, on the run's schedule.
 	qos := func(cfg qosload.Config, id, title, about string) (*qosload.Result, *benchutil.Workload, error) {
 		cfg.Duration, cfg.Rounds, cfg.Pause, cfg.Warmup, cfg.CPUProfile = o.Duration, o.Rounds, o.Pause, warmup, o.CPUProfile
+		cfg.CServer = cServer
 		r, err := qosload.Run(cfg)
 		if err != nil {
 			return nil, nil, err
@@ -164,14 +180,21 @@ func Run(o Options) (string, error) {
 			return w, err
 		}},
 		{"relay", func() (*benchutil.Workload, error) {
-			r, err := relayload.Run(relayload.Config{Window: 64, Size: 100, Schedule: udpSchedule})
+			turn, err := buildTURN(logf)
+			if err != nil {
+				return nil, err
+			}
+			if turn != "" {
+				defer os.RemoveAll(filepath.Dir(turn))
+			}
+			r, err := relayload.Run(relayload.Config{Window: 64, Size: 100, TURN: turn, Schedule: udpSchedule})
 			if err != nil {
 				return nil, err
 			}
 			return r.Workload("relay", "Relay forwarding", relayAbout), nil
 		}},
 		{"a2s", func() (*benchutil.Workload, error) {
-			w, err := a2sload.Run(a2sload.Config{Clients: 8, Inflight: 8, Schedule: udpSchedule})
+			w, err := a2sload.Run(a2sload.Config{Clients: 8, Inflight: 8, CServer: cServer, Schedule: udpSchedule})
 			if err != nil {
 				return nil, err
 			}
@@ -219,15 +242,24 @@ func Run(o Options) (string, error) {
 	return page.Write(o.Out)
 }
 
-// repoRoot finds the module's root from the working directory.
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+// buildTURN builds bench/turn (pion/turn's server and the TURN load
+// generator, a module of its own) into a temporary directory. Where it
+// cannot be built (no module proxy reachable and an empty module cache),
+// the relay workload goes on without the TURN relays and says so.
+func buildTURN(logf func(string, ...any)) (string, error) {
+	root, err := benchutil.RepoRoot()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", err
 	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("run bench/run inside the gamegate repository, or give -out")
+	dir, err := os.MkdirTemp("", "gamegate-turn")
+	if err != nil {
+		return "", err
 	}
-	return filepath.Dir(mod), nil
+	bin, err := relayload.BuildTURN(root, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		logf("the TURN relays are left out: %v", err)
+		return "", nil
+	}
+	return bin, nil
 }

@@ -21,6 +21,9 @@ type Page struct {
 	Started, Finished     time.Time
 	LoadBefore, LoadAfter string
 	Workloads             []*benchutil.Workload
+	// Notes are remarks on the whole run (a baseline left out), shown
+	// before the summary.
+	Notes []string
 }
 
 // Machine is what the figures were measured on.
@@ -99,9 +102,9 @@ func (p *Page) markdown(b *bytes.Buffer) {
 target once per round, the order reversed every other round, a pause between rounds, so that
 a change of the machine's load hits both. A ratio is a target's figure over its baseline's
 in the same round; the page gives the median and the range (lowest–highest) over the rounds.
-The load generators run on the same CPUs as the servers, over loopback (in the same process,
-but for QoS under load and at a fixed rate, whose clients run in one of their own), so absolute
-figures say more about the machine than about gamegate: compare the ratios. On a loaded machine wall-clock throughput mostly measures how many threads a path
+The load generators run on the same CPUs as the servers, over loopback, in a process of their
+own (but for QoS with one request in flight and dgram's benchmarks, whose clients run beside the
+servers), so absolute figures say more about the machine than about gamegate: compare the ratios. On a loaded machine wall-clock throughput mostly measures how many threads a path
 keeps runnable; read the load averages below before the figures.
 
 `)
@@ -110,6 +113,9 @@ keeps runnable; read the load averages below before the figures.
 	fmt.Fprintf(b, "| system | %s |\n| Go | %s |\n| commit | %s |\n", m.Kernel, m.Go, m.Commit)
 	fmt.Fprintf(b, "| load average (1, 5, 15 min) before | %s |\n| load average (1, 5, 15 min) after | %s |\n\n", p.LoadBefore, p.LoadAfter)
 
+	for _, n := range p.Notes {
+		fmt.Fprintf(b, "%s\n\n", n)
+	}
 	fmt.Fprintf(b, "## Summary\n\n| workload | target | over | ratio: median (range) | goal |\n|---|---|---|---|---|\n")
 	for _, w := range p.Workloads {
 		for _, c := range w.Comparisons {
@@ -118,7 +124,7 @@ keeps runnable; read the load averages below before the figures.
 				over(w, c), benchutil.FormatSpread(xs), goal(c, xs))
 		}
 	}
-	b.WriteString("\n")
+	b.WriteString("\n" + baselinesText + "\n\n")
 	for _, w := range p.Workloads {
 		fmt.Fprintf(b, "## %s\n\n%s\n\n", w.Title, strings.TrimSpace(w.About))
 		fmt.Fprintf(b, "![%s: ratios, median and range](%s/%s.svg)\n\n", w.Title, ChartDir, w.ID)
@@ -157,8 +163,11 @@ keeps runnable; read the load averages below before the figures.
 // over names a comparison's baseline, and what is divided where it is not
 // the rate.
 func over(w *benchutil.Workload, c benchutil.Comparison) string {
-	if c.Metric == benchutil.P99 {
+	switch c.Metric {
+	case benchutil.P99:
 		return w.Target(c.Baseline).Label + " (p99: the baseline's over the target's)"
+	case benchutil.CPU:
+		return w.Target(c.Baseline).Label + " (CPU per message: the baseline's over the target's)"
 	}
 	return w.Target(c.Baseline).Label
 }

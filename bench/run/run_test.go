@@ -6,17 +6,18 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gamegate/gamegate/bench/internal/qosload"
+	"github.com/gamegate/gamegate/bench/internal/benchutil"
 )
 
 // TestMain lets the QoS workloads start this test binary again as their
 // clients.
 func TestMain(m *testing.M) {
-	qosload.Child()
+	benchutil.Child()
 	os.Exit(m.Run())
 }
 
@@ -39,6 +40,17 @@ func TestQuickRunWritesEveryWorkload(t *testing.T) {
 	for _, want := range []string{"# Benchmarks", "| CPU |", "| Go |", "| commit |", "load average (1, 5, 15 min) before", "## Summary"} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("the page lacks %q", want)
+		}
+	}
+	// The baselines outside Go are on the page where they can run.
+	baselines := map[string]string{"cc": "| C server (recvmmsg/sendmmsg), 1 thread |",
+		"turnserver": "| coturn ", "go": "| pion/turn v"}
+	for program, row := range baselines {
+		if _, err := exec.LookPath(program); err != nil {
+			continue
+		}
+		if !bytes.Contains(page, []byte(row)) {
+			t.Errorf("%s is installed, but the page has no row %q", program, row)
 		}
 	}
 	titles := map[string]string{"qos": "QoS echo under load", "qos-rate": "QoS echo at a fixed rate", "qos-one": "QoS echo, one request in flight",

@@ -1,25 +1,31 @@
 // Package a2sload measures cached A2S_INFO answers per second through
 // gamegate's A2S shield, on the gamegate app and on a caddy-l4 route, in
 // front of a real A2S game server (internal/testutil/a2sserver), against a
-// bare Go echo loop measured in the same rounds.
+// bare Go echo loop and the C server echoing (package cserver), measured
+// in the same rounds.
 //
 // The clients query as real ones do: an A2S_INFO request without a
 // challenge, the shield's S2C_CHALLENGE, the request again with it, the
 // answer: two round trips per answer. Against the echo loop the same client
 // sends the same datagrams, and the echo of each plays the answer's part, so
-// a query is two round trips there too. Every client socket keeps a window
-// of queries in flight. The answers come from the shield's cache: the game
-// server is asked once per ttl.
+// a query is two round trips there too. The C server echoes too, rather
+// than answering A2S_INFO with a fixed reply: a baseline must not answer
+// an unproven source with more bytes than it sent, and an echo is the
+// floor of any answer from a cache (one datagram in, one out, no state).
+// Every client socket keeps a window of queries in flight. The answers come
+// from the shield's cache: the game server is asked once per ttl.
 package a2sload
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/gamegate/gamegate/bench/internal/benchutil"
+	"github.com/gamegate/gamegate/bench/internal/cserver"
 	"github.com/gamegate/gamegate/internal/testutil/a2sserver"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
@@ -28,6 +34,9 @@ import (
 type Config struct {
 	Clients  int // client sockets per target
 	Inflight int // queries in flight per client socket
+	// CServer is the C server's program (package cserver), measured
+	// echoing with one thread per CPU; empty: left out.
+	CServer string
 	benchutil.Schedule
 }
 
@@ -95,6 +104,14 @@ func Run(cfg Config) (*benchutil.Workload, error) {
 		{name: "gg-a2s", label: "gamegate app `a2s_shield`, default readers", addr: app},
 		{name: "l4-a2s", label: "layer4 `a2s_shield` route", addr: l4},
 	}
+	if cfg.CServer != "" {
+		c, err := cserver.Start(cfg.CServer, cserver.Echo, runtime.NumCPU())
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		targets = append(targets, &target{name: "c", label: fmt.Sprintf("C server echoing (recvmmsg/sendmmsg), %d threads", runtime.NumCPU()), addr: c.Addr})
+	}
 	loads, err := benchutil.Measure(cfg.Schedule, targets, func(t *target) string { return t.name },
 		func(_ int, t *target) error {
 			_, _, err := runLoad(t.addr, cfg.Clients, cfg.Inflight, max(cfg.Warmup, 100*time.Millisecond))
@@ -119,6 +136,10 @@ func Run(cfg Config) (*benchutil.Workload, error) {
 			{Target: "gg-a2s", Baseline: "bare", Goal: 0.9},
 			{Target: "l4-a2s", Baseline: "bare"},
 		},
+	}
+	if cfg.CServer != "" {
+		w.Comparisons = append(w.Comparisons, benchutil.Comparison{Target: "gg-a2s", Baseline: "c", Goal: 0.9},
+			benchutil.Comparison{Target: "c", Baseline: "bare"})
 	}
 	for _, t := range targets {
 		w.Targets = append(w.Targets, &benchutil.Target{Name: t.name, Label: t.label, Rates: t.rates,

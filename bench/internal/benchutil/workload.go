@@ -41,6 +41,10 @@ type Target struct {
 	// P99s has the p99 of each round, in microseconds, where comparisons
 	// by latency need it.
 	P99s []float64
+	// CPUs has the server's CPU time per unit of Rates (per message,
+	// per response) in each round, in microseconds, where comparisons by
+	// CPU need it.
+	CPUs []float64
 	// Extra is one more figure worth showing (lost datagrams, CPU per
 	// message), or empty.
 	Extra string
@@ -48,12 +52,14 @@ type Target struct {
 
 // Comparison is one target's rate over another's (its baseline), round by
 // round; or, by P99, the baseline's p99 over the target's (above 1: the
-// target's is lower), for loads where the rate is fixed.
+// target's is lower), for loads where the rate is fixed; or, by CPU, the
+// baseline's CPU time per unit over the target's (above 1: the target's
+// is lower).
 type Comparison struct {
 	Target, Baseline string
 	// Goal is the ratio aimed at, or zero for none.
 	Goal float64
-	// Metric is Rate (the zero value) or P99.
+	// Metric is Rate (the zero value), P99 or CPU.
 	Metric Metric
 }
 
@@ -64,6 +70,7 @@ type Metric int
 const (
 	Rate Metric = iota // the target's rate over the baseline's
 	P99                // the baseline's p99 over the target's
+	CPU                // the baseline's CPU time per unit over the target's
 )
 
 // Target returns the workload's target of that name, or nil.
@@ -83,8 +90,11 @@ func (w *Workload) Ratios(c Comparison) ([]float64, error) {
 		return nil, fmt.Errorf("%s: comparison %s/%s names an unknown target", w.ID, c.Target, c.Baseline)
 	}
 	tx, bx := t.Rates, b.Rates
-	if c.Metric == P99 {
+	switch c.Metric {
+	case P99:
 		tx, bx = t.P99s, b.P99s
+	case CPU:
+		tx, bx = t.CPUs, b.CPUs
 	}
 	if len(tx) != len(bx) {
 		return nil, fmt.Errorf("%s: %s has %d rounds, %s %d", w.ID, t.Name, len(tx), b.Name, len(bx))
@@ -98,7 +108,7 @@ func (w *Workload) Ratios(c Comparison) ([]float64, error) {
 			// The target answered nothing in the round: the worst ratio,
 			// not a round left out.
 			xs = append(xs, 0)
-		case c.Metric == P99 && bx[i] > 0:
+		case c.Metric != Rate && tx[i] > 0 && bx[i] > 0:
 			xs = append(xs, bx[i]/tx[i])
 		}
 	}

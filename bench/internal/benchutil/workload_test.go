@@ -42,3 +42,19 @@ func TestRatiosByRate(t *testing.T) {
 		t.Fatalf("ratios %v, want %v", xs, want)
 	}
 }
+
+// A CPU comparison divides the baseline's CPU time per unit by the
+// target's, leaving out a round where either measured none.
+func TestRatiosByCPU(t *testing.T) {
+	w := &Workload{ID: "w", Targets: []*Target{
+		{Name: "coturn", CPUs: []float64{4, 4, 0, 4}},
+		{Name: "gg", CPUs: []float64{5, 2, 3, 0}},
+	}}
+	xs, err := w.Ratios(Comparison{Target: "gg", Baseline: "coturn", Metric: CPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0.8, 2}; !slices.Equal(xs, want) {
+		t.Fatalf("ratios %v, want %v", xs, want)
+	}
+}

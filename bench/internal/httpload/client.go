@@ -11,14 +11,47 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gamegate/gamegate/bench/internal/benchutil"
 )
 
-// load keeps conns keep-alive HTTP/1.1 connections busy with req for d,
-// one request at a time each (as wrk does), and returns the requests
+// loadJob is one measurement of the clients' process.
+type loadJob struct {
+	Addr     string
+	Req      []byte
+	Want     int
+	Conns    int
+	Duration time.Duration
+}
+
+// loadResult is what the clients' process measured.
+type loadResult struct {
+	Rate float64
+	Lat  []time.Duration
+}
+
+func init() {
+	benchutil.RegisterChild("httpload", benchutil.ServeChild(func(j loadJob) (loadResult, error) {
+		rate, lat, err := connsLoad(j.Addr, j.Req, j.Want, j.Conns, j.Duration)
+		return loadResult{Rate: rate, Lat: lat}, err
+	}))
+}
+
+// load runs connsLoad in a process of its own (this program started
+// again): in the server's, the clients would share its Go scheduler and
+// garbage collector, and the rounds would spread with them.
+func load(addr string, req []byte, want, conns int, d time.Duration) (float64, []time.Duration, error) {
+	var res loadResult
+	err := benchutil.RunChild("httpload", d+time.Minute, loadJob{Addr: addr, Req: req, Want: want, Conns: conns, Duration: d}, &res)
+	return res.Rate, res.Lat, err
+}
+
+// connsLoad keeps conns keep-alive HTTP/1.1 connections busy with req for
+// d, one request at a time each (as wrk does), and returns the requests
 // answered per second and their latencies. An answer with another status
 // than want is an error. The client is a few lines over a socket, so that
 // it costs the CPUs it shares with the server far less than net/http's.
-func load(addr string, req []byte, want, conns int, d time.Duration) (float64, []time.Duration, error) {
+func connsLoad(addr string, req []byte, want, conns int, d time.Duration) (float64, []time.Duration, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var lat []time.Duration

@@ -23,7 +23,7 @@
 // loopback. The command is bench/qosload; bench/run runs it too.
 //
 // The clients run in a process of their own (this program, started again;
-// see Child), all their sockets on one thread that waits in epoll_wait, and
+// see benchutil.Child), all their sockets on one thread that waits in epoll_wait, and
 // at a fixed rate a second thread that sends. In one Go process with the
 // servers, the clients would share the servers' scheduler: once every P is
 // busy, a goroutine whose answer has arrived waits for the runtime's next
@@ -36,16 +36,12 @@
 package qosload
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/trace"
 	"slices"
@@ -57,6 +53,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/gamegate/gamegate/bench/internal/benchutil"
+	"github.com/gamegate/gamegate/bench/internal/cserver"
 )
 
 // Config is one run's load and rounds.
@@ -78,6 +75,9 @@ type Config struct {
 	Only        string        // measure only this target, beside bare, echo and l4-qos ("bare": only it)
 	CPUProfile  string        // write a CPU profile of the measured rounds here
 	Trace       string        // write an execution trace of the measured rounds here
+	// CServer is the C server's program (package cserver), measured with
+	// one thread and with one per CPU; empty: left out.
+	CServer string
 }
 
 // Result is what a run measured.
@@ -117,6 +117,23 @@ func Run(cfg Config) (*Result, error) {
 		{name: "gg-qos-1", label: "gamegate app `qos`, 1 reader", addr: gg1Addr, echoOffset: 2},
 		{name: "gg-qos", label: "gamegate app `qos`, default readers", addr: ggAddr, echoOffset: 2},
 	}
+	// Not beside clients in this process: every round trip to the C
+	// server's process would be a wakeup across processes, which the
+	// in-process targets do not pay.
+	if cfg.CServer != "" && !cfg.SameProcess {
+		for _, threads := range []int{1, runtime.NumCPU()} {
+			c, err := cserver.Start(cfg.CServer, cserver.QoS, threads)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Close()
+			t := &target{name: "c", label: fmt.Sprintf("C server (recvmmsg/sendmmsg), %d threads", threads), addr: c.Addr, echoOffset: 2, cpu: c.CPU}
+			if threads == 1 {
+				t.name, t.label = "c-1", "C server (recvmmsg/sendmmsg), 1 thread"
+			}
+			targets = append(targets, t)
+		}
+	}
 	if cfg.Only == "bare" {
 		targets = targets[:1]
 	} else if cfg.Only != "" {
@@ -153,12 +170,20 @@ func Run(cfg Config) (*Result, error) {
 		if runErr != nil {
 			return
 		}
-		cpu := benchutil.ProcessCPU()
+		cpu, err := t.cpuTime()
+		if err != nil {
+			runErr = fmt.Errorf("%s: %w", t.name, err)
+			return
+		}
 		res, err := runLoad(t, cfg, cfg.Duration)
-		res.CPU = benchutil.ProcessCPU() - cpu
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", t.name, err)
 		}
+		after, err := t.cpuTime()
+		if err != nil {
+			runErr = fmt.Errorf("%s: %w", t.name, err)
+		}
+		res.CPU = after - cpu
 		t.add(res)
 	})
 	if runErr != nil {
@@ -221,6 +246,15 @@ type target struct {
 	addr       string
 	echoOffset int // where the echoed custom data starts in a response
 	results    []loadResult
+	// cpu reads the CPU time of the server's process: this one's if nil.
+	cpu func() (time.Duration, error)
+}
+
+func (t *target) cpuTime() (time.Duration, error) {
+	if t.cpu == nil {
+		return benchutil.ProcessCPU(), nil
+	}
+	return t.cpu()
 }
 
 // loadResult is one measurement of one target, as the client process
@@ -253,39 +287,20 @@ type job struct {
 // one sending thread manages, far below a zero interval between sends.
 const maxRate = 10_000_000
 
-// childEnv marks a process started as the clients of one measurement.
-const childEnv = "GAMEGATE_QOSLOAD_CLIENTS"
+func init() { benchutil.RegisterChild("qosload", benchutil.ServeChild(clients)) }
 
 // runLoad measures t for d: it starts this program again as the clients
-// (Child), gives it the job on its standard input and reads the result
-// from its standard output.
+// (benchutil.RunChild) and reads their result.
 func runLoad(t *target, cfg Config, d time.Duration) (loadResult, error) {
 	if cfg.SameProcess {
 		return sameProcess(t, cfg, d)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return loadResult{}, err
-	}
 	// The clients stop by themselves after d and at most a few idle
 	// waits; a child that does not is killed rather than waited for.
-	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Stderr = os.Stderr
-	var in, out bytes.Buffer
-	if err := gob.NewEncoder(&in).Encode(job{Addr: t.addr, EchoOffset: t.echoOffset, Clients: cfg.Clients,
-		Inflight: cfg.Inflight, Rate: cfg.Rate, Duration: d}); err != nil {
-		return loadResult{}, err
-	}
-	cmd.Stdin, cmd.Stdout = &in, &out
-	if err := cmd.Run(); err != nil {
-		return loadResult{}, fmt.Errorf("client process: %w", err)
-	}
 	var res loadResult
-	if err := gob.NewDecoder(&out).Decode(&res); err != nil {
-		return loadResult{}, fmt.Errorf("client process: %w", err)
+	if err := benchutil.RunChild("qosload", d+time.Minute, job{Addr: t.addr, EchoOffset: t.echoOffset, Clients: cfg.Clients,
+		Inflight: cfg.Inflight, Rate: cfg.Rate, Duration: d}, &res); err != nil {
+		return loadResult{}, err
 	}
 	// Let the servers' per-client associations drain before the next target.
 	time.Sleep(100 * time.Millisecond)
@@ -355,27 +370,6 @@ func stampOf(b []byte, echoOffset int) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(binary.LittleEndian.Uint64(b[echoOffset+3:])), true
-}
-
-// Child runs the clients of one measurement and exits, if this process was
-// started for that (by Run, in this program); otherwise it returns at once.
-// Programs that call Run call Child first thing in main (and TestMain).
-func Child() {
-	if os.Getenv(childEnv) != "1" {
-		return
-	}
-	var j job
-	if err := gob.NewDecoder(os.Stdin).Decode(&j); err != nil {
-		benchutil.Fatal(err)
-	}
-	res, err := clients(j)
-	if err != nil {
-		benchutil.Fatal(err)
-	}
-	if err := gob.NewEncoder(os.Stdout).Encode(res); err != nil {
-		benchutil.Fatal(err)
-	}
-	os.Exit(0)
 }
 
 type summary struct {
@@ -516,6 +510,11 @@ func (r *Result) Workload(id, title, about string) *benchutil.Workload {
 		}
 		w.Targets = append(w.Targets, bt)
 	}
+	if c.SameProcess && c.CServer != "" {
+		w.Notes = append(w.Notes, "The C server is left out here: the client runs in the servers' process, and each "+
+			"round trip to the C server's would be a wakeup across processes, which the targets in this process do not pay "+
+			"(measured, it came out at 0.2× to 1.0× the bare loop from run to run).")
+	}
 	gg, bare := w.Target("gg-qos"), w.Target("bare")
 	if gg != nil && bare != nil && bare.P50 > 0 {
 		w.Notes = append(w.Notes, fmt.Sprintf("Round-trip times over every round: the gamegate app's (default readers) p50 %.0f µs "+
@@ -534,6 +533,21 @@ func (r *Result) Workload(id, title, about string) *benchutil.Workload {
 		}
 		if name == "gg-qos" && cmp.Goal == 0 {
 			cmp.Goal = 1
+		}
+		w.Comparisons = append(w.Comparisons, cmp)
+	}
+	// The C server with the same number of threads as the app's readers
+	// (its default is one per CPU): under load, the app aims at 0.9× it.
+	for _, cmp := range []benchutil.Comparison{{Target: "gg-qos", Baseline: "c"}, {Target: "gg-qos-1", Baseline: "c-1"},
+		{Target: "c", Baseline: "bare"}, {Target: "c-1", Baseline: "bare"}} {
+		if w.Target(cmp.Target) == nil || w.Target(cmp.Baseline) == nil {
+			continue
+		}
+		switch {
+		case c.Rate > 0:
+			cmp.Metric = benchutil.P99
+		case c.Inflight > 1 && cmp.Baseline != "bare":
+			cmp.Goal = 0.9
 		}
 		w.Comparisons = append(w.Comparisons, cmp)
 	}

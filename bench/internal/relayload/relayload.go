@@ -8,13 +8,25 @@
 //   - gg-relay-1: the relay on gamegate's own UDP server, one reader
 //     (recvmmsg/sendmmsg batches of 32);
 //   - gg-relay: the same with the default readers (one per CPU, each on
-//     its own SO_REUSEPORT socket).
+//     its own SO_REUSEPORT socket);
+//
+// and, where they can be run, the TURN relays people deploy, each in a
+// process of its own (see turn.go):
+//
+//   - coturn-2, pion-2: coturn and pion/turn with both clients allocated
+//     (ChannelData after ChannelBind): every message passes two
+//     allocations inside the server, the game topology;
+//   - coturn-1, pion-1: one client allocated, the other a plain UDP socket:
+//     one hop, like gamegate's relay between two bound allocations.
 //
 // The relay targets forward RELAY messages between bound, connected
-// allocations, unchanged; the others carry datagrams of the same size.
+// allocations, unchanged; the forwarders carry datagrams of the same size.
 // Client A keeps a window of messages in flight to B, which sends each one
-// straight back, so every round trip is two forwarded messages. Targets are
-// measured in rounds, in alternating order; each round's throughput is
+// straight back, so every round trip is two forwarded messages. The
+// clients run in a process of their own (this program started again, with
+// A's and B's sockets; bench/turn's load generator for the TURN servers),
+// so that the servers' process measures its own CPU time alone. Targets
+// are measured in rounds, in alternating order; each round's throughput is
 // divided by the bare forwarder's and caddy-l4 proxy's of the same round,
 // and the median and range of those ratios are reported with the machine's
 // load average. The command is bench/relayload; bench/run runs it too.
@@ -23,10 +35,13 @@ package relayload
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -48,6 +63,12 @@ type target struct {
 	relay       bool   // forwards RELAY messages between bound allocations
 	msg, reply  []byte
 	res         []result
+	// cpu reads the CPU time of the server's process: this one's if nil.
+	cpu func() (time.Duration, error)
+	// load, if set, returns the command of the target's load generator
+	// (bench/turn's), measuring for d; otherwise this program's clients
+	// run.
+	load func(d time.Duration) *exec.Cmd
 }
 
 // Config is one run's load and rounds.
@@ -55,6 +76,9 @@ type Config struct {
 	Window int    // messages in flight
 	Size   int    // content bytes per message
 	Only   string // measure only this target, beside direct, bare and proxy
+	// TURN is bench/turn's program (BuildTURN); empty: the TURN relays are
+	// left out.
+	TURN string
 	benchutil.Schedule
 }
 
@@ -64,6 +88,7 @@ type Result struct {
 	Targets []*target
 	Loads   []string // load average before the rounds and after each
 	At      time.Time
+	Notes   []string // what was left out, and how the TURN relays ran
 }
 
 // Run starts the forwarders in this process, measures them and stops them.
@@ -152,6 +177,12 @@ func Run(cfg Config) (*Result, error) {
 			t.reply, _ = (&wirerelay.Relay{From: bID, To: aID, Content: make([]byte, cfg.Size)}).AppendTo(nil)
 		}
 	}
+	turns, notes, stop, err := startTURN(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	targets = append(targets, turns...)
 	if cfg.Only != "" {
 		targets = slices.DeleteFunc(targets, func(t *target) bool {
 			return t.name != cfg.Only && t.name != "direct" && t.name != "bare" && t.name != "proxy"
@@ -161,17 +192,18 @@ func Run(cfg Config) (*Result, error) {
 	// another.
 	loads, err := benchutil.Measure(cfg.Schedule, targets, func(t *target) string { return t.name },
 		func(i int, t *target) error {
-			measure(aConn, bConn, t, uint32(i), cfg.Window, cfg.Warmup)
-			return nil
+			_, err := runLoad(aConn, bConn, t, uint32(i), cfg.Window, max(cfg.Warmup, 100*time.Millisecond))
+			return err
 		},
 		func(r, i int, t *target) error {
-			t.res = append(t.res, measure(aConn, bConn, t, uint32(len(targets)*(r+1)+i), cfg.Window, cfg.Duration))
-			return nil
+			res, err := runLoad(aConn, bConn, t, uint32(len(targets)*(r+1)+i), cfg.Window, cfg.Duration)
+			t.res = append(t.res, res)
+			return err
 		})
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Config: cfg, Targets: targets, Loads: loads, At: time.Now()}, nil
+	return &Result{Config: cfg, Targets: targets, Loads: loads, At: time.Now(), Notes: notes}, nil
 }
 
 // Print writes the result as a table.
@@ -189,51 +221,55 @@ func (r *Result) Print(w io.Writer) {
 	for _, t := range targets {
 		s := summarize(t.res)
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0fµs\t%.0fµs\t%d/%d\t%s\t%s\t%s\n", t.name, s.forwarded, s.p50, s.p99, s.lost, s.sent,
-			ratios(t, byName["bare"]), ratios(t, byName["proxy"]), cpuPerMessage(t, byName["direct"]))
+			ratios(t, byName["bare"]), ratios(t, byName["proxy"]), cpuPerMessage(t))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "CPU/MESSAGE: the forwarder's CPU time (user and system) per message forwarded: the process's per round trip,")
-	fmt.Fprintln(w, "less the clients' own (direct's in the same round), halved; it hardly depends on the machine's load.")
+	fmt.Fprintln(w, "CPU/MESSAGE: the server's process's CPU time (user and system) per message forwarded; it hardly depends on the machine's load.")
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, n)
+	}
 }
 
 // cpuPerMessage formats the median and range of t's CPU time per message
 // forwarded, or "-" for the direct target.
-func cpuPerMessage(t, direct *target) string {
-	if direct == nil || t == direct {
+func cpuPerMessage(t *target) string {
+	if t.name == "direct" {
 		return "-"
 	}
-	m, lo, hi := benchutil.Spread(forwarderCPU(t, direct))
+	m, lo, hi := benchutil.Spread(serverCPU(t))
 	return fmt.Sprintf("%.2fµs (%.2f–%.2f)", m, lo, hi)
 }
 
 // Workload returns the result for the benchmark page: messages forwarded
 // per second, round by round, and the gamegate paths over the bare
-// forwarder (goal 1.0×) and over caddy-l4's proxy.
+// forwarder and caddy-l4's proxy (goal 1.0×), over coturn and pion/turn in
+// the game topology (goal 1.0×), and hop for hop over coturn's one hop
+// (goal 1.0× in messages/s and in CPU time per message).
 func (r *Result) Workload(id, title, about string) *benchutil.Workload {
 	w := &benchutil.Workload{
 		ID: id, Title: title, About: about, Unit: "forwarded/s", Loads: r.Loads,
 		Command: fmt.Sprintf("go run ./bench/relayload -window %d -rounds %d -duration %v", r.Config.Window, r.Config.Rounds, r.Config.Duration),
-		Notes: []string{"CPU/message: the forwarder's CPU time (user and system) per message forwarded: the process's per " +
-			"round trip less the clients' own (the direct target's in the same round), halved; it depends far less on " +
-			"the machine's load than throughput does."},
-	}
-	var direct *target
-	for _, t := range r.Targets {
-		if t.name == "direct" {
-			direct = t
-		}
+		Notes: append([]string{"CPU/message: the server's process's CPU time (user and system) per message forwarded, " +
+			"while measuring; the clients run in a process of their own. It depends far less on the machine's load " +
+			"than throughput does."}, r.Notes...),
 	}
 	for _, t := range r.Targets {
 		s := summarize(t.res)
 		bt := &benchutil.Target{Name: t.name, Label: t.label, P50: s.p50, P99: s.p99,
-			Extra: fmt.Sprintf("%d/%d lost, CPU/message %s", s.lost, s.sent, cpuPerMessage(t, direct))}
+			Extra: fmt.Sprintf("%d/%d lost, CPU/message %s", s.lost, s.sent, cpuPerMessage(t))}
 		for _, res := range t.res {
 			bt.Rates = append(bt.Rates, res.rate())
+		}
+		if t.name != "direct" {
+			bt.CPUs = serverCPU(t)
 		}
 		w.Targets = append(w.Targets, bt)
 	}
 	for _, c := range []benchutil.Comparison{
 		{Target: "gg-relay", Baseline: "bare", Goal: 1}, {Target: "gg-relay", Baseline: "proxy", Goal: 1},
+		{Target: "gg-relay", Baseline: "coturn-2", Goal: 1}, {Target: "gg-relay", Baseline: "pion-2", Goal: 1},
+		{Target: "gg-relay", Baseline: "coturn-1", Goal: 1}, {Target: "gg-relay", Baseline: "coturn-1", Goal: 1, Metric: benchutil.CPU},
+		{Target: "gg-relay", Baseline: "pion-1"}, {Target: "gg-relay", Baseline: "pion-1", Metric: benchutil.CPU},
 		{Target: "gg-relay-1", Baseline: "bare"}, {Target: "l4-relay", Baseline: "bare"}, {Target: "proxy", Baseline: "bare"},
 	} {
 		if w.Target(c.Target) != nil && w.Target(c.Baseline) != nil {
@@ -300,28 +336,26 @@ func expect(c *net.UDPConn, to *net.UDPAddr, msg []byte, want wirerelay.Type) er
 	return fmt.Errorf("no %v from the relay", want)
 }
 
+// result is one measurement: what the load generator found (bench/turn's
+// speaks the same JSON: keep the two alike) and the server's CPU time.
 type result struct {
-	roundTrips int
-	cpu        time.Duration // the process's CPU time while measuring
-	sent, lost int
-	elapsed    time.Duration
-	rtts       []time.Duration
+	RoundTrips int             `json:"round_trips"` // answered while sending
+	Sent       int             `json:"sent"`
+	Lost       int             `json:"lost"` // sent and never answered, late answers counted
+	Elapsed    time.Duration   `json:"elapsed"`
+	RTTs       []time.Duration `json:"rtts"`
+	cpu        time.Duration   // the server's process, while measuring
 }
 
 // rate is messages forwarded per second (two per round trip).
-func (r result) rate() float64 { return 2 * float64(r.roundTrips) / r.elapsed.Seconds() }
+func (r result) rate() float64 { return 2 * float64(r.RoundTrips) / r.Elapsed.Seconds() }
 
-// cpuPerRoundTrip is the process's CPU time per round trip: both clients'
-// and the forwarder's.
-func (r result) cpuPerRoundTrip() time.Duration { return r.cpu / time.Duration(max(1, r.roundTrips)) }
-
-// forwarderCPU returns t's CPU time per forwarded message, round by round:
-// the process's CPU time per round trip less the clients' own (the direct
-// target's of the same round), halved (two messages per round trip).
-func forwarderCPU(t, direct *target) []float64 {
+// serverCPU returns t's server's CPU time per forwarded message, in
+// microseconds, round by round (two messages per round trip).
+func serverCPU(t *target) []float64 {
 	var xs []float64
-	for i := range t.res {
-		xs = append(xs, float64(t.res[i].cpuPerRoundTrip()-direct.res[i].cpuPerRoundTrip())/2/1000)
+	for _, r := range t.res {
+		xs = append(xs, float64(r.cpu)/float64(2*max(1, r.RoundTrips))/1000)
 	}
 	return xs
 }
@@ -337,11 +371,11 @@ func summarize(rs []result) summary {
 	var el time.Duration
 	n := 0
 	for _, r := range rs {
-		n += r.roundTrips
-		s.sent += r.sent
-		s.lost += r.lost
-		el += r.elapsed
-		rtts = append(rtts, r.rtts...)
+		n += r.RoundTrips
+		s.sent += r.Sent
+		s.lost += r.Lost
+		el += r.Elapsed
+		rtts = append(rtts, r.RTTs...)
 	}
 	rtts = benchutil.Sorted(rtts)
 	s.forwarded = 2 * float64(n) / el.Seconds()
@@ -349,17 +383,18 @@ func summarize(rs []result) summary {
 	return s
 }
 
-// measure runs A's closed loop against t for d. B answers each message
-// with t.reply carrying A's sequence and timestamp (raw forwarders: the
-// message as is), to t.bTo if set, else to where the message came from.
-// Each message carries the run's number and its sequence: lost is what A
-// sent minus what came back to it, late answers included, and answers to
-// an earlier run are ignored.
-func measure(aConn, bConn *net.UDPConn, t *target, run uint32, window int, d time.Duration) result {
-	dst, _ := net.ResolveUDPAddr("udp", t.to)
+// measure runs A's closed loop of j for j.Duration, and calls stopped
+// once A stops sending. B answers each message with j.Reply carrying A's
+// sequence and timestamp (raw forwarders: the message as is), to j.BTo if
+// set, else to where the message came from. Each message carries the
+// run's number and its sequence: lost is what A sent minus what came back
+// to it, late answers included, and answers to an earlier run are ignored.
+func measure(aConn, bConn *net.UDPConn, j job, stopped func()) result {
+	run, window, d := j.Run, j.Window, j.Duration
+	dst, _ := net.ResolveUDPAddr("udp", j.To)
 	var bDst *net.UDPAddr
-	if t.bTo != "" {
-		bDst, _ = net.ResolveUDPAddr("udp", t.bTo)
+	if j.BTo != "" {
+		bDst, _ = net.ResolveUDPAddr("udp", j.BTo)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -370,14 +405,14 @@ func measure(aConn, bConn *net.UDPConn, t *target, run uint32, window int, d tim
 	go func() {
 		defer close(bDone)
 		buf := make([]byte, 2048)
-		out := append([]byte(nil), t.reply...)
+		out := append([]byte(nil), j.Reply...)
 		for ctx.Err() == nil {
 			_ = bConn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 			n, from, err := bConn.ReadFromUDP(buf)
 			if err != nil || n < off+16 {
 				continue
 			}
-			if t.relay {
+			if j.Relay {
 				copy(out[off:off+16], buf[off:off+16])
 			} else {
 				out = append(out[:0], buf[:n]...) // raw forwarders: echo as is
@@ -389,16 +424,16 @@ func measure(aConn, bConn *net.UDPConn, t *target, run uint32, window int, d tim
 			_, _ = bConn.WriteToUDP(out, to)
 		}
 	}()
-	start, cpu0 := time.Now(), benchutil.ProcessCPU()
+	start := time.Now()
 	var res result
-	out := append([]byte(nil), t.msg...)
+	out := append([]byte(nil), j.Msg...)
 	binary.BigEndian.PutUint32(out[off:], run)
 	seq := uint32(0)
 	send := func() {
 		binary.BigEndian.PutUint32(out[off+4:], seq)
 		binary.BigEndian.PutUint64(out[off+8:], uint64(time.Since(start)))
 		if _, err := aConn.WriteToUDP(out, dst); err == nil {
-			res.sent++
+			res.Sent++
 		}
 		seq++
 	}
@@ -435,19 +470,111 @@ func measure(aConn, bConn *net.UDPConn, t *target, run uint32, window int, d tim
 			}
 			continue
 		}
-		res.rtts = append(res.rtts, rtt)
-		res.roundTrips++
+		res.RTTs = append(res.RTTs, rtt)
+		res.RoundTrips++
 		send()
 	}
-	res.elapsed, res.cpu = time.Since(start), benchutil.ProcessCPU()-cpu0
+	res.Elapsed = time.Since(start)
+	stopped()
 	// Late answers count as received, not as forwarded in time.
-	for received < res.sent {
+	for received < res.Sent {
 		if _, ok := recv(200 * time.Millisecond); !ok {
 			break
 		}
 	}
-	res.lost = res.sent - received
+	res.Lost = res.Sent - received
 	cancel()
 	<-bDone
 	return res
+}
+
+// job is one measurement of the clients' process: A's and B's sockets are
+// its files 3 and 4.
+type job struct {
+	To, BTo    string
+	Relay      bool
+	Msg, Reply []byte
+	Run        uint32
+	Window     int
+	Duration   time.Duration
+}
+
+func init() { benchutil.RegisterChild("relayload", clients) }
+
+// runLoad measures t for d with its load generator: the clients' process
+// (this program started again, with A's and B's sockets), or the target's
+// own. The server's CPU time is read over the measuring alone.
+func runLoad(aConn, bConn *net.UDPConn, t *target, run uint32, window int, d time.Duration) (result, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cmd *exec.Cmd
+	if t.load != nil {
+		cmd = t.load(d)
+	} else {
+		c, err := benchutil.ChildCommand(ctx, "relayload")
+		if err != nil {
+			return result{}, err
+		}
+		j, err := json.Marshal(job{To: t.to, BTo: t.bTo, Relay: t.relay, Msg: t.msg, Reply: t.reply, Run: run, Window: window, Duration: d})
+		if err != nil {
+			return result{}, err
+		}
+		fa, err := aConn.File()
+		if err != nil {
+			return result{}, err
+		}
+		defer fa.Close()
+		fb, err := bConn.File()
+		if err != nil {
+			return result{}, err
+		}
+		defer fb.Close()
+		c.Args = append(c.Args, string(j))
+		c.ExtraFiles = []*os.File{fa, fb}
+		cmd = c
+	}
+	cpu := t.cpu
+	if cpu == nil {
+		cpu = benchutil.SelfCPU
+	}
+	var res result
+	used, err := benchutil.RunStepped(cmd, d+time.Minute, cpu, &res)
+	res.cpu = used
+	return res, err
+}
+
+// clients is the clients' process: one measurement of the job in its
+// first argument, on the sockets it was given.
+func clients() error {
+	if len(os.Args) < 2 {
+		return errors.New("no job")
+	}
+	var j job
+	if err := json.Unmarshal([]byte(os.Args[1]), &j); err != nil {
+		return err
+	}
+	var conns [2]*net.UDPConn
+	for i := range conns {
+		f := os.NewFile(uintptr(3+i), "client")
+		c, err := net.FilePacketConn(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		uc, ok := c.(*net.UDPConn)
+		if !ok {
+			return fmt.Errorf("file %d is not a UDP socket", 3+i)
+		}
+		conns[i] = uc
+	}
+	s := benchutil.NewStepper()
+	if err := s.Ready(); err != nil {
+		return err
+	}
+	var stopErr error
+	res := measure(conns[0], conns[1], j, func() { stopErr = s.Stopped() })
+	if stopErr != nil {
+		return stopErr
+	}
+	return s.Result(res)
 }
