@@ -1,6 +1,8 @@
 package gqp
 
 import (
+	"fmt"
+
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/bounds"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
@@ -24,7 +26,8 @@ type QueryConfig struct {
 	// at most 1500. Default: 1200.
 	PadTo int `json:"pad_to,omitempty" caddyfile:"size"`
 	// The command describing the server's state, asked with identify for
-	// a status. Default: none (identify only).
+	// a status: a GQP command name (no control characters) short enough
+	// for the query to fit one datagram. Default: none (identify only).
 	StatusCommand string `json:"status_command,omitempty"`
 	// Largest answer accepted, in bytes, 64 to 65536. Default: 65536.
 	MaxResponseSize int `json:"max_response_size,omitempty"`
@@ -38,9 +41,32 @@ type QueryConfig struct {
 func (c *QueryConfig) Validate() error {
 	return bounds.First(
 		c.Attempts.Validate(),
+		c.checkStatusCommand(),
 		bounds.Int("pad_to", c.PadTo, 0, MaxPadTo),
 		bounds.Int("max_response_size", c.MaxResponseSize, MinMaxResponse, wiregqp.MaxResponse),
 	)
+}
+
+// CheckOption checks status_command: the status query, identify and it,
+// must be one GQP can send, else every status would fail.
+func (*QueryConfig) CheckOption(name, value string) error {
+	if name != "status_command" || value == "" {
+		return nil
+	}
+	q := new(wiregqp.Query)
+	q.Add([]byte("identify"))
+	q.Add([]byte(value))
+	if _, err := q.AppendTo(nil); err != nil {
+		return fmt.Errorf("%q cannot be sent: %v", value, err)
+	}
+	return nil
+}
+
+func (c *QueryConfig) checkStatusCommand() error {
+	if err := c.CheckOption("status_command", c.StatusCommand); err != nil {
+		return fmt.Errorf("status_command: %w", err)
+	}
+	return nil
 }
 
 // RenamedOptions returns the former names of attempt_timeout and
@@ -61,4 +87,5 @@ func (c *QueryConfig) NewProtocol() (query.Protocol, error) {
 var (
 	_ query.ProtocolConfig = (*QueryConfig)(nil)
 	_ query.Renamer        = (*QueryConfig)(nil)
+	_ query.OptionChecker  = (*QueryConfig)(nil)
 )
