@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
@@ -181,4 +182,40 @@ func TestAnswersBoundedInBytes(t *testing.T) {
 			t.Fatalf("%d answers of %d bytes held, budget %d bytes (answers of about %d)", n, bytes, r.list.maxAnswerBytes, size)
 		}
 	}
+}
+
+// A gateway's server that the master lists too shows the game it
+// registered with; when that registration expires, the answer after
+// shows it no longer, though nothing else changed.
+func TestAnswersFollowARegistrationOfAGatewayServerExpiring(t *testing.T) {
+	r := newRig(t, nil)
+	var version atomic.Int32
+	gw, err := query.NewGateway(query.Config{Now: r.clock.Now, DefaultTTL: 24 * time.Hour, Servers: map[string]query.Server{
+		"alpha": {Name: "alpha", Address: "127.0.0.1:50", Protocol: &versionedProtocol{version: &version}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	r.list = r.newList(t, Config{Gateways: func() []*query.Gateway { return []*query.Gateway{gw} }})
+	body := func() string {
+		w, _ := r.get(t, "127.0.0.1:9", "/", nil)
+		return w.Body.String()
+	}
+	// The rig's own servers expire first: then nothing but the gateway's
+	// server and its registration is left.
+	r.clock.Advance(master.DefaultExpiry / 2)
+	register(t, r.master, "127.0.0.1:50", `\hostname\Alpha\mapname\oa_dm1\clients\0\sv_maxclients\8\gamename\Tagged`)
+	testutil.WaitFor(t, "the gateway's status with the registered game", func() bool {
+		b := body()
+		return strings.Contains(b, `"version":"v0"`) && strings.Contains(b, `"game":"Tagged"`)
+	})
+	r.clock.Advance(master.DefaultExpiry/2 + time.Second)
+	testutil.WaitFor(t, "the rig's servers gone", func() bool { return strings.Count(body(), `"name"`) == 1 })
+	if !strings.Contains(body(), `"game":"Tagged"`) {
+		t.Fatalf("the registration has not expired yet: %s", body())
+	}
+	r.clock.Advance(master.DefaultExpiry / 2)
+	testutil.WaitFor(t, "the registered game gone with the registration", func() bool {
+		return !strings.Contains(body(), `"game":"Tagged"`)
+	})
 }

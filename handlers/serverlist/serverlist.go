@@ -512,11 +512,11 @@ func (l *List) servers(client netip.Addr, ask bool, h *horizon) []Server {
 		if !master.Visible(r.Addr.Addr(), client) {
 			continue
 		}
+		h.by(now.Add(r.Expires)) // its game name leaves with it, a gateway's server's too
 		if _, dup := byAddr[r.Addr.String()]; dup {
 			registered[r.Addr.String()] = r.GameName
 			continue
 		}
-		h.by(now.Add(r.Expires))
 		k := l.status(r, ask, h)
 		e := Server{Status: k.st, Game: r.GameName, Truncated: k.truncated, json: k.json}
 		game := k.game
