@@ -61,7 +61,7 @@ func ChildCommand(ctx context.Context, name string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe)
+	cmd := DieWithParent(exec.CommandContext(ctx, exe))
 	cmd.Env = append(os.Environ(), childEnv+"="+name)
 	cmd.Stderr = os.Stderr
 	return cmd, nil

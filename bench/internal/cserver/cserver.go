@@ -60,7 +60,7 @@ type Server struct {
 // Start runs the program bin builds serving in mode with threads threads
 // (each on a socket of its own) and returns once its port is bound.
 func Start(bin, mode string, threads int) (*Server, error) {
-	cmd := exec.Command(bin, "-m", mode, "-t", strconv.Itoa(threads))
+	cmd := benchutil.DieWithParent(exec.Command(bin, "-m", mode, "-t", strconv.Itoa(threads)))
 	addr, err := benchutil.StartAnnounced(cmd)
 	if err != nil {
 		return nil, err

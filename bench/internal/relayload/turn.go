@@ -93,9 +93,9 @@ func startTURN(cfg Config) ([]*target, []string, func(), error) {
 			}
 			targets = append(targets, &target{name: fmt.Sprintf("%s-%d", name, hops), label: label, cpu: cpu,
 				load: func(d time.Duration) *exec.Cmd {
-					return exec.Command(cfg.TURN, "load", "-server", addr, "-realm", turnRealm, "-user", turnUser, "-pass", turnPass,
+					return benchutil.DieWithParent(exec.Command(cfg.TURN, "load", "-server", addr, "-realm", turnRealm, "-user", turnUser, "-pass", turnPass,
 						"-hops", strconv.Itoa(hops), "-window", strconv.Itoa(cfg.Window), "-size", strconv.Itoa(size),
-						"-duration", d.String())
+						"-duration", d.String()))
 				}})
 		}
 	}
@@ -177,7 +177,7 @@ func startCoturn(threads int) (*process, string, error) {
 			os.RemoveAll(dir)
 			return nil, "", err
 		}
-		p.cmd = exec.Command("turnserver", "-c", conf)
+		p.cmd = benchutil.DieWithParent(exec.Command("turnserver", "-c", conf))
 		log, err := os.Create(filepath.Join(dir, "log"))
 		if err != nil {
 			os.RemoveAll(dir)
@@ -224,7 +224,7 @@ func waitUDPPort(port int) error {
 // startPion runs bench/turn's pion/turn server and returns it once it said
 // its address.
 func startPion(bin string, threads int) (*process, error) {
-	p := &process{cmd: exec.Command(bin, "server", "-realm", turnRealm, "-user", turnUser+"="+turnPass, "-threads", strconv.Itoa(threads))}
+	p := &process{cmd: benchutil.DieWithParent(exec.Command(bin, "server", "-realm", turnRealm, "-user", turnUser+"="+turnPass, "-threads", strconv.Itoa(threads)))}
 	addr, err := benchutil.StartAnnounced(p.cmd)
 	if err != nil {
 		return nil, err
