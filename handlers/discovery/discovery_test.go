@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -286,7 +287,7 @@ func TestHealthChecksWithholdFailingServers(t *testing.T) {
 func qosEcho(t *testing.T) netip.AddrPort {
 	t.Helper()
 	table := qos.NewSourceTable(16, nil, 0)
-	e, err := qos.NewEngine(qos.Config{Rate: 1000, Burst: 1000, BanUnits: 1, BanDuration: time.Minute}, table)
+	e, err := qos.NewEngine(qos.Config{Rate: 1000, Burst: 1000, BanUnits: 1, BanDuration: duration.Duration(time.Minute)}, table)
 	if err != nil {
 		t.Fatal(err)
 	}
