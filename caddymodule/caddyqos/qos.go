@@ -14,7 +14,6 @@ import (
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/qos"
-	"github.com/gamegate/gamegate/internal/duration"
 )
 
 func init() {
@@ -208,9 +207,7 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "ban_units":
 			h.BanUnits, err = caddyglue.ParseIntIn(d, configRange(opt))
 		case "ban_duration":
-			var v caddy.Duration
-			v, err = caddyglue.ParseDuration(d)
-			h.BanDuration = duration.Duration(v)
+			h.BanDuration, err = caddyglue.ParseConfigDuration(d)
 		case "backoff_units":
 			h.BackoffUnits, err = caddyglue.ParseIntIn(d, configRange(opt))
 		case "capacity":
