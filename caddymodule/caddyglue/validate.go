@@ -26,6 +26,10 @@ func (r IntRange) Contains(v int64) bool { return v >= r.Lo && v <= r.Hi }
 // length that makes one IPv6 client (package clientaddr).
 var ClientIPv6PrefixRange = IntRange{clientaddr.MinIPv6Prefix, clientaddr.MaxIPv6Prefix}
 
+// NetworkIPv4PrefixRange bounds the network_ipv4_prefix options: the
+// prefix length that makes one IPv4 client network (package clientaddr).
+var NetworkIPv4PrefixRange = IntRange{clientaddr.MinNetworkIPv4Prefix, clientaddr.MaxNetworkIPv4Prefix}
+
 // DurationRange is the valid range of a duration option, bounds included.
 type DurationRange struct{ Lo, Hi time.Duration }
 
