@@ -297,16 +297,6 @@ func (m *M) Provision() error {
 // notYetInHandlers are the defaults and ranges the glue still states,
 // each to move to its handler's Config.
 var notYetInHandlers = []string{
-	"caddya2s/a2s_shield.go: ParseIntRange given {-1}",
-	"caddya2s/a2s_shield.go: range literal DurationRange{Lo: 0, Hi: a2s.MaxAttemptTimeout}",
-	"caddya2s/a2s_shield.go: range literal DurationRange{Lo: 0, Hi: a2s.MaxLifetime}",
-	"caddya2s/a2s_shield.go: range literal DurationRange{Lo: a2s.MinChallengeWindow, Hi: a2s.MaxChallengeWindow}",
-	"caddya2s/a2s_shield.go: range literal DurationRange{Lo: a2s.MinTTL, Hi: a2s.MaxLifetime}",
-	"caddya2s/a2s_shield.go: range literal IntRange{Lo: 1, Hi: a2s.MaxByteRate}",
-	"caddya2s/a2s_shield.go: range literal IntRange{Lo: 1, Hi: a2s.MaxByteRate}",
-	"caddya2s/a2s_shield.go: range literal IntRange{Lo: 1, Hi: a2s.MaxByteRate}",
-	"caddya2s/a2s_shield.go: range literal IntRange{Lo: 1, Hi: a2s.MaxByteRate}",
-	"caddya2s/a2s_shield.go: range literal IntRange{Lo: 1, Hi: a2s.MaxMaxSources}",
 	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinFilePoll, Hi: discovery.MaxLifetime}",
 	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinHealthInterval, Hi: discovery.MaxLifetime}",
 	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinHealthWait, Hi: discovery.MaxHealthWait}",

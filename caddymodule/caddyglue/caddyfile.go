@@ -271,3 +271,10 @@ func ParseConfigDuration(d *caddyfile.Dispenser) (duration.Duration, error) {
 	v, err := ParseDuration(d)
 	return duration.Duration(v), err
 }
+
+// ParseConfigDurationIn parses a positive duration in r into a handler
+// Config's duration option.
+func ParseConfigDurationIn(d *caddyfile.Dispenser, r DurationRange) (duration.Duration, error) {
+	v, err := ParseDurationIn(d, r)
+	return duration.Duration(v), err
+}

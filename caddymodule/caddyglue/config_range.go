@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/gamegate/gamegate/internal/bounds"
 )
@@ -47,4 +48,19 @@ func ConfigField(cfg reflect.Value, name string) reflect.Value {
 		}
 	}
 	return reflect.Value{}
+}
+
+// ConfigDurationRange is ConfigRange for a duration option: the range a
+// Caddyfile parser reads it in. A lower bound of bounds.MinDuration, which
+// every duration option has, reads as 0: ParseDurationIn refuses less
+// than bounds.MinDuration on its own, with a hint.
+func ConfigDurationRange[C any, P interface {
+	*C
+	Validate() error
+}](opt string) DurationRange {
+	r := ConfigRange[C, P](opt)
+	if r.Lo <= int64(bounds.MinDuration) {
+		r.Lo = 0
+	}
+	return DurationRange{Lo: time.Duration(r.Lo), Hi: time.Duration(r.Hi)}
 }
