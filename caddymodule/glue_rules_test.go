@@ -297,12 +297,6 @@ func (m *M) Provision() error {
 // notYetInHandlers are the defaults and ranges the glue still states,
 // each to move to its handler's Config.
 var notYetInHandlers = []string{
-	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinFilePoll, Hi: discovery.MaxLifetime}",
-	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinHealthInterval, Hi: discovery.MaxLifetime}",
-	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinHealthWait, Hi: discovery.MaxHealthWait}",
-	"caddydiscovery/discovery.go: range literal DurationRange{Lo: discovery.MinMaxAge, Hi: discovery.MaxLifetime}",
-	"caddydiscovery/discovery.go: range literal IntRange{Lo: 1, Hi: discovery.MaxHealthFailures}",
-	"caddydiscovery/discovery.go: range literal IntRange{Lo: 1, Hi: discovery.MaxHealthRequests}",
 	"caddygqp/gqp.go: ParseIntRange given {1}",
 	"caddygqp/gqp.go: ParseIntRange given {1}",
 	"caddygqp/gqp.go: ParseIntRange given {1}",

@@ -264,7 +264,7 @@ func TestHealthChecksWithholdFailingServers(t *testing.T) {
 	}
 	s, err := NewService(Config{
 		Inline: map[string][]Server{"f": servers, "all-dead": servers[1:]},
-		Health: &HealthConfig{Interval: time.Hour, Failures: 2, Requests: 2, Wait: 300 * time.Millisecond},
+		Health: &HealthConfig{Interval: duration.Duration(time.Hour), Failures: 2, Requests: 2, Wait: duration.Duration(300 * time.Millisecond)},
 	})
 	if err != nil {
 		t.Fatal(err)
