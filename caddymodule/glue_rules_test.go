@@ -317,7 +317,4 @@ var notYetInHandlers = []string{
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxBody}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxEntries}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: query.MinMaxBatchAnswer, Hi: query.MaxMaxBatchAnswer}",
-	"caddystorage/storage_redis.go: range literal DurationRange{Lo: 0, Hi: redisstore.MaxTimeout}",
-	"caddystorage/storage_redis.go: range literal DurationRange{Lo: redisstore.MinLockExpiry, Hi: redisstore.MaxLockExpiry}",
-	"caddystorage/storage_redis.go: range literal IntRange{Lo: 0, Hi: redisstore.MaxDB}",
 }
