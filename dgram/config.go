@@ -1,6 +1,7 @@
 package dgram
 
 import (
+	"cmp"
 	"runtime"
 
 	"github.com/gamegate/gamegate/internal/bounds"
@@ -42,18 +43,10 @@ type SocketConfig struct {
 
 // WithDefaults returns c with the default of every option left at 0.
 func (c SocketConfig) WithDefaults() SocketConfig {
-	if c.Readers == 0 {
-		c.Readers = runtime.GOMAXPROCS(0)
-	}
-	if c.Batch == 0 {
-		c.Batch = DefaultBatch
-	}
-	if c.ReadBuffer == 0 {
-		c.ReadBuffer = DefaultSocketBuffer
-	}
-	if c.WriteBuffer == 0 {
-		c.WriteBuffer = DefaultSocketBuffer
-	}
+	c.Readers = cmp.Or(c.Readers, runtime.GOMAXPROCS(0))
+	c.Batch = cmp.Or(c.Batch, DefaultBatch)
+	c.ReadBuffer = cmp.Or(c.ReadBuffer, DefaultSocketBuffer)
+	c.WriteBuffer = cmp.Or(c.WriteBuffer, DefaultSocketBuffer)
 	return c
 }
 
