@@ -51,6 +51,11 @@ var (
 	TtlRange = DurationRange{0, 24 * time.Hour}
 )
 
+// PositiveRange is every positive integer an int32 holds: the syntax of
+// a count whose upper bound the handler's Validate checks once the block
+// is read.
+var PositiveRange = IntRange{1, 1<<31 - 1}
+
 // BurstRange bounds every burst option.
 var BurstRange = IntRange{1, ratelimit.MaxBurst}
 
