@@ -297,11 +297,7 @@ func (m *M) Provision() error {
 // notYetInHandlers are the defaults and ranges the glue still states,
 // each to move to its handler's Config.
 var notYetInHandlers = []string{
-	"caddygqp/gqp.go: ParseIntRange given {1}",
-	"caddygqp/gqp.go: ParseIntRange given {1}",
-	"caddygqp/gqp.go: ParseIntRange given {1}",
 	"caddygqp/gqp.go: range literal IntRange{Lo: 0, Hi: wiregqp.MaxArgs}",
-	"caddygqp/gqp.go: range literal IntRange{Lo: gqp.MinMaxDatagram, Hi: gqp.MaxMaxDatagram}",
 	"caddyquery/game_query.go: range literal DurationRange{Lo: 0, Hi: query.MaxQueryTimeout}",
 	"caddyquery/game_query.go: range literal DurationRange{Lo: 0, Hi: query.MaxTTL}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxAdHocBurst}",

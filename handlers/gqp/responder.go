@@ -49,13 +49,15 @@ type Config struct {
 	Logins map[string]string
 	// AuthTTL, AuthAmplification, MaxChallengeFailures, ChallengeLockout,
 	// MaxAuthorized, ClientIPv6Prefix and MaxDatagram are ServerConfig's.
+	// The counts' tags name them as options, by which a Caddyfile parser
+	// finds their ranges.
 	AuthTTL              time.Duration
-	AuthAmplification    int
-	MaxChallengeFailures int
+	AuthAmplification    int `json:"auth_amplification,omitempty"`
+	MaxChallengeFailures int `json:"max_challenge_failures,omitempty"`
 	ChallengeLockout     time.Duration
-	MaxAuthorized        int
+	MaxAuthorized        int `json:"max_sources,omitempty"`
 	ClientIPv6Prefix     int
-	MaxDatagram          int
+	MaxDatagram          int `json:"max_datagram_size,omitempty"`
 	// Trusted are the networks whose sources get full answers without
 	// padding. Nil: loopback; empty: none.
 	Trusted []netip.Prefix
