@@ -298,13 +298,5 @@ func (m *M) Provision() error {
 // each to move to its handler's Config.
 var notYetInHandlers = []string{
 	"caddygqp/gqp.go: range literal IntRange{Lo: 0, Hi: wiregqp.MaxArgs}",
-	"caddyquery/game_query.go: range literal DurationRange{Lo: 0, Hi: query.MaxQueryTimeout}",
-	"caddyquery/game_query.go: range literal DurationRange{Lo: 0, Hi: query.MaxTTL}",
 	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxAdHocBurst}",
-	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxBatchConcurrency}",
-	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxAdHoc}",
-	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxBatch}",
-	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxBody}",
-	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxMaxEntries}",
-	"caddyquery/game_query.go: range literal IntRange{Lo: query.MinMaxBatchAnswer, Hi: query.MaxMaxBatchAnswer}",
 }
