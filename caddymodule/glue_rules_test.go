@@ -298,5 +298,4 @@ func (m *M) Provision() error {
 // each to move to its handler's Config.
 var notYetInHandlers = []string{
 	"caddygqp/gqp.go: range literal IntRange{Lo: 0, Hi: wiregqp.MaxArgs}",
-	"caddyquery/game_query.go: range literal IntRange{Lo: 1, Hi: query.MaxAdHocBurst}",
 }

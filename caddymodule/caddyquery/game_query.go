@@ -493,10 +493,6 @@ func gatewayDurationRange(opt string) caddyglue.DurationRange {
 	return caddyglue.ConfigDurationRange[query.Config](opt)
 }
 
-// gameQueryAdHocBurstRange is ad_hoc_burst's range: the gateway checks it
-// with its rate, not as a bounds.RangeError a parser could read.
-var gameQueryAdHocBurstRange = caddyglue.IntRange{Lo: 1, Hi: query.MaxAdHocBurst}
-
 // ServeHTTP answers game queries.
 func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	GameQueryMetrics.requests.Count(h.gateway.ServeHTTP(w, r, r.URL.Path))
@@ -643,7 +639,7 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "ad_hoc_rate":
 			h.AdHocRate, err = caddyglue.ParsePositiveFloat(d)
 		case "ad_hoc_burst":
-			h.AdHocBurst, err = caddyglue.ParseIntIn(d, gameQueryAdHocBurstRange)
+			h.AdHocBurst, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = caddyglue.ParseIntIn(d, caddyglue.ClientIPv6PrefixRange)
 		case "query_timeout":

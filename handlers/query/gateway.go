@@ -94,7 +94,7 @@ type Config struct {
 	// address or an IPv6 prefix of ClientIPv6Prefix bits. Default: 2 per
 	// second, burst 10.
 	AdHocRate  float64
-	AdHocBurst int
+	AdHocBurst int `json:"ad_hoc_burst,omitempty"`
 	// ClientIPv6Prefix is the prefix length, in bits, that makes one IPv6
 	// client (see package clientaddr). Default: 64.
 	ClientIPv6Prefix int
