@@ -296,6 +296,4 @@ func (m *M) Provision() error {
 
 // notYetInHandlers are the defaults and ranges the glue still states,
 // each to move to its handler's Config.
-var notYetInHandlers = []string{
-	"caddygqp/gqp.go: range literal IntRange{Lo: 0, Hi: wiregqp.MaxArgs}",
-}
+var notYetInHandlers = []string{}

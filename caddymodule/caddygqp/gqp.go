@@ -15,7 +15,6 @@ import (
 
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
 	"github.com/gamegate/gamegate/handlers/gqp"
-	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
 func init() {
@@ -365,7 +364,7 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 		case "protected":
 			err = caddyglue.ParseFlag(d, &c.Protected)
 		case "min_args":
-			c.MinArgs, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 0, Hi: wiregqp.MaxArgs})
+			c.MinArgs, err = caddyglue.ParseIntIn(d, caddyglue.ConfigRange[gqp.CommandConfig](opt))
 		case "ttl":
 			c.TTL, err = caddyglue.ParseDurationIn(d, caddyglue.TtlRange)
 		case "upstream_rate":
