@@ -10,9 +10,14 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/gamegate/gamegate/caddymodule/caddycommands"
+	"github.com/gamegate/gamegate/internal/duration"
 )
 
 var durationType = reflect.TypeFor[caddy.Duration]()
+
+// configDurationType is the duration of the handlers' Configs, which
+// modules embed.
+var configDurationType = reflect.TypeFor[duration.Duration]()
 
 // bareDurations returns JSON values of type t, each with one duration
 // option (at any depth up to depth) set to the bare number n, and that
@@ -22,7 +27,7 @@ func bareDurations(t reflect.Type, n, depth int) (values []any, names []string) 
 		return nil, nil
 	}
 	switch {
-	case t == durationType:
+	case t == durationType || t == configDurationType:
 		return []any{n}, []string{""}
 	case t.Kind() == reflect.Pointer:
 		return bareDurations(t.Elem(), n, depth)
@@ -46,7 +51,9 @@ func bareDurations(t reflect.Type, n, depth int) (values []any, names []string) 
 				continue
 			}
 			vs, ns := bareDurations(f.Type, n, depth)
-			if f.Anonymous && name == "" {
+			// An embedded struct, or an untagged one whose fields are
+			// the module's (a query protocol's Config), is inline.
+			if name == "" && (f.Anonymous || f.Type.Kind() == reflect.Struct) {
 				values, names = append(values, vs...), append(names, ns...)
 				continue
 			}

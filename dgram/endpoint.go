@@ -30,7 +30,7 @@ import (
 type EndpointConfig struct {
 	// Batch is how many datagrams one system call reads or writes where
 	// the platform can (recvmmsg and sendmmsg on Linux); 1 reads one at a
-	// time. Default: 32.
+	// time. Default: DefaultBatch.
 	Batch int
 	// ReadBuffer and WriteBuffer are the socket buffer sizes asked of the
 	// kernel, in bytes; 0 leaves the system's default. The kernel may grant
@@ -77,7 +77,7 @@ type Endpoint struct {
 // NewEndpoint returns an endpoint with no socket and no server.
 func NewEndpoint(cfg EndpointConfig) *Endpoint {
 	if cfg.Batch <= 0 {
-		cfg.Batch = 32
+		cfg.Batch = DefaultBatch
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

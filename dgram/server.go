@@ -104,7 +104,7 @@ type Server struct {
 	Protocols []Protocol
 	// Batch is how many datagrams one system call reads or writes where
 	// the platform can (recvmmsg and sendmmsg on Linux); 1 reads one at a
-	// time. Serve's; an Endpoint has its own. Default: 32.
+	// time. Serve's; an Endpoint has its own. Default: DefaultBatch.
 	Batch int
 	// ReadBuffer and WriteBuffer are the socket buffer sizes asked of the
 	// kernel for the sockets given to Serve, in bytes; 0 leaves the
@@ -131,7 +131,7 @@ var ErrServerClosed = errors.New("dgram: server closed")
 func (s *Server) init() {
 	s.initOnce.Do(func() {
 		if s.Batch <= 0 {
-			s.Batch = 32
+			s.Batch = DefaultBatch
 		}
 		if s.Stats == nil {
 			s.Stats = new(Stats)

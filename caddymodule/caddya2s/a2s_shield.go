@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -16,6 +15,7 @@ import (
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/a2s"
+	"github.com/gamegate/gamegate/internal/duration"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
 
@@ -36,70 +36,24 @@ func init() {
 // Long answers are split as the Source layout says, and an answer the game
 // server compressed is served compressed.
 type A2SShield struct {
-	// The game server's query address, host:port. Required.
-	Upstream string `json:"upstream,omitempty"`
-	// How long an answer is reused, from 100ms to 24h. Default: 5s.
-	TTL caddy.Duration `json:"ttl,omitempty"`
-	// How long after ttl an answer is still served while it is refreshed
-	// (RFC 5861), at most 24h. Default: 30s.
-	StaleWhileRevalidate caddy.Duration `json:"stale_while_revalidate,omitempty"`
-	// How long after ttl an answer is still served when the game server
-	// does not answer (RFC 5861), at most 24h. Default: 30s.
-	StaleIfError caddy.Duration `json:"stale_if_error,omitempty"`
-	// Deprecated: the former name of stale_while_revalidate and
-	// stale_if_error together, which it sets both.
-	StaleTTL caddy.Duration `json:"stale_ttl,omitempty"`
-	// How long a failed upstream query is remembered before the next try.
-	// At most 24h. Default: 1s.
-	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
-	// How long a challenge stays valid: between one and two windows. From
-	// 1s to 1h. Default: 30s.
-	ChallengeWindow caddy.Duration `json:"challenge_window,omitempty"`
-	// Fragment payload of split answers, in bytes (Source servers use
-	// 1248). Default: 1248.
-	MaxPayload int `json:"max_payload,omitempty"`
-	// Serve answers the game server compressed uncompressed. Default:
-	// false (served compressed, as they came).
-	Decompress bool `json:"decompress,omitempty"`
+	// The shield's options: upstream, ttl, stale_while_revalidate,
+	// stale_if_error, negative_ttl, challenge_window, max_payload,
+	// decompress, attempt_timeout, retries, max_packets,
+	// max_response_size, rate, burst, byte_rate, byte_burst,
+	// total_byte_rate, total_byte_burst, max_sources.
+	a2s.ShieldOptions
 	// Layout of split answers sent: auto (the game server's own), source,
 	// source_no_size or goldsrc. It is also the layout expected from the
 	// game server. Default: auto.
 	SplitLayout string `json:"split_layout,omitempty"`
-	// Time one upstream attempt waits, challenge included, at most 1h.
-	// Default: 1s.
-	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
+
+	// Deprecated: the former name of stale_while_revalidate and
+	// stale_if_error together, which it sets both.
+	StaleTTL duration.Duration `json:"stale_ttl,omitempty"`
 	// Deprecated: the former name of attempt_timeout.
-	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
-	// Upstream attempts after the first, -1 (none) to 10. Default: 1.
-	Retries int `json:"retries,omitempty"`
-	// Most fragments an upstream answer may have. Default: 64.
-	MaxPackets int `json:"max_packets,omitempty"`
-	// Largest upstream answer accepted, in bytes. Default: 131072.
-	MaxResponseSize int `json:"max_response_size,omitempty"`
+	UpstreamTimeout duration.Duration `json:"upstream_timeout,omitempty"`
 	// Deprecated: the former name of max_response_size.
-	MaxResponse int `json:"max_response,omitempty"`
-	// Answers a second one source (an IPv4 address or an IPv6 /64, any
-	// port) is sent, past its challenge. Default: 10.
-	Rate float64 `json:"rate,omitempty"`
-	// Answers one source is sent at once. Default: 20.
-	Burst int `json:"burst,omitempty"`
-	// Answer bytes a second one source is sent. Default: 16384 (16KiB).
-	ByteRate int `json:"byte_rate,omitempty"`
-	// Answer bytes one source is sent at once. An answer larger than this
-	// is sent only to a source that has had nothing for a while, and the
-	// source then waits until the excess is paid at byte_rate. Default:
-	// 65536 (64KiB).
-	ByteBurst int `json:"byte_burst,omitempty"`
-	// Answer bytes a second sent to all sources together. Default:
-	// 2097152 (2MiB).
-	TotalByteRate int `json:"total_byte_rate,omitempty"`
-	// Answer bytes sent to all sources together at once. Default: one
-	// second of total_byte_rate.
-	TotalByteBurst int `json:"total_byte_burst,omitempty"`
-	// Most sources whose limits are held at once; while the slots a new
-	// source may take are all held by sources within their limits' time,
-	// it is not answered. Default: 8192.
-	MaxSources int `json:"max_sources,omitempty"`
+	FormerMaxResponse int `json:"max_response,omitempty"`
 
 	// The shield Provision builds, embedded so that the module serves its
 	// datagrams wherever it is a dgram.Protocol.
@@ -117,26 +71,11 @@ func (*A2SShield) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// options are the handler's options from the module's.
+// options are the shield's options, its layout parsed.
 func (h *A2SShield) options() a2s.ShieldOptions {
-	layout, _ := a2s.ParseLayout(h.SplitLayout) // checked by Validate
-	return a2s.ShieldOptions{
-		Upstream:             h.Upstream,
-		TTL:                  time.Duration(h.TTL),
-		StaleWhileRevalidate: time.Duration(h.StaleWhileRevalidate),
-		StaleIfError:         time.Duration(h.StaleIfError),
-		NegativeTTL:          time.Duration(h.NegativeTTL),
-		ChallengeWindow:      time.Duration(h.ChallengeWindow),
-		MaxPayload:           h.MaxPayload,
-		Decompress:           h.Decompress,
-		Layout:               layout,
-		AttemptTimeout:       time.Duration(h.AttemptTimeout),
-		Retries:              h.Retries,
-		MaxPackets:           h.MaxPackets,
-		MaxResponse:          h.MaxResponseSize,
-		Limits: a2s.Limits{Rate: h.Rate, Burst: h.Burst, ByteRate: h.ByteRate, ByteBurst: h.ByteBurst,
-			TotalByteRate: h.TotalByteRate, TotalByteBurst: h.TotalByteBurst, MaxSources: h.MaxSources},
-	}
+	o := h.ShieldOptions
+	o.Layout, _ = a2s.ParseLayout(h.SplitLayout) // checked by Validate
+	return o
 }
 
 // Provision moves the former option names to the current ones, builds the
@@ -145,13 +84,13 @@ func (h *A2SShield) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	caddyglue.WarnExposedLayer4(ctx)
 	if err := caddyglue.Renamed(ctx, "a2s_shield", "stale_ttl", "stale_while_revalidate", &h.StaleTTL, &h.StaleWhileRevalidate,
-		caddyglue.RenamedTo[caddy.Duration]{Option: "stale_if_error", Value: &h.StaleIfError}); err != nil {
+		caddyglue.RenamedTo[duration.Duration]{Option: "stale_if_error", Value: &h.StaleIfError}); err != nil {
 		return err
 	}
 	if err := caddyglue.Renamed(ctx, "a2s_shield", "upstream_timeout", "attempt_timeout", &h.UpstreamTimeout, &h.AttemptTimeout); err != nil {
 		return err
 	}
-	if err := caddyglue.Renamed(ctx, "a2s_shield", "max_response", "max_response_size", &h.MaxResponse, &h.MaxResponseSize); err != nil {
+	if err := caddyglue.Renamed(ctx, "a2s_shield", "max_response", "max_response_size", &h.FormerMaxResponse, &h.MaxResponse); err != nil {
 		return err
 	}
 	o := h.options()
@@ -252,45 +191,45 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch opt {
 		case "ttl":
-			h.TTL, err = caddyglue.ParseDurationIn(d, caddyglue.DurationRange{Lo: a2s.MinTTL, Hi: a2s.MaxLifetime})
+			h.TTL, err = parseShieldDuration(d, opt)
 		case "stale_while_revalidate":
-			h.StaleWhileRevalidate, err = caddyglue.ParseDurationIn(d, a2sLifetimeRange)
+			h.StaleWhileRevalidate, err = parseShieldDuration(d, opt)
 		case "stale_if_error":
-			h.StaleIfError, err = caddyglue.ParseDurationIn(d, a2sLifetimeRange)
+			h.StaleIfError, err = parseShieldDuration(d, opt)
 		case "stale_ttl": // moved to both stale options when provisioned
-			h.StaleTTL, err = caddyglue.ParseDurationIn(d, a2sLifetimeRange)
+			h.StaleTTL, err = parseShieldDuration(d, "stale_while_revalidate")
 		case "negative_ttl":
-			h.NegativeTTL, err = caddyglue.ParseDurationIn(d, a2sLifetimeRange)
+			h.NegativeTTL, err = parseShieldDuration(d, opt)
 		case "challenge_window":
-			h.ChallengeWindow, err = caddyglue.ParseDurationIn(d, caddyglue.DurationRange{Lo: a2s.MinChallengeWindow, Hi: a2s.MaxChallengeWindow})
+			h.ChallengeWindow, err = parseShieldDuration(d, opt)
 		case "max_payload":
-			h.MaxPayload, err = caddyglue.ParseIntRange(d, a2s.MinMaxPayload, a2s.MaxSingle)
+			h.MaxPayload, err = caddyglue.ParseIntIn(d, shieldRange(opt))
 		case "decompress":
 			err = caddyglue.ParseFlag(d, &h.Decompress)
 		case "split_layout":
 			h.SplitLayout, err = caddyglue.ParseOneOf(d, a2s.LayoutNames...)
 		case "attempt_timeout":
-			h.AttemptTimeout, err = caddyglue.ParseDurationIn(d, a2sAttemptTimeoutRange)
+			h.AttemptTimeout, err = parseShieldDuration(d, opt)
 		case "retries":
-			h.Retries, err = caddyglue.ParseIntRange(d, -1, a2s.MaxRetries)
+			h.Retries, err = caddyglue.ParseIntIn(d, shieldRange(opt))
 		case "max_packets":
-			h.MaxPackets, err = caddyglue.ParseIntRange(d, a2s.MinMaxPackets, wirea2s.MaxSourcePackets)
+			h.MaxPackets, err = caddyglue.ParseIntIn(d, shieldRange(opt))
 		case "max_response_size":
-			h.MaxResponseSize, err = caddyglue.ParseIntRange(d, a2s.MinMaxResponse, a2s.MaxMaxResponse)
+			h.MaxResponse, err = caddyglue.ParseIntIn(d, shieldRange(opt))
 		case "rate":
 			h.Rate, err = caddyglue.ParsePositiveFloat(d)
 		case "burst":
 			h.Burst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
 		case "byte_rate":
-			h.ByteRate, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: 1, Hi: a2s.MaxByteRate})
+			h.ByteRate, err = caddyglue.ParseSize[int](d, shieldRange(opt))
 		case "byte_burst":
-			h.ByteBurst, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: 1, Hi: a2s.MaxByteRate})
+			h.ByteBurst, err = caddyglue.ParseSize[int](d, shieldRange(opt))
 		case "total_byte_rate":
-			h.TotalByteRate, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: 1, Hi: a2s.MaxByteRate})
+			h.TotalByteRate, err = caddyglue.ParseSize[int](d, shieldRange(opt))
 		case "total_byte_burst":
-			h.TotalByteBurst, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: 1, Hi: a2s.MaxByteRate})
+			h.TotalByteBurst, err = caddyglue.ParseSize[int](d, shieldRange(opt))
 		case "max_sources":
-			h.MaxSources, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 1, Hi: a2s.MaxMaxSources})
+			h.MaxSources, err = caddyglue.ParseIntIn(d, shieldRange(opt))
 		default:
 			return caddyglue.UnknownOption(d, "a2s_shield", opt)
 		}
@@ -302,12 +241,16 @@ func (h *A2SShield) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // which became two (both stale options).
 var a2sShieldFormerNames = caddyglue.FormerNames{"upstream_timeout": "attempt_timeout", "max_response": "max_response_size"}
 
-// Ranges of the shield's durations, checked as the Caddyfile is read (the
-// bounds are the handler's).
-var (
-	a2sLifetimeRange       = caddyglue.DurationRange{Lo: 0, Hi: a2s.MaxLifetime}
-	a2sAttemptTimeoutRange = caddyglue.DurationRange{Lo: 0, Hi: a2s.MaxAttemptTimeout}
-)
+// shieldRange is the range the shield's options hold option opt to.
+func shieldRange(opt string) caddyglue.IntRange {
+	return caddyglue.ConfigRange[a2s.ShieldOptions](opt)
+}
+
+// parseShieldDuration reads a duration in the range the shield's options
+// hold option opt to.
+func parseShieldDuration(d *caddyfile.Dispenser, opt string) (duration.Duration, error) {
+	return caddyglue.ParseConfigDurationIn(d, caddyglue.ConfigDurationRange[a2s.ShieldOptions](opt))
+}
 
 // MatchA2S matches a UDP association whose first datagram is an A2S
 // request (A2S_INFO, A2S_PLAYER or A2S_RULES), so the shield can share a

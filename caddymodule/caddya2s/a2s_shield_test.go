@@ -8,7 +8,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/gamegate/gamegate/caddymodule/caddyglue"
+	"github.com/gamegate/gamegate/handlers/a2s"
+	"github.com/gamegate/gamegate/internal/duration"
 )
 
 // The shield's former option names still configure it: stale_ttl sets
@@ -18,17 +19,17 @@ import (
 func TestA2SShieldFormerNames(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
-	h := &A2SShield{Upstream: "127.0.0.1:27015", StaleTTL: caddy.Duration(20 * time.Second), UpstreamTimeout: caddy.Duration(800 * time.Millisecond)}
+	h := &A2SShield{ShieldOptions: a2s.ShieldOptions{Upstream: "127.0.0.1:27015"}, StaleTTL: duration.Duration(20 * time.Second), UpstreamTimeout: duration.Duration(800 * time.Millisecond)}
 	if err := h.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer h.Cleanup()
-	if h.StaleWhileRevalidate != caddy.Duration(20*time.Second) || h.StaleIfError != caddy.Duration(20*time.Second) || h.StaleTTL != 0 {
+	if h.StaleWhileRevalidate.Std() != 20*time.Second || h.StaleIfError.Std() != 20*time.Second || h.StaleTTL != 0 {
 		t.Errorf("stale_ttl 20s: got stale_while_revalidate %v, stale_if_error %v, stale_ttl %v; want 20s, 20s, 0",
-			caddyglue.FmtDuration(h.StaleWhileRevalidate), caddyglue.FmtDuration(h.StaleIfError), caddyglue.FmtDuration(h.StaleTTL))
+			h.StaleWhileRevalidate, h.StaleIfError, h.StaleTTL)
 	}
-	if h.AttemptTimeout != caddy.Duration(800*time.Millisecond) || h.UpstreamTimeout != 0 {
-		t.Errorf("upstream_timeout 800ms: got attempt_timeout %v, upstream_timeout %v", caddyglue.FmtDuration(h.AttemptTimeout), caddyglue.FmtDuration(h.UpstreamTimeout))
+	if h.AttemptTimeout.Std() != 800*time.Millisecond || h.UpstreamTimeout != 0 {
+		t.Errorf("upstream_timeout 800ms: got attempt_timeout %v, upstream_timeout %v", h.AttemptTimeout, h.UpstreamTimeout)
 	}
 	if err := h.Validate(); err != nil {
 		t.Errorf("Validate after the move: %v", err)
@@ -39,9 +40,9 @@ func TestA2SShieldFormerNames(t *testing.T) {
 		h    *A2SShield
 		want string
 	}{
-		{"stale_ttl and stale_if_error", &A2SShield{Upstream: "127.0.0.1:27015", StaleTTL: 1, StaleIfError: 1}, "stale_ttl is the former name of stale_if_error: give only stale_if_error"},
-		{"stale_ttl and stale_while_revalidate", &A2SShield{Upstream: "127.0.0.1:27015", StaleTTL: 1, StaleWhileRevalidate: 1}, "stale_ttl is the former name of stale_while_revalidate"},
-		{"upstream_timeout and attempt_timeout", &A2SShield{Upstream: "127.0.0.1:27015", UpstreamTimeout: 1, AttemptTimeout: 1}, "upstream_timeout is the former name of attempt_timeout"},
+		{"stale_ttl and stale_if_error", &A2SShield{ShieldOptions: a2s.ShieldOptions{Upstream: "127.0.0.1:27015", StaleIfError: 1}, StaleTTL: 1}, "stale_ttl is the former name of stale_if_error: give only stale_if_error"},
+		{"stale_ttl and stale_while_revalidate", &A2SShield{ShieldOptions: a2s.ShieldOptions{Upstream: "127.0.0.1:27015", StaleWhileRevalidate: 1}, StaleTTL: 1}, "stale_ttl is the former name of stale_while_revalidate"},
+		{"upstream_timeout and attempt_timeout", &A2SShield{ShieldOptions: a2s.ShieldOptions{Upstream: "127.0.0.1:27015", AttemptTimeout: 1}, UpstreamTimeout: 1}, "upstream_timeout is the former name of attempt_timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.h.Provision(ctx)

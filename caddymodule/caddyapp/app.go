@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -49,20 +48,9 @@ type UDPServer struct {
 	// Addresses to listen on (Caddy network addresses, UDP: "host:port",
 	// "udp6/[::]:port", port ranges). Required.
 	Listen []string `json:"listen,omitempty"`
-	// Readers per address, each on its own SO_REUSEPORT socket where the
-	// platform has it (the kernel spreads sources across them), or sharing
-	// one socket elsewhere. Default: one per CPU.
-	Readers int `json:"readers,omitempty"`
-	// Datagrams read or written per system call (recvmmsg/sendmmsg on
-	// Linux); 1 turns batching off. Default: 32.
-	Batch int `json:"batch,omitempty"`
-	// Receive buffer of each socket, in bytes. A burst larger than this is
-	// dropped by the kernel before any reader sees it. If the kernel grants
-	// less (net.core.rmem_max), a warning names the sysctl. Default: 4 MiB.
-	ReadBuffer int `json:"read_buffer,omitempty"`
-	// Send buffer of each socket, in bytes (net.core.wmem_max). Default:
-	// 4 MiB.
-	WriteBuffer int `json:"write_buffer,omitempty"`
+	// How the sockets of each address are read and sized: readers,
+	// batch, read_buffer, write_buffer.
+	dgram.SocketConfig
 	// The protocols, in the order each datagram is offered to them. Each
 	// has the options of the layer4 handler of the same name.
 	ProtocolsRaw []json.RawMessage `json:"protocols,omitempty" caddy:"namespace=gamegate.udp.protocols inline_key=protocol"`
@@ -80,8 +68,6 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-const defaultSocketBuffer = 4 << 20
-
 // Provision loads each server's protocols and parses its addresses.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
@@ -90,18 +76,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	for i, s := range a.UDP {
-		if s.Readers == 0 {
-			s.Readers = runtime.GOMAXPROCS(0)
-		}
-		if s.Batch == 0 {
-			s.Batch = 32
-		}
-		if s.ReadBuffer == 0 {
-			s.ReadBuffer = defaultSocketBuffer
-		}
-		if s.WriteBuffer == 0 {
-			s.WriteBuffer = defaultSocketBuffer
-		}
+		s.SocketConfig = s.SocketConfig.WithDefaults()
 		if err := s.validate(i); err != nil {
 			return err
 		}
@@ -273,14 +248,9 @@ func (s *UDPServer) validate(i int) error {
 		return fmt.Errorf("udp[%d]: listen is required", i)
 	case len(s.ProtocolsRaw) == 0 && s.server == nil:
 		return fmt.Errorf("udp[%d]: at least one protocol is required", i)
-	case s.Readers < 0 || s.Readers > 1024:
-		return fmt.Errorf("udp[%d]: readers must be in [1, 1024]", i)
-	case s.Batch < 0 || s.Batch > 1024:
-		return fmt.Errorf("udp[%d]: batch must be in [1, 1024]", i)
-	case s.ReadBuffer < 0 || s.ReadBuffer > 1<<30:
-		return fmt.Errorf("udp[%d]: read_buffer must be in [1, 1GiB]", i)
-	case s.WriteBuffer < 0 || s.WriteBuffer > 1<<30:
-		return fmt.Errorf("udp[%d]: write_buffer must be in [1, 1GiB]", i)
+	}
+	if err := s.SocketConfig.Validate(); err != nil {
+		return fmt.Errorf("udp[%d]: %w", i, err)
 	}
 	return nil
 }
@@ -550,13 +520,13 @@ func parseUDPServer(d *caddyfile.Dispenser, before []*UDPServer) (*UDPServer, er
 		var err error
 		switch opt {
 		case "readers":
-			s.Readers, err = caddyglue.ParseIntRange(d, 1, 1024)
+			s.Readers, err = caddyglue.ParseIntIn(d, socketRange(opt))
 		case "batch":
-			s.Batch, err = caddyglue.ParseIntRange(d, 1, 1024)
+			s.Batch, err = caddyglue.ParseIntIn(d, socketRange(opt))
 		case "read_buffer":
-			s.ReadBuffer, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: 1, Hi: 1 << 30})
+			s.ReadBuffer, err = caddyglue.ParseSize[int](d, socketRange(opt))
 		case "write_buffer":
-			s.WriteBuffer, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: 1, Hi: 1 << 30})
+			s.WriteBuffer, err = caddyglue.ParseSize[int](d, socketRange(opt))
 		default:
 			id := "gamegate.udp.protocols." + opt
 			if _, err := caddy.GetModule(id); err != nil {
@@ -575,6 +545,12 @@ func parseUDPServer(d *caddyfile.Dispenser, before []*UDPServer) (*UDPServer, er
 		return err
 	})
 	return s, err
+}
+
+// socketRange is the range a udp server's SocketConfig holds option opt
+// to.
+func socketRange(opt string) caddyglue.IntRange {
+	return caddyglue.ConfigRange[dgram.SocketConfig](opt)
 }
 
 // Interface guards

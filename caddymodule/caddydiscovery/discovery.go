@@ -110,18 +110,9 @@ type DiscoveryServer struct {
 // server failing several checks in a row is withheld from answers until it
 // passes one, but a fleet is never emptied by health checks.
 type DiscoveryHealthCheck struct {
-	// Fleets to check. Default: all.
-	Fleets []string `json:"fleets,omitempty"`
-	// Time between checks, from 100ms to 24h. Checks never overlap: with a
-	// wait longer than the interval they run back to back. Default: 10s.
-	Interval caddy.Duration `json:"interval,omitempty"`
-	// Consecutive failed checks before a server is withheld. Default: 3.
-	Failures int `json:"failures,omitempty"`
-	// QoS requests per check; a check passes if any is answered. Default: 3.
-	Requests int `json:"requests,omitempty"`
-	// How long to wait for answers after the last request is sent, from
-	// 1ms (a round trip to a QoS server nearby) to 1h. Default: 1s.
-	Wait caddy.Duration `json:"wait,omitempty"`
+	// The health check's options: fleets, interval, failures, requests,
+	// wait.
+	discovery.HealthConfig
 }
 
 // CaddyModule returns the Caddy module information.
@@ -177,10 +168,8 @@ func (h *QoSDiscovery) config() (discovery.Config, error) {
 		MaxAge:     time.Duration(h.MaxAge),
 	}
 	if hc := h.HealthCheck; hc != nil {
-		cfg.Health = &discovery.HealthConfig{
-			Fleets: hc.Fleets, Interval: time.Duration(hc.Interval), Failures: hc.Failures,
-			Requests: hc.Requests, Wait: time.Duration(hc.Wait),
-		}
+		health := hc.HealthConfig
+		cfg.Health = &health
 	}
 	return cfg, nil
 }
@@ -289,16 +278,10 @@ func (h *QoSDiscovery) Validate() error {
 	return cfg.Validate()
 }
 
-// Ranges of the discovery handler's options (the handler's bounds), for
-// the Caddyfile.
-var (
-	discoveryFailuresRange = caddyglue.IntRange{Lo: 1, Hi: discovery.MaxHealthFailures}
-	discoveryRequestsRange = caddyglue.IntRange{Lo: 1, Hi: discovery.MaxHealthRequests}
-	discoveryWaitRange     = caddyglue.DurationRange{Lo: discovery.MinHealthWait, Hi: discovery.MaxHealthWait}
-	discoveryFilePollRange = caddyglue.DurationRange{Lo: discovery.MinFilePoll, Hi: discovery.MaxLifetime}
-	discoveryMaxAgeRange   = caddyglue.DurationRange{Lo: discovery.MinMaxAge, Hi: discovery.MaxLifetime}
-	discoveryIntervalRange = caddyglue.DurationRange{Lo: discovery.MinHealthInterval, Hi: discovery.MaxLifetime}
-)
+// durationRange is the range the discovery Config holds option opt to.
+func durationRange(opt string) caddyglue.DurationRange {
+	return caddyglue.ConfigDurationRange[discovery.Config](opt)
+}
 
 // Cleanup stops the file watcher and health checks.
 func (h *QoSDiscovery) Cleanup() error {
@@ -369,13 +352,13 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "fleets_file":
 			h.FleetsFile, err = caddyglue.ParseSingleArg(d)
 		case "file_poll":
-			h.FilePoll, err = caddyglue.ParseDurationIn(d, discoveryFilePollRange)
+			h.FilePoll, err = caddyglue.ParseDurationIn(d, durationRange(opt))
 		case "field_names":
 			h.FieldNames, err = caddyglue.ParseOneOf(d, "both", "seed", "unity")
 		case "strong_etag":
 			err = caddyglue.ParseFlag(d, &h.StrongETag)
 		case "max_age":
-			h.MaxAge, err = caddyglue.ParseDurationIn(d, discoveryMaxAgeRange)
+			h.MaxAge, err = caddyglue.ParseDurationIn(d, durationRange(opt))
 		case "allow":
 			h.Allow, err = caddyglue.ParseArgs(d)
 			for _, a := range h.Allow {
@@ -465,13 +448,13 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 		case "fleets":
 			hc.Fleets, err = caddyglue.ParseArgs(d)
 		case "interval":
-			hc.Interval, err = caddyglue.ParseDurationIn(d, discoveryIntervalRange)
+			hc.Interval, err = caddyglue.ParseConfigDurationIn(d, caddyglue.ConfigDurationRange[discovery.HealthConfig](opt))
 		case "failures":
-			hc.Failures, err = caddyglue.ParseIntIn(d, discoveryFailuresRange)
+			hc.Failures, err = caddyglue.ParseIntIn(d, caddyglue.ConfigRange[discovery.HealthConfig](opt))
 		case "requests":
-			hc.Requests, err = caddyglue.ParseIntIn(d, discoveryRequestsRange)
+			hc.Requests, err = caddyglue.ParseIntIn(d, caddyglue.ConfigRange[discovery.HealthConfig](opt))
 		case "wait":
-			hc.Wait, err = caddyglue.ParseDurationIn(d, discoveryWaitRange)
+			hc.Wait, err = caddyglue.ParseConfigDurationIn(d, caddyglue.ConfigDurationRange[discovery.HealthConfig](opt))
 		default:
 			return caddyglue.UnknownOption(d, "health_check", opt)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/gamegate/gamegate/internal/bounds"
+	"github.com/gamegate/gamegate/internal/duration"
 )
 
 // Shared Caddyfile argument parsers. Each consumes exactly one argument after
@@ -262,4 +263,18 @@ func blockErrf(d *caddyfile.Dispenser, block, format string, args ...any) error 
 // UnknownOption is the error for an option a block does not have.
 func UnknownOption(d *caddyfile.Dispenser, block, name string) error {
 	return blockErrf(d, block, "unrecognized option '%s'", name)
+}
+
+// ParseConfigDuration parses a positive duration into a handler Config's
+// duration option, whose range the Config's Validate checks.
+func ParseConfigDuration(d *caddyfile.Dispenser) (duration.Duration, error) {
+	v, err := ParseDuration(d)
+	return duration.Duration(v), err
+}
+
+// ParseConfigDurationIn parses a positive duration in r into a handler
+// Config's duration option.
+func ParseConfigDurationIn(d *caddyfile.Dispenser, r DurationRange) (duration.Duration, error) {
+	v, err := ParseDurationIn(d, r)
+	return duration.Duration(v), err
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/gamegate/gamegate/internal/bounds"
 )
@@ -20,10 +21,22 @@ func ConfigRange[C any, P interface {
 	*C
 	Validate() error
 }](opt string) IntRange {
+	if r := configRangeError[C, P](opt); r != nil {
+		return IntRange{Lo: r.Lo, Hi: r.Hi}
+	}
+	return IntRange{Lo: math.MinInt64, Hi: math.MaxInt64}
+}
+
+// configRangeError is the *bounds.RangeError the Validate of a C returns
+// for option opt out of every range, or nil.
+func configRangeError[C any, P interface {
+	*C
+	Validate() error
+}](opt string) *bounds.RangeError {
 	probe := new(C)
 	field := ConfigField(reflect.ValueOf(probe).Elem(), opt)
 	if !field.IsValid() || !field.CanInt() {
-		return IntRange{Lo: math.MinInt64, Hi: math.MaxInt64}
+		return nil
 	}
 	v := int64(math.MaxInt64)
 	if field.OverflowInt(v) {
@@ -32,9 +45,9 @@ func ConfigRange[C any, P interface {
 	field.SetInt(v)
 	var r *bounds.RangeError
 	if errors.As(P(probe).Validate(), &r) && r.Name == opt {
-		return IntRange{Lo: r.Lo, Hi: r.Hi}
+		return r
 	}
-	return IntRange{Lo: math.MinInt64, Hi: math.MaxInt64}
+	return nil
 }
 
 // ConfigField returns the field of cfg (a struct) whose JSON key is name,
@@ -47,4 +60,22 @@ func ConfigField(cfg reflect.Value, name string) reflect.Value {
 		}
 	}
 	return reflect.Value{}
+}
+
+// ConfigDurationRange is ConfigRange for a duration option: the range a
+// Caddyfile parser reads it in. An option without a lower bound of its
+// own (bounds.MinDuration, raised) reads from 0: ParseDurationIn refuses
+// less than bounds.MinDuration on its own, with a hint.
+func ConfigDurationRange[C any, P interface {
+	*C
+	Validate() error
+}](opt string) DurationRange {
+	r := configRangeError[C, P](opt)
+	switch {
+	case r == nil:
+		return DurationRange{Lo: 0, Hi: math.MaxInt64}
+	case r.Raised:
+		return DurationRange{Lo: 0, Hi: time.Duration(r.Hi)}
+	}
+	return DurationRange{Lo: time.Duration(r.Lo), Hi: time.Duration(r.Hi)}
 }

@@ -26,6 +26,10 @@ func (r IntRange) Contains(v int64) bool { return v >= r.Lo && v <= r.Hi }
 // length that makes one IPv6 client (package clientaddr).
 var ClientIPv6PrefixRange = IntRange{clientaddr.MinIPv6Prefix, clientaddr.MaxIPv6Prefix}
 
+// NetworkIPv4PrefixRange bounds the network_ipv4_prefix options: the
+// prefix length that makes one IPv4 client network (package clientaddr).
+var NetworkIPv4PrefixRange = IntRange{clientaddr.MinNetworkIPv4Prefix, clientaddr.MaxNetworkIPv4Prefix}
+
 // DurationRange is the valid range of a duration option, bounds included.
 type DurationRange struct{ Lo, Hi time.Duration }
 
@@ -46,6 +50,11 @@ var (
 	// bindings, health-check intervals).
 	TtlRange = DurationRange{0, 24 * time.Hour}
 )
+
+// PositiveRange is every positive integer an int32 holds: the syntax of
+// a count whose upper bound the handler's Validate checks once the block
+// is read.
+var PositiveRange = IntRange{1, 1<<31 - 1}
 
 // BurstRange bounds every burst option.
 var BurstRange = IntRange{1, ratelimit.MaxBurst}

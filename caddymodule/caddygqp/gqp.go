@@ -15,7 +15,6 @@ import (
 
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
 	"github.com/gamegate/gamegate/handlers/gqp"
-	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
 
 func init() {
@@ -318,13 +317,13 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "auth_ttl":
 			h.AuthTTL, err = caddyglue.ParseDurationIn(d, caddyglue.TtlRange)
 		case "auth_amplification":
-			h.AuthAmplification, err = caddyglue.ParseIntRange(d, 1, gqp.MaxAuthAmplification)
+			h.AuthAmplification, err = caddyglue.ParseIntIn(d, configRange(opt))
 		case "max_challenge_failures":
-			h.MaxChallengeFailures, err = caddyglue.ParseIntRange(d, 1, gqp.MaxMaxChallengeFailures)
+			h.MaxChallengeFailures, err = caddyglue.ParseIntIn(d, configRange(opt))
 		case "challenge_lockout":
 			h.ChallengeLockout, err = caddyglue.ParseDurationIn(d, caddyglue.TtlRange)
 		case "max_sources":
-			h.MaxSources, err = caddyglue.ParseIntRange(d, 1, gqp.MaxMaxAuthorized)
+			h.MaxSources, err = caddyglue.ParseIntIn(d, configRange(opt))
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = caddyglue.ParseIntIn(d, caddyglue.ClientIPv6PrefixRange)
 		case "trusted_networks":
@@ -332,7 +331,7 @@ func (h *GQPResponder) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "upstream_timeout":
 			h.UpstreamTimeout, err = caddyglue.ParseDurationIn(d, caddyglue.TimeoutRange)
 		case "max_datagram_size":
-			h.MaxDatagramSize, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: gqp.MinMaxDatagram, Hi: gqp.MaxMaxDatagram})
+			h.MaxDatagramSize, err = caddyglue.ParseSize[int](d, configRange(opt))
 		default:
 			return caddyglue.UnknownOption(d, "gqp", opt)
 		}
@@ -365,7 +364,7 @@ func (h *GQPResponder) parseCommand(d *caddyfile.Dispenser) error {
 		case "protected":
 			err = caddyglue.ParseFlag(d, &c.Protected)
 		case "min_args":
-			c.MinArgs, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 0, Hi: wiregqp.MaxArgs})
+			c.MinArgs, err = caddyglue.ParseIntIn(d, caddyglue.ConfigRange[gqp.CommandConfig](opt))
 		case "ttl":
 			c.TTL, err = caddyglue.ParseDurationIn(d, caddyglue.TtlRange)
 		case "upstream_rate":
@@ -403,6 +402,11 @@ func newGQPMetrics() *gqpMetricSet {
 		"GQP queries the responder dropped before answering, and answer datagrams it could not send, by reason (queue_full, unvalidated, too_large, write_failed, stopped).",
 		"reason", gqp.NumDrops)
 	return m
+}
+
+// configRange is the range the responder's Config holds option opt to.
+func configRange(opt string) caddyglue.IntRange {
+	return caddyglue.ConfigRange[gqp.Config](opt)
 }
 
 // Interface guards

@@ -272,7 +272,7 @@ func (p *MasterProtocol) Cleanup() error {
 // the handler's (master.Config.Validate), checked once the block is read.
 func (p *MasterProtocol) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	const module = "master"
-	positive := caddyglue.IntRange{Lo: 1, Hi: 1<<31 - 1} // the upper bounds are Validate's
+	positive := caddyglue.PositiveRange // the upper bounds are Validate's
 	err := caddyglue.ParseModuleBlock(d, module, []string{"shared_networks"}, func(opt string) error {
 		var err error
 		switch opt {

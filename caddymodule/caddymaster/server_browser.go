@@ -146,9 +146,9 @@ func (h *ServerBrowser) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "history":
 			h.History, err = caddyglue.ParseDuration(d)
 		case "history_samples":
-			h.HistorySamples, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: serverbrowser.MinHistorySamples, Hi: serverbrowser.MaxHistorySamples})
+			h.HistorySamples, err = caddyglue.ParseIntIn(d, caddyglue.ConfigRange[serverbrowser.Config](opt))
 		case "max_history_servers":
-			h.MaxHistoryServers, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 1, Hi: master.MaxMaxServers})
+			h.MaxHistoryServers, err = caddyglue.ParseIntIn(d, caddyglue.ConfigRange[serverbrowser.Config](opt))
 		default:
 			var size bool
 			if size, err = h.listSizes.parse(d, opt); !size {

@@ -89,9 +89,9 @@ func (s *listSizes) parse(d *caddyfile.Dispenser, opt string) (bool, error) {
 	var err error
 	switch opt {
 	case "max_status_size":
-		s.MaxStatusSize, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: serverlist.MinMaxStatusSize, Hi: serverlist.MaxMaxStatusSize})
+		s.MaxStatusSize, err = caddyglue.ParseSize[int](d, caddyglue.ConfigRange[serverlist.Config](opt))
 	case "max_page_size":
-		s.MaxPageSize, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: serverlist.MinMaxPageSize, Hi: serverlist.MaxMaxPageSize})
+		s.MaxPageSize, err = caddyglue.ParseSize[int](d, caddyglue.ConfigRange[serverlist.Config](opt))
 	default:
 		return false, nil
 	}
@@ -203,7 +203,7 @@ func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "query_timeout":
 			h.QueryTimeout, err = caddyglue.ParseDuration(d)
 		case "max_queries":
-			h.MaxQueries, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 1, Hi: 1<<31 - 1})
+			h.MaxQueries, err = caddyglue.ParseIntIn(d, caddyglue.PositiveRange)
 		default:
 			var size bool
 			if size, err = h.listSizes.parse(d, opt); !size {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -31,51 +30,10 @@ func init() {
 // short (a few seconds): a QoS check is a burst, and each idle association
 // holds a goroutine until the timeout.
 type QoSEcho struct {
-	// Sustained requests per second one source may send. Default: 10.
-	Rate float64 `json:"rate,omitempty"`
-	// Requests one source may send at once before the rate applies; a QoS
-	// check sends 5 to 20 in a burst. Default: 40.
-	Burst int `json:"burst,omitempty"`
-	// The ban announced to a source that goes over its rate or is turned away
-	// for capacity, in protocol units of 2 minutes (1-8). Default: 1.
-	BanUnits int `json:"ban_units,omitempty"`
-	// How long a banned source is ignored. Clients stay away for the
-	// announced ban plus a margin whatever this says, so it only matters for
-	// clients that do not honour the ban. Default: ban_units × 2 minutes.
-	BanDuration caddy.Duration `json:"ban_duration,omitempty"`
-	// When 1-7, a source that has spent more than half of its burst is asked
-	// to back off voluntarily for this many 2-minute units, before it is
-	// banned. Default: 0 (never ask).
-	BackoffUnits int `json:"backoff_units,omitempty"`
-	// Requests per second answered across all sources. Past it, the source
-	// whose request finds the budget empty is banned: which sources are
-	// turned away is random, weighted by how much each sends. Default: 0 (no
-	// global budget).
-	Capacity float64 `json:"capacity,omitempty"`
-	// Requests beyond the steady capacity that may be answered at once.
-	// Default: one second of capacity, rounded up.
-	CapacityBurst int `json:"capacity_burst,omitempty"`
-	// The most sources whose rate and ban state is remembered; past it the
-	// source seen least recently is forgotten. Bounds memory under a flood
-	// from many addresses. Default: 100000.
-	MaxSources int `json:"max_sources,omitempty"`
-	// What a source is: "ip" (an IPv4 address or an IPv6 prefix of
-	// client_ipv6_prefix bits, whatever the port) or "ip_port" (address and
-	// port). Default: ip.
-	SourceKey string `json:"source_key,omitempty"`
-	// Prefix length, in bits, of the IPv6 addresses one source holds with
-	// source_key ip: the addresses of one prefix share their rate and ban
-	// state (32-128). Default: 64.
-	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
-	// Game titles to answer; requests with other titles are dropped.
-	// Default: every title.
-	Titles []string `json:"titles,omitempty"`
-	// Handlers with the same name (and max_sources and source_key) share
-	// their rate and ban state, and a reloaded configuration takes the state
-	// over from the one it replaces. Default: the listener's own state: in
-	// the gamegate app, that of the server's listen addresses; in a layer4
-	// route, that of the local address each association arrived at.
-	Name string `json:"name,omitempty"`
+	// The QoS echo's options: rate, burst, ban_units, ban_duration,
+	// backoff_units, capacity, capacity_burst, max_sources, source_key,
+	// client_ipv6_prefix, titles, name.
+	qos.Config
 
 	svc   *qos.Service
 	inApp bool // a protocol of the gamegate app: see Provision
@@ -89,28 +47,10 @@ func (*QoSEcho) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// config is the service's configuration from the module's options.
-func (h *QoSEcho) config() qos.Config {
-	return qos.Config{
-		Rate:             h.Rate,
-		Burst:            h.Burst,
-		BanUnits:         h.BanUnits,
-		BanDuration:      time.Duration(h.BanDuration),
-		BackoffUnits:     h.BackoffUnits,
-		Capacity:         h.Capacity,
-		CapacityBurst:    h.CapacityBurst,
-		MaxSources:       h.MaxSources,
-		SourceKey:        h.SourceKey,
-		ClientIPv6Prefix: h.ClientIPv6Prefix,
-		Titles:           h.Titles,
-		Name:             h.Name,
-	}
-}
-
 // Provision builds the service on the pooled source tables.
 func (h *QoSEcho) Provision(ctx caddy.Context) error {
 	caddyglue.WarnExposedLayer4(ctx)
-	cfg := h.config()
+	cfg := h.Config
 	// Discovery's health checks from this process are answered even
 	// while forged requests have their address banned.
 	cfg.ProbeKey = qos.ProcessProbeKey()
@@ -146,7 +86,7 @@ func (h *QoSEcho) ForListener(listener string) (dgram.Protocol, error) {
 }
 
 // Validate checks the configuration.
-func (h *QoSEcho) Validate() error { return h.config().Validate() }
+func (h *QoSEcho) Validate() error { return h.Config.Validate() }
 
 // Cleanup releases the service's holds on its source tables.
 func (h *QoSEcho) Cleanup() error {
@@ -265,17 +205,17 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "burst":
 			h.Burst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
 		case "ban_units":
-			h.BanUnits, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 1, Hi: qos.MaxBanUnits})
+			h.BanUnits, err = caddyglue.ParseIntIn(d, configRange(opt))
 		case "ban_duration":
-			h.BanDuration, err = caddyglue.ParseDuration(d)
+			h.BanDuration, err = caddyglue.ParseConfigDuration(d)
 		case "backoff_units":
-			h.BackoffUnits, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 0, Hi: qos.MaxBackoffUnits})
+			h.BackoffUnits, err = caddyglue.ParseIntIn(d, configRange(opt))
 		case "capacity":
 			h.Capacity, err = caddyglue.ParsePositiveFloat(d)
 		case "capacity_burst":
 			h.CapacityBurst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
 		case "max_sources":
-			h.MaxSources, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 1, Hi: qos.MaxMaxSources})
+			h.MaxSources, err = caddyglue.ParseIntIn(d, configRange(opt))
 		case "source_key":
 			h.SourceKey, err = caddyglue.ParseOneOf(d, qos.SourceKeyIP, qos.SourceKeyIPPort)
 		case "client_ipv6_prefix":
@@ -294,6 +234,11 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return err
 	})
+}
+
+// configRange is the range the service's Config holds option opt to.
+func configRange(opt string) caddyglue.IntRange {
+	return caddyglue.ConfigRange[qos.Config](opt)
 }
 
 // QosMetrics are the QoS echo handler's Prometheus metrics, shared by every

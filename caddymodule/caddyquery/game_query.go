@@ -483,18 +483,15 @@ func (h *GameQuery) Validate() error {
 	return h.config().Validate()
 }
 
-// Ranges of the game query handler's options (the gateway's bounds).
-var (
-	gameQueryTTLRange              = caddyglue.DurationRange{Lo: 0, Hi: query.MaxTTL}
-	gameQueryTimeoutRange          = caddyglue.DurationRange{Lo: 0, Hi: query.MaxQueryTimeout}
-	gameQueryMaxEntriesRange       = caddyglue.IntRange{Lo: 1, Hi: query.MaxMaxEntries}
-	gameQueryMaxBatchRange         = caddyglue.IntRange{Lo: 1, Hi: query.MaxMaxBatch}
-	gameQueryBatchConcurrencyRange = caddyglue.IntRange{Lo: 1, Hi: query.MaxBatchConcurrency}
-	gameQueryMaxBodyRange          = caddyglue.IntRange{Lo: 1, Hi: query.MaxMaxBody}
-	gameQueryMaxBatchAnswerRange   = caddyglue.IntRange{Lo: query.MinMaxBatchAnswer, Hi: query.MaxMaxBatchAnswer}
-	gameQueryMaxAdHocRange         = caddyglue.IntRange{Lo: 1, Hi: query.MaxMaxAdHoc}
-	gameQueryAdHocBurstRange       = caddyglue.IntRange{Lo: 1, Hi: query.MaxAdHocBurst}
-)
+// gatewayRange is the range the gateway's Config holds option opt to.
+func gatewayRange(opt string) caddyglue.IntRange {
+	return caddyglue.ConfigRange[query.Config](opt)
+}
+
+// gatewayDurationRange is gatewayRange for a duration option.
+func gatewayDurationRange(opt string) caddyglue.DurationRange {
+	return caddyglue.ConfigDurationRange[query.Config](opt)
+}
 
 // ServeHTTP answers game queries.
 func (h *GameQuery) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
@@ -575,8 +572,9 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("ttl takes <command> <duration>")
 			}
 			dur, perr := caddy.ParseDuration(args[1])
-			if perr != nil || dur <= 0 || !gameQueryTTLRange.Contains(caddy.Duration(dur)) {
-				return d.Errf("ttl %s: '%s' is not a positive duration up to %s", args[0], args[1], caddyglue.FmtDuration(caddy.Duration(gameQueryTTLRange.Hi)))
+			ttlRange := gatewayDurationRange("default_ttl") // every TTL's
+			if perr != nil || dur <= 0 || !ttlRange.Contains(caddy.Duration(dur)) {
+				return d.Errf("ttl %s: '%s' is not a positive duration up to %s", args[0], args[1], caddyglue.FmtDuration(caddy.Duration(ttlRange.Hi)))
 			}
 			if h.TTL == nil {
 				h.TTL = make(map[string]caddy.Duration)
@@ -586,13 +584,13 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.TTL[args[0]] = caddy.Duration(dur)
 		case "default_ttl":
-			h.DefaultTTL, err = caddyglue.ParseDurationIn(d, gameQueryTTLRange)
+			h.DefaultTTL, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
 		case "stale_while_revalidate":
-			h.StaleWhileRevalidate, err = caddyglue.ParseDurationIn(d, gameQueryTTLRange)
+			h.StaleWhileRevalidate, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
 		case "stale_if_error":
-			h.StaleIfError, err = caddyglue.ParseDurationIn(d, gameQueryTTLRange)
+			h.StaleIfError, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
 		case "negative_ttl":
-			h.NegativeTTL, err = caddyglue.ParseDurationIn(d, gameQueryTTLRange)
+			h.NegativeTTL, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
 		case "upstream_rate":
 			if d.Val() == "rate_limit" { // its former form: rate_limit <rate> [<burst>]
 				return h.parseRateLimit(d)
@@ -635,27 +633,27 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "name":
 			h.Name, err = caddyglue.ParseSingleArg(d)
 		case "max_ad_hoc_queries":
-			h.MaxAdHocQueries, err = caddyglue.ParseIntIn(d, gameQueryMaxAdHocRange)
+			h.MaxAdHocQueries, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "max_ad_hoc_queries_per_network":
-			h.MaxAdHocQueriesPerNetwork, err = caddyglue.ParseIntIn(d, gameQueryMaxAdHocRange)
+			h.MaxAdHocQueriesPerNetwork, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "ad_hoc_rate":
 			h.AdHocRate, err = caddyglue.ParsePositiveFloat(d)
 		case "ad_hoc_burst":
-			h.AdHocBurst, err = caddyglue.ParseIntIn(d, gameQueryAdHocBurstRange)
+			h.AdHocBurst, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = caddyglue.ParseIntIn(d, caddyglue.ClientIPv6PrefixRange)
 		case "query_timeout":
-			h.QueryTimeout, err = caddyglue.ParseDurationIn(d, gameQueryTimeoutRange)
+			h.QueryTimeout, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
 		case "max_entries":
-			h.MaxEntries, err = caddyglue.ParseIntIn(d, gameQueryMaxEntriesRange)
+			h.MaxEntries, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "max_batch_queries":
-			h.MaxBatchQueries, err = caddyglue.ParseIntIn(d, gameQueryMaxBatchRange)
+			h.MaxBatchQueries, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "batch_concurrency":
-			h.BatchConcurrency, err = caddyglue.ParseIntIn(d, gameQueryBatchConcurrencyRange)
+			h.BatchConcurrency, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "max_body":
-			h.MaxBody, err = caddyglue.ParseSize[int64](d, gameQueryMaxBodyRange)
+			h.MaxBody, err = caddyglue.ParseSize[int64](d, gatewayRange(opt))
 		case "max_batch_answer_size":
-			h.MaxBatchAnswerSize, err = caddyglue.ParseSize[int64](d, gameQueryMaxBatchAnswerRange)
+			h.MaxBatchAnswerSize, err = caddyglue.ParseSize[int64](d, gatewayRange(opt))
 		case "batch_rate":
 			h.BatchRate, err = caddyglue.ParsePositiveFloat(d)
 		case "batch_burst":

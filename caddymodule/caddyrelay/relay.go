@@ -2,7 +2,6 @@ package caddyrelay
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -30,20 +29,9 @@ type Relay struct {
 	// least 32 bytes and not a development default (the relay refuses to
 	// start otherwise). Required.
 	Secrets []string `json:"secrets,omitempty"`
-	// A binding with no traffic for this long ends; its client's next
-	// message gets ERROR 1. Default: 10s.
-	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
-	// The idle timeout of a binding with no connected peer yet (a host
-	// waiting for players). Default: 60s.
-	AloneTimeout caddy.Duration `json:"alone_timeout,omitempty"`
-	// Largest RELAY content forwarded, in bytes. Default: 1400.
-	MaxContent int `json:"max_content,omitempty"`
-	// Most bindings held; a BIND of a new allocation past it is dropped.
-	// Default: 100000.
-	MaxBindings int `json:"max_bindings,omitempty"`
-	// Byte order of the BIND nonce: "little" (what the shipped client
-	// sends) or "big" (what the protocol page says). Default: little.
-	NonceByteOrder string `json:"nonce_byte_order,omitempty"`
+	// The relay's options: idle_timeout, alone_timeout, max_content,
+	// max_bindings, nonce_byte_order.
+	relay.Config
 	// Handlers with the same name, max_bindings, idle_timeout and
 	// alone_timeout share their bindings, and a reloaded configuration
 	// takes them over; a reload that changes any of these starts a new
@@ -78,30 +66,18 @@ func (p pooledRelayTable) Destruct() error {
 	return p.Table.Destruct()
 }
 
-// config is the relay's configuration from the module's options, without
-// its sealer.
-func (h *Relay) config() relay.Config {
-	return relay.Config{
-		MaxContent:     h.MaxContent,
-		NonceByteOrder: h.NonceByteOrder,
-		IdleTimeout:    time.Duration(h.IdleTimeout),
-		AloneTimeout:   time.Duration(h.AloneTimeout),
-		MaxBindings:    h.MaxBindings,
-	}
-}
-
 // Provision builds the relay on the pooled binding table of its name and
 // settings.
 func (h *Relay) Provision(ctx caddy.Context) error {
 	caddyglue.WarnExposedLayer4(ctx)
 	if h.Name == "" {
-		h.Name = "relay"
+		h.Name = relay.DefaultName
 	}
 	secrets, err := caddyglue.ReplacedEach("", "secrets", h.Secrets)
 	if err != nil {
 		return err
 	}
-	cfg := h.config().WithDefaults()
+	cfg := h.Config.WithDefaults()
 	if cfg.Sealer, err = relay.NewSealer(secrets...); err != nil {
 		return fmt.Errorf("secrets: %w", err)
 	}
@@ -134,7 +110,7 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 // Validate checks the configuration. The secrets are checked as the
 // sealer is made from them, in Provision: their placeholders are replaced
 // there.
-func (h *Relay) Validate() error { return h.config().Validate() }
+func (h *Relay) Validate() error { return h.Config.Validate() }
 
 // Cleanup releases the handler's hold on its binding table.
 func (h *Relay) Cleanup() error {
@@ -173,13 +149,13 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "secrets":
 			h.Secrets, err = caddyglue.ParseArgs(d)
 		case "idle_timeout":
-			h.IdleTimeout, err = caddyglue.ParseDuration(d)
+			h.IdleTimeout, err = caddyglue.ParseConfigDuration(d)
 		case "alone_timeout":
-			h.AloneTimeout, err = caddyglue.ParseDuration(d)
+			h.AloneTimeout, err = caddyglue.ParseConfigDuration(d)
 		case "max_content":
-			h.MaxContent, err = caddyglue.ParseSize[int](d, caddyglue.IntRange{Lo: 1, Hi: relay.MaxMaxContent})
+			h.MaxContent, err = caddyglue.ParseSize[int](d, configRange(opt))
 		case "max_bindings":
-			h.MaxBindings, err = caddyglue.ParseIntIn(d, caddyglue.IntRange{Lo: 1, Hi: relay.MaxMaxBindings})
+			h.MaxBindings, err = caddyglue.ParseIntIn(d, configRange(opt))
 		case "nonce_byte_order":
 			h.NonceByteOrder, err = caddyglue.ParseOneOf(d, relay.NonceLittleEndian, relay.NonceBigEndian)
 		case "name":
@@ -188,12 +164,17 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return caddyglue.UnknownOption(d, module, opt)
 		}
 		if err == nil {
-			if verr := h.config().Validate(); verr != nil {
+			if verr := h.Validate(); verr != nil {
 				return d.Errf("%s: %v", module, verr)
 			}
 		}
 		return err
 	})
+}
+
+// configRange is the range the relay's Config holds option opt to.
+func configRange(opt string) caddyglue.IntRange {
+	return caddyglue.ConfigRange[relay.Config](opt)
 }
 
 var RelayMetrics = newRelayMetrics()

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
 	"github.com/gamegate/gamegate/handlers/relay"
-	"github.com/gamegate/gamegate/internal/clientaddr"
 	"github.com/gamegate/gamegate/internal/netaddr"
 )
 
@@ -90,95 +88,11 @@ type RelayAllocations struct {
 	// as a string. An ID is 1 to 64 letters, digits, '.', '_' or '-'; a
 	// missing description is the ID. Default: one region, default.
 	Regions []RelayAllocationsRegion `json:"regions,omitempty"`
-	// The largest maxConnections of an allocation, at most 65535.
-	// Default: 100.
-	MaxConnections int `json:"max_connections,omitempty"`
-	// How long an allocation may first be bound on the relay, and be given
-	// join codes. Default: 1h.
-	AllocationTTL caddy.Duration `json:"allocation_ttl,omitempty"`
-	// How long a join code is valid. Default: 15m.
-	JoinCodeTTL caddy.Duration `json:"join_code_ttl,omitempty"`
-	// The most unexpired allocations (hosts' and joiners') this gateway
-	// hands out for the relay at public_address, at most 1000000; past it
-	// requests get 503 with Retry-After. Handlers with the same
-	// public_address share the count, which survives config reloads.
-	// Default: 10000.
-	MaxAllocations int `json:"max_allocations,omitempty"`
-	// The largest request body, in bytes, at most 16 MiB; larger ones get
-	// 413. Default: 65536.
-	MaxBody int64 `json:"max_body,omitempty"`
-	// Each client's /v1/join requests per second; past join_rate and
-	// join_burst a client gets 429 with Retry-After. A client is its IPv4
-	// address or the client_ipv6_prefix of its IPv6 address, as Caddy
-	// determines it (honouring the server's trusted_proxies). This bounds
-	// how fast one client can guess join codes. Default: 0.2 (one per 5 s).
-	JoinRate float64 `json:"join_rate,omitempty"`
-	// /v1/join requests a client may send at once. Default: 10.
-	JoinBurst int `json:"join_burst,omitempty"`
-	// Each client's /v1/allocate requests per second. Default: 0.2.
-	AllocateRate float64 `json:"allocate_rate,omitempty"`
-	// /v1/allocate requests a client may send at once. Default: 10.
-	AllocateBurst int `json:"allocate_burst,omitempty"`
-	// Each client's /v1/joincode requests per second. Default: 1.
-	JoinCodeRate float64 `json:"join_code_rate,omitempty"`
-	// /v1/joincode requests a client may send at once. Default: 10.
-	JoinCodeBurst int `json:"join_code_burst,omitempty"`
-	// The most unexpired allocations (hosts' and joiners') one client
-	// holds, at most max_allocations; past it the client gets 429 with
-	// Retry-After. Default: 100.
-	MaxAllocationsPerClient int `json:"max_allocations_per_client,omitempty"`
-	// The most clients each endpoint's rate table holds, in [16, 1000000];
-	// while one is full of clients that are not idle, new clients get 429.
-	// Handlers with the same public_address share the tables, each
-	// admitting new clients up to its own max_clients. Default: 65536.
-	MaxClients int `json:"max_clients,omitempty"`
-	// Let /v1/joincode hand out the join code of any allocation whose ID
-	// the caller knows. By default only the client that made an allocation
-	// (the same client address, with the same token) gets its join code,
-	// which the shipped client does; others get 403. Default: false.
-	AnyClientJoinCode bool `json:"any_client_join_code,omitempty"`
-	// The prefix length, in bits, that makes one IPv6 client for every
-	// per-client limit, in [32, 128]: one subscriber holds at least a /64
-	// and varies the rest at will, and often holds a /56 or /48. IPv4
-	// clients are single addresses. Default: 64.
-	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
-	// The prefix length, in bits, that makes one IPv4 client network for
-	// the per-network limits, in [8, 32]. Default: 24.
-	NetworkIPv4Prefix int `json:"network_ipv4_prefix,omitempty"`
-	// The prefix length, in bits, that makes one IPv6 client network for
-	// the per-network limits, in [32, 128]; a network is never narrower
-	// than client_ipv6_prefix. Default: 48.
-	NetworkIPv6Prefix int `json:"network_ipv6_prefix,omitempty"`
-	// The most unexpired allocations the clients of one network (see
-	// network_ipv4_prefix) hold together, at most max_allocations; past it
-	// they get 429 with Retry-After. So whoever holds many addresses in
-	// few networks takes at most this many allocations per network.
-	// Default: 500.
-	MaxAllocationsPerNetwork int `json:"max_allocations_per_network,omitempty"`
-	// The /v1/join requests per second of one network's clients together,
-	// besides each client's join_rate: it bounds join-code guessing from
-	// many addresses of one network. Default: 1.
-	JoinNetworkRate float64 `json:"join_network_rate,omitempty"`
-	// /v1/join requests one network's clients may send at once. Default: 30.
-	JoinNetworkBurst int `json:"join_network_burst,omitempty"`
-	// Requests without a valid token per second one network may send once
-	// it has sent auth_failure_burst of them; past that, every request from
-	// the network (with a valid token too) gets 429 with Retry-After, so
-	// tokens cannot be guessed faster. Default: 0.1 (one per 10 s).
-	AuthFailureRate float64 `json:"auth_failure_rate,omitempty"`
-	// Requests without a valid token one network may send at once.
-	// Default: 20.
-	AuthFailureBurst int `json:"auth_failure_burst,omitempty"`
-	// Bind each allocation to the network (network_ipv4_prefix,
-	// network_ipv6_prefix) of the client that asked for it: the relay
-	// then drops BINDs of it from addresses outside that network, so that
-	// a token holder cannot bind an allocation at someone else's address
-	// and have the relay send its peers' traffic there. Clients that
-	// reach the API and the relay from different networks cannot bind: an
-	// API reached over IPv6 with an IPv4 relay, a NAT that gives each flow
-	// an address from another network. Relays of earlier gamegate versions
-	// cannot open such allocations. Default: false.
-	BindToClientNetwork bool `json:"bind_to_client_network,omitempty"`
+	// The API's options: max_connections, allocation_ttl, join_code_ttl,
+	// max_allocations, max_body, the rates and bursts, the per-client and
+	// per-network limits, the prefixes, any_client_join_code and
+	// bind_to_client_network.
+	relay.APIOptions
 
 	// Deprecated: the former name of join_code_rate, still read (with a
 	// warning at provision).
@@ -223,10 +137,12 @@ func (*RelayAllocations) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-var (
-	relayAPIMaxBodyRange           = caddyglue.IntRange{Lo: 1, Hi: relay.MaxAPIMaxBody}
-	relayAPINetworkIPv4PrefixRange = caddyglue.IntRange{Lo: clientaddr.MinNetworkIPv4Prefix, Hi: clientaddr.MaxNetworkIPv4Prefix}
-)
+// apiRange is the range the API's Config holds option opt to (the
+// per-client and per-network counts are read in max_allocations' range,
+// their bound).
+func apiRange(opt string) caddyglue.IntRange {
+	return caddyglue.ConfigRange[relay.APIConfig](opt)
+}
 
 // relayAPILimiters holds, by public address, what must survive
 // configuration reloads: the allocation counts, and the clients' request
@@ -330,32 +246,7 @@ func (h *RelayAllocations) config() relay.APIConfig {
 	for i, r := range h.Regions {
 		regions[i] = relay.APIRegion{ID: r.ID, Description: r.Description}
 	}
-	return relay.APIConfig{
-		Regions:                  regions,
-		MaxConnections:           h.MaxConnections,
-		AllocationTTL:            time.Duration(h.AllocationTTL),
-		JoinCodeTTL:              time.Duration(h.JoinCodeTTL),
-		MaxAllocations:           h.MaxAllocations,
-		MaxBody:                  h.MaxBody,
-		JoinRate:                 h.JoinRate,
-		JoinBurst:                h.JoinBurst,
-		AllocateRate:             h.AllocateRate,
-		AllocateBurst:            h.AllocateBurst,
-		JoinCodeRate:             h.JoinCodeRate,
-		JoinCodeBurst:            h.JoinCodeBurst,
-		MaxAllocationsPerClient:  h.MaxAllocationsPerClient,
-		MaxClients:               h.MaxClients,
-		AnyClientJoinCode:        h.AnyClientJoinCode,
-		ClientIPv6Prefix:         h.ClientIPv6Prefix,
-		NetworkIPv4Prefix:        h.NetworkIPv4Prefix,
-		NetworkIPv6Prefix:        h.NetworkIPv6Prefix,
-		MaxAllocationsPerNetwork: h.MaxAllocationsPerNetwork,
-		JoinNetworkRate:          h.JoinNetworkRate,
-		JoinNetworkBurst:         h.JoinNetworkBurst,
-		AuthFailureRate:          h.AuthFailureRate,
-		AuthFailureBurst:         h.AuthFailureBurst,
-		BindToClientNetwork:      h.BindToClientNetwork,
-	}
+	return relay.APIConfig{APIOptions: h.APIOptions, Regions: regions}
 }
 
 // Validate checks the configuration: what needs the handler's own
@@ -460,47 +351,47 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "regions":
 			err = h.parseRegions(d)
 		case "max_connections":
-			h.MaxConnections, err = caddyglue.ParseIntRange(d, 1, relay.MaxAPIMaxConnections)
+			h.MaxConnections, err = caddyglue.ParseIntIn(d, apiRange(opt))
 		case "allocation_ttl":
-			h.AllocationTTL, err = caddyglue.ParseDuration(d)
+			h.AllocationTTL, err = caddyglue.ParseConfigDuration(d)
 		case "join_code_ttl":
-			h.JoinCodeTTL, err = caddyglue.ParseDuration(d)
+			h.JoinCodeTTL, err = caddyglue.ParseConfigDuration(d)
 		case "max_allocations":
-			h.MaxAllocations, err = caddyglue.ParseIntRange(d, 1, relay.MaxMaxAllocations)
+			h.MaxAllocations, err = caddyglue.ParseIntIn(d, apiRange(opt))
 		case "max_body":
-			h.MaxBody, err = caddyglue.ParseSize[int64](d, relayAPIMaxBodyRange)
+			h.MaxBody, err = caddyglue.ParseSize[int64](d, apiRange(opt))
 		case "join_rate":
 			h.JoinRate, err = caddyglue.ParsePositiveFloat(d)
 		case "join_burst":
-			h.JoinBurst, err = caddyglue.ParseIntRange(d, 1, relay.MaxAPIBurst)
+			h.JoinBurst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
 		case "allocate_rate":
 			h.AllocateRate, err = caddyglue.ParsePositiveFloat(d)
 		case "allocate_burst":
-			h.AllocateBurst, err = caddyglue.ParseIntRange(d, 1, relay.MaxAPIBurst)
+			h.AllocateBurst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
 		case "join_code_rate":
 			h.JoinCodeRate, err = caddyglue.ParsePositiveFloat(d)
 		case "join_code_burst":
-			h.JoinCodeBurst, err = caddyglue.ParseIntRange(d, 1, relay.MaxAPIBurst)
+			h.JoinCodeBurst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
 		case "max_allocations_per_client":
-			h.MaxAllocationsPerClient, err = caddyglue.ParseIntRange(d, 1, relay.MaxMaxAllocations)
+			h.MaxAllocationsPerClient, err = caddyglue.ParseIntIn(d, apiRange("max_allocations"))
 		case "max_clients":
-			h.MaxClients, err = caddyglue.ParseIntRange(d, relay.MinMaxClients, relay.MaxMaxClients)
+			h.MaxClients, err = caddyglue.ParseIntIn(d, apiRange(opt))
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = caddyglue.ParseIntIn(d, caddyglue.ClientIPv6PrefixRange)
 		case "network_ipv4_prefix":
-			h.NetworkIPv4Prefix, err = caddyglue.ParseIntIn(d, relayAPINetworkIPv4PrefixRange)
+			h.NetworkIPv4Prefix, err = caddyglue.ParseIntIn(d, caddyglue.NetworkIPv4PrefixRange)
 		case "network_ipv6_prefix":
 			h.NetworkIPv6Prefix, err = caddyglue.ParseIntIn(d, caddyglue.ClientIPv6PrefixRange)
 		case "max_allocations_per_network":
-			h.MaxAllocationsPerNetwork, err = caddyglue.ParseIntRange(d, 1, relay.MaxMaxAllocations)
+			h.MaxAllocationsPerNetwork, err = caddyglue.ParseIntIn(d, apiRange("max_allocations"))
 		case "join_network_rate":
 			h.JoinNetworkRate, err = caddyglue.ParsePositiveFloat(d)
 		case "join_network_burst":
-			h.JoinNetworkBurst, err = caddyglue.ParseIntRange(d, 1, relay.MaxAPIBurst)
+			h.JoinNetworkBurst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
 		case "auth_failure_rate":
 			h.AuthFailureRate, err = caddyglue.ParsePositiveFloat(d)
 		case "auth_failure_burst":
-			h.AuthFailureBurst, err = caddyglue.ParseIntRange(d, 1, relay.MaxAPIBurst)
+			h.AuthFailureBurst, err = caddyglue.ParseIntIn(d, caddyglue.BurstRange)
 		case "bind_to_client_network":
 			err = caddyglue.ParseFlag(d, &h.BindToClientNetwork)
 		case "any_client_join_code":

@@ -37,11 +37,11 @@ The API token can come from the GAMEGATE_RELAY_TOKEN environment variable.`,
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.Flags().String("api", "", "base URL of the allocations API (e.g. http://127.0.0.1:8080/relay)")
 			cmd.Flags().String("token", "", "bearer token for the API (default: $GAMEGATE_RELAY_TOKEN)")
-			cmd.Flags().Int("messages", 100, "round trips to measure")
-			cmd.Flags().Int("size", 64, "bytes per message")
-			cmd.Flags().Int("window", 8, "messages in flight")
+			cmd.Flags().Int("messages", relay.DefaultCheckMessages, "round trips to measure")
+			cmd.Flags().Int("size", relay.DefaultCheckSize, "bytes per message")
+			cmd.Flags().Int("window", relay.DefaultCheckWindow, "messages in flight")
 			cmd.Flags().String("region", "", "region to allocate in (default: the API's)")
-			cmd.Flags().Duration("timeout", 30*time.Second, "time allowed for the whole check")
+			cmd.Flags().Duration("timeout", relay.DefaultCheckTimeout, "time allowed for the whole check")
 			cmd.Flags().Bool("json", false, "print JSON")
 			cmd.RunE = caddycmd.WrapCommandFuncForCobra(cmdRelayCheck)
 		},

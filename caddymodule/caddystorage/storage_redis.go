@@ -104,12 +104,16 @@ type RedisStorage struct {
 // keeps the connections and the locks held.
 var redisStores = caddy.NewUsagePool()
 
-// Ranges of RedisStorage's options.
-var (
-	redisDBRange      = caddyglue.IntRange{Lo: 0, Hi: redisstore.MaxDB}
-	redisTimeoutRange = caddyglue.DurationRange{Lo: 0, Hi: redisstore.MaxTimeout}
-	redisLockRange    = caddyglue.DurationRange{Lo: redisstore.MinLockExpiry, Hi: redisstore.MaxLockExpiry}
-)
+// storeRange is the range the store's Config holds option opt to, by its
+// JSON name.
+func storeRange(opt string) caddyglue.IntRange {
+	return caddyglue.ConfigRange[redisstore.Config](opt)
+}
+
+// storeDurationRange is storeRange for a duration option.
+func storeDurationRange(opt string) caddyglue.DurationRange {
+	return caddyglue.ConfigDurationRange[redisstore.Config](opt)
+}
 
 // CaddyModule returns the Caddy module information.
 func (*RedisStorage) CaddyModule() caddy.ModuleInfo {
@@ -270,7 +274,7 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "password":
 			s.Password, err = caddyglue.ParseSingleArg(d)
 		case "db":
-			s.DB, err = caddyglue.ParseIntIn(d, redisDBRange)
+			s.DB, err = caddyglue.ParseIntIn(d, storeRange(name))
 		case "tls":
 			err = caddyglue.ParseFlag(d, &s.TLS)
 		case "tls_server_name":
@@ -284,15 +288,15 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "master_name":
 			s.MasterName, err = caddyglue.ParseSingleArg(d)
 		case "dial_timeout":
-			s.DialTimeout, err = caddyglue.ParseDurationIn(d, redisTimeoutRange)
+			s.DialTimeout, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
 		case "read_timeout":
-			s.ReadTimeout, err = caddyglue.ParseDurationIn(d, redisTimeoutRange)
+			s.ReadTimeout, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
 		case "write_timeout":
-			s.WriteTimeout, err = caddyglue.ParseDurationIn(d, redisTimeoutRange)
+			s.WriteTimeout, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
 		case "timeout":
-			s.Timeout, err = caddyglue.ParseDurationIn(d, redisTimeoutRange)
+			s.Timeout, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
 		case "lock_expiry":
-			s.LockExpiry, err = caddyglue.ParseDurationIn(d, redisLockRange)
+			s.LockExpiry, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
 		default:
 			return caddyglue.UnknownOption(d, "storage redis", name)
 		}

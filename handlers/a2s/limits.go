@@ -38,13 +38,28 @@ const (
 // second for all sources together. A zero field takes its default; the
 // limits cannot be turned off.
 type Limits struct {
-	Rate           float64 // answers a second to one source
-	Burst          int     // answers at once to one source
-	ByteRate       int     // answer bytes a second to one source
-	ByteBurst      int     // answer bytes at once to one source
-	TotalByteRate  int     // answer bytes a second to all sources
-	TotalByteBurst int     // answer bytes at once to all sources; default one second of TotalByteRate
-	MaxSources     int     // sources held; a new one is refused while its slots are all busy
+	// Answers a second one source (an IPv4 address or an IPv6 /64, any
+	// port) is sent, past its challenge. Default: 10.
+	Rate float64 `json:"rate,omitempty"`
+	// Answers one source is sent at once. Default: 20.
+	Burst int `json:"burst,omitempty"`
+	// Answer bytes a second one source is sent. Default: 16384 (16KiB).
+	ByteRate int `json:"byte_rate,omitempty"`
+	// Answer bytes one source is sent at once. An answer larger than this
+	// is sent only to a source that has had nothing for a while, and the
+	// source then waits until the excess is paid at byte_rate. Default:
+	// 65536 (64KiB).
+	ByteBurst int `json:"byte_burst,omitempty"`
+	// Answer bytes a second sent to all sources together. Default:
+	// 2097152 (2MiB).
+	TotalByteRate int `json:"total_byte_rate,omitempty"`
+	// Answer bytes sent to all sources together at once. Default: one
+	// second of total_byte_rate.
+	TotalByteBurst int `json:"total_byte_burst,omitempty"`
+	// Most sources whose limits are held at once; while the slots a new
+	// source may take are all held by sources within their limits' time,
+	// it is not answered. Default: 8192.
+	MaxSources int `json:"max_sources,omitempty"`
 }
 
 func (l *Limits) setDefaults() {

@@ -3,7 +3,6 @@ package a2s
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/internal/bounds"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
@@ -62,64 +62,69 @@ const (
 // values mean the defaults. The names in Validate's errors are the
 // options' (JSON and Caddyfile).
 type ShieldOptions struct {
-	// Upstream is the game server's query address, host:port.
-	Upstream string
-	// TTL is how long an answer is reused.
-	TTL time.Duration
-	// StaleWhileRevalidate is how long after TTL an answer is still served
-	// while it is refreshed; StaleIfError how long after TTL it is served
-	// when the game server does not answer (RFC 5861).
-	StaleWhileRevalidate, StaleIfError time.Duration
-	// NegativeTTL is how long a failed upstream query is remembered.
-	NegativeTTL time.Duration
-	// ChallengeWindow: a challenge stays valid one to two windows.
-	ChallengeWindow time.Duration
-	// MaxPayload is the fragment payload of split answers.
-	MaxPayload int
-	// Decompress serves answers the game server compressed uncompressed.
-	Decompress bool
-	// Layout of split answers sent and expected from the game server.
-	Layout wirea2s.Layout
-	// AttemptTimeout bounds one upstream attempt, challenge included;
-	// Retries is the attempts after the first (-1: none).
-	AttemptTimeout time.Duration
-	Retries        int
-	// MaxPackets and MaxResponse bound an upstream answer: its fragments,
-	// and its bytes.
-	MaxPackets, MaxResponse int
-	// Limits bound the answers sent, per source and in all.
-	Limits Limits
+	// The game server's query address, host:port. Required.
+	Upstream string `json:"upstream,omitempty"`
+	// How long an answer is reused, from 100ms to 24h. Default: 5s.
+	TTL duration.Duration `json:"ttl,omitempty"`
+	// How long after ttl an answer is still served while it is refreshed
+	// (RFC 5861), at most 24h. Default: 30s.
+	StaleWhileRevalidate duration.Duration `json:"stale_while_revalidate,omitempty"`
+	// How long after ttl an answer is still served when the game server
+	// does not answer (RFC 5861), at most 24h. Default: 30s.
+	StaleIfError duration.Duration `json:"stale_if_error,omitempty"`
+	// How long a failed upstream query is remembered before the next try.
+	// At most 24h. Default: 1s.
+	NegativeTTL duration.Duration `json:"negative_ttl,omitempty"`
+	// How long a challenge stays valid: between one and two windows. From
+	// 1s to 1h. Default: 30s.
+	ChallengeWindow duration.Duration `json:"challenge_window,omitempty"`
+	// Fragment payload of split answers, in bytes (Source servers use
+	// 1248). Default: 1248.
+	MaxPayload int `json:"max_payload,omitempty"`
+	// Serve answers the game server compressed uncompressed. Default:
+	// false (served compressed, as they came).
+	Decompress bool `json:"decompress,omitempty"`
+	// Layout of split answers sent and expected from the game server
+	// (the handler's split_layout, by name). Default: LayoutAuto.
+	Layout wirea2s.Layout `json:"-"`
+	// Time one upstream attempt waits, challenge included, at most 1h.
+	// Default: 1s.
+	AttemptTimeout duration.Duration `json:"attempt_timeout,omitempty"`
+	// Upstream attempts after the first, -1 (none) to 10. Default: 1.
+	Retries int `json:"retries,omitempty"`
+	// Most fragments an upstream answer may have. Default: 64.
+	MaxPackets int `json:"max_packets,omitempty"`
+	// Largest upstream answer accepted, in bytes. Default: 131072.
+	MaxResponse int `json:"max_response_size,omitempty"`
+	// The answers sent, per source and in all: rate, burst, byte_rate,
+	// byte_burst, total_byte_rate, total_byte_burst, max_sources.
+	Limits
 	// Key is the challenges' secret. Default: random.
-	Key []byte
+	Key []byte `json:"-"`
 
 	// Count receives what the shield did with each request (metrics); an
 	// answer sent is Answered, with Sent its bytes. Default: none.
-	Count func(Verdict)
-	Sent  func(bytes int)
+	Count func(Verdict)   `json:"-"`
+	Sent  func(bytes int) `json:"-"`
 	// Busy is called for a validated request dropped because the queue of
 	// requests waiting for the game server was full. Default: none.
-	Busy func()
+	Busy func() `json:"-"`
 	// OnUpstream is called for every upstream query. Default: none.
-	OnUpstream func()
+	OnUpstream func() `json:"-"`
 	// WriteFailed is told that an answer datagram to to could not be sent.
 	// Default: none.
-	WriteFailed func(to netip.AddrPort, err error)
+	WriteFailed func(to netip.AddrPort, err error) `json:"-"`
 }
 
 // Validate checks every option; zero values (the defaults) pass, but for
 // Upstream, which is required.
 func (o *ShieldOptions) Validate() error {
 	var c bounds.Check
-	if o.Upstream == "" {
-		c.Failf("upstream is required")
-	} else if _, _, err := net.SplitHostPort(o.Upstream); err != nil {
-		c.Failf("upstream %q is not host:port", o.Upstream)
-	}
-	c.Duration("ttl", o.TTL, MinTTL, MaxLifetime)
-	c.Duration("stale_while_revalidate", o.StaleWhileRevalidate, 0, MaxLifetime)
-	c.Duration("stale_if_error", o.StaleIfError, 0, MaxLifetime)
-	c.Duration("negative_ttl", o.NegativeTTL, 0, MaxLifetime)
-	c.Duration("challenge_window", o.ChallengeWindow, MinChallengeWindow, MaxChallengeWindow)
+	c.Duration("ttl", o.TTL.Std(), MinTTL, MaxLifetime)
+	c.Duration("stale_while_revalidate", o.StaleWhileRevalidate.Std(), 0, MaxLifetime)
+	c.Duration("stale_if_error", o.StaleIfError.Std(), 0, MaxLifetime)
+	c.Duration("negative_ttl", o.NegativeTTL.Std(), 0, MaxLifetime)
+	c.Duration("challenge_window", o.ChallengeWindow.Std(), MinChallengeWindow, MaxChallengeWindow)
 	c.Int("max_payload", o.MaxPayload, MinMaxPayload, MaxSingle)
 	l := o.Limits
 	c.Add(ratelimit.ValidateOptions("rate", "burst", l.Rate, l.Burst, ratelimit.MaxBurst))
@@ -128,7 +133,14 @@ func (o *ShieldOptions) Validate() error {
 	c.Int("total_byte_rate", l.TotalByteRate, 1, MaxByteRate)
 	c.Int("total_byte_burst", l.TotalByteBurst, 1, MaxByteRate)
 	c.Int("max_sources", l.MaxSources, 1, MaxMaxSources)
-	c.Add(ValidateClient("attempt_timeout", o.AttemptTimeout, o.Retries, o.MaxPackets, o.MaxResponse))
+	c.Add(ValidateClient("attempt_timeout", o.AttemptTimeout.Std(), o.Retries, o.MaxPackets, o.MaxResponse))
+	// The upstream last: an option's range is the first error of options
+	// without one (a Caddyfile parser reads the range from it).
+	if o.Upstream == "" {
+		c.Failf("upstream is required")
+	} else if _, _, err := net.SplitHostPort(o.Upstream); err != nil {
+		c.Failf("upstream %q is not host:port", o.Upstream)
+	}
 	return c.Err()
 }
 
@@ -139,7 +151,7 @@ func (o *ShieldOptions) Validate() error {
 func ValidateClient(timeoutName string, timeout time.Duration, retries, maxPackets, maxResponse int) error {
 	var retriesErr error // -1 is no retries: not an optional count
 	if retries < -1 || retries > MaxRetries {
-		retriesErr = fmt.Errorf("retries must be in [-1, %d], not %d", MaxRetries, retries)
+		retriesErr = &bounds.RangeError{Name: "retries", Lo: -1, Hi: MaxRetries, Value: int64(retries)}
 	}
 	return bounds.First(
 		bounds.Duration(timeoutName, timeout, 0, MaxAttemptTimeout),
@@ -177,22 +189,22 @@ func NewShieldProtocol(o ShieldOptions) (*ShieldProtocol, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	o.TTL = cmp.Or(o.TTL, DefaultTTL)
-	o.StaleWhileRevalidate = cmp.Or(o.StaleWhileRevalidate, DefaultStaleWhileRevalidate)
-	o.StaleIfError = cmp.Or(o.StaleIfError, DefaultStaleIfError)
-	o.NegativeTTL = cmp.Or(o.NegativeTTL, DefaultNegativeTTL)
-	o.ChallengeWindow = cmp.Or(o.ChallengeWindow, DefaultChallengeWindow)
-	o.AttemptTimeout = cmp.Or(o.AttemptTimeout, DefaultAttemptTimeout)
+	ttl := cmp.Or(o.TTL.Std(), DefaultTTL)
+	staleWhileRevalidate := cmp.Or(o.StaleWhileRevalidate.Std(), DefaultStaleWhileRevalidate)
+	staleIfError := cmp.Or(o.StaleIfError.Std(), DefaultStaleIfError)
+	negativeTTL := cmp.Or(o.NegativeTTL.Std(), DefaultNegativeTTL)
+	challengeWindow := cmp.Or(o.ChallengeWindow.Std(), DefaultChallengeWindow)
+	attemptTimeout := cmp.Or(o.AttemptTimeout.Std(), DefaultAttemptTimeout)
 	o.Retries = cmp.Or(o.Retries, DefaultRetries)
 	// One upstream query: every attempt, and a second.
-	loadBy := time.Duration(max(0, o.Retries)+1)*o.AttemptTimeout + time.Second
+	loadBy := time.Duration(max(0, o.Retries)+1)*attemptTimeout + time.Second
 	shield, err := NewShield(ShieldConfig{
 		Upstream: o.Upstream,
-		Client: &Client{Timeout: o.AttemptTimeout, Retries: o.Retries, Layout: o.Layout,
+		Client: &Client{Timeout: attemptTimeout, Retries: o.Retries, Layout: o.Layout,
 			MaxPackets: o.MaxPackets, MaxMessage: o.MaxResponse},
-		Cache: cache.Policy{TTL: o.TTL, StaleWhileRevalidate: o.StaleWhileRevalidate, StaleIfError: o.StaleIfError,
-			NegativeTTL: o.NegativeTTL, LoadTimeout: loadBy},
-		ChallengeWindow: o.ChallengeWindow,
+		Cache: cache.Policy{TTL: ttl, StaleWhileRevalidate: staleWhileRevalidate, StaleIfError: staleIfError,
+			NegativeTTL: negativeTTL, LoadTimeout: loadBy},
+		ChallengeWindow: challengeWindow,
 		Key:             o.Key,
 		Layout:          o.Layout,
 		MaxPayload:      o.MaxPayload,

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gamegate/gamegate/internal/duration"
 )
 
 // At the longest attempt_timeout and retries Validate accepts, the wait
@@ -11,7 +13,7 @@ import (
 // Validate refuses the option by name, before any wait could overflow to
 // a negative duration.
 func TestShieldWaitsAtTheBound(t *testing.T) {
-	p, err := NewShieldProtocol(ShieldOptions{Upstream: "127.0.0.1:27015", AttemptTimeout: MaxAttemptTimeout, Retries: MaxRetries})
+	p, err := NewShieldProtocol(ShieldOptions{Upstream: "127.0.0.1:27015", AttemptTimeout: duration.Duration(MaxAttemptTimeout), Retries: MaxRetries})
 	if err != nil {
 		t.Fatalf("attempt_timeout %v, retries %d: %v", MaxAttemptTimeout, MaxRetries, err)
 	}
@@ -24,10 +26,10 @@ func TestShieldWaitsAtTheBound(t *testing.T) {
 		opts  ShieldOptions
 		field string
 	}{
-		{"attempt_timeout far past", ShieldOptions{AttemptTimeout: 1_000_000 * time.Hour, Retries: 2}, "attempt_timeout"},
-		{"attempt_timeout one past", ShieldOptions{AttemptTimeout: MaxAttemptTimeout + 1}, "attempt_timeout"},
-		{"ttl", ShieldOptions{TTL: MaxLifetime + 1}, "ttl"},
-		{"stale_while_revalidate", ShieldOptions{StaleWhileRevalidate: MaxLifetime + 1}, "stale_while_revalidate"},
+		{"attempt_timeout far past", ShieldOptions{AttemptTimeout: duration.Duration(1_000_000 * time.Hour), Retries: 2}, "attempt_timeout"},
+		{"attempt_timeout one past", ShieldOptions{AttemptTimeout: duration.Duration(MaxAttemptTimeout + 1)}, "attempt_timeout"},
+		{"ttl", ShieldOptions{TTL: duration.Duration(MaxLifetime + 1)}, "ttl"},
+		{"stale_while_revalidate", ShieldOptions{StaleWhileRevalidate: duration.Duration(MaxLifetime + 1)}, "stale_while_revalidate"},
 		{"stale_if_error", ShieldOptions{StaleIfError: -1}, "stale_if_error"},
 		{"negative_ttl", ShieldOptions{NegativeTTL: -1}, "negative_ttl"},
 	} {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/internal/bounds"
+	"github.com/gamegate/gamegate/internal/duration"
 )
 
 // DefaultName is the name of a qos_discovery handler given none: the
@@ -61,10 +62,10 @@ func (c Config) WithDefaults() Config {
 
 // WithDefaults returns h with every zero field set to its default.
 func (h HealthConfig) WithDefaults() HealthConfig {
-	h.Interval = cmp.Or(h.Interval, DefaultHealthInterval)
+	h.Interval = cmp.Or(h.Interval, duration.Duration(DefaultHealthInterval))
 	h.Failures = cmp.Or(h.Failures, DefaultHealthFailures)
 	h.Requests = cmp.Or(h.Requests, DefaultHealthRequests)
-	h.Wait = cmp.Or(h.Wait, DefaultHealthWait)
+	h.Wait = cmp.Or(h.Wait, duration.Duration(DefaultHealthWait))
 	return h
 }
 
@@ -98,9 +99,9 @@ func (c Config) Validate() error {
 // Validate checks h; zero values (the defaults) are valid.
 func (h HealthConfig) Validate() error {
 	return bounds.First(
-		bounds.Duration("interval", h.Interval, MinHealthInterval, MaxLifetime),
+		bounds.Duration("interval", h.Interval.Std(), MinHealthInterval, MaxLifetime),
 		bounds.Int("failures", h.Failures, 1, MaxHealthFailures),
 		bounds.Int("requests", h.Requests, 1, MaxHealthRequests),
-		bounds.Duration("wait", h.Wait, MinHealthWait, MaxHealthWait),
+		bounds.Duration("wait", h.Wait.Std(), MinHealthWait, MaxHealthWait),
 	)
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gamegate/gamegate/internal/duration"
 )
 
 // Each duration option accepts zero (its default), its shortest and its
@@ -18,9 +20,9 @@ func TestConfigDurationBounds(t *testing.T) {
 		{"file_poll", 100 * time.Millisecond, 24 * time.Hour, func(d time.Duration) Config { return Config{FilePoll: d} }},
 		{"max_age", time.Second, 24 * time.Hour, func(d time.Duration) Config { return Config{MaxAge: d} }},
 		{"health_check interval", 100 * time.Millisecond, 24 * time.Hour, func(d time.Duration) Config {
-			return Config{Health: &HealthConfig{Interval: d}}
+			return Config{Health: &HealthConfig{Interval: duration.Duration(d)}}
 		}},
-		{"health_check wait", time.Millisecond, time.Hour, func(d time.Duration) Config { return Config{Health: &HealthConfig{Wait: d}} }},
+		{"health_check wait", time.Millisecond, time.Hour, func(d time.Duration) Config { return Config{Health: &HealthConfig{Wait: duration.Duration(d)}} }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			for _, d := range []time.Duration{0, tc.lo, tc.hi} {

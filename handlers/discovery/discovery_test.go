@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -263,7 +264,7 @@ func TestHealthChecksWithholdFailingServers(t *testing.T) {
 	}
 	s, err := NewService(Config{
 		Inline: map[string][]Server{"f": servers, "all-dead": servers[1:]},
-		Health: &HealthConfig{Interval: time.Hour, Failures: 2, Requests: 2, Wait: 300 * time.Millisecond},
+		Health: &HealthConfig{Interval: duration.Duration(time.Hour), Failures: 2, Requests: 2, Wait: duration.Duration(300 * time.Millisecond)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +287,7 @@ func TestHealthChecksWithholdFailingServers(t *testing.T) {
 func qosEcho(t *testing.T) netip.AddrPort {
 	t.Helper()
 	table := qos.NewSourceTable(16, nil, 0)
-	e, err := qos.NewEngine(qos.Config{Rate: 1000, Burst: 1000, BanUnits: 1, BanDuration: time.Minute}, table)
+	e, err := qos.NewEngine(qos.Config{Rate: 1000, Burst: 1000, BanUnits: 1, BanDuration: duration.Duration(time.Minute)}, table)
 	if err != nil {
 		t.Fatal(err)
 	}

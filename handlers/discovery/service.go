@@ -16,6 +16,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/qos"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/periodic"
 )
 
@@ -26,8 +27,9 @@ type Config struct {
 	// File is a fleets file (see ParseFleets), re-read when it changes.
 	// Fleets in the file take precedence over inline ones of the same ID.
 	File string
-	// FilePoll is how often the file is checked for changes.
-	FilePoll time.Duration
+	// FilePoll is how often the file is checked for changes. The tags of
+	// FilePoll and MaxAge name them as options (file_poll, max_age).
+	FilePoll time.Duration `json:"file_poll,omitempty"`
 	// Overrides, set at run time (the admin API), take precedence over
 	// every other source. They outlive the Service.
 	Overrides *Overrides
@@ -37,7 +39,7 @@ type Config struct {
 	// shipped Unity discovery client only reads weak ones.
 	StrongETag bool
 	// MaxAge is the Cache-Control max-age of answers.
-	MaxAge time.Duration
+	MaxAge time.Duration `json:"max_age,omitempty"`
 	// Private marks answers Cache-Control: private (set when callers must
 	// authenticate, so shared caches do not keep answers).
 	Private bool
@@ -118,7 +120,7 @@ func (s *Service) Start() {
 		})
 	}
 	if h := s.cfg.Health; h != nil {
-		s.done.Go(func() { periodic.Run(s.stop, h.Interval, s.healthRound) })
+		s.done.Go(func() { periodic.Run(s.stop, h.Interval.Std(), s.healthRound) })
 	}
 }
 
@@ -294,28 +296,29 @@ func WriteError(w http.ResponseWriter, status int, msg string) {
 
 func appendQuoted(s string) []byte { return appendJSONString(nil, s) }
 
-// HealthConfig is how servers are health-checked.
+// HealthConfig is how servers are health-checked: the qos_discovery
+// handler's health_check options, by their JSON and Caddyfile names.
 type HealthConfig struct {
-	// Fleets lists the fleets whose servers are checked; empty means all.
-	Fleets []string
-	// Interval between checks. Checks never overlap: a check lasts the
-	// time to send its requests plus Wait, and ticks that come while one
-	// runs are dropped, so with a Wait longer than Interval the checks run
-	// back to back, one at a time.
-	Interval time.Duration
-	// Failures is the number of consecutive failed checks after which a
-	// server is withheld from answers; one passed check restores it.
-	Failures int
-	// Requests is the number of QoS requests per check, and Wait how long to
-	// wait for their responses after the last is sent (MinHealthWait to
-	// MaxHealthWait).
-	Requests int
-	Wait     time.Duration
+	// Fleets to check. Default: all.
+	Fleets []string `json:"fleets,omitempty"`
+	// Time between checks, from 100ms to 24h. Checks never overlap: a
+	// check lasts the time to send its requests plus wait, and ticks that
+	// come while one runs are dropped, so with a wait longer than the
+	// interval they run back to back. Default: 10s.
+	Interval duration.Duration `json:"interval,omitempty"`
+	// Consecutive failed checks before a server is withheld from answers;
+	// one passed check restores it. Default: 3.
+	Failures int `json:"failures,omitempty"`
+	// QoS requests per check; a check passes if any is answered. Default: 3.
+	Requests int `json:"requests,omitempty"`
+	// How long to wait for answers after the last request is sent, from
+	// 1ms (a round trip to a QoS server nearby) to 1h. Default: 1s.
+	Wait duration.Duration `json:"wait,omitempty"`
 	// ProbeKey signs the checks as health probes (qos.CheckConfig), which
 	// QoS engines holding the same key answer even while they ban the
 	// checker's address (as anyone who forges a burst from it can make
 	// them do). Default: none.
-	ProbeKey []byte
+	ProbeKey []byte `json:"-"`
 }
 
 type healthState struct {
@@ -374,12 +377,12 @@ func (s *Service) healthRound() {
 	if len(targets) == 0 {
 		return
 	}
-	checker, err := qos.NewChecker(qos.CheckConfig{Requests: h.Requests, Wait: h.Wait, Title: "gamegate health check", ProbeKey: h.ProbeKey})
+	checker, err := qos.NewChecker(qos.CheckConfig{Requests: h.Requests, Wait: h.Wait.Std(), Title: "gamegate health check", ProbeKey: h.ProbeKey})
 	if err != nil {
 		s.cfg.Logger.Error("health check", zap.Error(err))
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.Wait+5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), h.Wait.Std()+5*time.Second)
 	defer cancel()
 	go func() {
 		select {

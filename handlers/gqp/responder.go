@@ -2,7 +2,6 @@ package gqp
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -49,13 +48,15 @@ type Config struct {
 	Logins map[string]string
 	// AuthTTL, AuthAmplification, MaxChallengeFailures, ChallengeLockout,
 	// MaxAuthorized, ClientIPv6Prefix and MaxDatagram are ServerConfig's.
+	// The counts' tags name them as options, by which a Caddyfile parser
+	// finds their ranges.
 	AuthTTL              time.Duration
-	AuthAmplification    int
-	MaxChallengeFailures int
+	AuthAmplification    int `json:"auth_amplification,omitempty"`
+	MaxChallengeFailures int `json:"max_challenge_failures,omitempty"`
 	ChallengeLockout     time.Duration
-	MaxAuthorized        int
+	MaxAuthorized        int `json:"max_sources,omitempty"`
 	ClientIPv6Prefix     int
-	MaxDatagram          int
+	MaxDatagram          int `json:"max_datagram_size,omitempty"`
 	// Trusted are the networks whose sources get full answers without
 	// padding. Nil: loopback; empty: none.
 	Trusted []netip.Prefix
@@ -86,7 +87,9 @@ type CommandConfig struct {
 	// Records are answered in order to every query.
 	Records   []Pair
 	Protected bool
-	MinArgs   int
+	// MinArgs is the fewest arguments a query gives; its tag names the
+	// option, by which a Caddyfile parser finds its range.
+	MinArgs int `json:"min_args,omitempty"`
 	// TTL, UpstreamRate and UpstreamBurst are HTTPCommand's TTL, Rate and
 	// Burst.
 	TTL           time.Duration
@@ -94,12 +97,28 @@ type CommandConfig struct {
 	UpstreamBurst int
 }
 
+// Validate checks a command's own options, named as the command's options
+// are (min_args, ttl, upstream_rate, upstream_burst, url); zero values
+// (the defaults) pass. Config.Validate names the command.
+func (cmd *CommandConfig) Validate() error {
+	var v bounds.Check
+	v.Int("min_args", cmd.MinArgs, 0, wiregqp.MaxArgs)
+	v.Duration("ttl", cmd.TTL, 0, MaxLifetime)
+	v.Add(ratelimit.ValidateOptions("upstream_rate", "upstream_burst", cmd.UpstreamRate, cmd.UpstreamBurst, ratelimit.MaxBurst))
+	if cmd.URL != "" {
+		u, err := url.Parse(cmd.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.Failf("url %q is not an http(s) URL", cmd.URL)
+		}
+	}
+	return v.Err()
+}
+
 // Validate checks every option; zero values (the defaults) pass.
 func (c *Config) Validate() error {
 	var v bounds.Check
 	seen := make(map[string]bool, len(c.Commands))
 	for _, cmd := range c.Commands {
-		field := func(f string) string { return fmt.Sprintf("command %q: %s", cmd.Name, f) }
 		switch cmd.Name {
 		case "":
 			v.Failf("commands: needs names, got an empty one")
@@ -116,14 +135,8 @@ func (c *Config) Validate() error {
 		case cmd.URL == "" && len(cmd.Records) == 0:
 			v.Failf("command %q: give url or records", cmd.Name)
 		}
-		v.Int(field("min_args"), cmd.MinArgs, 0, wiregqp.MaxArgs)
-		v.Duration(field("ttl"), cmd.TTL, 0, MaxLifetime)
-		v.Add(ratelimit.ValidateOptions(field("upstream_rate"), field("upstream_burst"), cmd.UpstreamRate, cmd.UpstreamBurst, ratelimit.MaxBurst))
-		if cmd.URL != "" {
-			u, err := url.Parse(cmd.URL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				v.Failf("%s %q is not an http(s) URL", field("url"), cmd.URL)
-			}
+		if err := cmd.Validate(); err != nil {
+			v.Failf("command %q: %w", cmd.Name, err)
 		}
 	}
 	for login, pw := range c.Logins {

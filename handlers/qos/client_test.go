@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
@@ -52,7 +53,7 @@ func newChecker(t *testing.T, cfg CheckConfig) *Checker {
 }
 
 func TestCheckContactsEachServerOnce(t *testing.T) {
-	addr := engineServer(t, Config{Rate: 1000, Burst: 1000, BanUnits: 1, BanDuration: time.Minute})
+	addr := engineServer(t, Config{Rate: 1000, Burst: 1000, BanUnits: 1, BanDuration: duration.Duration(time.Minute)})
 	targets := []Target{{Region: "eu-west", Addr: addr}, {Region: "eu-central", Addr: addr}}
 	c := newChecker(t, CheckConfig{Requests: 15, PacketSize: 200})
 	results, err := c.Check(context.Background(), targets)
@@ -150,7 +151,7 @@ func TestCheckIgnoresUnknownSources(t *testing.T) {
 
 func TestCheckHonoursFlowControl(t *testing.T) {
 	// A server that bans after 3 requests.
-	addr := engineServer(t, Config{Rate: 1, Burst: 3, BanUnits: 2, BanDuration: time.Hour})
+	addr := engineServer(t, Config{Rate: 1, Burst: 3, BanUnits: 2, BanDuration: duration.Duration(time.Hour)})
 	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
 	c := newChecker(t, CheckConfig{Requests: 5, Wait: 300 * time.Millisecond, Now: clock.Now})
 	results, err := c.Check(context.Background(), []Target{{Region: "r", Addr: addr}})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
@@ -41,67 +42,71 @@ const (
 	SourceKeyIPPort = "ip_port"
 )
 
-// Config is the behaviour of a QoS echo service. Zero values mean the
-// defaults. The names in Validate's errors are the options' (JSON and
-// Caddyfile).
+// Config is the behaviour of a QoS echo service: the qos handler's
+// options, by their JSON and Caddyfile names. Zero values mean the
+// defaults.
 type Config struct {
-	// Rate is the sustained number of requests per second one source may
-	// send. Default: DefaultRate.
-	Rate float64
-	// Burst is how many requests a source may send at once before Rate
-	// applies. Default: DefaultBurst.
-	Burst int
-	// BanUnits is the ban announced to a source that exceeds its rate or is
-	// turned away for capacity, in protocol units of 2 minutes (1-8).
-	// Default: DefaultBanUnits.
-	BanUnits int
-	// BanDuration is how long a banned source is ignored. Default:
-	// BanUnits × 2 minutes.
-	BanDuration time.Duration
-	// BackoffUnits, when 1-7, asks a source that has spent more than half
-	// of its burst to back off voluntarily for that many units. Zero never
-	// asks.
-	BackoffUnits int
-	// Capacity is the number of requests per second answered across all
-	// sources. Past it, the source whose request finds the budget empty is
-	// banned, so which sources are turned away is random, weighted by how
-	// much each sends. Zero means no global budget.
-	Capacity float64
-	// CapacityBurst is how many requests beyond the steady Capacity may be
-	// answered at once. Default: one second of Capacity, rounded up.
-	CapacityBurst int
-	// MaxSources bounds the sources whose rate and ban state a table
-	// remembers. Default: DefaultMaxSources.
-	MaxSources int
-	// SourceKey says what a source is: SourceKeyIP or SourceKeyIPPort.
-	// Default: DefaultSourceKey.
-	SourceKey string
-	// ClientIPv6Prefix is the length in bits of the IPv6 prefix one source
-	// holds, with SourceKeyIP: the addresses of one prefix share their
-	// rate and ban state. Default: DefaultClientIPv6Prefix.
-	ClientIPv6Prefix int
-	// Titles, when not empty, lists the game titles answered; requests
-	// with any other title are dropped.
-	Titles []string
-	// Name, when set, gives the service one table on every listener,
-	// shared with the services of the same name, MaxSources, SourceKey and
-	// ClientIPv6Prefix (Tables). Default: a table per listener.
-	Name string
+	// Sustained requests per second one source may send. Default: 10.
+	Rate float64 `json:"rate,omitempty"`
+	// Requests one source may send at once before the rate applies; a QoS
+	// check sends 5 to 20 in a burst. Default: 40.
+	Burst int `json:"burst,omitempty"`
+	// The ban announced to a source that goes over its rate or is turned away
+	// for capacity, in protocol units of 2 minutes (1-8). Default: 1.
+	BanUnits int `json:"ban_units,omitempty"`
+	// How long a banned source is ignored. Clients stay away for the
+	// announced ban plus a margin whatever this says, so it only matters for
+	// clients that do not honour the ban. Default: ban_units × 2 minutes.
+	BanDuration duration.Duration `json:"ban_duration,omitempty"`
+	// When 1-7, a source that has spent more than half of its burst is asked
+	// to back off voluntarily for this many 2-minute units, before it is
+	// banned. Default: 0 (never ask).
+	BackoffUnits int `json:"backoff_units,omitempty"`
+	// Requests per second answered across all sources. Past it, the source
+	// whose request finds the budget empty is banned: which sources are
+	// turned away is random, weighted by how much each sends. Default: 0 (no
+	// global budget).
+	Capacity float64 `json:"capacity,omitempty"`
+	// Requests beyond the steady capacity that may be answered at once.
+	// Default: one second of capacity, rounded up.
+	CapacityBurst int `json:"capacity_burst,omitempty"`
+	// The most sources whose rate and ban state is remembered; past it the
+	// source seen least recently is forgotten. Bounds memory under a flood
+	// from many addresses. Default: 100000.
+	MaxSources int `json:"max_sources,omitempty"`
+	// What a source is: "ip" (an IPv4 address or an IPv6 prefix of
+	// client_ipv6_prefix bits, whatever the port) or "ip_port" (address and
+	// port). Default: ip.
+	SourceKey string `json:"source_key,omitempty"`
+	// Prefix length, in bits, of the IPv6 addresses one source holds with
+	// source_key ip: the addresses of one prefix share their rate and ban
+	// state (32-128). Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
+	// Game titles to answer; requests with other titles are dropped.
+	// Default: every title.
+	Titles []string `json:"titles,omitempty"`
+	// Handlers with the same name (and max_sources and source_key) share
+	// their rate and ban state, and a reloaded configuration takes the state
+	// over from the one it replaces (Tables). Default: the listener's own
+	// state: in the gamegate app, that of the server's listen addresses; in
+	// a layer4 route, that of the local address each association arrived
+	// at.
+	Name string `json:"name,omitempty"`
 
 	// ProbeKey, when set, is the key of health probes (see probe.go): a
 	// valid probe is answered whatever the state of its source, and
 	// changes none. Default: none (probes are ordinary requests).
-	ProbeKey []byte
+	ProbeKey []byte `json:"-"`
 	// Now is the wall clock probes' times are checked against. Default:
 	// time.Now.
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
 	// Count returns the function that receives the verdict of each
 	// datagram served on listener (metrics, by listener), once for each
 	// listener a Service serves on. Default: none.
-	Count func(listener string) func(Verdict)
+	Count func(listener string) func(Verdict) `json:"-"`
 	// Logger receives a debug message for each source banned. Default:
 	// none.
-	Logger *zap.Logger
+	Logger *zap.Logger `json:"-"`
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -117,7 +122,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.Burst, DefaultBurst)
 	def(&c.BanUnits, DefaultBanUnits)
 	if c.BanDuration == 0 {
-		c.BanDuration = time.Duration(c.BanUnits) * wireqos.Unit
+		c.BanDuration = duration.Duration(time.Duration(c.BanUnits) * wireqos.Unit)
 	}
 	if c.Capacity > 0 {
 		def(&c.CapacityBurst, ratelimit.DefaultBurst(c.Capacity))
@@ -157,7 +162,7 @@ func (c Config) Validate() error {
 		v.Add(ratelimit.ValidateNamed("rate", "burst", d.Rate, d.Burst))
 	}
 	v.Int("ban_units", c.BanUnits, 1, MaxBanUnits)
-	v.Duration("ban_duration", c.BanDuration, 0, MaxBanDuration)
+	v.Duration("ban_duration", c.BanDuration.Std(), 0, MaxBanDuration)
 	v.Int("backoff_units", c.BackoffUnits, 0, MaxBackoffUnits)
 	rate("capacity", "capacity_burst", c.Capacity, c.CapacityBurst)
 	if v.Err() == nil {

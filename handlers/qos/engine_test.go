@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
@@ -41,7 +42,7 @@ func newHarness(t *testing.T, cfg Config, limit int) *harness {
 }
 
 func baseConfig() Config {
-	return Config{Rate: 1, Burst: 3, BanUnits: 2, BanDuration: time.Minute}
+	return Config{Rate: 1, Burst: 3, BanUnits: 2, BanDuration: duration.Duration(time.Minute)}
 }
 
 func (h *harness) send(t *testing.T, s Source, req []byte) ([]byte, Verdict) {
@@ -137,7 +138,7 @@ func TestRateLimitBansOnceThenSilence(t *testing.T) {
 }
 
 func TestRateRefills(t *testing.T) {
-	h := newHarness(t, Config{Rate: 10, Burst: 2, BanUnits: 1, BanDuration: time.Minute}, 10)
+	h := newHarness(t, Config{Rate: 10, Burst: 2, BanUnits: 1, BanDuration: duration.Duration(time.Minute)}, 10)
 	s := src("192.0.2.9:1")
 	req := request(t, "game")
 	// 100 requests spaced at the sustained rate never trip the limit.
@@ -150,7 +151,7 @@ func TestRateRefills(t *testing.T) {
 }
 
 func TestBackoffBeforeBan(t *testing.T) {
-	cfg := Config{Rate: 1, Burst: 10, BanUnits: 1, BanDuration: time.Minute, BackoffUnits: 3}
+	cfg := Config{Rate: 1, Burst: 10, BanUnits: 1, BanDuration: duration.Duration(time.Minute), BackoffUnits: 3}
 	h := newHarness(t, cfg, 10)
 	s := src("192.0.2.10:1")
 	req := request(t, "game", 9)
@@ -175,7 +176,7 @@ func TestBackoffBeforeBan(t *testing.T) {
 }
 
 func TestCapacityBansChosenSources(t *testing.T) {
-	cfg := Config{Capacity: 1, CapacityBurst: 2, BanUnits: 1, BanDuration: time.Minute}
+	cfg := Config{Capacity: 1, CapacityBurst: 2, BanUnits: 1, BanDuration: duration.Duration(time.Minute)}
 	h := newHarness(t, cfg, 10)
 	req := request(t, "game")
 	if _, v := h.send(t, src("192.0.2.1:1"), req); v != Answered {
@@ -246,7 +247,7 @@ func TestSourceTableIsBounded(t *testing.T) {
 }
 
 func TestSweepKeepsBans(t *testing.T) {
-	h := newHarness(t, Config{Rate: 1, Burst: 1, BanUnits: 1, BanDuration: time.Minute}, 10)
+	h := newHarness(t, Config{Rate: 1, Burst: 1, BanUnits: 1, BanDuration: duration.Duration(time.Minute)}, 10)
 	s := src("192.0.2.5:1")
 	req := request(t, "game")
 	h.send(t, s, req)
@@ -301,8 +302,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative burst", func(c *Config) { c.Burst = -1 }, "burst"},
 		{"ban units 9", func(c *Config) { c.BanUnits = 9 }, "ban_units"},
 		{"ban units -1", func(c *Config) { c.BanUnits = -1 }, "ban_units"},
-		{"negative ban duration", func(c *Config) { c.BanDuration = -time.Second }, "ban_duration"},
-		{"ban duration past a day", func(c *Config) { c.BanDuration = 25 * time.Hour }, "ban_duration"},
+		{"negative ban duration", func(c *Config) { c.BanDuration = duration.Duration(-time.Second) }, "ban_duration"},
+		{"ban duration past a day", func(c *Config) { c.BanDuration = duration.Duration(25 * time.Hour) }, "ban_duration"},
 		{"backoff units 8", func(c *Config) { c.BackoffUnits = 8 }, "backoff_units"},
 		{"negative capacity", func(c *Config) { c.Capacity = -1 }, "capacity"},
 		{"long title", func(c *Config) { c.Titles = []string{string(make([]byte, 255))} }, "titles"},
@@ -334,7 +335,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestHandleAllocatesNothing(t *testing.T) {
-	h := newHarness(t, Config{Rate: 1e9, Burst: 1 << 30, BanUnits: 1, BanDuration: time.Minute, Capacity: 1e9, CapacityBurst: 1 << 30, Titles: []string{"QoS request"}}, 10)
+	h := newHarness(t, Config{Rate: 1e9, Burst: 1 << 30, BanUnits: 1, BanDuration: duration.Duration(time.Minute), Capacity: 1e9, CapacityBurst: 1 << 30, Titles: []string{"QoS request"}}, 10)
 	s := src("192.0.2.1:1")
 	req := request(t, "QoS request", make([]byte, 11)...)
 	bad := []byte{0x59, 0x00, 0x09}
@@ -353,13 +354,13 @@ func TestHandleAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkEngineHandle(b *testing.B) {
-	benchmarkEngine(b, Config{Rate: 1e9, Burst: 1 << 30, BanUnits: 1, BanDuration: time.Minute})
+	benchmarkEngine(b, Config{Rate: 1e9, Burst: 1 << 30, BanUnits: 1, BanDuration: duration.Duration(time.Minute)})
 }
 
 // BenchmarkEngineHandleCapacity adds the global budget, which every source
 // updates.
 func BenchmarkEngineHandleCapacity(b *testing.B) {
-	benchmarkEngine(b, Config{Rate: 1e9, Burst: 1 << 30, BanUnits: 1, BanDuration: time.Minute,
+	benchmarkEngine(b, Config{Rate: 1e9, Burst: 1 << 30, BanUnits: 1, BanDuration: duration.Duration(time.Minute),
 		Capacity: 1e9, CapacityBurst: 1 << 30})
 }
 

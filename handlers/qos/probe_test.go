@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wireqos "github.com/gamegate/gamegate/wire/qos"
 )
@@ -97,7 +98,7 @@ func TestProbeReplayBounded(t *testing.T) {
 
 func TestProbeAllocatesNothing(t *testing.T) {
 	clock := time.Unix(1_700_000_000, 0)
-	e, err := NewEngine(Config{Rate: 1, Burst: 1, BanUnits: 1, BanDuration: time.Minute, ProbeKey: testProbeKey, Now: func() time.Time { return clock }}, NewSourceTable(10, func() time.Time { return clock }, 0))
+	e, err := NewEngine(Config{Rate: 1, Burst: 1, BanUnits: 1, BanDuration: duration.Duration(time.Minute), ProbeKey: testProbeKey, Now: func() time.Time { return clock }}, NewSourceTable(10, func() time.Time { return clock }, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

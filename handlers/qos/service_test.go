@@ -182,7 +182,7 @@ func TestWithDefaults(t *testing.T) {
 		c.SourceKey != DefaultSourceKey || c.ClientIPv6Prefix != DefaultClientIPv6Prefix {
 		t.Fatalf("got %+v, want the defaults", c)
 	}
-	if c.BanDuration != 3*wireqos.Unit || c.CapacityBurst != 3 {
+	if c.BanDuration.Std() != 3*wireqos.Unit || c.CapacityBurst != 3 {
 		t.Fatalf("ban_duration %s, capacity_burst %d: want 3 units and 3", c.BanDuration, c.CapacityBurst)
 	}
 }

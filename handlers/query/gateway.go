@@ -45,7 +45,9 @@ type AdHocGame struct {
 	QueryPort func(given int) (int, error)
 }
 
-// Config is the behaviour of a Gateway.
+// Config is the behaviour of a Gateway. The tags of the options whose
+// ranges Validate checks name them as the game_query handler's options,
+// by which a Caddyfile parser finds their ranges.
 type Config struct {
 	// Servers by name.
 	Servers map[string]Server
@@ -64,11 +66,11 @@ type Config struct {
 	// TTL per command ("status" for the normalised status); DefaultTTL for
 	// the others.
 	TTL        map[string]time.Duration
-	DefaultTTL time.Duration
+	DefaultTTL time.Duration `json:"default_ttl,omitempty"`
 	// StaleWhileRevalidate, StaleIfError and NegativeTTL: see cache.Policy.
-	StaleWhileRevalidate time.Duration
-	StaleIfError         time.Duration
-	NegativeTTL          time.Duration
+	StaleWhileRevalidate time.Duration `json:"stale_while_revalidate,omitempty"`
+	StaleIfError         time.Duration `json:"stale_if_error,omitempty"`
+	NegativeTTL          time.Duration `json:"negative_ttl,omitempty"`
 	// UpstreamRate is the most upstream queries per second per server,
 	// with UpstreamBurst at once (default: one second of UpstreamRate,
 	// rounded up: ratelimit.DefaultBurst). Each server has two such
@@ -81,18 +83,18 @@ type Config struct {
 	// so their sockets) running at once, over all clients; past it ad-hoc
 	// requests that need such work answer 503. Answers from the cache
 	// take none. Default: 32.
-	MaxAdHoc int
+	MaxAdHoc int `json:"max_ad_hoc_queries,omitempty"`
 	// MaxAdHocPerNetwork bounds the same work started by one client
 	// network (clientaddr.Network: an IPv4 /24, an IPv6 /48); past it that
 	// network's ad-hoc requests that need such work answer 429.
 	// Default: 4.
-	MaxAdHocPerNetwork int
+	MaxAdHocPerNetwork int `json:"max_ad_hoc_queries_per_network,omitempty"`
 	// AdHocRate is the most ad-hoc requests per second per client, with
 	// AdHocBurst at once; past it they answer 429. A client is an IPv4
 	// address or an IPv6 prefix of ClientIPv6Prefix bits. Default: 2 per
 	// second, burst 10.
 	AdHocRate  float64
-	AdHocBurst int
+	AdHocBurst int `json:"ad_hoc_burst,omitempty"`
 	// ClientIPv6Prefix is the prefix length, in bits, that makes one IPv6
 	// client (see package clientaddr). Default: 64.
 	ClientIPv6Prefix int
@@ -103,22 +105,22 @@ type Config struct {
 	// (an unreachable server, an unusable answer). Default: nothing.
 	Log func(server string, err error)
 	// QueryTimeout bounds one upstream query, retries included.
-	QueryTimeout time.Duration
+	QueryTimeout time.Duration `json:"query_timeout,omitempty"`
 	// MaxEntries bounds each of the two result caches: one for named
 	// servers' status and argument-free commands, one for everything else
 	// (commands with arguments, ad-hoc targets), so that neither can evict
 	// the other's results.
-	MaxEntries int
+	MaxEntries int `json:"max_entries,omitempty"`
 	// MaxBatch bounds the servers × commands of one batch request, and
 	// BatchConcurrency how many of them run at once.
-	MaxBatch         int
-	BatchConcurrency int
+	MaxBatch         int `json:"max_batch_queries,omitempty"`
+	BatchConcurrency int `json:"batch_concurrency,omitempty"`
 	// MaxBody bounds a batch request's body, in bytes.
-	MaxBody int64
+	MaxBody int64 `json:"max_body,omitempty"`
 	// MaxBatchAnswer bounds the bytes of the results' bodies in one batch
 	// answer; a result that would pass it is answered with a short 413
 	// error instead. Default: DefaultMaxBatchAnswer.
-	MaxBatchAnswer int64
+	MaxBatchAnswer int64 `json:"max_batch_answer_size,omitempty"`
 	// BatchRate is the most batches per second per client network
 	// (clientaddr.Network), with BatchBurst at once; past it batches
 	// answer 429. Default: DefaultBatchRate, DefaultBatchBurst.

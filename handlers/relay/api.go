@@ -60,6 +60,8 @@ const (
 
 // APIConfig is the behaviour of an API.
 type APIConfig struct {
+	// The options of the relay_allocations handler that are the API's.
+	APIOptions
 	// Sealer seals the connection data of new allocations. Required.
 	Sealer *Sealer
 	// Store holds allocations and join codes. Required.
@@ -73,73 +75,9 @@ type APIConfig struct {
 	// reach it, written into every allocation. Required.
 	PublicHost string
 	PublicPort int
-	// MaxConnections bounds the maxConnections of /v1/allocate.
-	// Default: 100.
-	MaxConnections int
-	// AllocationTTL is how long a new allocation may first be bound.
-	// Default: 1h.
-	AllocationTTL time.Duration
-	// JoinCodeTTL is how long a join code is valid. Default: 15m.
-	JoinCodeTTL time.Duration
-	// MaxAllocations bounds the unexpired allocations counted by Limiter.
-	// Default: 10000.
-	MaxAllocations int
 	// Limiter counts unexpired allocations; APIs may share one. Default: a
 	// new one.
 	Limiter *AllocationLimiter
-	// JoinRate and JoinBurst limit each client's /v1/join requests (per
-	// second, and at once); AllocateRate and AllocateBurst its
-	// /v1/allocate requests; JoinCodeRate and JoinCodeBurst its
-	// /v1/joincode requests. Past them a client gets 429 with Retry-After.
-	// A client is what ClientKey makes of ClientIP. Defaults: 0.2 and 10,
-	// 0.2 and 10, 1 and 10. A rate of 0 means the default: these limits
-	// cannot be turned off.
-	JoinRate      float64
-	JoinBurst     int
-	AllocateRate  float64
-	AllocateBurst int
-	JoinCodeRate  float64
-	JoinCodeBurst int
-	// MaxAllocationsPerClient bounds the unexpired allocations (hosts' and
-	// joiners') one client holds; past it the client gets 429 with
-	// Retry-After. Default: 100.
-	MaxAllocationsPerClient int
-	// MaxClients bounds the clients each per-endpoint rate table holds;
-	// when one is full of clients that are not idle, new clients get 429.
-	// With Rates shared, the bound is this API's own: it admits a new
-	// client only while the table holds fewer. Default: 65536.
-	MaxClients int
-	// ClientIPv6Prefix is the prefix length, in bits, that makes one IPv6
-	// client (see ClientKey). Default: 64.
-	ClientIPv6Prefix int
-	// NetworkIPv4Prefix and NetworkIPv6Prefix are the prefix lengths, in
-	// bits, that make one client network (see NetworkKey). An IPv6 network
-	// is never narrower than an IPv6 client. Defaults: 24 and 48.
-	NetworkIPv4Prefix int
-	NetworkIPv6Prefix int
-	// MaxAllocationsPerNetwork bounds the unexpired allocations the clients
-	// of one network hold together; past it they get 429 with
-	// Retry-After. Default: 500.
-	MaxAllocationsPerNetwork int
-	// JoinNetworkRate and JoinNetworkBurst limit the /v1/join requests of
-	// each network's clients together, besides each client's own limit.
-	// Defaults: 1 and 30.
-	JoinNetworkRate  float64
-	JoinNetworkBurst int
-	// AuthFailureRate and AuthFailureBurst limit the requests without a
-	// valid token from each network: after AuthFailureBurst of them, every
-	// request from the network, with a valid token or not, gets 429 with
-	// Retry-After until AuthFailureRate has earned it another attempt, so
-	// tokens cannot be guessed faster than that. Defaults: 0.1 and 20.
-	AuthFailureRate  float64
-	AuthFailureBurst int
-	// BindToClientNetwork seals into each allocation the network of the
-	// client that asked for it (see NetworkKey), and the relay then binds
-	// it only from an address in that network. Clients whose UDP leaves
-	// from another network than their API requests (an API reached over
-	// IPv6 and a relay over IPv4, or a NAT that maps each flow to another
-	// pool) cannot bind. Default: false.
-	BindToClientNetwork bool
 	// NewLimiter returns the limiter of the named rate limit (one of the
 	// Limit constants) at rate per second and burst at once. Default:
 	// Rates' LocalLimiter of that name, admitting MaxClients keys.
@@ -149,16 +87,9 @@ type APIConfig struct {
 	// not reset the clients' limits). NewAPI changes nothing in it.
 	// Default: a new one.
 	Rates *ClientRates
-	// AnyClientJoinCode lets /v1/joincode hand out the join code of any
-	// allocation whose ID the caller knows. By default only the client
-	// that made the allocation gets it: the same client (ClientKey) with
-	// the same token. Default: false.
-	AnyClientJoinCode bool
 	// ClientIP returns the address of the client that sent r, honouring
 	// the server's trusted proxies. Default: clientaddr.RemoteAddr.
 	ClientIP clientaddr.FromRequest
-	// MaxBody bounds request bodies, in bytes. Default: 64 KiB.
-	MaxBody int64
 	// SweepInterval is how often Start's sweeper deletes expired records
 	// from Store. Default: 5m.
 	SweepInterval time.Duration
@@ -336,7 +267,7 @@ func (a *API) newAllocation(ctx context.Context, c caller, maxConnections int, r
 // whose allocation count it is counted.
 func (a *API) newAllocationOn(ctx context.Context, c caller, maxConnections int, region, pool string) (alloc *Allocation, data []byte, release func(), e *APIError) {
 	now := a.cfg.Now()
-	alloc, err := NewAllocation(maxConnections, region, now.Add(a.cfg.AllocationTTL))
+	alloc, err := NewAllocation(maxConnections, region, now.Add(a.cfg.AllocationTTL.Std()))
 	if err != nil {
 		return nil, nil, nil, a.internal("making an allocation", err)
 	}
@@ -469,7 +400,7 @@ func (a *API) joinCode(w http.ResponseWriter, r *http.Request, c caller) (int, a
 	}
 	rec := storedJoinCode{
 		AllocationID: id.String(), ConnectionData: alloc.ConnectionData,
-		Region: alloc.Region, Expires: now.Add(a.cfg.JoinCodeTTL), Relay: alloc.Relay,
+		Region: alloc.Region, Expires: now.Add(a.cfg.JoinCodeTTL.Std()), Relay: alloc.Relay,
 	}
 	for range joinCodeAttempts {
 		code, err := NewJoinCode(a.cfg.Rand)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -111,11 +112,13 @@ func newAPIRig(t testing.TB, mod func(*APIConfig)) *apiRig {
 		PublicHost: "192.0.2.7",
 		PublicPort: 7777,
 		Now:        r.clock.Now,
-		MaxBody:    256,
-		// Tests of other things send many requests from one client.
-		JoinRate: 1e6, JoinBurst: 1e6, AllocateRate: 1e6, AllocateBurst: 1e6,
-		JoinCodeRate: 1e6, JoinCodeBurst: 1e6, MaxAllocationsPerClient: 1e6,
-		JoinNetworkRate: 1e6, JoinNetworkBurst: 1e6, MaxAllocationsPerNetwork: 1e6,
+		APIOptions: APIOptions{
+			MaxBody: 256,
+			// Tests of other things send many requests from one client.
+			JoinRate: 1e6, JoinBurst: 1e6, AllocateRate: 1e6, AllocateBurst: 1e6,
+			JoinCodeRate: 1e6, JoinCodeBurst: 1e6, MaxAllocationsPerClient: 1e6,
+			JoinNetworkRate: 1e6, JoinNetworkBurst: 1e6, MaxAllocationsPerNetwork: 1e6,
+		},
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -345,7 +348,7 @@ func TestAPINoTokens(t *testing.T) {
 }
 
 func TestAPIJoinCodeExpiry(t *testing.T) {
-	r := newAPIRig(t, func(c *APIConfig) { c.JoinCodeTTL = time.Minute })
+	r := newAPIRig(t, func(c *APIConfig) { c.JoinCodeTTL = duration.Duration(time.Minute) })
 	host := r.allocate(t, `{"maxConnections": 4}`)
 	code := r.joinCode(t, host.AllocationID, http.StatusCreated)
 	r.clock.Advance(time.Minute - time.Nanosecond)
@@ -368,7 +371,7 @@ func TestAPIJoinCodeExpiry(t *testing.T) {
 }
 
 func TestAPIAllocationExpiry(t *testing.T) {
-	r := newAPIRig(t, func(c *APIConfig) { c.AllocationTTL = time.Minute })
+	r := newAPIRig(t, func(c *APIConfig) { c.AllocationTTL = duration.Duration(time.Minute) })
 	host := r.allocate(t, `{"maxConnections": 4}`)
 	id, _ := ParseAllocationID(host.AllocationID)
 	r.clock.Advance(time.Minute)
@@ -422,7 +425,7 @@ func TestAPIAllocationLimit(t *testing.T) {
 	limiter := NewAllocationLimiter()
 	r := newAPIRig(t, func(c *APIConfig) {
 		c.MaxAllocations = 2
-		c.AllocationTTL = time.Minute
+		c.AllocationTTL = duration.Duration(time.Minute)
 		c.Limiter = limiter
 	})
 	host := r.allocate(t, `{"maxConnections": 1}`)
@@ -482,8 +485,8 @@ func TestAPISharedStore(t *testing.T) {
 
 func TestAPISweep(t *testing.T) {
 	r := newAPIRig(t, func(c *APIConfig) {
-		c.AllocationTTL = 2 * time.Minute
-		c.JoinCodeTTL = time.Minute
+		c.AllocationTTL = duration.Duration(2 * time.Minute)
+		c.JoinCodeTTL = duration.Duration(time.Minute)
 	})
 	ctx := context.Background()
 	if n, err := r.api.Sweep(ctx); n != 0 || err != nil {

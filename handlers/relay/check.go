@@ -16,15 +16,24 @@ import (
 type CheckConfig struct {
 	API      *APIClient
 	Region   string
-	Messages int           // round trips measured; default 100
-	Size     int           // content bytes per message (≥ 16); default 64
-	Window   int           // messages in flight; default 8
-	Timeout  time.Duration // for the whole check; default 30s
+	Messages int           // round trips measured; default DefaultCheckMessages
+	Size     int           // content bytes per message (≥ 16); default DefaultCheckSize
+	Window   int           // messages in flight; default DefaultCheckWindow
+	Timeout  time.Duration // for the whole check; default DefaultCheckTimeout
 	// LossTimeout: a message whose echo has not come this long after it
 	// was sent is lost. Default: DefaultLossTimeout, or a third of Timeout
 	// if that is less.
 	LossTimeout time.Duration
 }
+
+// The defaults of a CheckConfig's options (and of the relay-check
+// command's flags).
+const (
+	DefaultCheckMessages = 100
+	DefaultCheckSize     = 64
+	DefaultCheckWindow   = 8
+	DefaultCheckTimeout  = 30 * time.Second
+)
 
 // DefaultLossTimeout is how long an echo may take before its message
 // counts as lost: the shipped client re-binds after 9 s of silence, and
@@ -92,16 +101,16 @@ type EchoResult struct {
 // have their time to come back.
 func Check(ctx context.Context, cfg CheckConfig) (*CheckResult, error) {
 	if cfg.Messages == 0 {
-		cfg.Messages = 100
+		cfg.Messages = DefaultCheckMessages
 	}
 	if cfg.Size == 0 {
-		cfg.Size = 64
+		cfg.Size = DefaultCheckSize
 	}
 	if cfg.Window == 0 {
-		cfg.Window = 8
+		cfg.Window = DefaultCheckWindow
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 30 * time.Second
+		cfg.Timeout = DefaultCheckTimeout
 	}
 	if cfg.LossTimeout == 0 {
 		cfg.LossTimeout = min(DefaultLossTimeout, cfg.Timeout/3)

@@ -2,9 +2,10 @@ package relay
 
 import (
 	"fmt"
-	"github.com/gamegate/gamegate/internal/bounds"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/bounds"
+	"github.com/gamegate/gamegate/internal/duration"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
 
@@ -13,6 +14,9 @@ import (
 const (
 	DefaultMaxContent     = wirerelay.DefaultMaxRelayContent
 	DefaultNonceByteOrder = NonceLittleEndian
+	// DefaultName is the name of relay handlers that give none: handlers
+	// of one name share their bindings.
+	DefaultName = "relay"
 
 	MaxTimeout     = 24 * time.Hour
 	MaxMaxContent  = 0xFFFF
@@ -27,26 +31,31 @@ const (
 	NonceBigEndian = "big"
 )
 
-// Config is the behaviour of a relay Server and its Engine. Zero values
-// mean the defaults. The names in Validate's errors are the options' (JSON
-// and Caddyfile).
+// Config is the behaviour of a relay Server and its Engine: the relay
+// handler's options (but its secrets, which make the Sealer), by their
+// JSON and Caddyfile names. Zero values mean the defaults.
 type Config struct {
+	// A binding with no traffic for this long ends; its client's next
+	// message gets ERROR 1. Default: 10s.
+	IdleTimeout duration.Duration `json:"idle_timeout,omitempty"`
+	// The idle timeout of a binding with no connected peer yet (a host
+	// waiting for players). Default: 60s.
+	AloneTimeout duration.Duration `json:"alone_timeout,omitempty"`
+	// Largest RELAY content forwarded, in bytes, 1 to 65535. Default:
+	// 1400.
+	MaxContent int `json:"max_content,omitempty"`
+	// Most bindings held; a BIND of a new allocation past it is dropped.
+	// Default: 100000.
+	MaxBindings int `json:"max_bindings,omitempty"`
+	// Byte order of the BIND nonce: "little" (what the shipped client
+	// sends) or "big" (what the protocol page says). Default: little.
+	NonceByteOrder string `json:"nonce_byte_order,omitempty"`
+
 	// Sealer opens the connection data in BIND and CONNECT_REQUEST.
 	// Required.
-	Sealer *Sealer
-	// MaxContent is the largest RELAY content forwarded, in bytes.
-	// Default: DefaultMaxContent.
-	MaxContent int
-	// NonceByteOrder is the byte order of BIND nonces: NonceLittleEndian
-	// or NonceBigEndian. Default: DefaultNonceByteOrder.
-	NonceByteOrder string
-	// IdleTimeout, AloneTimeout and MaxBindings are the binding table's
-	// (MaxBindings is TableConfig's Limit), with TableConfig's defaults.
-	IdleTimeout  time.Duration
-	AloneTimeout time.Duration
-	MaxBindings  int
+	Sealer *Sealer `json:"-"`
 	// Count receives each datagram's verdict (metrics). Default: none.
-	Count func(Verdict)
+	Count func(Verdict) `json:"-"`
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -57,8 +66,8 @@ func (c Config) WithDefaults() Config {
 	if c.NonceByteOrder == "" {
 		c.NonceByteOrder = DefaultNonceByteOrder
 	}
-	t := TableConfig{Limit: c.MaxBindings, IdleTimeout: c.IdleTimeout, AloneTimeout: c.AloneTimeout}.WithDefaults()
-	c.MaxBindings, c.IdleTimeout, c.AloneTimeout = t.Limit, t.IdleTimeout, t.AloneTimeout
+	t := TableConfig{Limit: c.MaxBindings, IdleTimeout: c.IdleTimeout.Std(), AloneTimeout: c.AloneTimeout.Std()}.WithDefaults()
+	c.MaxBindings, c.IdleTimeout, c.AloneTimeout = t.Limit, duration.Duration(t.IdleTimeout), duration.Duration(t.AloneTimeout)
 	if c.Count == nil {
 		c.Count = func(Verdict) {}
 	}
@@ -71,16 +80,16 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"idle_timeout", c.IdleTimeout}, {"alone_timeout", c.AloneTimeout}} {
+	}{{"idle_timeout", c.IdleTimeout.Std()}, {"alone_timeout", c.AloneTimeout.Std()}} {
 		if err := bounds.Duration(d.name, d.v, 0, MaxTimeout); err != nil {
 			return err
 		}
 	}
-	if c.MaxContent < 0 || c.MaxContent > MaxMaxContent {
-		return fmt.Errorf("max_content must be in [1, %d] bytes, not %d", MaxMaxContent, c.MaxContent)
-	}
-	if c.MaxBindings < 0 || c.MaxBindings > MaxMaxBindings {
-		return fmt.Errorf("max_bindings must be in [1, %d], not %d", MaxMaxBindings, c.MaxBindings)
+	if err := bounds.First(
+		bounds.Int("max_content", c.MaxContent, 1, MaxMaxContent),
+		bounds.Int("max_bindings", c.MaxBindings, 1, MaxMaxBindings),
+	); err != nil {
+		return err
 	}
 	switch c.NonceByteOrder {
 	case "", NonceLittleEndian, NonceBigEndian:
@@ -100,8 +109,8 @@ func (c Config) TableConfig() TableConfig {
 	c = c.WithDefaults()
 	return TableConfig{
 		Limit:        c.MaxBindings,
-		IdleTimeout:  c.IdleTimeout,
-		AloneTimeout: c.AloneTimeout,
-		Sweep:        min(time.Second, c.IdleTimeout/4),
+		IdleTimeout:  c.IdleTimeout.Std(),
+		AloneTimeout: c.AloneTimeout.Std(),
+		Sweep:        min(time.Second, c.IdleTimeout.Std()/4),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wirerelay "github.com/gamegate/gamegate/wire/relay"
 )
@@ -20,9 +21,9 @@ func TestConfigValidate(t *testing.T) {
 		cfg   Config
 		field string
 	}{
-		{"negative idle timeout", Config{IdleTimeout: -time.Second}, "idle_timeout"},
-		{"idle timeout past a day", Config{IdleTimeout: 25 * time.Hour}, "idle_timeout"},
-		{"negative alone timeout", Config{AloneTimeout: -time.Second}, "alone_timeout"},
+		{"negative idle timeout", Config{IdleTimeout: duration.Duration(-time.Second)}, "idle_timeout"},
+		{"idle timeout past a day", Config{IdleTimeout: duration.Duration(25 * time.Hour)}, "idle_timeout"},
+		{"negative alone timeout", Config{AloneTimeout: duration.Duration(-time.Second)}, "alone_timeout"},
 		{"max content past 65535", Config{MaxContent: 70000}, "max_content"},
 		{"negative max content", Config{MaxContent: -1}, "max_content"},
 		{"negative max bindings", Config{MaxBindings: -1}, "max_bindings"},
@@ -41,11 +42,11 @@ func TestConfigValidate(t *testing.T) {
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.WithDefaults()
 	if c.MaxContent != DefaultMaxContent || c.NonceByteOrder != DefaultNonceByteOrder ||
-		c.IdleTimeout != DefaultIdleTimeout || c.AloneTimeout != DefaultAloneTimeout || c.MaxBindings != DefaultMaxBindings {
+		c.IdleTimeout.Std() != DefaultIdleTimeout || c.AloneTimeout.Std() != DefaultAloneTimeout || c.MaxBindings != DefaultMaxBindings {
 		t.Fatalf("got %+v, want the defaults", c)
 	}
 	// A table can be made before Validate refuses a value.
-	tc := Config{IdleTimeout: -time.Second, MaxBindings: -5}.TableConfig()
+	tc := Config{IdleTimeout: duration.Duration(-time.Second), MaxBindings: -5}.TableConfig()
 	if tc.IdleTimeout != DefaultIdleTimeout || tc.Limit != DefaultMaxBindings || tc.Sweep != time.Second {
 		t.Fatalf("got %+v, want the defaults for values Validate refuses", tc)
 	}

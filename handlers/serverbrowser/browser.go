@@ -59,10 +59,11 @@ type Config struct {
 	History time.Duration
 	// HistorySamples is the number of buckets History is split into; a
 	// bucket keeps its peak. Default: 96.
-	HistorySamples int
+	HistorySamples int `json:"history_samples,omitempty"`
 	// MaxHistoryServers bounds the servers whose history is kept.
-	// Default: 1024.
-	MaxHistoryServers int
+	// Default: 1024. The counts' tags name them as options, by which a
+	// Caddyfile parser finds their ranges.
+	MaxHistoryServers int `json:"max_history_servers,omitempty"`
 	// Now gives the time. Default: time.Now.
 	Now func() time.Time
 }

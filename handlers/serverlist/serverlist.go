@@ -73,13 +73,15 @@ type Config struct {
 	// it: a larger status is cut (players, bots and raw variables past
 	// the bound left out, long texts shortened) and marked
 	// "truncated": true. Default: 8KiB.
-	MaxStatusSize int
+	MaxStatusSize int `json:"max_status_size,omitempty"`
 	// MaxPageSize bounds, in bytes, the body of one answer: a page ends
 	// before the server that would pass it, with fewer servers than its
 	// limit, and is marked "truncated": true; the next page starts at
 	// offset plus the servers it holds. It holds at least one server:
-	// it must be at least MaxStatusSize and 1KiB. Default: 1MiB.
-	MaxPageSize int
+	// it must be at least MaxStatusSize and 1KiB. Default: 1MiB. The
+	// sizes' tags name them as options, by which a Caddyfile parser
+	// finds their ranges.
+	MaxPageSize int `json:"max_page_size,omitempty"`
 	// Now gives the time. Default: time.Now.
 	Now func() time.Time
 	// ClientIP gives a request's client address, which decides the

@@ -33,11 +33,12 @@ func Lower(lo time.Duration) time.Duration { return max(lo, MinDuration) }
 // positive duration under MinDuration, most likely a bare JSON number,
 // gets a hint to write it with a unit.
 func Duration(name string, d, lo, hi time.Duration) error {
+	raised := lo < MinDuration
 	lo = Lower(lo)
 	if d == 0 || (d >= lo && d <= hi) {
 		return nil
 	}
-	return &RangeError{Name: name, Lo: int64(lo), Hi: int64(hi), Value: int64(d), Duration: true}
+	return &RangeError{Name: name, Lo: int64(lo), Hi: int64(hi), Value: int64(d), Duration: true, Raised: raised}
 }
 
 // RangeError is an option outside its range: what Int and Duration
@@ -48,6 +49,9 @@ type RangeError struct {
 	Lo, Hi   int64  // its range, bounds included (nanoseconds for a duration)
 	Value    int64  // the value given
 	Duration bool   // whether the option is a duration
+	// Raised says that Lo is MinDuration because the option's own lower
+	// bound was less (a duration option without a lower bound of its own).
+	Raised bool
 }
 
 func (e *RangeError) Error() string {

@@ -30,6 +30,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/gamegate/gamegate/internal/bounds"
 )
 
 // MaxSpan bounds both the interval between events (1/rate) and the time a
@@ -90,11 +92,12 @@ func ValidateNamed(rateName, burstName string, rate float64, burst int) error {
 // for its default: rateName, events per second, and burstName, events at
 // once in [1, maxBurst].
 func ValidateOptions(rateName, burstName string, rate float64, burst, maxBurst int) error {
-	switch {
-	case rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0):
+	if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
 		return fmt.Errorf("%s must be a positive number, not %v", rateName, rate)
-	case burst < 0 || burst > maxBurst:
-		return fmt.Errorf("%s must be in [1, %d], not %d", burstName, maxBurst, burst)
+	}
+	// A *bounds.RangeError, so that a parser can read the burst's range.
+	if err := bounds.Int(burstName, burst, 1, maxBurst); err != nil {
+		return err
 	}
 	return ValidateNamed(rateName, burstName, rate, max(burst, 1))
 }

@@ -77,7 +77,7 @@ type Config struct {
 	Username string
 	Password string
 	// DB is the database number; not for a cluster. Default: 0.
-	DB int
+	DB int `json:"db,omitempty"`
 	// TLS connects with TLS, verifying the server against TLSServerName
 	// (default: the address's host) unless TLSInsecureSkipVerify.
 	TLS                   bool
@@ -94,15 +94,15 @@ type Config struct {
 	MasterName string
 	// DialTimeout, ReadTimeout and WriteTimeout bound connecting and each
 	// network read and write. Defaults: 1s each.
-	DialTimeout  time.Duration
-	ReadTimeout  time.Duration
-	WriteTimeout time.Duration
+	DialTimeout  time.Duration `json:"dial_timeout,omitempty"`
+	ReadTimeout  time.Duration `json:"read_timeout,omitempty"`
+	WriteTimeout time.Duration `json:"write_timeout,omitempty"`
 	// Timeout bounds every operation, retries included, unless the
 	// caller's context ends sooner. Default: 1s.
-	Timeout time.Duration
+	Timeout time.Duration `json:"timeout,omitempty"`
 	// LockExpiry is how long a lock outlives its holder's last renewal;
 	// a holder renews it every third of it. Default: 10s.
-	LockExpiry time.Duration
+	LockExpiry time.Duration `json:"lock_expiry,omitempty"`
 	// LockPoll is the first wait between attempts to take a held lock;
 	// it doubles up to 2s. Default: 250ms.
 	LockPoll time.Duration
@@ -123,8 +123,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("address %q: port must be in [1, 65535]", a)
 		}
 	}
-	if c.DB < 0 || c.DB > MaxDB {
-		return fmt.Errorf("db must be in [0, %d], not %d", MaxDB, c.DB)
+	if err := bounds.Int("db", c.DB, 0, MaxDB); err != nil {
+		return err
 	}
 	if c.DB != 0 && len(c.Addresses) > 1 && c.MasterName == "" {
 		return errors.New("db must be 0 for a cluster (several addresses)")
