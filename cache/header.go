@@ -11,7 +11,7 @@ import "net/http"
 // one response's edits into every other, and race. One array per response,
 // sliced without spare capacity so that appending copies, keeps that to one
 // small allocation.
-type HeaderValues [5]string
+type HeaderValues [6]string
 
 // Set sets h's name to value, stored in slot i (each header its own slot).
 func (v *HeaderValues) Set(h http.Header, i int, name, value string) {

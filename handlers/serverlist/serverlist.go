@@ -919,18 +919,27 @@ func (l *List) ServeHTTP(w http.ResponseWriter, r *http.Request) int {
 		http.Error(w, `{"error":"internal"}`, http.StatusInternalServerError)
 		return http.StatusInternalServerError
 	}
+	body, etag, length := ans.body, ans.etag, ans.contentLength
+	gz := ans.gz != nil && acceptsGzip(r.Header.Get("Accept-Encoding"))
+	if gz {
+		body, etag, length = ans.gz, ans.gzETag, ans.gzLength
+	}
 	h, v := w.Header(), new(cache.HeaderValues)
-	v.Set(h, 0, "Etag", ans.etag)
+	v.Set(h, 0, "Etag", etag)
 	v.Set(h, 1, "Cache-Control", "no-cache")
-	if cache.IfNoneMatch(r.Header.Get("If-None-Match"), ans.etag) {
+	v.Set(h, 2, "Vary", "Accept-Encoding")
+	if cache.IfNoneMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return http.StatusNotModified
 	}
-	v.Set(h, 2, "Content-Type", "application/json")
-	v.Set(h, 3, "Content-Length", ans.contentLength)
+	v.Set(h, 3, "Content-Type", "application/json")
+	v.Set(h, 4, "Content-Length", length)
+	if gz {
+		v.Set(h, 5, "Content-Encoding", "gzip")
+	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
-		_, _ = w.Write(ans.body)
+		_, _ = w.Write(body)
 	}
 	return http.StatusOK
 }
