@@ -90,13 +90,16 @@ site of its own, and each behind a ` + "`handle_path`" + ` of the same site (gam
 docs mount it). Goal: 0.95× discovery routed alike. Also reported: game_query behind its
 ` + "`handle_path`" + ` against discovery as its docs mount it (the site's last route, after the
 ` + "`handle_path`" + ` routes), and what each route costs discovery against a site of its own.`},
-	httpload.ServerList: {"Server list", `server_list's answer (` + "`GET /servers/`" + `, behind ` + "`handle_path /servers/*`" + `):
-every game server registered with the gamegate app's master, each with its status from the
-list's cache, as JSON, against qos_discovery's 200 (a fleet of eight) in the same Caddy, same
-client and connections. The game servers are real sockets that register as Quake 3 servers do
-(heartbeat, getinfo, infoResponse) and answer getstatus. The list holds each answer encoded
-until a registration or a status changes, and gzipped once (the gzip row is a client sending
-` + "`Accept-Encoding: gzip`" + `, as browsers do). Goal: 0.8× discovery. Also reported: Caddy's
-` + "`file_server`" + ` serving the very bytes of the list's answer (a site of its own), what
-answering that many bytes costs any handler.`},
+	httpload.ServerList: {"Server list", `server_list's answer (` + "`GET /servers/`" + `): every game server registered
+with the gamegate app's master, each with its status from the list's cache, as JSON, against
+qos_discovery's 200 (a fleet of eight) in the same Caddy, same client and connections, each
+routed alike (as the game-query workload compares them): behind a ` + "`handle_path`" + ` of the same
+site, and each the whole of a site of its own. The game servers are real sockets that register
+as Quake 3 servers do (heartbeat, getinfo, infoResponse) and answer getstatus. The list holds
+each answer encoded until a registration or a status changes, and gzipped once (the gzip row is
+a client sending ` + "`Accept-Encoding: gzip`" + `, as browsers do). Goal: 0.8× discovery. Also
+reported: the list against discovery as the site's first route; Caddy's ` + "`file_server`" + `
+serving the very bytes of the list's answer (a site of its own); and a bare ` + "`net/http`" + `
+server answering the list's bytes and discovery's from memory with the same headers, what
+that many bytes cost any Go HTTP server without Caddy.`},
 }

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,10 +89,10 @@ func Run(cfg Config) ([]*benchutil.Workload, error) {
 		return nil, err
 	}
 	defer game.Close()
-	var files, web, queries, discoveries, gqp, shield, masterAddr string
+	var files, web, queries, discoveries, lists, gqp, shield, masterAddr string
 	if err := benchutil.StartCaddyOnFreePorts(func() string {
 		files, web = benchutil.FreeAddr("tcp"), benchutil.FreeAddr("tcp")
-		queries, discoveries = benchutil.FreeAddr("tcp"), benchutil.FreeAddr("tcp")
+		queries, discoveries, lists = benchutil.FreeAddr("tcp"), benchutil.FreeAddr("tcp"), benchutil.FreeAddr("tcp")
 		gqp, shield, masterAddr = benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp"), benchutil.FreeAddr("udp")
 		return fmt.Sprintf(`{
 	default_bind 127.0.0.1
@@ -148,6 +149,12 @@ http://%[2]s {
 		}
 	}
 }
+# server_list the whole of a site of its own, as qos_discovery is above.
+http://%[12]s {
+	server_list {
+		ttl 1h
+	}
+}
 # game_query and qos_discovery each the whole of a site of its own: one
 # route each, no matcher before it.
 http://%[11]s {
@@ -166,7 +173,7 @@ http://%[10]s {
 		upstream_rate 1000
 	}
 }
-`, files, web, gqp, shield, game.Addr, masterAddr, filepath.Join(dir, "www"), fleets, max(cfg.Servers, 1), queries, discoveries)
+`, files, web, gqp, shield, game.Addr, masterAddr, filepath.Join(dir, "www"), fleets, max(cfg.Servers, 1), queries, discoveries, lists)
 	}); err != nil {
 		return nil, err
 	}
@@ -202,6 +209,8 @@ http://%[10]s {
 	add("disc-200", "`qos_discovery`, 200", web, fleet, 200, []string{Discovery, ServerList})
 	add("file-304", "Caddy `file_server`, 304", files, fleet, 304, []string{Discovery}, "If-None-Match: "+fetag)
 	add("disc-304", "`qos_discovery`, 304", web, fleet, 304, []string{Discovery}, "If-None-Match: "+detag)
+	add("disc-200-mounted", "`qos_discovery`, 200, behind `handle_path`", web, "/mounted"+fleet, 200, []string{ServerList})
+	add("disc-200-site", "`qos_discovery`, 200, a site of its own", discoveries, fleet, 200, []string{ServerList})
 	add("disc-2", "`qos_discovery`, 200, a fleet of two, after the site's handle_path routes", web, "/v1/fleets/two/servers", 200, []string{GameQuery})
 	add("disc-2-site", "`qos_discovery`, 200, a fleet of two, a site of its own", discoveries, "/v1/fleets/two/servers", 200, []string{GameQuery})
 	add("disc-2-mounted", "`qos_discovery`, 200, a fleet of two, behind `handle_path`", web, "/mounted/v1/fleets/two/servers", 200, []string{GameQuery})
@@ -222,10 +231,11 @@ http://%[10]s {
 		if err != nil {
 			return nil, err
 		}
-		add("list", fmt.Sprintf("`server_list`, %d servers", cfg.Servers), web, "/servers/", 200, []string{ServerList})
+		add("list", fmt.Sprintf("`server_list`, %d servers, behind `handle_path`", cfg.Servers), web, "/servers/", 200, []string{ServerList})
+		add("list-site", fmt.Sprintf("`server_list`, %d servers, a site of its own", cfg.Servers), lists, "/", 200, []string{ServerList})
 		// What browsers, Go's and Node's HTTP clients ask: the held answer
 		// gzipped.
-		add("list-gzip", fmt.Sprintf("`server_list`, %d servers, `Accept-Encoding: gzip`", cfg.Servers), web, "/servers/", 200,
+		add("list-gzip", fmt.Sprintf("`server_list`, %d servers, behind `handle_path`, `Accept-Encoding: gzip`", cfg.Servers), web, "/servers/", 200,
 			[]string{ServerList}, "Accept-Encoding: gzip")
 		if _, _, zbody, err := get(web, "/servers/", "Accept-Encoding: gzip"); err != nil || len(zbody) == 0 {
 			return nil, fmt.Errorf("server_list answers no gzip: %v", err)
@@ -245,6 +255,16 @@ http://%[10]s {
 			return nil, fmt.Errorf("file_server does not serve the list's body: %v", err)
 		}
 		add("list-file", "Caddy `file_server`, the list's body", files, "/list.json", 200, []string{ServerList})
+		// A bare net/http server answering the list's bytes and
+		// discovery's from memory, with the same headers: what those
+		// bytes cost any Go HTTP server on this machine, without Caddy.
+		bare, stopBare, err := serveBare(map[string][]byte{"/list.json": lbody, "/fleet.json": body})
+		if err != nil {
+			return nil, err
+		}
+		defer stopBare()
+		add("bare-list", "bare `net/http`, the list's body", bare, "/list.json", 200, []string{ServerList})
+		add("bare-disc", "bare `net/http`, discovery's body", bare, "/fleet.json", 200, []string{ServerList})
 	}
 	loads, err := benchutil.Measure(cfg.Schedule, targets, func(t *target) string { return t.name },
 		func(_ int, t *target) error {
@@ -281,8 +301,11 @@ http://%[10]s {
 			{Target: "disc-2", Baseline: "disc-2-site"}, {Target: "disc-2-mounted", Baseline: "disc-2-site"}},
 			Notes: []string{bodySizes(targets)}},
 		ServerList: {ID: ServerList, Command: fmt.Sprintf(command, ServerList), Comparisons: []benchutil.Comparison{
-			{Target: "list", Baseline: "disc-200", Goal: 0.8}, {Target: "list-gzip", Baseline: "disc-200", Goal: 0.8},
-			{Target: "list", Baseline: "list-file"}, {Target: "list-file", Baseline: "disc-200"}},
+			{Target: "list", Baseline: "disc-200-mounted", Goal: 0.8}, {Target: "list-site", Baseline: "disc-200-site", Goal: 0.8},
+			{Target: "list-gzip", Baseline: "disc-200-mounted", Goal: 0.8},
+			{Target: "list", Baseline: "disc-200"}, {Target: "disc-200-mounted", Baseline: "disc-200"},
+			{Target: "list", Baseline: "list-file"}, {Target: "list-file", Baseline: "disc-200"},
+			{Target: "list", Baseline: "bare-list"}, {Target: "bare-list", Baseline: "bare-disc"}},
 			Notes: []string{fmt.Sprintf("The list: %d servers registered with the master, each answering its status "+
 				"queries (cached for an hour), %d bytes of JSON, %d gzipped (held so, compressed once per answer); "+
 				"the discovery answer is %d bytes.", cfg.Servers, listBytes, gzBytes, len(body))}},
@@ -443,4 +466,38 @@ func serveQuake3(c *net.UDPConn, i int) {
 			_, _ = c.WriteToUDP(out, from)
 		}
 	}
+}
+
+// serveBare starts a plain net/http server on loopback answering each
+// path of bodies with its bytes, as the list does (Content-Type,
+// Content-Length, ETag, Cache-Control, Vary), and returns its address and
+// a function that stops it.
+func serveBare(bodies map[string][]byte) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	type answer struct {
+		body []byte
+		h    http.Header
+	}
+	answers := make(map[string]answer, len(bodies))
+	for path, b := range bodies {
+		answers[path] = answer{b, http.Header{"Content-Type": {"application/json"}, "Content-Length": {strconv.Itoa(len(b))},
+			"Etag": {`"bare"`}, "Cache-Control": {"no-cache"}, "Vary": {"Accept-Encoding"}}}
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, ok := answers[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		h := w.Header()
+		for k, v := range a.h {
+			h[k] = v
+		}
+		_, _ = w.Write(a.body)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
