@@ -61,6 +61,17 @@ func (c *QueryConfig) Validate() error {
 	check.Int("lan_request_port", c.LANRequestPort, 1, 65535)
 	check.Int("lan_answer_port", c.LANAnswerPort, 1, 65535)
 	check.Duration("lan_wait", c.LANWait.Std(), 0, MaxTimeout)
+	if c.LANGroup == "" {
+		for _, o := range []struct {
+			name string
+			set  bool
+		}{{"lan_request_port", c.LANRequestPort != 0}, {"lan_answer_port", c.LANAnswerPort != 0},
+			{"lan_interface", c.LANInterface != ""}, {"lan_wait", c.LANWait != 0}} {
+			if o.set {
+				check.Failf("%s configures the LAN query, which only lan_group enables", o.name)
+			}
+		}
+	}
 	return check.Err()
 }
 

@@ -20,6 +20,9 @@ func TestQueryConfigValidate(t *testing.T) {
 		{Name: "lan_request_port", Validate: (&QueryConfig{LANRequestPort: 70000}).Validate, Want: "lan_request_port must be in [1, 65535], not 70000"},
 		{Name: "lan_answer_port", Validate: (&QueryConfig{LANAnswerPort: -1}).Validate, Want: "lan_answer_port must be in [1, 65535], not -1"},
 		{Name: "lan_wait", Validate: (&QueryConfig{LANWait: duration.Duration(2 * time.Hour)}).Validate, Want: "lan_wait must be a duration in [1ms, 1h0m0s]"},
+		{Name: "lan_interface without lan_group", Validate: (&QueryConfig{LANInterface: "eth0"}).Validate, Want: "lan_interface configures the LAN query, which only lan_group enables"},
+		{Name: "lan_wait without lan_group", Validate: (&QueryConfig{LANWait: duration.Duration(time.Second)}).Validate, Want: "lan_wait configures the LAN query, which only lan_group enables"},
+		{Name: "lan options with lan_group", Validate: (&QueryConfig{LANGroup: "225.1.1.1", LANInterface: "lo", LANWait: duration.Duration(time.Second), LANRequestPort: 4555, LANAnswerPort: 4556}).Validate, Want: ""},
 	})
 }
 
