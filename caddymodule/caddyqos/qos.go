@@ -193,11 +193,13 @@ func (l *listenerSet) list() []string {
 //		name               <name>
 //	}
 //
-// The ranges are the service's (qos.Config.Validate), checked as each
-// option is read: a value given is in range, 0 too where 0 is one.
+// A number is read in the range the service's Config holds it to
+// (qos.Config.Validate), so that an error shows the option's line; the
+// Config's Validate then checks the whole block once, its error shown at
+// the line of the option it names.
 func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	const module = "qos"
-	return caddyglue.ParseModuleBlock(d, module, nil, func(opt string) error {
+	return caddyglue.ParseConfigBlock(d, module, nil, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "rate":
@@ -227,13 +229,8 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return caddyglue.UnknownOption(d, module, opt)
 		}
-		if err == nil {
-			if verr := h.Validate(); verr != nil {
-				return d.Errf("%s: %v", module, verr)
-			}
-		}
 		return err
-	})
+	}, h.Validate)
 }
 
 // configRange is the range the service's Config holds option opt to.

@@ -139,11 +139,13 @@ func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		name             <name>
 //	}
 //
-// The ranges are the relay's (relay.Config.Validate), checked as each
-// option is read.
+// A number is read in the range the relay's Config holds it to
+// (relay.Config.Validate), so that an error shows the option's line; the
+// Config's Validate then checks the whole block once, its error shown at
+// the line of the option it names.
 func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	const module = "relay"
-	return caddyglue.ParseModuleBlock(d, module, nil, func(opt string) error {
+	return caddyglue.ParseConfigBlock(d, module, nil, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -163,13 +165,8 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return caddyglue.UnknownOption(d, module, opt)
 		}
-		if err == nil {
-			if verr := h.Validate(); verr != nil {
-				return d.Errf("%s: %v", module, verr)
-			}
-		}
 		return err
-	})
+	}, h.Validate)
 }
 
 // configRange is the range the relay's Config holds option opt to.
