@@ -69,7 +69,7 @@ func (h *QoSEcho) Provision(ctx caddy.Context) error {
 		// Take over the tables of those the configuration this one
 		// replaces served now, so that their bans outlive the reload.
 		for _, l := range layer4Listeners.list() {
-			if _, held := sourceTables.References(h.svc.TableKey(l)); held {
+			if sourceTables.Held(h.svc.TableKey(l)) {
 				if _, err := h.svc.ForListener(l); err != nil {
 					return err
 				}
@@ -102,18 +102,15 @@ func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 }
 
 // sourceTables holds the QoS source tables across configuration reloads.
-var sourceTables = caddy.NewUsagePool()
-
-var liveSourceTables caddyglue.LiveSet[*qos.SourceTable]
+// A table destroyed takes its layer4 listener with it.
+var sourceTables = caddyglue.NewLivePool[*qos.SourceTable](layer4Listeners.remove)
 
 // qosTables lends QoS services the pooled source tables.
 type qosTables struct{ layer4 bool }
 
 func (t qosTables) Acquire(key, listener string, limit int) (*qos.SourceTable, error) {
-	val, _, err := sourceTables.LoadOrNew(key, func() (caddy.Destructor, error) {
-		st := qos.NewSourceTable(limit, nil, qos.SweepInterval)
-		liveSourceTables.Add(st)
-		return pooledSourceTable{st, key}, nil
+	st, err := sourceTables.LoadOrNew(key, func() (*qos.SourceTable, error) {
+		return qos.NewSourceTable(limit, nil, qos.SweepInterval), nil
 	})
 	if err != nil {
 		return nil, err
@@ -121,25 +118,10 @@ func (t qosTables) Acquire(key, listener string, limit int) (*qos.SourceTable, e
 	if t.layer4 && listener != "" {
 		layer4Listeners.add(key, listener)
 	}
-	return val.(pooledSourceTable).SourceTable, nil
+	return st, nil
 }
 
-func (qosTables) Release(key string) error {
-	_, err := sourceTables.Delete(key)
-	return err
-}
-
-// pooledSourceTable releases a source table when no configuration uses it.
-type pooledSourceTable struct {
-	*qos.SourceTable
-	key string
-}
-
-func (p pooledSourceTable) Destruct() error {
-	liveSourceTables.Remove(p.SourceTable)
-	layer4Listeners.remove(p.key)
-	return p.SourceTable.Destruct()
-}
+func (qosTables) Release(key string) error { return sourceTables.Release(key) }
 
 // layer4Listeners are the listeners of the pooled tables that layer4 QoS
 // handlers without a name made for the local addresses their associations
@@ -319,7 +301,7 @@ func (m *qosMetricSet) collect(ch chan<- prometheus.Metric) {
 			counter(m.drops, n[v], listener, v.String())
 		}
 	}
-	tracked := liveSourceTables.Sum((*qos.SourceTable).Len)
+	tracked := sourceTables.Sum((*qos.SourceTable).Len)
 	ch <- prometheus.MustNewConstMetric(m.tracked, prometheus.GaugeValue, float64(tracked))
 }
 
