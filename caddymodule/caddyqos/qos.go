@@ -69,7 +69,7 @@ func (h *QoSEcho) Provision(ctx caddy.Context) error {
 		// Take over the tables of those the configuration this one
 		// replaces served now, so that their bans outlive the reload.
 		for _, l := range layer4Listeners.list() {
-			if _, held := sourceTables.References(h.svc.TableKey(l)); held {
+			if sourceTables.Held(h.svc.TableKey(l)) {
 				if _, err := h.svc.ForListener(l); err != nil {
 					return err
 				}
@@ -102,18 +102,15 @@ func (h *QoSEcho) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 }
 
 // sourceTables holds the QoS source tables across configuration reloads.
-var sourceTables = caddy.NewUsagePool()
-
-var liveSourceTables caddyglue.LiveSet[*qos.SourceTable]
+// A table destroyed takes its layer4 listener with it.
+var sourceTables = caddyglue.NewLivePool[*qos.SourceTable](layer4Listeners.remove)
 
 // qosTables lends QoS services the pooled source tables.
 type qosTables struct{ layer4 bool }
 
 func (t qosTables) Acquire(key, listener string, limit int) (*qos.SourceTable, error) {
-	val, _, err := sourceTables.LoadOrNew(key, func() (caddy.Destructor, error) {
-		st := qos.NewSourceTable(limit, nil, qos.SweepInterval)
-		liveSourceTables.Add(st)
-		return pooledSourceTable{st, key}, nil
+	st, err := sourceTables.LoadOrNew(key, func() (*qos.SourceTable, error) {
+		return qos.NewSourceTable(limit, nil, qos.SweepInterval), nil
 	})
 	if err != nil {
 		return nil, err
@@ -121,25 +118,10 @@ func (t qosTables) Acquire(key, listener string, limit int) (*qos.SourceTable, e
 	if t.layer4 && listener != "" {
 		layer4Listeners.add(key, listener)
 	}
-	return val.(pooledSourceTable).SourceTable, nil
+	return st, nil
 }
 
-func (qosTables) Release(key string) error {
-	_, err := sourceTables.Delete(key)
-	return err
-}
-
-// pooledSourceTable releases a source table when no configuration uses it.
-type pooledSourceTable struct {
-	*qos.SourceTable
-	key string
-}
-
-func (p pooledSourceTable) Destruct() error {
-	liveSourceTables.Remove(p.SourceTable)
-	layer4Listeners.remove(p.key)
-	return p.SourceTable.Destruct()
-}
+func (qosTables) Release(key string) error { return sourceTables.Release(key) }
 
 // layer4Listeners are the listeners of the pooled tables that layer4 QoS
 // handlers without a name made for the local addresses their associations
@@ -193,11 +175,13 @@ func (l *listenerSet) list() []string {
 //		name               <name>
 //	}
 //
-// The ranges are the service's (qos.Config.Validate), checked as each
-// option is read: a value given is in range, 0 too where 0 is one.
+// A number is read in the range the service's Config holds it to
+// (qos.Config.Validate), so that an error shows the option's line; the
+// Config's Validate then checks the whole block once, its error shown at
+// the line of the option it names.
 func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	const module = "qos"
-	return caddyglue.ParseModuleBlock(d, module, nil, func(opt string) error {
+	return caddyglue.ParseConfigBlock(d, module, nil, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "rate":
@@ -227,13 +211,8 @@ func (h *QoSEcho) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return caddyglue.UnknownOption(d, module, opt)
 		}
-		if err == nil {
-			if verr := h.Validate(); verr != nil {
-				return d.Errf("%s: %v", module, verr)
-			}
-		}
 		return err
-	})
+	}, h.Validate)
 }
 
 // configRange is the range the service's Config holds option opt to.
@@ -322,7 +301,7 @@ func (m *qosMetricSet) collect(ch chan<- prometheus.Metric) {
 			counter(m.drops, n[v], listener, v.String())
 		}
 	}
-	tracked := liveSourceTables.Sum((*qos.SourceTable).Len)
+	tracked := sourceTables.Sum((*qos.SourceTable).Len)
 	ch <- prometheus.MustNewConstMetric(m.tracked, prometheus.GaugeValue, float64(tracked))
 }
 

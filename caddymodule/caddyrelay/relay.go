@@ -55,16 +55,7 @@ func (*Relay) CaddyModule() caddy.ModuleInfo {
 }
 
 // relayTables holds the binding tables across configuration reloads.
-var relayTables = caddy.NewUsagePool()
-
-var liveRelayTables caddyglue.LiveSet[*relay.Table]
-
-type pooledRelayTable struct{ *relay.Table }
-
-func (p pooledRelayTable) Destruct() error {
-	liveRelayTables.Remove(p.Table)
-	return p.Table.Destruct()
-}
+var relayTables = caddyglue.NewLivePool[*relay.Table](nil)
 
 // Provision builds the relay on the pooled binding table of its name and
 // settings.
@@ -89,19 +80,14 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	// but not these settings keep separate tables rather than one of them
 	// silently running with the other's timeouts.
 	key := fmt.Sprintf("%s/%d/%s/%s", h.Name, cfg.MaxBindings, cfg.IdleTimeout, cfg.AloneTimeout)
-	val, _, err := relayTables.LoadOrNew(key, func() (caddy.Destructor, error) {
-		t, err := relay.NewTable(cfg.TableConfig())
-		if err != nil {
-			return nil, err
-		}
-		liveRelayTables.Add(t)
-		return pooledRelayTable{t}, nil
+	table, err := relayTables.LoadOrNew(key, func() (*relay.Table, error) {
+		return relay.NewTable(cfg.TableConfig())
 	})
 	if err != nil {
 		return err
 	}
 	h.tableKey = key
-	if h.relayServer, err = relay.NewServer(cfg, val.(pooledRelayTable).Table); err != nil {
+	if h.relayServer, err = relay.NewServer(cfg, table); err != nil {
 		return err
 	}
 	return caddyglue.RegisterDatagramMetrics(ctx, &RelayMetrics.MetricSet)
@@ -117,8 +103,7 @@ func (h *Relay) Cleanup() error {
 	if h.tableKey == "" {
 		return nil
 	}
-	_, err := relayTables.Delete(h.tableKey)
-	return err
+	return relayTables.Release(h.tableKey)
 }
 
 // Handle relays the datagrams of one client address until the association
@@ -139,11 +124,13 @@ func (h *Relay) Handle(cx *layer4.Connection, _ layer4.Handler) error {
 //		name             <name>
 //	}
 //
-// The ranges are the relay's (relay.Config.Validate), checked as each
-// option is read.
+// A number is read in the range the relay's Config holds it to
+// (relay.Config.Validate), so that an error shows the option's line; the
+// Config's Validate then checks the whole block once, its error shown at
+// the line of the option it names.
 func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	const module = "relay"
-	return caddyglue.ParseModuleBlock(d, module, nil, func(opt string) error {
+	return caddyglue.ParseConfigBlock(d, module, nil, nil, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -163,13 +150,8 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return caddyglue.UnknownOption(d, module, opt)
 		}
-		if err == nil {
-			if verr := h.Validate(); verr != nil {
-				return d.Errf("%s: %v", module, verr)
-			}
-		}
 		return err
-	})
+	}, h.Validate)
 }
 
 // configRange is the range the relay's Config holds option opt to.
@@ -190,7 +172,7 @@ func newRelayMetrics() *relayMetricSet {
 		"Relay datagrams handled, by outcome (relayed, bound, pinged, error_sent, dropped reasons, …).",
 		"outcome", relay.NumVerdicts)
 	m.GaugeFunc("bindings", "Live relay bindings (allocations bound to a client address).", func() float64 {
-		return float64(liveRelayTables.Sum((*relay.Table).Len))
+		return float64(relayTables.Sum((*relay.Table).Len))
 	})
 	return m
 }

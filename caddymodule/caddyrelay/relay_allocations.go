@@ -328,9 +328,13 @@ func (h *RelayAllocations) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 //
 // A description containing spaces is quoted with its ID:
 // regions "eu-west=Europe (Frankfurt)" us-east. max_body takes a number of
-// bytes, optionally with a unit: B, KB, KiB, MB or MiB.
+// bytes, optionally with a unit: B, KB, KiB, MB or MiB. A number is read
+// in the range the API's Config holds it to; Validate then checks the
+// whole block once (what is required, and what bounds what:
+// max_allocations_per_client by max_allocations), its error shown at the
+// line of the option it names.
 func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return caddyglue.ParseRenamedModuleBlock(d, "", nil, relayAllocationsFormerNames, func(opt string) error {
+	return caddyglue.ParseConfigBlock(d, "", nil, relayAllocationsFormerNames, func(opt string) error {
 		var err error
 		switch opt {
 		case "secrets":
@@ -400,7 +404,7 @@ func (h *RelayAllocations) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return caddyglue.UnknownOption(d, "", opt)
 		}
 		return err
-	})
+	}, h.Validate)
 }
 
 // relayAllocationsFormerNames are the allocations API's renamed options.
