@@ -66,11 +66,6 @@ var stillMirroring = []string{
 	"http.handlers.server_browser",
 	"http.handlers.server_list",
 	"layer4.handlers.gqp",
-	// split_layout: a2s.ShieldOptions takes the parsed layout, so the
-	// option's name, and its check, are the glue's; it belongs in
-	// ShieldOptions as a2s.Config has it.
-	"gamegate.udp.protocols.a2s_shield",
-	"layer4.handlers.a2s_shield",
 }
 
 // ownOption is an option a module struct declares itself.

@@ -2,7 +2,6 @@ package caddya2s
 
 import (
 	"crypto/rand"
-	"fmt"
 	"net"
 	"net/netip"
 
@@ -40,12 +39,8 @@ type A2SShield struct {
 	// stale_if_error, negative_ttl, challenge_window, max_payload,
 	// decompress, attempt_timeout, retries, max_packets,
 	// max_response_size, rate, burst, byte_rate, byte_burst,
-	// total_byte_rate, total_byte_burst, max_sources.
+	// total_byte_rate, total_byte_burst, max_sources, split_layout.
 	a2s.ShieldOptions
-	// Layout of split answers sent: auto (the game server's own), source,
-	// source_no_size or goldsrc. It is also the layout expected from the
-	// game server. Default: auto.
-	SplitLayout string `json:"split_layout,omitempty"`
 
 	// Deprecated: the former name of stale_while_revalidate and
 	// stale_if_error together, which it sets both.
@@ -71,13 +66,6 @@ func (*A2SShield) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// options are the shield's options, its layout parsed.
-func (h *A2SShield) options() a2s.ShieldOptions {
-	o := h.ShieldOptions
-	o.Layout, _ = a2s.ParseLayout(h.SplitLayout) // checked by Validate
-	return o
-}
-
 // Provision moves the former option names to the current ones, builds the
 // shield and starts its workers.
 func (h *A2SShield) Provision(ctx caddy.Context) error {
@@ -93,7 +81,7 @@ func (h *A2SShield) Provision(ctx caddy.Context) error {
 	if err := caddyglue.Renamed(ctx, "a2s_shield", "max_response", "max_response_size", &h.FormerMaxResponse, &h.MaxResponse); err != nil {
 		return err
 	}
-	o := h.options()
+	o := h.ShieldOptions
 	o.Key = a2sChallengeKey
 	o.Count = A2sShieldMetrics.requests.Count
 	o.Sent = A2sShieldMetrics.sent
@@ -133,13 +121,7 @@ var a2sChallengeKey = func() []byte {
 }()
 
 // Validate checks the configuration (a2s.ShieldOptions.Validate).
-func (h *A2SShield) Validate() error {
-	if _, ok := a2s.ParseLayout(h.SplitLayout); !ok {
-		return fmt.Errorf("split_layout: want %s, got %q", a2s.LayoutChoices(), h.SplitLayout)
-	}
-	o := h.options()
-	return o.Validate()
-}
+func (h *A2SShield) Validate() error { return h.ShieldOptions.Validate() }
 
 // Handle serves the association's datagrams with the shield: challenges
 // and cached answers at once, requests that wait for the game server on

@@ -3,6 +3,7 @@ package a2s
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"time"
@@ -84,9 +85,10 @@ type ShieldOptions struct {
 	// Serve answers the game server compressed uncompressed. Default:
 	// false (served compressed, as they came).
 	Decompress bool `json:"decompress,omitempty"`
-	// Layout of split answers sent and expected from the game server
-	// (the handler's split_layout, by name). Default: LayoutAuto.
-	Layout wirea2s.Layout `json:"-"`
+	// Layout of split answers sent: auto (the game server's own), source,
+	// source_no_size or goldsrc. It is also the layout expected from the
+	// game server. Default: auto.
+	SplitLayout string `json:"split_layout,omitempty"`
 	// Time one upstream attempt waits, challenge included, at most 1h.
 	// Default: 1s.
 	AttemptTimeout duration.Duration `json:"attempt_timeout,omitempty"`
@@ -120,6 +122,9 @@ type ShieldOptions struct {
 // Upstream, which is required.
 func (o *ShieldOptions) Validate() error {
 	var c bounds.Check
+	if _, ok := ParseLayout(o.SplitLayout); !ok {
+		c.Add(fmt.Errorf("split_layout: want %s, got %q", LayoutChoices(), o.SplitLayout))
+	}
 	c.Duration("ttl", o.TTL.Std(), MinTTL, MaxLifetime)
 	c.Duration("stale_while_revalidate", o.StaleWhileRevalidate.Std(), 0, MaxLifetime)
 	c.Duration("stale_if_error", o.StaleIfError.Std(), 0, MaxLifetime)
@@ -196,17 +201,18 @@ func NewShieldProtocol(o ShieldOptions) (*ShieldProtocol, error) {
 	challengeWindow := cmp.Or(o.ChallengeWindow.Std(), DefaultChallengeWindow)
 	attemptTimeout := cmp.Or(o.AttemptTimeout.Std(), DefaultAttemptTimeout)
 	o.Retries = cmp.Or(o.Retries, DefaultRetries)
+	layout, _ := ParseLayout(o.SplitLayout) // checked by Validate
 	// One upstream query: every attempt, and a second.
 	loadBy := time.Duration(max(0, o.Retries)+1)*attemptTimeout + time.Second
 	shield, err := NewShield(ShieldConfig{
 		Upstream: o.Upstream,
-		Client: &Client{Timeout: attemptTimeout, Retries: o.Retries, Layout: o.Layout,
+		Client: &Client{Timeout: attemptTimeout, Retries: o.Retries, Layout: layout,
 			MaxPackets: o.MaxPackets, MaxMessage: o.MaxResponse},
 		Cache: cache.Policy{TTL: ttl, StaleWhileRevalidate: staleWhileRevalidate, StaleIfError: staleIfError,
 			NegativeTTL: negativeTTL, LoadTimeout: loadBy},
 		ChallengeWindow: challengeWindow,
 		Key:             o.Key,
-		Layout:          o.Layout,
+		Layout:          layout,
 		MaxPayload:      o.MaxPayload,
 		Decompress:      o.Decompress,
 		Limits:          o.Limits,
