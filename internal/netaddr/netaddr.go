@@ -125,3 +125,18 @@ func AddrPortOf(a net.Addr) netip.AddrPort {
 	}
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
+
+// ParsePrefix parses an address or a prefix (an address stands for the
+// prefix of its full length), masked: an entry of a configuration's list
+// of networks.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
