@@ -112,15 +112,7 @@ func (c Config) validateService() error {
 
 // AllowNetworks returns the networks of Allow.
 func (c Config) AllowNetworks() ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, a := range c.Allow {
-		p, err := netaddr.ParsePrefix(a)
-		if err != nil {
-			return nil, fmt.Errorf("allow: %q is not a CIDR or IP address", a)
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return netaddr.ParsePrefixes("allow", c.Allow)
 }
 
 // Validate checks h; zero values (the defaults) are valid.

@@ -3,7 +3,6 @@ package gqp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"net/netip"
@@ -112,24 +111,16 @@ type Config struct {
 // trusted returns the networks of TrustedNetworks: nil (loopback) when
 // none are given, empty for "none".
 func (c *Config) trusted() ([]netip.Prefix, error) {
-	if len(c.TrustedNetworks) == 0 {
+	switch {
+	case len(c.TrustedNetworks) == 0:
 		return nil, nil
-	}
-	out := []netip.Prefix{}
-	for _, n := range c.TrustedNetworks {
-		if n == "none" {
-			if len(c.TrustedNetworks) > 1 {
-				return nil, errors.New("trusted_networks: none must stand alone")
-			}
-			continue
+	case slices.Contains(c.TrustedNetworks, "none"):
+		if len(c.TrustedNetworks) > 1 {
+			return nil, errors.New("trusted_networks: none must stand alone")
 		}
-		p, err := netaddr.ParsePrefix(n)
-		if err != nil {
-			return nil, fmt.Errorf("trusted_networks: %q is not a CIDR or IP address", n)
-		}
-		out = append(out, p)
+		return []netip.Prefix{}, nil
 	}
-	return out, nil
+	return netaddr.ParsePrefixes("trusted_networks", c.TrustedNetworks)
 }
 
 // CommandConfig is a custom command of a Config: static records, or

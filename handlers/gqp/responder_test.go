@@ -122,3 +122,32 @@ func TestResponderDropsWithReasons(t *testing.T) {
 		}
 	})
 }
+
+func TestConfigTrustedNetworks(t *testing.T) {
+	for _, tc := range []struct {
+		networks []string
+		want     []netip.Prefix
+		err      string
+	}{
+		{nil, nil, ""},
+		{[]string{"none"}, []netip.Prefix{}, ""},
+		{[]string{"10.0.0.0/8", "::1"}, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}, ""},
+		{[]string{"none", "10.0.0.0/8"}, nil, "trusted_networks: none must stand alone"},
+		{[]string{"10.0.0.0/33"}, nil, `trusted_networks: "10.0.0.0/33" is not a CIDR or IP address`},
+	} {
+		cfg := Config{TrustedNetworks: tc.networks}
+		got, err := cfg.trusted()
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%v: got %v, want %q", tc.networks, err, tc.err)
+			}
+			if verr := cfg.Validate(); verr == nil || verr.Error() != tc.err {
+				t.Errorf("%v: Validate: got %v, want %q", tc.networks, verr, tc.err)
+			}
+			continue
+		}
+		if err != nil || (got == nil) != (tc.want == nil) || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%v: got %v (%v), want %v", tc.networks, got, err, tc.want)
+		}
+	}
+}

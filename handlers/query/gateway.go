@@ -155,15 +155,7 @@ type Options struct {
 
 // allowTargets returns the networks of AllowTargets.
 func (o *Options) allowTargets() ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, a := range o.AllowTargets {
-		p, err := netaddr.ParsePrefix(a)
-		if err != nil {
-			return nil, fmt.Errorf("allow_targets: %q is not a CIDR or IP address", a)
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return netaddr.ParsePrefixes("allow_targets", o.AllowTargets)
 }
 
 // Gateway answers game-query HTTP requests.

@@ -140,3 +140,17 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 	}
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
+
+// ParsePrefixes parses the entries of the configuration option named
+// option with ParsePrefix; an error names the option and the entry.
+func ParsePrefixes(option string, entries []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, e := range entries {
+		p, err := ParsePrefix(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a CIDR or IP address", option, e)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
