@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -396,8 +395,8 @@ func (h *GameQuery) Validate() error {
 	if len(h.AdHocGames) > 0 && len(h.AllowTargets) == 0 {
 		return errors.New("ad_hoc_games needs allow_targets: the networks ad-hoc targets may be in")
 	}
-	if strings.ContainsFunc(h.Name, unicode.IsSpace) || len(h.Name) > 64 {
-		return fmt.Errorf("name %q: at most 64 bytes, without spaces", h.Name)
+	if err := query.ValidateName(h.Name); err != nil {
+		return err
 	}
 	return h.config().Validate()
 }

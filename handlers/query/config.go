@@ -21,6 +21,19 @@ import (
 // another.
 const DefaultName = "game_query"
 
+// MaxName bounds a game_query handler's name, in bytes.
+const MaxName = 64
+
+// ValidateName checks a game_query handler's name (the name server lists
+// and browsers find its servers by): at most MaxName bytes, without
+// spaces; "" is DefaultName.
+func ValidateName(name string) error {
+	if strings.ContainsFunc(name, unicode.IsSpace) || len(name) > MaxName {
+		return fmt.Errorf("name %q: at most %d bytes, without spaces", name, MaxName)
+	}
+	return nil
+}
+
 // Defaults of Config: what a zero field means.
 const (
 	DefaultDefaultTTL           = 5 * time.Second

@@ -867,3 +867,16 @@ func TestUnencodableAndChattyAnswers(t *testing.T) {
 		t.Errorf("a 40,000-character bad answer: got %d, %d bytes (valid UTF-8 %v), want 502 within 1 KiB", w.Code, w.Body.Len(), utf8.Valid(w.Body.Bytes()))
 	}
 }
+
+func TestValidateName(t *testing.T) {
+	for _, name := range []string{"", DefaultName, strings.Repeat("n", MaxName)} {
+		if err := ValidateName(name); err != nil {
+			t.Errorf("%q: got %v, want it accepted", name, err)
+		}
+	}
+	for _, name := range []string{"a b", "tab\tname", strings.Repeat("n", MaxName+1)} {
+		if err := ValidateName(name); err == nil || !strings.Contains(err.Error(), "at most 64 bytes, without spaces") {
+			t.Errorf("%q: got %v, want it refused", name, err)
+		}
+	}
+}
