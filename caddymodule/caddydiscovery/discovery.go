@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -44,41 +43,9 @@ type QoSDiscovery struct {
 	// Fleets declared inline: fleet ID → its QoS servers (Caddyfile: one
 	// fleet block each). Default: none.
 	Fleets map[string][]DiscoveryServer `json:"fleets,omitempty"`
-	// A JSON file of fleets, {"fleets": {"<id>": {"servers": [...]}}},
-	// re-read when it changes. A file that fails to parse keeps the last
-	// good list in service. Its fleets take precedence over inline ones.
-	// Default: none.
-	FleetsFile string `json:"fleets_file,omitempty"`
-	// How often the fleets file is checked for changes, from 100ms to 24h.
-	// Default: 2s.
-	FilePoll caddy.Duration `json:"file_poll,omitempty"`
-	// Spelling of the ID fields in answers: "both" writes location_id and
-	// region_id (the protocol document's names) and locationid and regionid
-	// (the names the shipped Unity client reads); "seed" or "unity" writes
-	// only one pair. Default: both.
-	FieldNames string `json:"field_names,omitempty"`
-	// Send strong ETags. By default ETags are weak (W/"…"), because the
-	// shipped Unity discovery client ignores strong ones. Default: false.
-	StrongETag bool `json:"strong_etag,omitempty"`
-	// Cache-Control max-age of answers, from 1s (max-age counts whole
-	// seconds) to 24h. Default: 1200s (the protocol's 20-minute discovery
-	// interval).
-	MaxAge caddy.Duration `json:"max_age,omitempty"`
-	// Client addresses allowed, as CIDRs or single IPs (the client address
-	// honours the server's trusted_proxies). Others get 403. Default: all.
-	Allow []string `json:"allow,omitempty"`
-	// API keys, any of which a caller must send as "Authorization: Bearer
-	// <key>" (or "X-Api-Key: <key>", which Caddy's access log records);
-	// others get 401 with "WWW-Authenticate: Bearer". After 20 requests
-	// without a valid key, a client network gets 429 with Retry-After, valid
-	// key or not, until it has earned another attempt (one per 10 s).
-	// Placeholders such as {env.DISCOVERY_KEY} are replaced. On a server
-	// that listens beyond loopback each must be at least 16 bytes and not a
-	// development default. Answers to callers that pass allow or api_keys
-	// are Cache-Control: private. Default: none required.
-	APIKeys []string `json:"api_keys,omitempty"`
-	// Health checks of the listed QoS servers. Default: off.
-	HealthCheck *DiscoveryHealthCheck `json:"health_check,omitempty"`
+	// The discovery options: fleets_file, file_poll, field_names,
+	// strong_etag, max_age, allow, api_keys, health_check.
+	discovery.Config
 	// The name under which the admin API reaches this handler's fleets;
 	// handlers with the same name share their admin-set fleets, which
 	// survive configuration reloads. Default: default.
@@ -106,15 +73,6 @@ type DiscoveryServer struct {
 	Port int `json:"port,omitempty"`
 }
 
-// DiscoveryHealthCheck probes each listed QoS server with QoS requests; a
-// server failing several checks in a row is withheld from answers until it
-// passes one, but a fleet is never emptied by health checks.
-type DiscoveryHealthCheck struct {
-	// The health check's options: fleets, interval, failures, requests,
-	// wait.
-	discovery.HealthConfig
-}
-
 // CaddyModule returns the Caddy module information.
 func (*QoSDiscovery) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
@@ -139,39 +97,23 @@ func (p pooledOverrides) Destruct() error {
 	return nil
 }
 
-// config is the handler's discovery.Config as configured, without the
-// run-time parts (overrides, access, logger, metrics) and without defaults.
-// Options that are strings here and parsed values there are parsed; their
-// errors name the option.
-func (h *QoSDiscovery) config() (discovery.Config, error) {
-	names, err := discovery.ParseFieldNames(h.FieldNames)
-	if err != nil {
-		return discovery.Config{}, fmt.Errorf("field_names: %w", err)
-	}
-	var inline map[string][]discovery.Server
+// config is the handler's discovery.Config as configured, with the
+// inline fleets, without the run-time parts (overrides, access, logger,
+// metrics) and without defaults.
+func (h *QoSDiscovery) config() discovery.Config {
+	cfg := h.Config
+	cfg.Inline = nil
 	if h.Fleets != nil {
-		inline = make(map[string][]discovery.Server, len(h.Fleets))
+		cfg.Inline = make(map[string][]discovery.Server, len(h.Fleets))
 	}
 	for id, list := range h.Fleets {
 		servers := make([]discovery.Server, 0, len(list))
 		for _, s := range list {
 			servers = append(servers, discovery.Server(s))
 		}
-		inline[id] = servers
+		cfg.Inline[id] = servers
 	}
-	cfg := discovery.Config{
-		Inline:     inline,
-		File:       h.FleetsFile,
-		FilePoll:   time.Duration(h.FilePoll),
-		FieldNames: names,
-		StrongETag: h.StrongETag,
-		MaxAge:     time.Duration(h.MaxAge),
-	}
-	if hc := h.HealthCheck; hc != nil {
-		health := hc.HealthConfig
-		cfg.Health = &health
-	}
-	return cfg, nil
+	return cfg
 }
 
 // Provision loads the fleet sources and starts the file watcher and health
@@ -181,20 +123,13 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	if h.Name == "" {
 		h.Name = discovery.DefaultName
 	}
-	cfg, err := h.config()
-	if err != nil {
-		return err
-	}
 	// NewService refuses what Validate refuses, before starting anything.
-	cfg = cfg.WithDefaults()
+	cfg := h.config().WithDefaults()
 	for id, list := range cfg.Inline {
 		cfg.Inline[id] = discovery.Dedupe(list)
 	}
 	var access discovery.Access
-	for _, a := range h.Allow {
-		p, _ := caddyglue.ParsePrefix(a)
-		access.Allow = append(access.Allow, p)
-	}
+	access.Allow, _ = cfg.AllowNetworks() // Validate checks them
 	keys, err := caddyglue.ReplacedEach("", "api_keys", h.APIKeys)
 	if err != nil {
 		return err
@@ -263,20 +198,8 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	return DiscoveryMetrics.Register(ctx.GetMetricsRegistry())
 }
 
-// Validate checks the configuration: the options only the gateway has
-// here, then the handler's Config.
-func (h *QoSDiscovery) Validate() error {
-	for _, a := range h.Allow {
-		if _, err := caddyglue.ParsePrefix(a); err != nil {
-			return fmt.Errorf("allow: %q is not a CIDR or IP address", a)
-		}
-	}
-	cfg, err := h.config()
-	if err != nil {
-		return err
-	}
-	return cfg.Validate()
-}
+// Validate checks the configuration (discovery.Config.Validate).
+func (h *QoSDiscovery) Validate() error { return h.config().Validate() }
 
 // durationRange is the range the discovery Config holds option opt to.
 func durationRange(opt string) caddyglue.DurationRange {
@@ -350,15 +273,15 @@ func (h *QoSDiscovery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "fleet":
 			err = h.parseFleet(d)
 		case "fleets_file":
-			h.FleetsFile, err = caddyglue.ParseSingleArg(d)
+			h.File, err = caddyglue.ParseSingleArg(d)
 		case "file_poll":
-			h.FilePoll, err = caddyglue.ParseDurationIn(d, durationRange(opt))
+			h.FilePoll, err = caddyglue.ParseConfigDurationIn(d, durationRange(opt))
 		case "field_names":
 			h.FieldNames, err = caddyglue.ParseOneOf(d, "both", "seed", "unity")
 		case "strong_etag":
 			err = caddyglue.ParseFlag(d, &h.StrongETag)
 		case "max_age":
-			h.MaxAge, err = caddyglue.ParseDurationIn(d, durationRange(opt))
+			h.MaxAge, err = caddyglue.ParseConfigDurationIn(d, durationRange(opt))
 		case "allow":
 			h.Allow, err = caddyglue.ParseArgs(d)
 			for _, a := range h.Allow {
@@ -441,7 +364,7 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	hc := &DiscoveryHealthCheck{}
+	hc := &discovery.HealthConfig{}
 	if err := caddyglue.ParseBlock(d, "health_check", nil, func(opt string) error {
 		var err error
 		switch opt {
@@ -462,7 +385,7 @@ func (h *QoSDiscovery) parseHealthCheck(d *caddyfile.Dispenser) error {
 	}); err != nil {
 		return err
 	}
-	h.HealthCheck = hc
+	h.Health = hc
 	return nil
 }
 

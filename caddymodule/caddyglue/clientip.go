@@ -3,11 +3,11 @@ package caddyglue
 import (
 	"net/http"
 	"net/netip"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/netaddr"
 )
 
 // ClientIP is the caller's address as Caddy determined it (honouring
@@ -24,16 +24,5 @@ func ClientIP(r *http.Request) netip.Addr {
 	return clientaddr.RemoteAddr(r)
 }
 
-// ParsePrefix parses an address or a prefix (an address stands for the
-// prefix of its full length), masked.
-func ParsePrefix(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		return p.Masked(), err
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	return netip.PrefixFrom(a, a.BitLen()), nil
-}
+// ParsePrefix parses an address or a prefix (netaddr.ParsePrefix).
+func ParsePrefix(s string) (netip.Prefix, error) { return netaddr.ParsePrefix(s) }

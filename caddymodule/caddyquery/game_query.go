@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -59,88 +58,35 @@ type GameQuery struct {
 	// 501 naming its protocol). Such targets are allowed only inside
 	// allow_targets. Default: none.
 	AdHocGames []string `json:"ad_hoc_games,omitempty"`
-	// Networks (CIDRs or IPs) that ad-hoc targets must resolve into, so the
-	// gateway cannot be used to send datagrams to arbitrary hosts. Required
-	// with ad_hoc and ad_hoc_games. Default: none.
-	AllowTargets []string `json:"allow_targets,omitempty"`
 	// Cache lifetime per command name ("status" is the normalised status;
-	// Caddyfile: one ttl line each). Default: default_ttl for every command.
+	// Caddyfile: one ttl line each), at most 24h. Default: default_ttl for
+	// every command.
 	TTL map[string]caddy.Duration `json:"ttl,omitempty"`
-	// Cache lifetime of other commands. Default: 5s.
-	DefaultTTL caddy.Duration `json:"default_ttl,omitempty"`
-	// How long past its lifetime a result is served while one refresh
-	// runs. Default: 10s.
-	StaleWhileRevalidate caddy.Duration `json:"stale_while_revalidate,omitempty"`
-	// How long past its lifetime a result is served when the server fails
-	// to answer. Default: 1m.
-	StaleIfError caddy.Duration `json:"stale_if_error,omitempty"`
-	// How long a failure (a timeout, an unusable answer) is cached.
-	// Default: 2s.
-	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
-	// Most upstream queries per second per server. Default: 10.
-	UpstreamRate float64 `json:"upstream_rate,omitempty"`
-	// Upstream queries per server allowed at once. Default: one second of
-	// upstream_rate, rounded up.
-	UpstreamBurst int `json:"upstream_burst,omitempty"`
+	// The gateway's options: allow_targets, default_ttl,
+	// stale_while_revalidate, stale_if_error, negative_ttl, upstream_rate,
+	// upstream_burst, max_ad_hoc_queries, max_ad_hoc_queries_per_network,
+	// ad_hoc_rate, ad_hoc_burst, client_ipv6_prefix, query_timeout,
+	// max_entries, max_batch_queries, batch_concurrency, max_body,
+	// max_batch_answer_size, batch_rate, batch_burst.
+	query.Options
 	// Deprecated: the former name of upstream_rate, still read (with a
 	// warning at provision).
-	RateLimit float64 `json:"rate_limit,omitempty"`
+	FormerRateLimit float64 `json:"rate_limit,omitempty"`
 	// Deprecated: the former name of upstream_burst, still read (with a
 	// warning at provision).
-	RateBurst int `json:"rate_burst,omitempty"`
+	FormerRateBurst int `json:"rate_burst,omitempty"`
 	// Deprecated: the former name of max_ad_hoc_queries, still read (with
 	// a warning at provision).
-	MaxAdHoc int `json:"max_ad_hoc,omitempty"`
+	FormerMaxAdHoc int `json:"max_ad_hoc,omitempty"`
 	// Deprecated: the former name of max_ad_hoc_queries_per_network,
 	// still read (with a warning at provision).
-	MaxAdHocPerNetwork int `json:"max_ad_hoc_per_network,omitempty"`
+	FormerMaxAdHocPerNetwork int `json:"max_ad_hoc_per_network,omitempty"`
 	// Deprecated: the former name of max_batch_queries, still read (with
 	// a warning at provision).
-	MaxBatch int `json:"max_batch,omitempty"`
+	FormerMaxBatch int `json:"max_batch,omitempty"`
 	// Deprecated: the former name of max_batch_answer_size, still read
 	// (with a warning at provision).
-	MaxBatchAnswer int64 `json:"max_batch_answer,omitempty"`
-	// Ad-hoc upstream work (name lookups and queries, each holding a
-	// socket) running at once, over all clients; past it ad-hoc requests
-	// that need such work answer 503. Answers from the cache take none.
-	// Default: 32.
-	MaxAdHocQueries int `json:"max_ad_hoc_queries,omitempty"`
-	// Ad-hoc upstream work running at once for one client network (an
-	// IPv4 /24, an IPv6 /48), so that a few networks asking targets that
-	// never answer cannot hold every slot; past it that network's ad-hoc
-	// requests that need such work answer 429. Default: 4.
-	MaxAdHocQueriesPerNetwork int `json:"max_ad_hoc_queries_per_network,omitempty"`
-	// Most ad-hoc requests per second per client (Caddy's client IP,
-	// honouring trusted_proxies; IPv6 clients by client_ipv6_prefix);
-	// past it they answer 429 with Retry-After. Default: 2.
-	AdHocRate float64 `json:"ad_hoc_rate,omitempty"`
-	// Ad-hoc requests per client allowed at once. Default: 10.
-	AdHocBurst int `json:"ad_hoc_burst,omitempty"`
-	// The prefix length, in bits, that makes one IPv6 client for the
-	// per-client limits, in [32, 128]. Default: 64.
-	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
-	// Time allowed for one upstream query, retries included, at most 1h.
-	// Default: 3s.
-	QueryTimeout caddy.Duration `json:"query_timeout,omitempty"`
-	// Most results cached, in each of two caches: named servers' status
-	// and argument-free commands, and everything else. Default: 10000.
-	MaxEntries int `json:"max_entries,omitempty"`
-	// Most queries (servers × commands) in one batch. Default: 100.
-	MaxBatchQueries int `json:"max_batch_queries,omitempty"`
-	// Queries of one batch run at once. Default: 16.
-	BatchConcurrency int `json:"batch_concurrency,omitempty"`
-	// Largest batch request body, in bytes. Default: 65536.
-	MaxBody int64 `json:"max_body,omitempty"`
-	// Most bytes of results in one batch answer (the answer is streamed,
-	// each result as it is ready; one that would pass this is answered
-	// with a short 413 error instead), in [1024, 67108864]. Default:
-	// 1048576 (1 MiB).
-	MaxBatchAnswerSize int64 `json:"max_batch_answer_size,omitempty"`
-	// Most batches per second per client network (an IPv4 /24, an IPv6
-	// /48); past it they answer 429 with Retry-After. Default: 2.
-	BatchRate float64 `json:"batch_rate,omitempty"`
-	// Batches per client network allowed at once. Default: 10.
-	BatchBurst int `json:"batch_burst,omitempty"`
+	FormerMaxBatchAnswer int64 `json:"max_batch_answer,omitempty"`
 	// server_list handlers naming this name list the servers configured
 	// here, with their statuses from this handler's cache. Default:
 	// game_query.
@@ -253,22 +199,22 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 	if err := h.provisionAdHocGames(ctx); err != nil {
 		return fmt.Errorf("ad_hoc_games: %w", err)
 	}
-	if err := caddyglue.Renamed(ctx, "game_query", "rate_limit", "upstream_rate", &h.RateLimit, &h.UpstreamRate); err != nil {
+	if err := caddyglue.Renamed(ctx, "game_query", "rate_limit", "upstream_rate", &h.FormerRateLimit, &h.UpstreamRate); err != nil {
 		return err
 	}
-	if err := caddyglue.Renamed(ctx, "game_query", "rate_burst", "upstream_burst", &h.RateBurst, &h.UpstreamBurst); err != nil {
+	if err := caddyglue.Renamed(ctx, "game_query", "rate_burst", "upstream_burst", &h.FormerRateBurst, &h.UpstreamBurst); err != nil {
 		return err
 	}
-	if err := caddyglue.Renamed(ctx, "game_query", "max_ad_hoc", "max_ad_hoc_queries", &h.MaxAdHoc, &h.MaxAdHocQueries); err != nil {
+	if err := caddyglue.Renamed(ctx, "game_query", "max_ad_hoc", "max_ad_hoc_queries", &h.FormerMaxAdHoc, &h.MaxAdHoc); err != nil {
 		return err
 	}
-	if err := caddyglue.Renamed(ctx, "game_query", "max_ad_hoc_per_network", "max_ad_hoc_queries_per_network", &h.MaxAdHocPerNetwork, &h.MaxAdHocQueriesPerNetwork); err != nil {
+	if err := caddyglue.Renamed(ctx, "game_query", "max_ad_hoc_per_network", "max_ad_hoc_queries_per_network", &h.FormerMaxAdHocPerNetwork, &h.MaxAdHocPerNetwork); err != nil {
 		return err
 	}
-	if err := caddyglue.Renamed(ctx, "game_query", "max_batch", "max_batch_queries", &h.MaxBatch, &h.MaxBatchQueries); err != nil {
+	if err := caddyglue.Renamed(ctx, "game_query", "max_batch", "max_batch_queries", &h.FormerMaxBatch, &h.MaxBatch); err != nil {
 		return err
 	}
-	if err := caddyglue.Renamed(ctx, "game_query", "max_batch_answer", "max_batch_answer_size", &h.MaxBatchAnswer, &h.MaxBatchAnswerSize); err != nil {
+	if err := caddyglue.Renamed(ctx, "game_query", "max_batch_answer", "max_batch_answer_size", &h.FormerMaxBatchAnswer, &h.MaxBatchAnswer); err != nil {
 		return err
 	}
 	cfg := h.config()
@@ -414,29 +360,11 @@ func (h *GameQuery) Cleanup() error {
 // the defaults.
 func (h *GameQuery) config() query.Config {
 	cfg := query.Config{
-		AdHoc:                h.adHoc,
-		Games:                h.adHocGames,
-		Servers:              make(map[string]query.Server, len(h.Servers)),
-		TTL:                  make(map[string]time.Duration, len(h.TTL)),
-		DefaultTTL:           time.Duration(h.DefaultTTL),
-		StaleWhileRevalidate: time.Duration(h.StaleWhileRevalidate),
-		StaleIfError:         time.Duration(h.StaleIfError),
-		NegativeTTL:          time.Duration(h.NegativeTTL),
-		UpstreamRate:         h.UpstreamRate,
-		UpstreamBurst:        h.UpstreamBurst,
-		QueryTimeout:         time.Duration(h.QueryTimeout),
-		MaxEntries:           h.MaxEntries,
-		MaxBatch:             h.MaxBatchQueries,
-		BatchConcurrency:     h.BatchConcurrency,
-		MaxBody:              h.MaxBody,
-		MaxBatchAnswer:       h.MaxBatchAnswerSize,
-		BatchRate:            h.BatchRate,
-		BatchBurst:           h.BatchBurst,
-		MaxAdHoc:             h.MaxAdHocQueries,
-		MaxAdHocPerNetwork:   h.MaxAdHocQueriesPerNetwork,
-		AdHocRate:            h.AdHocRate,
-		AdHocBurst:           h.AdHocBurst,
-		ClientIPv6Prefix:     h.ClientIPv6Prefix,
+		Servers: make(map[string]query.Server, len(h.Servers)),
+		AdHoc:   h.adHoc,
+		Games:   h.adHocGames,
+		TTL:     make(map[string]time.Duration, len(h.TTL)),
+		Options: h.Options,
 	}
 	for name, s := range h.Servers {
 		if s != nil {
@@ -445,11 +373,6 @@ func (h *GameQuery) config() query.Config {
 				addr = s.Address
 			}
 			cfg.Servers[name] = query.Server{Name: name, Address: addr, Protocol: s.protocol, Commands: s.Commands, Region: s.Region, Game: s.Game}
-		}
-	}
-	for _, a := range h.AllowTargets {
-		if p, err := caddyglue.ParsePrefix(a); err == nil {
-			cfg.AllowTargets = append(cfg.AllowTargets, p)
 		}
 	}
 	for cmd, d := range h.TTL {
@@ -466,19 +389,14 @@ func (h *GameQuery) Validate() error {
 			return fmt.Errorf("server %q: needs an address", name)
 		}
 	}
-	for _, a := range h.AllowTargets {
-		if _, err := caddyglue.ParsePrefix(a); err != nil {
-			return fmt.Errorf("allow_targets: %q is not a CIDR or IP address", a)
-		}
-	}
 	if err := validateAdHocGames(h.AdHocGames); err != nil {
 		return fmt.Errorf("ad_hoc_games: %w", err)
 	}
 	if len(h.AdHocGames) > 0 && len(h.AllowTargets) == 0 {
 		return errors.New("ad_hoc_games needs allow_targets: the networks ad-hoc targets may be in")
 	}
-	if strings.ContainsFunc(h.Name, unicode.IsSpace) || len(h.Name) > 64 {
-		return fmt.Errorf("name %q: at most 64 bytes, without spaces", h.Name)
+	if err := query.ValidateName(h.Name); err != nil {
+		return err
 	}
 	return h.config().Validate()
 }
@@ -584,13 +502,13 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.TTL[args[0]] = caddy.Duration(dur)
 		case "default_ttl":
-			h.DefaultTTL, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
+			h.DefaultTTL, err = caddyglue.ParseConfigDurationIn(d, gatewayDurationRange(opt))
 		case "stale_while_revalidate":
-			h.StaleWhileRevalidate, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
+			h.StaleWhileRevalidate, err = caddyglue.ParseConfigDurationIn(d, gatewayDurationRange(opt))
 		case "stale_if_error":
-			h.StaleIfError, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
+			h.StaleIfError, err = caddyglue.ParseConfigDurationIn(d, gatewayDurationRange(opt))
 		case "negative_ttl":
-			h.NegativeTTL, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
+			h.NegativeTTL, err = caddyglue.ParseConfigDurationIn(d, gatewayDurationRange(opt))
 		case "upstream_rate":
 			if d.Val() == "rate_limit" { // its former form: rate_limit <rate> [<burst>]
 				return h.parseRateLimit(d)
@@ -633,9 +551,9 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "name":
 			h.Name, err = caddyglue.ParseSingleArg(d)
 		case "max_ad_hoc_queries":
-			h.MaxAdHocQueries, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
+			h.MaxAdHoc, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "max_ad_hoc_queries_per_network":
-			h.MaxAdHocQueriesPerNetwork, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
+			h.MaxAdHocPerNetwork, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "ad_hoc_rate":
 			h.AdHocRate, err = caddyglue.ParsePositiveFloat(d)
 		case "ad_hoc_burst":
@@ -643,17 +561,17 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "client_ipv6_prefix":
 			h.ClientIPv6Prefix, err = caddyglue.ParseIntIn(d, caddyglue.ClientIPv6PrefixRange)
 		case "query_timeout":
-			h.QueryTimeout, err = caddyglue.ParseDurationIn(d, gatewayDurationRange(opt))
+			h.QueryTimeout, err = caddyglue.ParseConfigDurationIn(d, gatewayDurationRange(opt))
 		case "max_entries":
 			h.MaxEntries, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "max_batch_queries":
-			h.MaxBatchQueries, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
+			h.MaxBatch, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "batch_concurrency":
 			h.BatchConcurrency, err = caddyglue.ParseIntIn(d, gatewayRange(opt))
 		case "max_body":
 			h.MaxBody, err = caddyglue.ParseSize[int64](d, gatewayRange(opt))
 		case "max_batch_answer_size":
-			h.MaxBatchAnswerSize, err = caddyglue.ParseSize[int64](d, gatewayRange(opt))
+			h.MaxBatchAnswer, err = caddyglue.ParseSize[int64](d, gatewayRange(opt))
 		case "batch_rate":
 			h.BatchRate, err = caddyglue.ParsePositiveFloat(d)
 		case "batch_burst":

@@ -1,13 +1,10 @@
 package caddystorage
 
 import (
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -41,61 +38,13 @@ func init() {
 // error naming the address; a server that cannot be reached is logged,
 // and the node starts without it.
 type RedisStorage struct {
-	// The server's host:port; several are a cluster's seed nodes, or
-	// Sentinels when master_name is set. Placeholders such as
-	// {env.REDIS_ADDRESS} are replaced. Default: 127.0.0.1:6379.
-	Address []string `json:"address,omitempty"`
-	// The ACL user to authenticate as (needs password). Placeholders are
-	// replaced. Default: none (the default user).
-	Username string `json:"username,omitempty"`
-	// The password (AUTH), best given as a placeholder such as
-	// {env.REDIS_PASSWORD} so that it stays out of the configuration.
-	// Default: none.
-	Password string `json:"password,omitempty"`
-	// The database number, in [0, 1048576] (the server's `databases`
-	// setting bounds it further); a cluster has only 0. Default: 0.
-	DB int `json:"db,omitempty"`
-	// Connect with TLS, verifying the server's certificate against the
-	// system's roots. Default: false.
-	TLS bool `json:"tls,omitempty"`
-	// The name the server's certificate is checked against; needs tls.
-	// Default: the address's host.
-	TLSServerName string `json:"tls_server_name,omitempty"`
-	// Do not verify the server's certificate (testing only: anyone on the
-	// path can then read and change the storage); needs tls.
-	// Default: false.
-	TLSInsecureSkipVerify bool `json:"tls_insecure_skip_verify,omitempty"`
-	// PEM files of the certificate authorities the server's certificate
-	// is verified against, instead of the system's roots (a private CA);
-	// needs tls. Placeholders are replaced. Default: none (the system's
-	// roots).
-	TLSTrustedCACerts []string `json:"tls_trusted_ca_certs,omitempty"`
-	// Starts every key, so that several services or fleets share one
-	// server; at most 64 characters, no braces or spaces. Nodes that
-	// share state must use the same one. Default: gamegate.
-	KeyPrefix string `json:"key_prefix,omitempty"`
-	// The Sentinel master's name: address then lists Sentinels, and the
-	// storage follows the master they name. Placeholders are replaced.
-	// Default: none (no Sentinel).
-	MasterName string `json:"master_name,omitempty"`
-	// How long connecting may take, at most 1m. Default: 1s.
-	DialTimeout caddy.Duration `json:"dial_timeout,omitempty"`
-	// How long one network read may take, at most 1m. Default: 1s.
-	ReadTimeout caddy.Duration `json:"read_timeout,omitempty"`
-	// How long one network write may take, at most 1m. Default: 1s.
-	WriteTimeout caddy.Duration `json:"write_timeout,omitempty"`
-	// How long one storage operation may take, reconnection and retry
-	// included, at most 1m: past it the operation fails, and operations
-	// on that server fail at once for the next second, so that an API
-	// request needing the store gets 503 within this however many
-	// operations it makes. Default: 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// How long a lock outlives its holder's last renewal, in [1s, 1h];
-	// the holder renews it every third of it, and a holder that died
-	// leaves it to others after at most this. Default: 10s.
-	LockExpiry caddy.Duration `json:"lock_expiry,omitempty"`
+	// The storage's options: address, username, password, db, tls,
+	// tls_server_name, tls_insecure_skip_verify, tls_trusted_ca_certs,
+	// key_prefix, master_name, dial_timeout, read_timeout, write_timeout,
+	// timeout, lock_expiry.
+	redisstore.Config
 
-	cfg     redisstore.Config
+	cfg     redisstore.Config // with placeholders replaced
 	poolKey string
 	store   *redisstore.Store
 }
@@ -127,49 +76,19 @@ func (*RedisStorage) CaddyModule() caddy.ModuleInfo {
 // not connect.
 func (s *RedisStorage) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
-	addrs := make([]string, len(s.Address))
-	for i, a := range s.Address {
-		addrs[i] = repl.ReplaceKnown(a, "")
-	}
-	s.cfg = redisstore.Config{
-		Addresses:             addrs,
-		Username:              repl.ReplaceKnown(s.Username, ""),
-		Password:              repl.ReplaceKnown(s.Password, ""),
-		DB:                    s.DB,
-		TLS:                   s.TLS,
-		TLSServerName:         s.TLSServerName,
-		TLSInsecureSkipVerify: s.TLSInsecureSkipVerify,
-		KeyPrefix:             s.KeyPrefix,
-		MasterName:            repl.ReplaceKnown(s.MasterName, ""),
-		DialTimeout:           time.Duration(s.DialTimeout),
-		ReadTimeout:           time.Duration(s.ReadTimeout),
-		WriteTimeout:          time.Duration(s.WriteTimeout),
-		Timeout:               time.Duration(s.Timeout),
-		LockExpiry:            time.Duration(s.LockExpiry),
-	}
-	var cas []string
-	for _, f := range s.TLSTrustedCACerts {
-		cas = append(cas, repl.ReplaceKnown(f, ""))
-	}
-	if len(cas) > 0 {
-		pool := x509.NewCertPool()
-		for _, f := range cas {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return fmt.Errorf("tls_trusted_ca_certs: %w", err)
-			}
-			if !pool.AppendCertsFromPEM(b) {
-				return fmt.Errorf("tls_trusted_ca_certs: %s holds no PEM certificate", f)
-			}
-		}
-		s.cfg.TLSRootCAs = pool
+	replace := func(v string) string { return repl.ReplaceKnown(v, "") }
+	s.cfg = s.Config
+	s.cfg.Addresses = replaceAll(s.Addresses, replace)
+	s.cfg.Username = replace(s.Username)
+	s.cfg.Password = replace(s.Password)
+	s.cfg.MasterName = replace(s.MasterName)
+	s.cfg.TLSTrustedCACerts = replaceAll(s.TLSTrustedCACerts, replace)
+	if err := s.cfg.LoadTrustedCACerts(); err != nil {
+		return err
 	}
 	// The pool key names the CA files rather than the pool (which does
 	// not marshal): a changed file takes effect with a new store.
-	key, err := json.Marshal(struct {
-		redisstore.Config
-		CAs []string
-	}{s.cfg, cas})
+	key, err := json.Marshal(s.cfg)
 	if err != nil {
 		return err
 	}
@@ -183,7 +102,7 @@ func (s *RedisStorage) Provision(ctx caddy.Context) error {
 		return err
 	}
 	s.store = v.(redisStoreDestructor).Store
-	if !loaded && s.cfg.Validate() == nil {
+	if !loaded && s.validated().Validate() == nil {
 		return s.check(ctx)
 	}
 	return nil
@@ -214,18 +133,26 @@ type redisStoreDestructor struct{ *redisstore.Store }
 
 func (d redisStoreDestructor) Destruct() error { return d.Close() }
 
-// Validate checks every option: the store's (redisstore.Config.Validate,
-// with placeholders replaced by Provision), and the pairing of username
-// and password as configured (a password given as a placeholder that is
-// empty where the configuration is validated is still a password).
-func (s *RedisStorage) Validate() error {
-	if s.Username != "" && s.Password == "" {
-		return errors.New("username needs a password")
+// Validate checks every option (redisstore.Config.Validate) with
+// placeholders replaced by Provision, but for username and password, as
+// configured: a password given as a placeholder that is empty where the
+// configuration is validated is still a password.
+func (s *RedisStorage) Validate() error { return s.validated().Validate() }
+
+// validated is the configuration Validate checks.
+func (s *RedisStorage) validated() *redisstore.Config {
+	cfg := s.cfg
+	cfg.Username, cfg.Password = s.Username, s.Password
+	return &cfg
+}
+
+// replaceAll returns vs with placeholders replaced.
+func replaceAll(vs []string, replace func(string) string) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, replace(v))
 	}
-	if len(s.TLSTrustedCACerts) > 0 && !s.TLS {
-		return errors.New("tls_trusted_ca_certs needs tls")
-	}
-	return s.cfg.Validate()
+	return out
 }
 
 // Cleanup releases the store; the last configuration using it closes it.
@@ -268,7 +195,7 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch name {
 		case "address":
-			s.Address, err = caddyglue.ParseArgs(d)
+			s.Addresses, err = caddyglue.ParseArgs(d)
 		case "username":
 			s.Username, err = caddyglue.ParseSingleArg(d)
 		case "password":
@@ -288,15 +215,15 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "master_name":
 			s.MasterName, err = caddyglue.ParseSingleArg(d)
 		case "dial_timeout":
-			s.DialTimeout, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
+			s.DialTimeout, err = caddyglue.ParseConfigDurationIn(d, storeDurationRange(name))
 		case "read_timeout":
-			s.ReadTimeout, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
+			s.ReadTimeout, err = caddyglue.ParseConfigDurationIn(d, storeDurationRange(name))
 		case "write_timeout":
-			s.WriteTimeout, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
+			s.WriteTimeout, err = caddyglue.ParseConfigDurationIn(d, storeDurationRange(name))
 		case "timeout":
-			s.Timeout, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
+			s.Timeout, err = caddyglue.ParseConfigDurationIn(d, storeDurationRange(name))
 		case "lock_expiry":
-			s.LockExpiry, err = caddyglue.ParseDurationIn(d, storeDurationRange(name))
+			s.LockExpiry, err = caddyglue.ParseConfigDurationIn(d, storeDurationRange(name))
 		default:
 			return caddyglue.UnknownOption(d, "storage redis", name)
 		}

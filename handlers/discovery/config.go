@@ -3,10 +3,12 @@ package discovery
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/duration"
+	"github.com/gamegate/gamegate/internal/netaddr"
 )
 
 // DefaultName is the name of a qos_discovery handler given none: the
@@ -51,8 +53,8 @@ const (
 // WithDefaults returns c with every zero field set to its default (and a
 // copy of Health with its own defaults).
 func (c Config) WithDefaults() Config {
-	c.FilePoll = cmp.Or(c.FilePoll, DefaultFilePoll)
-	c.MaxAge = cmp.Or(c.MaxAge, DefaultMaxAge)
+	c.FilePoll = cmp.Or(c.FilePoll, duration.Duration(DefaultFilePoll))
+	c.MaxAge = cmp.Or(c.MaxAge, duration.Duration(DefaultMaxAge))
 	if c.Health != nil {
 		h := c.Health.WithDefaults()
 		c.Health = &h
@@ -72,6 +74,18 @@ func (h HealthConfig) WithDefaults() HealthConfig {
 // Validate checks c; zero values (the defaults) are valid. Errors start
 // with the option's name (JSON and Caddyfile).
 func (c Config) Validate() error {
+	if _, err := c.AllowNetworks(); err != nil {
+		return err
+	}
+	return c.validateService()
+}
+
+// validateService checks the options of the Service (all but the
+// Handler's access rules), which NewService refuses to run without.
+func (c Config) validateService() error {
+	if _, err := ParseFieldNames(c.FieldNames); err != nil {
+		return fmt.Errorf("field_names: %w", err)
+	}
 	for id, list := range c.Inline {
 		if err := ValidateFleetID(id); err != nil {
 			return fmt.Errorf("fleets: %w", err)
@@ -83,8 +97,8 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := bounds.First(
-		bounds.Duration("max_age", c.MaxAge, MinMaxAge, MaxLifetime),
-		bounds.Duration("file_poll", c.FilePoll, MinFilePoll, MaxLifetime),
+		bounds.Duration("max_age", c.MaxAge.Std(), MinMaxAge, MaxLifetime),
+		bounds.Duration("file_poll", c.FilePoll.Std(), MinFilePoll, MaxLifetime),
 	); err != nil {
 		return err
 	}
@@ -94,6 +108,11 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// AllowNetworks returns the networks of Allow.
+func (c Config) AllowNetworks() ([]netip.Prefix, error) {
+	return netaddr.ParsePrefixes("allow", c.Allow)
 }
 
 // Validate checks h; zero values (the defaults) are valid.

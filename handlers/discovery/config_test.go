@@ -17,8 +17,8 @@ func TestConfigDurationBounds(t *testing.T) {
 		lo, hi time.Duration
 		set    func(d time.Duration) Config
 	}{
-		{"file_poll", 100 * time.Millisecond, 24 * time.Hour, func(d time.Duration) Config { return Config{FilePoll: d} }},
-		{"max_age", time.Second, 24 * time.Hour, func(d time.Duration) Config { return Config{MaxAge: d} }},
+		{"file_poll", 100 * time.Millisecond, 24 * time.Hour, func(d time.Duration) Config { return Config{FilePoll: duration.Duration(d)} }},
+		{"max_age", time.Second, 24 * time.Hour, func(d time.Duration) Config { return Config{MaxAge: duration.Duration(d)} }},
 		{"health_check interval", 100 * time.Millisecond, 24 * time.Hour, func(d time.Duration) Config {
 			return Config{Health: &HealthConfig{Interval: duration.Duration(d)}}
 		}},

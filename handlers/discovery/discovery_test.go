@@ -141,7 +141,7 @@ func TestServiceFileKeepsLastGoodCopy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fleets.json")
 	writeFile(t, path, fleetDoc(9000))
 	var loads []error
-	s, err := NewService(Config{File: path, MaxAge: 20 * time.Minute, OnFileLoad: func(err error) { loads = append(loads, err) }})
+	s, err := NewService(Config{File: path, MaxAge: duration.Duration(20 * time.Minute), OnFileLoad: func(err error) { loads = append(loads, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestServiceBrokenSourceWithoutGoodCopy(t *testing.T) {
 }
 
 func TestServiceConditionalAndHead(t *testing.T) {
-	s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}, MaxAge: time.Minute})
+	s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}, MaxAge: duration.Duration(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func FuzzParseFleets(f *testing.F) {
 // header directive replacing text does): an edit to one response's headers
 // must not reach the next response for the same snapshot.
 func TestResponseHeaderValuesBelongToTheResponse(t *testing.T) {
-	s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}, MaxAge: time.Minute})
+	s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}, MaxAge: duration.Duration(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}

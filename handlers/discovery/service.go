@@ -20,41 +20,67 @@ import (
 	"github.com/gamegate/gamegate/internal/periodic"
 )
 
-// Config is the behaviour of a Service.
+// Config is the behaviour of a Service, and the access rules of its
+// Handler: the qos_discovery handler's options, whose JSON it is (the
+// module embeds it). Zero values mean the defaults.
 type Config struct {
-	// Inline fleets, from the gateway's configuration.
-	Inline map[string][]Server
-	// File is a fleets file (see ParseFleets), re-read when it changes.
-	// Fleets in the file take precedence over inline ones of the same ID.
-	File string
-	// FilePoll is how often the file is checked for changes. The tags of
-	// FilePoll and MaxAge name them as options (file_poll, max_age).
-	FilePoll time.Duration `json:"file_poll,omitempty"`
+	// Inline fleets, from the gateway's configuration (the module's
+	// fleets).
+	Inline map[string][]Server `json:"-"`
+	// A JSON file of fleets, {"fleets": {"<id>": {"servers": [...]}}},
+	// re-read when it changes. A file that fails to parse keeps the last
+	// good list in service. Its fleets take precedence over inline ones.
+	// Default: none.
+	File string `json:"fleets_file,omitempty"`
+	// How often the fleets file is checked for changes, from 100ms to 24h.
+	// Default: 2s.
+	FilePoll duration.Duration `json:"file_poll,omitempty"`
 	// Overrides, set at run time (the admin API), take precedence over
 	// every other source. They outlive the Service.
-	Overrides *Overrides
-	// FieldNames selects the spelling of the ID fields in answers.
-	FieldNames FieldNames
-	// StrongETag makes ETags strong; by default they are weak, because the
-	// shipped Unity discovery client only reads weak ones.
-	StrongETag bool
-	// MaxAge is the Cache-Control max-age of answers.
-	MaxAge time.Duration `json:"max_age,omitempty"`
+	Overrides *Overrides `json:"-"`
+	// Spelling of the ID fields in answers: "both" writes location_id and
+	// region_id (the protocol document's names) and locationid and regionid
+	// (the names the shipped Unity client reads); "seed" or "unity" writes
+	// only one pair (ParseFieldNames). Default: both.
+	FieldNames string `json:"field_names,omitempty"`
+	// Send strong ETags. By default ETags are weak (W/"…"), because the
+	// shipped Unity discovery client ignores strong ones. Default: false.
+	StrongETag bool `json:"strong_etag,omitempty"`
+	// Cache-Control max-age of answers, from 1s (max-age counts whole
+	// seconds) to 24h. Default: 1200s (the protocol's 20-minute discovery
+	// interval).
+	MaxAge duration.Duration `json:"max_age,omitempty"`
+	// Client addresses allowed, as CIDRs or single IPs (the client address
+	// honours the server's trusted_proxies). Others get 403: the Handler's
+	// Access.Allow (AllowNetworks). Default: all.
+	Allow []string `json:"allow,omitempty"`
+	// API keys, any of which a caller must send as "Authorization: Bearer
+	// <key>" (or "X-Api-Key: <key>", which Caddy's access log records);
+	// others get 401 with "WWW-Authenticate: Bearer". After 20 requests
+	// without a valid key, a client network gets 429 with Retry-After, valid
+	// key or not, until it has earned another attempt (one per 10 s).
+	// Placeholders such as {env.DISCOVERY_KEY} are replaced. On a server
+	// that listens beyond loopback each must be at least 16 bytes and not a
+	// development default. Answers to callers that pass allow or api_keys
+	// are Cache-Control: private. The Handler's Access.Keys. Default: none
+	// required.
+	APIKeys []string `json:"api_keys,omitempty"`
 	// Private marks answers Cache-Control: private (set when callers must
 	// authenticate, so shared caches do not keep answers).
-	Private bool
-	// Health, when set, probes the servers of health-checked fleets.
-	Health *HealthConfig
+	Private bool `json:"-"`
+	// Health checks of the listed QoS servers. Default: off.
+	Health *HealthConfig `json:"health_check,omitempty"`
 	// Logger receives source and health events. Default: no logging.
-	Logger *zap.Logger
+	Logger *zap.Logger `json:"-"`
 	// OnFileLoad is called after each attempt to load the file, with the
 	// error (nil on success), for metrics.
-	OnFileLoad func(error)
+	OnFileLoad func(error) `json:"-"`
 }
 
 // Service answers discovery requests from the current snapshots.
 type Service struct {
 	cfg          Config
+	names        FieldNames
 	cacheControl string
 	store        cache.Snapshots[string]
 
@@ -77,22 +103,24 @@ func NewService(cfg Config) (*Service, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	if cfg.FilePoll <= 0 {
-		cfg.FilePoll = DefaultFilePoll
+		cfg.FilePoll = duration.Duration(DefaultFilePoll)
 	}
 	if cfg.Overrides == nil {
 		cfg.Overrides = NewOverrides()
 	}
-	cc := "max-age=" + strconv.FormatInt(int64(cfg.MaxAge/time.Second), 10)
+	cc := "max-age=" + strconv.FormatInt(int64(cfg.MaxAge.Std()/time.Second), 10)
 	if cfg.Private {
 		cc = "private, " + cc
 	}
 	// A service never runs with values Validate refuses (a negative
 	// interval, say), whoever built its Config.
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validateService(); err != nil {
 		return nil, err
 	}
+	names, _ := ParseFieldNames(cfg.FieldNames) // Validate checked it
 	s := &Service{
 		cfg:          cfg,
+		names:        names,
 		cacheControl: cc,
 		withheld:     make(map[string]map[Server]bool),
 		healthState:  make(map[string]*healthState),
@@ -112,7 +140,7 @@ func (s *Service) Start() {
 	s.rebuild()
 	if s.cfg.File != "" {
 		s.done.Go(func() {
-			periodic.Run(s.stop, s.cfg.FilePoll, func() {
+			periodic.Run(s.stop, s.cfg.FilePoll.Std(), func() {
 				if s.loadFile() {
 					s.rebuild()
 				}
@@ -217,7 +245,7 @@ func (s *Service) rebuild() {
 	next := make(map[string]*cache.Snapshot)
 	for id, list := range s.effective() {
 		list = s.filterHealthy(id, list)
-		next[id] = cache.NewSnapshot(Render(list, s.cfg.FieldNames), "application/json", !s.cfg.StrongETag)
+		next[id] = cache.NewSnapshot(Render(list, s.names), "application/json", !s.cfg.StrongETag)
 	}
 	for _, id := range s.store.Replace(next) {
 		if snap := next[id]; snap != nil {

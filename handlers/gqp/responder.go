@@ -2,14 +2,19 @@ package gqp
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/duration"
+	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
@@ -36,65 +41,113 @@ const (
 	ResponderQueue   = 64
 )
 
-// Config is the configuration of a Responder: the GQP responder's options.
-// Zero values mean the defaults. The names in Validate's errors are the
-// options' (JSON and Caddyfile).
+// Config is the configuration of a Responder: the GQP responder's options,
+// whose JSON is the gqp module's (which embeds it). Zero values mean the
+// defaults. The names in Validate's errors are the options' (JSON and
+// Caddyfile).
 type Config struct {
-	// Identity is what identify answers.
-	Identity Identity
-	// Commands are the custom commands.
-	Commands []CommandConfig
-	// Logins maps login names to passwords for challenge.
-	Logins map[string]string
-	// AuthTTL, AuthAmplification, MaxChallengeFailures, ChallengeLockout,
-	// MaxAuthorized, ClientIPv6Prefix and MaxDatagram are ServerConfig's.
-	// The counts' tags name them as options, by which a Caddyfile parser
-	// finds their ranges.
-	AuthTTL              time.Duration
-	AuthAmplification    int `json:"auth_amplification,omitempty"`
+	// What identify answers. Default: empty names and versions.
+	Identity Identity `json:"identify,omitzero"`
+	// Custom commands by name (Caddyfile: one command block each).
+	// Default: none; the required commands are always answered.
+	Commands map[string]*CommandConfig `json:"commands,omitempty"`
+	// Logins for challenge: login → password (Caddyfile: one login line
+	// each). Placeholders such as {env.GQP_ADMIN_PASSWORD} are replaced; a
+	// password that is empty afterwards is refused. Default: none (challenge
+	// then always answers 32).
+	Logins map[string]string `json:"logins,omitempty"`
+	// How long validate authorises a source address and port, at most 24h.
+	// Default: 10m.
+	AuthTTL duration.Duration `json:"auth_ttl,omitempty"`
+	// An answer to a validated source is at most this many times its
+	// query's size (1-100). Default: 10.
+	AuthAmplification int `json:"auth_amplification,omitempty"`
+	// Failed challenges a source (an IPv4 address, or an IPv6 prefix of
+	// client_ipv6_prefix bits) may make before it is locked out (1-1000).
+	// Only failures of challenges that echo the source's cookie count
+	// (trusted networks need none), so a spoofed source cannot lock out
+	// the real one. Default: 5.
 	MaxChallengeFailures int `json:"max_challenge_failures,omitempty"`
-	ChallengeLockout     time.Duration
-	MaxAuthorized        int `json:"max_sources,omitempty"`
-	ClientIPv6Prefix     int
-	MaxDatagram          int `json:"max_datagram_size,omitempty"`
-	// Trusted are the networks whose sources get full answers without
-	// padding. Nil: loopback; empty: none.
-	Trusted []netip.Prefix
-	// UpstreamTimeout bounds one upstream request. Default:
-	// DefaultUpstreamTimeout.
-	UpstreamTimeout time.Duration
+	// How long a source that failed too many challenges is refused them,
+	// and how long a failure is remembered, at most 24h. Default: 10m.
+	ChallengeLockout duration.Duration `json:"challenge_lockout,omitempty"`
+	// Most entries in each of the tables of validated sources, pending
+	// challenges and failing sources (at most 1048576). One network (an
+	// IPv4 /24, an IPv6 /48) has at most 16 failing sources (fewer below
+	// 32 entries: at most half the table, or its one entry), and one
+	// allocation (an IPv4 /16, an IPv6 /32) at most a sixteenth of the
+	// table (never less than a network); their other sources are refused
+	// challenges until some of their failures expire. Default: 10000.
+	MaxAuthorized int `json:"max_sources,omitempty"`
+	// The length, in bits, of the IPv6 prefix that is one source for
+	// challenge failures and lockouts (32 to 128). Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
+	// Networks (CIDRs or IPs) whose sources get full answers without
+	// padding and challenge without a cookie; protected commands still
+	// need challenge/validate. List only networks whose source addresses
+	// cannot be forged. "none" alone trusts no network. Default:
+	// 127.0.0.0/8 and ::1.
+	TrustedNetworks []string `json:"trusted_networks,omitempty"`
+	// Time allowed for an upstream request, at most 1h. Default: 2s.
+	UpstreamTimeout duration.Duration `json:"upstream_timeout,omitempty"`
+	// Largest datagram an answer is cut into, in bytes (64-65000).
+	// Default: 1400.
+	MaxDatagram int `json:"max_datagram_size,omitempty"`
 
 	// Count receives what the server did with each query it answered or
 	// refused (metrics). Default: none.
-	Count func(Verdict)
+	Count func(Verdict) `json:"-"`
 	// Dropped receives why a query was dropped before the server answered
 	// it, or an answer datagram could not be sent (metrics). Default: none.
-	Dropped func(Drop)
+	Dropped func(Drop) `json:"-"`
 	// UpstreamFailed is told why a command's upstream request failed.
 	// Default: none.
-	UpstreamFailed func(command string, err error)
+	UpstreamFailed func(command string, err error) `json:"-"`
 	// WriteFailed is told that an answer datagram to to could not be
 	// sent, after Dropped(DropWriteFailed). Default: none.
-	WriteFailed func(to netip.AddrPort, err error)
+	WriteFailed func(to netip.AddrPort, err error) `json:"-"`
+}
+
+// trusted returns the networks of TrustedNetworks: nil (loopback) when
+// none are given, empty for "none".
+func (c *Config) trusted() ([]netip.Prefix, error) {
+	switch {
+	case len(c.TrustedNetworks) == 0:
+		return nil, nil
+	case slices.Contains(c.TrustedNetworks, "none"):
+		if len(c.TrustedNetworks) > 1 {
+			return nil, errors.New("trusted_networks: none must stand alone")
+		}
+		return []netip.Prefix{}, nil
+	}
+	return netaddr.ParsePrefixes("trusted_networks", c.TrustedNetworks)
 }
 
 // CommandConfig is a custom command of a Config: static records, or
 // records from an HTTP upstream (see HTTPCommand).
 type CommandConfig struct {
-	Name string
-	// URL is fetched with GET; give URL or Records.
-	URL string
-	// Records are answered in order to every query.
-	Records   []Pair
-	Protected bool
-	// MinArgs is the fewest arguments a query gives; its tag names the
-	// option, by which a Caddyfile parser finds its range.
+	// HTTP(S) URL fetched with GET; the command's arguments are added as
+	// repeated "arg" query parameters. Its JSON object becomes records.
+	// Give url or records. Default: none.
+	URL string `json:"url,omitempty"`
+	// Static name/value records, answered in order (Caddyfile: one record
+	// line each). Default: none.
+	Records []Pair `json:"records,omitempty"`
+	// Only sources that passed challenge/validate may use it. Default:
+	// false.
+	Protected bool `json:"protected,omitempty"`
+	// Fewest arguments it needs. Default: 0.
 	MinArgs int `json:"min_args,omitempty"`
-	// TTL, UpstreamRate and UpstreamBurst are HTTPCommand's TTL, Rate and
-	// Burst.
-	TTL           time.Duration
-	UpstreamRate  float64
-	UpstreamBurst int
+	// How long an upstream answer is reused, at most 24h. Default: 2s.
+	TTL duration.Duration `json:"ttl,omitempty"`
+	// Most upstream requests per second for this command, whatever the
+	// queries' sources (GQP sources are not authenticated), counted
+	// separately for queries with and without arguments; past it the
+	// command answers 31 unless a cached answer can serve. Default: 10.
+	UpstreamRate float64 `json:"upstream_rate,omitempty"`
+	// Upstream requests for this command allowed at once. Default: one
+	// second of upstream_rate, rounded up.
+	UpstreamBurst int `json:"upstream_burst,omitempty"`
 }
 
 // Validate checks a command's own options, named as the command's options
@@ -103,7 +156,7 @@ type CommandConfig struct {
 func (cmd *CommandConfig) Validate() error {
 	var v bounds.Check
 	v.Int("min_args", cmd.MinArgs, 0, wiregqp.MaxArgs)
-	v.Duration("ttl", cmd.TTL, 0, MaxLifetime)
+	v.Duration("ttl", cmd.TTL.Std(), 0, MaxLifetime)
 	v.Add(ratelimit.ValidateOptions("upstream_rate", "upstream_burst", cmd.UpstreamRate, cmd.UpstreamBurst, ratelimit.MaxBurst))
 	if cmd.URL != "" {
 		u, err := url.Parse(cmd.URL)
@@ -117,26 +170,29 @@ func (cmd *CommandConfig) Validate() error {
 // Validate checks every option; zero values (the defaults) pass.
 func (c *Config) Validate() error {
 	var v bounds.Check
-	seen := make(map[string]bool, len(c.Commands))
-	for _, cmd := range c.Commands {
-		switch cmd.Name {
+	if _, err := c.trusted(); err != nil {
+		v.Add(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Commands)) {
+		cmd := c.Commands[name]
+		if cmd == nil { // JSON null
+			v.Failf("command %q: give url or records", name)
+			continue
+		}
+		switch name {
 		case "":
 			v.Failf("commands: needs names, got an empty one")
 		case "identify", "echo", "challenge", "validate", "extensions", PadCommand:
-			v.Failf("command %s is built in", cmd.Name)
+			v.Failf("command %s is built in", name)
 		}
-		if seen[cmd.Name] {
-			v.Failf("command %q is defined twice", cmd.Name)
-		}
-		seen[cmd.Name] = true
 		switch {
 		case cmd.URL != "" && len(cmd.Records) > 0:
-			v.Failf("command %q: give url or records, not both", cmd.Name)
+			v.Failf("command %q: give url or records, not both", name)
 		case cmd.URL == "" && len(cmd.Records) == 0:
-			v.Failf("command %q: give url or records", cmd.Name)
+			v.Failf("command %q: give url or records", name)
 		}
 		if err := cmd.Validate(); err != nil {
-			v.Failf("command %q: %w", cmd.Name, err)
+			v.Failf("command %q: %w", name, err)
 		}
 	}
 	for login, pw := range c.Logins {
@@ -151,9 +207,9 @@ func (c *Config) Validate() error {
 	v.Int("max_challenge_failures", c.MaxChallengeFailures, 1, MaxMaxChallengeFailures)
 	v.Int("max_sources", c.MaxAuthorized, 1, MaxMaxAuthorized)
 	v.Add(clientaddr.ValidateIPv6Prefix("client_ipv6_prefix", c.ClientIPv6Prefix))
-	v.Duration("challenge_lockout", c.ChallengeLockout, 0, MaxLifetime)
-	v.Duration("auth_ttl", c.AuthTTL, 0, MaxLifetime)
-	v.Duration("upstream_timeout", c.UpstreamTimeout, 0, MaxUpstreamTimeout)
+	v.Duration("challenge_lockout", c.ChallengeLockout.Std(), 0, MaxLifetime)
+	v.Duration("auth_ttl", c.AuthTTL.Std(), 0, MaxLifetime)
+	v.Duration("upstream_timeout", c.UpstreamTimeout.Std(), 0, MaxUpstreamTimeout)
 	v.Int("max_datagram_size", c.MaxDatagram, MinMaxDatagram, MaxMaxDatagram)
 	return v.Err()
 }
@@ -222,30 +278,34 @@ func NewResponder(cfg Config) (*Responder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	timeout := cfg.UpstreamTimeout
+	trusted, err := cfg.trusted()
+	if err != nil {
+		return nil, err
+	}
+	timeout := cfg.UpstreamTimeout.Std()
 	if timeout == 0 {
 		timeout = DefaultUpstreamTimeout
 	}
 	sc := ServerConfig{
 		Identity:             cfg.Identity,
 		Logins:               cfg.Logins,
-		AuthTTL:              cfg.AuthTTL,
+		AuthTTL:              cfg.AuthTTL.Std(),
 		AuthAmplification:    cfg.AuthAmplification,
 		MaxChallengeFailures: cfg.MaxChallengeFailures,
-		ChallengeLockout:     cfg.ChallengeLockout,
+		ChallengeLockout:     cfg.ChallengeLockout.Std(),
 		MaxAuthorized:        cfg.MaxAuthorized,
 		ClientIPv6Prefix:     cfg.ClientIPv6Prefix,
 		MaxDatagram:          cfg.MaxDatagram,
-		Trusted:              cfg.Trusted,
+		Trusted:              trusted,
 	}
 	r := &Responder{cfg: cfg, answerBy: timeout + time.Second}
 	client := &http.Client{Timeout: timeout}
-	for _, c := range cfg.Commands {
-		cmd := Command{Name: c.Name, MinArgs: c.MinArgs, Protected: c.Protected}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Commands)) {
+		c := cfg.Commands[name]
+		cmd := Command{Name: name, MinArgs: c.MinArgs, Protected: c.Protected}
 		if c.URL != "" {
-			hc := &HTTPCommand{URL: c.URL, TTL: c.TTL, Timeout: timeout, Rate: c.UpstreamRate, Burst: c.UpstreamBurst, Client: client}
+			hc := &HTTPCommand{URL: c.URL, TTL: c.TTL.Std(), Timeout: timeout, Rate: c.UpstreamRate, Burst: c.UpstreamBurst, Client: client}
 			if cfg.UpstreamFailed != nil {
-				name := c.Name
 				hc.Log = func(err error) { cfg.UpstreamFailed(name, err) }
 			}
 			cmd.Run, cmd.Cached = hc.Run, hc.Cached
@@ -255,7 +315,6 @@ func NewResponder(cfg Config) (*Responder, error) {
 		}
 		sc.Commands = append(sc.Commands, cmd)
 	}
-	var err error
 	if r.server, err = NewServer(sc); err != nil {
 		return nil, err
 	}

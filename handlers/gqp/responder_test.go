@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wiregqp "github.com/gamegate/gamegate/wire/gqp"
 )
@@ -21,7 +22,7 @@ import (
 // upstream request and a second) is positive; one past it is refused by
 // name, before any wait could overflow to a negative duration.
 func TestResponderWaitsAtTheBound(t *testing.T) {
-	r, err := NewResponder(Config{UpstreamTimeout: MaxUpstreamTimeout})
+	r, err := NewResponder(Config{UpstreamTimeout: duration.Duration(MaxUpstreamTimeout)})
 	if err != nil {
 		t.Fatalf("upstream_timeout %v: %v", MaxUpstreamTimeout, err)
 	}
@@ -30,7 +31,7 @@ func TestResponderWaitsAtTheBound(t *testing.T) {
 		t.Errorf("answer wait: got %v, want %v", got, want)
 	}
 	for _, d := range []time.Duration{MaxUpstreamTimeout + 1, 1<<63 - 1, -1} {
-		err := (&Config{UpstreamTimeout: d}).Validate()
+		err := (&Config{UpstreamTimeout: duration.Duration(d)}).Validate()
 		if err == nil || !strings.HasPrefix(err.Error(), "upstream_timeout must be a duration in [") {
 			t.Errorf("upstream_timeout %v: got %v, want an error naming upstream_timeout and its range", d, err)
 		}
@@ -77,10 +78,10 @@ func TestResponderDropsWithReasons(t *testing.T) {
 	}))
 	defer up.Close()
 	defer close(release)
-	slow := CommandConfig{Name: "slow", URL: up.URL, UpstreamRate: 1000, UpstreamBurst: 1000}
+	slow := &CommandConfig{URL: up.URL, UpstreamRate: 1000, UpstreamBurst: 1000}
 
 	t.Run("queue_full and stopped", func(t *testing.T) {
-		r, addr, drops := countedResponder(t, Config{UpstreamTimeout: time.Minute, Commands: []CommandConfig{slow}})
+		r, addr, drops := countedResponder(t, Config{UpstreamTimeout: duration.Duration(time.Minute), Commands: map[string]*CommandConfig{"slow": slow}})
 		client := testutil.DialUDP(t, "127.0.0.1:0", addr)
 		// Each query has its own argument, so each needs its own upstream
 		// request: the free list holds ResponderQueue of them, the rest are
@@ -103,7 +104,7 @@ func TestResponderDropsWithReasons(t *testing.T) {
 	})
 
 	t.Run("unvalidated", func(t *testing.T) {
-		_, addr, drops := countedResponder(t, Config{Trusted: []netip.Prefix{}, Commands: []CommandConfig{slow}})
+		_, addr, drops := countedResponder(t, Config{TrustedNetworks: []string{"none"}, Commands: map[string]*CommandConfig{"slow": slow}})
 		testutil.DialUDP(t, "127.0.0.1:0", addr).Send(testutil.Encode(t, wiregqp.QueryOf("slow")))
 		testutil.WaitFor(t, "the query to be dropped as unvalidated", func() bool { return drops[DropUnvalidated].Load() == 1 })
 	})
@@ -120,4 +121,33 @@ func TestResponderDropsWithReasons(t *testing.T) {
 			t.Fatalf("too_large: got %d, want 1", got)
 		}
 	})
+}
+
+func TestConfigTrustedNetworks(t *testing.T) {
+	for _, tc := range []struct {
+		networks []string
+		want     []netip.Prefix
+		err      string
+	}{
+		{nil, nil, ""},
+		{[]string{"none"}, []netip.Prefix{}, ""},
+		{[]string{"10.0.0.0/8", "::1"}, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}, ""},
+		{[]string{"none", "10.0.0.0/8"}, nil, "trusted_networks: none must stand alone"},
+		{[]string{"10.0.0.0/33"}, nil, `trusted_networks: "10.0.0.0/33" is not a CIDR or IP address`},
+	} {
+		cfg := Config{TrustedNetworks: tc.networks}
+		got, err := cfg.trusted()
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%v: got %v, want %q", tc.networks, err, tc.err)
+			}
+			if verr := cfg.Validate(); verr == nil || verr.Error() != tc.err {
+				t.Errorf("%v: Validate: got %v, want %q", tc.networks, verr, tc.err)
+			}
+			continue
+		}
+		if err != nil || (got == nil) != (tc.want == nil) || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%v: got %v (%v), want %v", tc.networks, got, err, tc.want)
+		}
+	}
 }

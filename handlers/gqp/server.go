@@ -63,9 +63,12 @@ import (
 
 // Identity is what the identify command returns.
 type Identity struct {
-	GameName string // gamename: the game's tag
-	GameVer  string // gamever: the game's version
-	NetVer   string // netver: the oldest network version it plays with
+	// The game's tag (gamename).
+	GameName string `json:"gamename,omitempty"`
+	// The game's version (gamever).
+	GameVer string `json:"gamever,omitempty"`
+	// The oldest network version it plays with (netver).
+	NetVer string `json:"netver,omitempty"`
 }
 
 // Command is a custom command.

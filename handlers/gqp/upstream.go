@@ -385,7 +385,12 @@ func sanitize(s string) string {
 }
 
 // Pair is a name/value record of a static reply.
-type Pair struct{ Name, Value string }
+type Pair struct {
+	// The record's name.
+	Name string `json:"name"`
+	// Its value.
+	Value string `json:"value"`
+}
 
 // StaticReply returns the Command.Run and Command.Cached of a command that
 // answers pairs, in order, to every query. The answer is made once, here,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
@@ -19,6 +20,19 @@ import (
 // handler whose servers a server list or browser lists unless given
 // another.
 const DefaultName = "game_query"
+
+// MaxName bounds a game_query handler's name, in bytes.
+const MaxName = 64
+
+// ValidateName checks a game_query handler's name (the name server lists
+// and browsers find its servers by): at most MaxName bytes, without
+// spaces; "" is DefaultName.
+func ValidateName(name string) error {
+	if strings.ContainsFunc(name, unicode.IsSpace) || len(name) > MaxName {
+		return fmt.Errorf("name %q: at most %d bytes, without spaces", name, MaxName)
+	}
+	return nil
+}
 
 // Defaults of Config: what a zero field means.
 const (
@@ -62,6 +76,14 @@ const (
 // Validate checks cfg: every option's range, named as the game_query
 // handler's options are; zero values (the defaults) pass.
 func (c Config) Validate() error {
+	if _, err := c.allowTargets(); err != nil {
+		return err
+	}
+	return c.validateOptions()
+}
+
+// validateOptions is Validate but for the parsing of AllowTargets.
+func (c Config) validateOptions() error {
 	for name, s := range c.Servers {
 		if err := s.validate(name); err != nil {
 			return err
@@ -82,12 +104,12 @@ func (c Config) Validate() error {
 		}
 	}
 	return bounds.First(
-		bounds.Duration("default_ttl", c.DefaultTTL, 0, MaxTTL),
-		bounds.Duration("stale_while_revalidate", c.StaleWhileRevalidate, 0, MaxTTL),
-		bounds.Duration("stale_if_error", c.StaleIfError, 0, MaxTTL),
-		bounds.Duration("negative_ttl", c.NegativeTTL, 0, MaxTTL),
+		bounds.Duration("default_ttl", c.DefaultTTL.Std(), 0, MaxTTL),
+		bounds.Duration("stale_while_revalidate", c.StaleWhileRevalidate.Std(), 0, MaxTTL),
+		bounds.Duration("stale_if_error", c.StaleIfError.Std(), 0, MaxTTL),
+		bounds.Duration("negative_ttl", c.NegativeTTL.Std(), 0, MaxTTL),
 		ratelimit.ValidateOptions("upstream_rate", "upstream_burst", c.UpstreamRate, c.UpstreamBurst, MaxBurst),
-		bounds.Duration("query_timeout", c.QueryTimeout, 0, MaxQueryTimeout),
+		bounds.Duration("query_timeout", c.QueryTimeout.Std(), 0, MaxQueryTimeout),
 		bounds.Int("max_entries", int64(c.MaxEntries), 1, MaxMaxEntries),
 		bounds.Int("max_batch_queries", int64(c.MaxBatch), 1, MaxMaxBatch),
 		bounds.Int("batch_concurrency", int64(c.BatchConcurrency), 1, MaxBatchConcurrency),
@@ -146,11 +168,11 @@ func IsCommandName(s string) bool {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	c.DefaultTTL = cmp.Or(c.DefaultTTL, DefaultDefaultTTL)
-	c.StaleWhileRevalidate = cmp.Or(c.StaleWhileRevalidate, DefaultStaleWhileRevalidate)
-	c.StaleIfError = cmp.Or(c.StaleIfError, DefaultStaleIfError)
-	c.NegativeTTL = cmp.Or(c.NegativeTTL, DefaultNegativeTTL)
-	c.QueryTimeout = cmp.Or(c.QueryTimeout, DefaultQueryTimeout)
+	c.DefaultTTL = cmp.Or(c.DefaultTTL, duration.Duration(DefaultDefaultTTL))
+	c.StaleWhileRevalidate = cmp.Or(c.StaleWhileRevalidate, duration.Duration(DefaultStaleWhileRevalidate))
+	c.StaleIfError = cmp.Or(c.StaleIfError, duration.Duration(DefaultStaleIfError))
+	c.NegativeTTL = cmp.Or(c.NegativeTTL, duration.Duration(DefaultNegativeTTL))
+	c.QueryTimeout = cmp.Or(c.QueryTimeout, duration.Duration(DefaultQueryTimeout))
 	c.MaxEntries = cmp.Or(c.MaxEntries, DefaultMaxEntries)
 	c.MaxBatch = cmp.Or(c.MaxBatch, DefaultMaxBatch)
 	c.BatchConcurrency = cmp.Or(c.BatchConcurrency, DefaultBatchConcurrency)

@@ -3,7 +3,6 @@ package query
 import (
 	"errors"
 	"net/http"
-	"net/netip"
 	"strings"
 	"testing"
 )
@@ -14,7 +13,7 @@ import (
 // server's name wins over a game ID.
 func TestAdHocByGame(t *testing.T) {
 	r := newRig(t, func(c *Config) {
-		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AllowTargets = []string{"192.0.2.0/24"}
 		c.Games = func(id string) (AdHocGame, *Error) {
 			switch id {
 			case "oa":
@@ -73,7 +72,7 @@ func r0(c *Config) Protocol { return c.Servers["arena"].Protocol }
 // not configured.
 func TestAdHocByGameOff(t *testing.T) {
 	r := newRig(t, func(c *Config) {
-		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AllowTargets = []string{"192.0.2.0/24"}
 	})
 	if w := r.do("GET", "/oa/192.0.2.7:27960", ""); w.Code != 404 || r.proto.calls.Load() != 0 {
 		t.Fatalf("got %d %s after %d calls, want 404 and none", w.Code, w.Body, r.proto.calls.Load())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/netaddr"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
@@ -59,73 +60,17 @@ type Config struct {
 	// They are ad-hoc targets in every other way: AllowTargets and the
 	// ad-hoc limits apply.
 	Games func(id string) (AdHocGame, *Error)
-	// AllowTargets are the networks ad-hoc targets must resolve into
-	// (every address of a name must be inside), so the gateway cannot be
-	// used to send datagrams to arbitrary hosts.
-	AllowTargets []netip.Prefix
 	// TTL per command ("status" for the normalised status); DefaultTTL for
 	// the others.
-	TTL        map[string]time.Duration
-	DefaultTTL time.Duration `json:"default_ttl,omitempty"`
-	// StaleWhileRevalidate, StaleIfError and NegativeTTL: see cache.Policy.
-	StaleWhileRevalidate time.Duration `json:"stale_while_revalidate,omitempty"`
-	StaleIfError         time.Duration `json:"stale_if_error,omitempty"`
-	NegativeTTL          time.Duration `json:"negative_ttl,omitempty"`
-	// UpstreamRate is the most upstream queries per second per server,
-	// with UpstreamBurst at once (default: one second of UpstreamRate,
-	// rounded up: ratelimit.DefaultBurst). Each server has two such
-	// budgets: one for the status and argument-free commands, one for
-	// commands with arguments, so varying arguments cannot starve the
-	// status. Default: DefaultUpstreamRate.
-	UpstreamRate  float64
-	UpstreamBurst int
-	// MaxAdHoc bounds the ad-hoc upstream work (name lookups, queries and
-	// so their sockets) running at once, over all clients; past it ad-hoc
-	// requests that need such work answer 503. Answers from the cache
-	// take none. Default: 32.
-	MaxAdHoc int `json:"max_ad_hoc_queries,omitempty"`
-	// MaxAdHocPerNetwork bounds the same work started by one client
-	// network (clientaddr.Network: an IPv4 /24, an IPv6 /48); past it that
-	// network's ad-hoc requests that need such work answer 429.
-	// Default: 4.
-	MaxAdHocPerNetwork int `json:"max_ad_hoc_queries_per_network,omitempty"`
-	// AdHocRate is the most ad-hoc requests per second per client, with
-	// AdHocBurst at once; past it they answer 429. A client is an IPv4
-	// address or an IPv6 prefix of ClientIPv6Prefix bits. Default: 2 per
-	// second, burst 10.
-	AdHocRate  float64
-	AdHocBurst int `json:"ad_hoc_burst,omitempty"`
-	// ClientIPv6Prefix is the prefix length, in bits, that makes one IPv6
-	// client (see package clientaddr). Default: 64.
-	ClientIPv6Prefix int
+	TTL map[string]time.Duration
+	// The options the game_query module's JSON holds as they are.
+	Options
 	// ClientIP gives a request's client address. Default: the address of
 	// the request's RemoteAddr.
 	ClientIP clientaddr.FromRequest
 	// Log is told what went wrong when a client is answered in words only
 	// (an unreachable server, an unusable answer). Default: nothing.
 	Log func(server string, err error)
-	// QueryTimeout bounds one upstream query, retries included.
-	QueryTimeout time.Duration `json:"query_timeout,omitempty"`
-	// MaxEntries bounds each of the two result caches: one for named
-	// servers' status and argument-free commands, one for everything else
-	// (commands with arguments, ad-hoc targets), so that neither can evict
-	// the other's results.
-	MaxEntries int `json:"max_entries,omitempty"`
-	// MaxBatch bounds the servers × commands of one batch request, and
-	// BatchConcurrency how many of them run at once.
-	MaxBatch         int `json:"max_batch_queries,omitempty"`
-	BatchConcurrency int `json:"batch_concurrency,omitempty"`
-	// MaxBody bounds a batch request's body, in bytes.
-	MaxBody int64 `json:"max_body,omitempty"`
-	// MaxBatchAnswer bounds the bytes of the results' bodies in one batch
-	// answer; a result that would pass it is answered with a short 413
-	// error instead. Default: DefaultMaxBatchAnswer.
-	MaxBatchAnswer int64 `json:"max_batch_answer_size,omitempty"`
-	// BatchRate is the most batches per second per client network
-	// (clientaddr.Network), with BatchBurst at once; past it batches
-	// answer 429. Default: DefaultBatchRate, DefaultBatchBurst.
-	BatchRate  float64
-	BatchBurst int
 	// OnUpstream is called for every upstream query (metrics), with the
 	// name of the configured server asked, or "" for an ad-hoc target, and
 	// how long the query took. Names come from the configuration only.
@@ -134,9 +79,89 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Options are the gateway's options as the game_query handler's JSON and
+// Caddyfile name them (the module embeds them). Zero values mean the
+// defaults.
+type Options struct {
+	// Networks (CIDRs or IPs) that ad-hoc targets must resolve into (every
+	// address of a name must be inside), so the gateway cannot be used to
+	// send datagrams to arbitrary hosts. Required with ad_hoc and
+	// ad_hoc_games. Default: none.
+	AllowTargets []string `json:"allow_targets,omitempty"`
+	// Cache lifetime of other commands than those ttl names, at most 24h.
+	// Default: 5s.
+	DefaultTTL duration.Duration `json:"default_ttl,omitempty"`
+	// How long past its lifetime a result is served while one refresh
+	// runs, at most 24h (cache.Policy). Default: 10s.
+	StaleWhileRevalidate duration.Duration `json:"stale_while_revalidate,omitempty"`
+	// How long past its lifetime a result is served when the server fails
+	// to answer, at most 24h. Default: 1m.
+	StaleIfError duration.Duration `json:"stale_if_error,omitempty"`
+	// How long a failure (a timeout, an unusable answer) is cached, at
+	// most 24h. Default: 2s.
+	NegativeTTL duration.Duration `json:"negative_ttl,omitempty"`
+	// Most upstream queries per second per server. Each server has two
+	// such budgets: one for the status and argument-free commands, one for
+	// commands with arguments, so varying arguments cannot starve the
+	// status. Default: 10.
+	UpstreamRate float64 `json:"upstream_rate,omitempty"`
+	// Upstream queries per server allowed at once. Default: one second of
+	// upstream_rate, rounded up.
+	UpstreamBurst int `json:"upstream_burst,omitempty"`
+	// Ad-hoc upstream work (name lookups and queries, each holding a
+	// socket) running at once, over all clients; past it ad-hoc requests
+	// that need such work answer 503. Answers from the cache take none.
+	// Default: 32.
+	MaxAdHoc int `json:"max_ad_hoc_queries,omitempty"`
+	// Ad-hoc upstream work running at once for one client network (an
+	// IPv4 /24, an IPv6 /48), so that a few networks asking targets that
+	// never answer cannot hold every slot; past it that network's ad-hoc
+	// requests that need such work answer 429. Default: 4.
+	MaxAdHocPerNetwork int `json:"max_ad_hoc_queries_per_network,omitempty"`
+	// Most ad-hoc requests per second per client (Caddy's client IP,
+	// honouring trusted_proxies; IPv6 clients by client_ipv6_prefix);
+	// past it they answer 429 with Retry-After. Default: 2.
+	AdHocRate float64 `json:"ad_hoc_rate,omitempty"`
+	// Ad-hoc requests per client allowed at once. Default: 10.
+	AdHocBurst int `json:"ad_hoc_burst,omitempty"`
+	// The prefix length, in bits, that makes one IPv6 client for the
+	// per-client limits, in [32, 128]. Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
+	// Time allowed for one upstream query, retries included, at most 1h.
+	// Default: 3s.
+	QueryTimeout duration.Duration `json:"query_timeout,omitempty"`
+	// Most results cached, in each of two caches: named servers' status
+	// and argument-free commands, and everything else (commands with
+	// arguments, ad-hoc targets), so that neither can evict the other's
+	// results. Default: 10000.
+	MaxEntries int `json:"max_entries,omitempty"`
+	// Most queries (servers × commands) in one batch. Default: 100.
+	MaxBatch int `json:"max_batch_queries,omitempty"`
+	// Queries of one batch run at once. Default: 16.
+	BatchConcurrency int `json:"batch_concurrency,omitempty"`
+	// Largest batch request body, in bytes. Default: 65536.
+	MaxBody int64 `json:"max_body,omitempty"`
+	// Most bytes of results in one batch answer (the answer is streamed,
+	// each result as it is ready; one that would pass this is answered
+	// with a short 413 error instead), in [1024, 67108864]. Default:
+	// 1048576 (1 MiB).
+	MaxBatchAnswer int64 `json:"max_batch_answer_size,omitempty"`
+	// Most batches per second per client network (an IPv4 /24, an IPv6
+	// /48); past it they answer 429 with Retry-After. Default: 2.
+	BatchRate float64 `json:"batch_rate,omitempty"`
+	// Batches per client network allowed at once. Default: 10.
+	BatchBurst int `json:"batch_burst,omitempty"`
+}
+
+// allowTargets returns the networks of AllowTargets.
+func (o *Options) allowTargets() ([]netip.Prefix, error) {
+	return netaddr.ParsePrefixes("allow_targets", o.AllowTargets)
+}
+
 // Gateway answers game-query HTTP requests.
 type Gateway struct {
-	cfg Config
+	cfg          Config
+	allowTargets []netip.Prefix // cfg.AllowTargets
 	// plain holds named servers' status and argument-free commands, whose
 	// keys the configuration bounds; other holds what clients can vary.
 	plain, other *cache.Results[resultKey, *answer]
@@ -216,12 +241,20 @@ func newAnswer(status int, body []byte, etag string) *answer {
 }
 
 // NewGateway returns a gateway with cfg's defaults filled in, or the error
-// of cfg.Validate.
+// of cfg.Validate but for AllowTargets' entries, of which those that do
+// not parse are left out (Validate refuses them; left out, they allow
+// nothing).
 func NewGateway(cfg Config) (*Gateway, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validateOptions(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
+	var allowTargets []netip.Prefix
+	for _, a := range cfg.AllowTargets {
+		if p, err := netaddr.ParsePrefix(a); err == nil {
+			allowTargets = append(allowTargets, p)
+		}
+	}
 	plain, err := cache.NewResults[resultKey, *answer](cfg.MaxEntries, cfg.Now)
 	if err != nil {
 		return nil, err
@@ -245,6 +278,7 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	clock := ratelimit.NewClock(cfg.Now)
 	g := &Gateway{
 		cfg:           cfg,
+		allowTargets:  allowTargets,
 		plain:         plain,
 		other:         other,
 		upstreamLimit: upstreamLimit,
@@ -442,7 +476,7 @@ func (g *Gateway) gameTarget(id, address string) (Protocol, string, uint16, *Err
 }
 
 func (g *Gateway) allowed(a netip.Addr) bool {
-	for _, p := range g.cfg.AllowTargets {
+	for _, p := range g.allowTargets {
 		if p.Contains(a) {
 			return true
 		}
@@ -453,10 +487,10 @@ func (g *Gateway) allowed(a netip.Addr) bool {
 func (g *Gateway) policy(command string) cache.Policy {
 	ttl, ok := g.cfg.TTL[command]
 	if !ok {
-		ttl = g.cfg.DefaultTTL
+		ttl = g.cfg.DefaultTTL.Std()
 	}
-	return cache.Policy{TTL: ttl, StaleWhileRevalidate: g.cfg.StaleWhileRevalidate,
-		StaleIfError: g.cfg.StaleIfError, NegativeTTL: g.cfg.NegativeTTL, LoadTimeout: g.cfg.QueryTimeout}
+	return cache.Policy{TTL: ttl, StaleWhileRevalidate: g.cfg.StaleWhileRevalidate.Std(),
+		StaleIfError: g.cfg.StaleIfError.Std(), NegativeTTL: g.cfg.NegativeTTL.Std(), LoadTimeout: g.cfg.QueryTimeout.Std()}
 }
 
 // allowUpstream takes one upstream query from t's budget (argsBudget or

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -67,11 +68,13 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 	cfg := Config{
 		Servers: map[string]Server{"arena": {Name: "arena", Address: "192.0.2.1:27960", Protocol: r.proto,
 			Commands: []string{"echo", "missing", "other", "a", "b", "c", "d", "nan", "chatty"}}},
-		DefaultTTL:           time.Second,
-		StaleWhileRevalidate: time.Millisecond, // past its lifetime, a result is refreshed first
-		StaleIfError:         time.Minute,
-		NegativeTTL:          time.Second,
-		Now:                  r.clock.Now,
+		Options: Options{
+			DefaultTTL:           duration.Duration(time.Second),
+			StaleWhileRevalidate: duration.Duration(time.Millisecond), // past its lifetime, a result is refreshed first
+			StaleIfError:         duration.Duration(time.Minute),
+			NegativeTTL:          duration.Duration(time.Second),
+		},
+		Now: r.clock.Now,
 	}
 	if mutate != nil {
 		mutate(&cfg)
@@ -123,7 +126,7 @@ func TestRoutes(t *testing.T) {
 
 func TestAdHocTargetsOnlyInsideAllowedNetworks(t *testing.T) {
 	r := newRig(t, func(c *Config) {
-		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AllowTargets = []string{"192.0.2.0/24"}
 	})
 	r.gw.cfg.AdHoc = r.proto
 	if w := r.do("GET", "/198.51.100.1:7777", ""); w.Code != 403 || r.proto.calls.Load() != 0 {
@@ -142,7 +145,7 @@ func TestAdHocTargetsOnlyInsideAllowedNetworks(t *testing.T) {
 // clients must not, and a distinct answer would tell which names exist.
 func TestAdHocNameOutsideAllowedNetworksKeepsItsAddress(t *testing.T) {
 	r := newRig(t, func(c *Config) {
-		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AllowTargets = []string{"192.0.2.0/24"}
 	})
 	r.gw.cfg.AdHoc = r.proto
 	outside := r.do("GET", "/localhost:7777", "")
@@ -351,7 +354,7 @@ func TestAdHocPerClientRateAndConcurrency(t *testing.T) {
 	entered := make(chan struct{}, 8)
 	slow := &blockingProtocol{entered: entered, release: block}
 	r := newRig(t, func(c *Config) {
-		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AllowTargets = []string{"192.0.2.0/24"}
 		c.AdHoc = slow
 		c.AdHocRate, c.AdHocBurst, c.MaxAdHoc = 1, 3, 2
 	})
@@ -452,7 +455,7 @@ func (r *rig) adHocFrom(ip, target string) *httptest.ResponseRecorder {
 // newcomers rather than forgetting the clients it holds).
 func TestAdHocClientTableFullKeepsLimits(t *testing.T) {
 	r := newRig(t, func(c *Config) {
-		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AllowTargets = []string{"192.0.2.0/24"}
 		c.AdHocRate, c.AdHocBurst, c.MaxEntries = 1, 2, 16
 	})
 	r.gw.cfg.AdHoc = r.proto
@@ -484,7 +487,7 @@ func TestAdHocClientTableFullKeepsLimits(t *testing.T) {
 // many of them are queried, a named server's spent budget stays spent.
 func TestAdHocTargetsCannotResetNamedBudgets(t *testing.T) {
 	r := newRig(t, func(c *Config) {
-		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AllowTargets = []string{"192.0.2.0/24"}
 		c.UpstreamRate, c.UpstreamBurst, c.MaxEntries = 0.001, 1, 8
 	})
 	r.gw.cfg.AdHoc = r.proto
@@ -521,7 +524,7 @@ func TestAdHocIPv6ClientIsItsPrefix(t *testing.T) {
 	} {
 		t.Run("/"+strconv.Itoa(tc.bits), func(t *testing.T) {
 			r := newRig(t, func(c *Config) {
-				c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+				c.AllowTargets = []string{"192.0.2.0/24"}
 				c.AdHocRate, c.AdHocBurst, c.ClientIPv6Prefix = 1, 2, tc.bits
 			})
 			r.gw.cfg.AdHoc = r.proto
@@ -622,7 +625,7 @@ func (readOnlyEcho) ReadOnlyCommands() []string { return []string{"echo", "missi
 // separator, or one empty argument, never shares a cache entry with
 // another list (a cached refusal of one would be served for the other).
 func TestArgumentListsAreKeyedApart(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} })
+	r := newRig(t, func(c *Config) { c.AllowTargets = []string{"192.0.2.0/24"} })
 	r.gw.cfg.AdHoc = &readOnlyEcho{r.proto}
 	for _, c := range []struct{ first, second, wantArgs string }{
 		{"/arena/echo?arg=a%00b", "/arena/echo?arg=a&arg=b", `["a","b"]`},
@@ -648,7 +651,7 @@ func TestArgumentListsAreKeyedApart(t *testing.T) {
 // the address, not the first client's spelling.
 func TestAdHocTargetIsItsParsedAddress(t *testing.T) {
 	r := newRig(t, func(c *Config) {
-		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		c.AllowTargets = []string{"127.0.0.0/8"}
 		c.UpstreamRate, c.UpstreamBurst = 1, 1
 	})
 	r.gw.cfg.AdHoc = r.proto
@@ -681,7 +684,7 @@ func TestAdHocSlotsOnlyForUpstreamWork(t *testing.T) {
 	entered := make(chan struct{}, 16)
 	slow := &blockingProtocol{entered: entered, release: block}
 	r := newRig(t, func(c *Config) {
-		c.AllowTargets = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		c.AllowTargets = []string{"192.0.2.0/24"}
 		c.AdHoc = slow
 		c.AdHocRate, c.AdHocBurst, c.MaxAdHoc, c.MaxAdHocPerNetwork = 100, 100, 4, 2
 	})
@@ -805,7 +808,7 @@ func TestBatchMergesRepeatsAndBoundsItsAnswer(t *testing.T) {
 // until negative_ttl ends. Errors before any query (an unknown server)
 // have no such header.
 func TestCachedErrorsCarryTheCacheHeader(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.NegativeTTL = 10 * time.Second })
+	r := newRig(t, func(c *Config) { c.NegativeTTL = duration.Duration(10 * time.Second) })
 	r.proto.fail.Store(true)
 	first := r.do("GET", "/arena", "")
 	if first.Code != http.StatusGatewayTimeout || first.Header().Get("X-Gamegate-Cache") != "miss" {
@@ -862,5 +865,18 @@ func TestUnencodableAndChattyAnswers(t *testing.T) {
 	w = r.do("GET", "/arena/chatty", "")
 	if w.Code != http.StatusBadGateway || w.Body.Len() > 1024 || !utf8.Valid(w.Body.Bytes()) {
 		t.Errorf("a 40,000-character bad answer: got %d, %d bytes (valid UTF-8 %v), want 502 within 1 KiB", w.Code, w.Body.Len(), utf8.Valid(w.Body.Bytes()))
+	}
+}
+
+func TestValidateName(t *testing.T) {
+	for _, name := range []string{"", DefaultName, strings.Repeat("n", MaxName)} {
+		if err := ValidateName(name); err != nil {
+			t.Errorf("%q: got %v, want it accepted", name, err)
+		}
+	}
+	for _, name := range []string{"a b", "tab\tname", strings.Repeat("n", MaxName+1)} {
+		if err := ValidateName(name); err == nil || !strings.Contains(err.Error(), "at most 64 bytes, without spaces") {
+			t.Errorf("%q: got %v, want it refused", name, err)
+		}
 	}
 }

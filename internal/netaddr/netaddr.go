@@ -125,3 +125,32 @@ func AddrPortOf(a net.Addr) netip.AddrPort {
 	}
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
+
+// ParsePrefix parses an address or a prefix (an address stands for the
+// prefix of its full length), masked: an entry of a configuration's list
+// of networks.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// ParsePrefixes parses the entries of the configuration option named
+// option with ParsePrefix; an error names the option and the entry.
+func ParsePrefixes(option string, entries []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, e := range entries {
+		p, err := ParsePrefix(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a CIDR or IP address", option, e)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

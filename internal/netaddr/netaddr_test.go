@@ -138,3 +138,26 @@ func TestSplitHostOptionalPort(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePrefixes(t *testing.T) {
+	got, err := ParsePrefixes("allow", []string{"10.1.2.3/8", "192.0.2.7", "2001:db8::1", "2001:db8::/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"),
+		netip.MustParsePrefix("2001:db8::1/128"), netip.MustParsePrefix("2001:db8::/32")}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("entry %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"10.0.0.0/33", "300.1.1.1", "", "example.com"} {
+		_, err := ParsePrefixes("allow", []string{"10.0.0.0/8", bad})
+		if want := `allow: "` + bad + `" is not a CIDR or IP address`; err == nil || err.Error() != want {
+			t.Errorf("%q: got %v, want %q", bad, err, want)
+		}
+	}
+}

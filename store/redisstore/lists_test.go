@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/store"
 	"github.com/gamegate/gamegate/store/redisstore"
@@ -98,7 +99,7 @@ func TestSharedList(t *testing.T) {
 // With no server, ServerChanges and RegisterServer fail within the
 // timeout with ErrUnavailable.
 func TestSharedListUnreachable(t *testing.T) {
-	s := redisstore.New(redisstore.Config{Addresses: []string{"127.0.0.1:1"}, Timeout: 200 * time.Millisecond})
+	s := redisstore.New(redisstore.Config{Addresses: []string{"127.0.0.1:1"}, Timeout: duration.Duration(200 * time.Millisecond)})
 	defer s.Close()
 	start := time.Now()
 	_, err := s.RegisterServer(context.Background(), "m", "192.0.2.1:1", []byte("v"), time.Minute, 1, 1)

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -34,6 +35,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/gamegate/gamegate/internal/bounds"
+	"github.com/gamegate/gamegate/internal/duration"
 	"go.uber.org/zap"
 
 	"github.com/gamegate/gamegate/store"
@@ -67,53 +69,85 @@ const (
 	maxLockBackoff = 2 * time.Second
 )
 
-// Config is how a Store reaches its server.
+// Config is how a Store reaches its server. Its JSON is the
+// caddy.storage.redis module's, which embeds it; the module replaces
+// placeholders in address, username, password, master_name and
+// tls_trusted_ca_certs before the Store sees them.
 type Config struct {
-	// Addresses are host:port of the server; several are a cluster's seed
-	// nodes, or Sentinels when MasterName is set. Default: 127.0.0.1:6379.
-	Addresses []string
-	// Username and Password authenticate (AUTH; an ACL user with
-	// Username). Default: none.
-	Username string
-	Password string
-	// DB is the database number; not for a cluster. Default: 0.
+	// The server's host:port; several are a cluster's seed nodes, or
+	// Sentinels when master_name is set. Placeholders such as
+	// {env.REDIS_ADDRESS} are replaced. Default: 127.0.0.1:6379.
+	Addresses []string `json:"address,omitempty"`
+	// The ACL user to authenticate as (needs password). Placeholders are
+	// replaced. Default: none (the default user).
+	Username string `json:"username,omitempty"`
+	// The password (AUTH), best given as a placeholder such as
+	// {env.REDIS_PASSWORD} so that it stays out of the configuration.
+	// Default: none.
+	Password string `json:"password,omitempty"`
+	// The database number, in [0, 1048576] (the server's `databases`
+	// setting bounds it further); a cluster has only 0. Default: 0.
 	DB int `json:"db,omitempty"`
-	// TLS connects with TLS, verifying the server against TLSServerName
-	// (default: the address's host) unless TLSInsecureSkipVerify.
-	TLS                   bool
-	TLSServerName         string
-	TLSInsecureSkipVerify bool
+	// Connect with TLS, verifying the server's certificate against the
+	// system's roots. Default: false.
+	TLS bool `json:"tls,omitempty"`
+	// The name the server's certificate is checked against; needs tls.
+	// Default: the address's host.
+	TLSServerName string `json:"tls_server_name,omitempty"`
+	// Do not verify the server's certificate (testing only: anyone on the
+	// path can then read and change the storage); needs tls.
+	// Default: false.
+	TLSInsecureSkipVerify bool `json:"tls_insecure_skip_verify,omitempty"`
+	// PEM files of the certificate authorities the server's certificate
+	// is verified against, instead of the system's roots (a private CA);
+	// needs tls. Placeholders are replaced. Default: none (the system's
+	// roots).
+	TLSTrustedCACerts []string `json:"tls_trusted_ca_certs,omitempty"`
 	// TLSRootCAs, if set, are the certificate authorities the server's
-	// certificate is verified against instead of the system's roots.
-	TLSRootCAs *x509.CertPool
-	// KeyPrefix starts every key, so that several services share one
-	// server. Default: gamegate.
-	KeyPrefix string
-	// MasterName is the Sentinel master's name: Addresses are then
-	// Sentinels.
-	MasterName string
-	// DialTimeout, ReadTimeout and WriteTimeout bound connecting and each
-	// network read and write. Defaults: 1s each.
-	DialTimeout  time.Duration `json:"dial_timeout,omitempty"`
-	ReadTimeout  time.Duration `json:"read_timeout,omitempty"`
-	WriteTimeout time.Duration `json:"write_timeout,omitempty"`
-	// Timeout bounds every operation, retries included, unless the
-	// caller's context ends sooner. Default: 1s.
-	Timeout time.Duration `json:"timeout,omitempty"`
-	// LockExpiry is how long a lock outlives its holder's last renewal;
-	// a holder renews it every third of it. Default: 10s.
-	LockExpiry time.Duration `json:"lock_expiry,omitempty"`
+	// certificate is verified against instead of the system's roots
+	// (LoadTrustedCACerts reads them from TLSTrustedCACerts).
+	TLSRootCAs *x509.CertPool `json:"-"`
+	// Starts every key, so that several services or fleets share one
+	// server; at most 64 characters, no braces or spaces. Nodes that
+	// share state must use the same one. Default: gamegate.
+	KeyPrefix string `json:"key_prefix,omitempty"`
+	// The Sentinel master's name: address then lists Sentinels, and the
+	// storage follows the master they name. Placeholders are replaced.
+	// Default: none (no Sentinel).
+	MasterName string `json:"master_name,omitempty"`
+	// How long connecting may take, at most 1m. Default: 1s.
+	DialTimeout duration.Duration `json:"dial_timeout,omitempty"`
+	// How long one network read may take, at most 1m. Default: 1s.
+	ReadTimeout duration.Duration `json:"read_timeout,omitempty"`
+	// How long one network write may take, at most 1m. Default: 1s.
+	WriteTimeout duration.Duration `json:"write_timeout,omitempty"`
+	// How long one storage operation may take, reconnection and retry
+	// included, at most 1m: past it the operation fails, and operations
+	// on that server fail at once for the next second, so that an API
+	// request needing the store gets 503 within this however many
+	// operations it makes. Default: 1s.
+	Timeout duration.Duration `json:"timeout,omitempty"`
+	// How long a lock outlives its holder's last renewal, in [1s, 1h];
+	// the holder renews it every third of it, and a holder that died
+	// leaves it to others after at most this. Default: 10s.
+	LockExpiry duration.Duration `json:"lock_expiry,omitempty"`
 	// LockPoll is the first wait between attempts to take a held lock;
 	// it doubles up to 2s. Default: 250ms.
-	LockPoll time.Duration
+	LockPoll time.Duration `json:"-"`
 	// Logger receives each change of a server's state (unreachable,
 	// refusing the credentials, answering again) and lost locks.
 	// Default: none.
-	Logger *zap.Logger
+	Logger *zap.Logger `json:"-"`
 }
 
 // Validate checks every field; zero values are defaults.
 func (c *Config) Validate() error {
+	if c.Username != "" && c.Password == "" {
+		return errors.New("username needs a password")
+	}
+	if len(c.TLSTrustedCACerts) > 0 && !c.TLS {
+		return errors.New("tls_trusted_ca_certs needs tls")
+	}
 	for _, a := range c.Addresses {
 		host, port, err := splitHostPort(a)
 		if err != nil || host == "" {
@@ -144,17 +178,37 @@ func (c *Config) Validate() error {
 		lo   time.Duration
 		hi   time.Duration
 	}{
-		{"dial_timeout", c.DialTimeout, 0, MaxTimeout},
-		{"read_timeout", c.ReadTimeout, 0, MaxTimeout},
-		{"write_timeout", c.WriteTimeout, 0, MaxTimeout},
-		{"timeout", c.Timeout, 0, MaxTimeout},
-		{"lock_expiry", c.LockExpiry, MinLockExpiry, MaxLockExpiry},
+		{"dial_timeout", c.DialTimeout.Std(), 0, MaxTimeout},
+		{"read_timeout", c.ReadTimeout.Std(), 0, MaxTimeout},
+		{"write_timeout", c.WriteTimeout.Std(), 0, MaxTimeout},
+		{"timeout", c.Timeout.Std(), 0, MaxTimeout},
+		{"lock_expiry", c.LockExpiry.Std(), MinLockExpiry, MaxLockExpiry},
 		{"lock_poll", c.LockPoll, 0, MaxTimeout},
 	} {
 		if err := bounds.Duration(d.name, d.v, d.lo, d.hi); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// LoadTrustedCACerts reads the PEM files of TLSTrustedCACerts into
+// TLSRootCAs (none: it leaves TLSRootCAs as it is).
+func (c *Config) LoadTrustedCACerts() error {
+	if len(c.TLSTrustedCACerts) == 0 {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	for _, f := range c.TLSTrustedCACerts {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("tls_trusted_ca_certs: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(b) {
+			return fmt.Errorf("tls_trusted_ca_certs: %s holds no PEM certificate", f)
+		}
+	}
+	c.TLSRootCAs = pool
 	return nil
 }
 
@@ -182,9 +236,9 @@ func (c Config) withDefaults() Config {
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = DefaultKeyPrefix
 	}
-	def := func(d *time.Duration, v time.Duration) {
+	def := func(d *duration.Duration, v time.Duration) {
 		if *d == 0 {
-			*d = v
+			*d = duration.Duration(v)
 		}
 	}
 	def(&c.DialTimeout, DefaultDialTimeout)
@@ -192,7 +246,9 @@ func (c Config) withDefaults() Config {
 	def(&c.WriteTimeout, DefaultWriteTimeout)
 	def(&c.Timeout, DefaultTimeout)
 	def(&c.LockExpiry, DefaultLockExpiry)
-	def(&c.LockPoll, DefaultLockPoll)
+	if c.LockPoll == 0 {
+		c.LockPoll = DefaultLockPoll
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -247,10 +303,10 @@ func New(cfg Config) *Store {
 		Password:              cfg.Password,
 		DB:                    cfg.DB,
 		MasterName:            cfg.MasterName,
-		DialTimeout:           min(cfg.DialTimeout, cfg.Timeout),
-		ReadTimeout:           cfg.ReadTimeout,
-		WriteTimeout:          cfg.WriteTimeout,
-		PoolTimeout:           cfg.Timeout,
+		DialTimeout:           min(cfg.DialTimeout, cfg.Timeout).Std(),
+		ReadTimeout:           cfg.ReadTimeout.Std(),
+		WriteTimeout:          cfg.WriteTimeout.Std(),
+		PoolTimeout:           cfg.Timeout.Std(),
 		ContextTimeoutEnabled: true,
 		DialerRetries:         1,
 		MaxRetries:            1,
@@ -393,7 +449,7 @@ func (s *Store) note(h *serverHealth, err error, start time.Time) {
 	case stateDenied:
 		s.setState(h, stateDenied, err)
 	default:
-		if errors.Is(err, context.DeadlineExceeded) && time.Since(start) < min(s.cfg.Timeout, s.cfg.ReadTimeout)/2 {
+		if errors.Is(err, context.DeadlineExceeded) && time.Since(start) < min(s.cfg.Timeout, s.cfg.ReadTimeout).Std()/2 {
 			return
 		}
 		if errors.Is(err, context.Canceled) {
@@ -529,7 +585,7 @@ func (s *Store) Client() redis.UniversalClient { return s.client }
 func (s *Store) KeyPrefix() string { return s.tag }
 
 // Timeout returns the bound of each operation.
-func (s *Store) Timeout() time.Duration { return s.cfg.Timeout }
+func (s *Store) Timeout() time.Duration { return s.cfg.Timeout.Std() }
 
 // Close releases the locks s holds and closes its connections.
 func (s *Store) Close() error {
@@ -573,7 +629,7 @@ func (s *Store) Check(ctx context.Context) error {
 func (s *Store) Addresses() []string { return s.cfg.Addresses }
 
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.cfg.Timeout)
+	return context.WithTimeout(ctx, s.cfg.Timeout.Std())
 }
 
 // clean makes a storage key canonical: separated by single slashes,
@@ -921,7 +977,7 @@ func (s *Store) TryLock(ctx context.Context, name string) (bool, error) {
 	token := hex.EncodeToString(b[:])
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	ok, err := s.client.SetNX(bctx, s.lockKey(name), token, s.cfg.LockExpiry).Result()
+	ok, err := s.client.SetNX(bctx, s.lockKey(name), token, s.cfg.LockExpiry.Std()).Result()
 	if err != nil {
 		return false, wrap("lock", name, err)
 	}
@@ -964,7 +1020,7 @@ return 0
 // taken by another holder).
 func (s *Store) renew(ctx context.Context, name string, h *heldLock) {
 	defer close(h.done)
-	every := s.cfg.LockExpiry / 3
+	every := s.cfg.LockExpiry.Std() / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -974,7 +1030,7 @@ func (s *Store) renew(ctx context.Context, name string, h *heldLock) {
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, every)
-		n, err := renewScript.Run(rctx, s.client, []string{s.lockKey(name)}, h.token, s.cfg.LockExpiry.Milliseconds()).Int()
+		n, err := renewScript.Run(rctx, s.client, []string{s.lockKey(name)}, h.token, s.cfg.LockExpiry.Std().Milliseconds()).Int()
 		cancel()
 		if ctx.Err() != nil {
 			return

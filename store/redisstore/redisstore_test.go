@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddyserver/certmagic"
 
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	"github.com/gamegate/gamegate/store/redisstore"
 )
@@ -253,8 +254,8 @@ func TestLockOfDeadHolderExpires(t *testing.T) {
 // its holder lives, and is free at once when released.
 func TestLockRenewedWhileHeld(t *testing.T) {
 	prefix := testutil.RedisPrefix(t)
-	a := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: time.Second})
-	b := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: time.Second})
+	a := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: duration.Duration(time.Second)})
+	b := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: duration.Duration(time.Second)})
 	ctx := context.Background()
 	if err := a.Lock(ctx, "held"); err != nil {
 		t.Fatal(err)
@@ -317,7 +318,7 @@ func TestLockHonoursContext(t *testing.T) {
 // With no server, every operation fails within its timeout with an error
 // matching ErrUnavailable, and none reads as a missing key.
 func TestUnreachableServer(t *testing.T) {
-	s := redisstore.New(redisstore.Config{Addresses: []string{testutil.FreeTCPAddr(t)}, Timeout: 500 * time.Millisecond})
+	s := redisstore.New(redisstore.Config{Addresses: []string{testutil.FreeTCPAddr(t)}, Timeout: duration.Duration(500 * time.Millisecond)})
 	defer s.Close()
 	ctx := context.Background()
 	start := time.Now()
@@ -351,8 +352,10 @@ func TestConfigValidate(t *testing.T) {
 		{"server name without tls", redisstore.Config{TLSServerName: "x"}, "need tls"},
 		{"braces in prefix", redisstore.Config{KeyPrefix: "a{b}"}, "key_prefix"},
 		{"negative timeout", redisstore.Config{Timeout: -1}, "timeout must be"},
-		{"long timeout", redisstore.Config{DialTimeout: time.Hour}, "dial_timeout must be"},
-		{"short lock expiry", redisstore.Config{LockExpiry: time.Millisecond}, "lock_expiry must be"},
+		{"long timeout", redisstore.Config{DialTimeout: duration.Duration(time.Hour)}, "dial_timeout must be"},
+		{"short lock expiry", redisstore.Config{LockExpiry: duration.Duration(time.Millisecond)}, "lock_expiry must be"},
+		{"username without password", redisstore.Config{Username: "u"}, "username needs a password"},
+		{"trusted CAs without tls", redisstore.Config{TLSTrustedCACerts: []string{"ca.pem"}}, "tls_trusted_ca_certs needs tls"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.cfg.Validate()
@@ -413,7 +416,7 @@ func TestServerRestart(t *testing.T) {
 func TestStoreFailsFastWhileTheServerIsSilent(t *testing.T) {
 	ctx := context.Background()
 	r := testutil.StartRedis(t, testutil.RedisOptions{})
-	cfg := redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t), Timeout: 300 * time.Millisecond}
+	cfg := redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t), Timeout: duration.Duration(300 * time.Millisecond)}
 	s := redisstore.New(cfg)
 	t.Cleanup(func() { s.Close() })
 	if err := s.Store(ctx, "k", []byte("v")); err != nil {
@@ -520,7 +523,7 @@ func TestUnlockOfAnExpiredHoldLeavesTheNewHolder(t *testing.T) {
 // answering again, succeeds) instead of failing with ErrDown.
 func TestCallerDeadlineDoesNotMarkTheServerDown(t *testing.T) {
 	r := testutil.StartRedis(t, testutil.RedisOptions{})
-	s := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t), Timeout: 2 * time.Second})
+	s := redisstore.New(redisstore.Config{Addresses: []string{r.Addr}, KeyPrefix: testutil.RedisPrefix(t), Timeout: duration.Duration(2 * time.Second)})
 	t.Cleanup(func() { s.Close() })
 	if err := s.Store(context.Background(), "k", []byte("v")); err != nil {
 		t.Fatal(err)
@@ -589,8 +592,8 @@ func TestLockExpiredWhileHeldIsTakenAgain(t *testing.T) {
 	ctx := context.Background()
 	r := testutil.SharedRedis(t)
 	prefix := testutil.RedisPrefix(t)
-	a := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: time.Second})
-	b := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: time.Second})
+	a := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: duration.Duration(time.Second)})
+	b := newStore(t, redisstore.Config{KeyPrefix: prefix, LockExpiry: duration.Duration(time.Second)})
 	if err := a.Lock(ctx, "cert"); err != nil {
 		t.Fatal(err)
 	}
