@@ -58,14 +58,11 @@ var ownOptionsAllowed = map[string]string{
 // taken out.
 var stillMirroring = []string{
 	// Being converted to embed their handlers' Configs.
-	"caddy.storage.redis",
-	"gamegate.udp.protocols.gqp",
 	"gamegate.udp.protocols.master",
 	"http.handlers.game_query",
 	"http.handlers.qos_discovery",
 	"http.handlers.server_browser",
 	"http.handlers.server_list",
-	"layer4.handlers.gqp",
 }
 
 // ownOption is an option a module struct declares itself.
