@@ -1,0 +1,102 @@
+package caddymaster
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/gamegate/gamegate/caddymodule/caddyglue"
+	"github.com/gamegate/gamegate/internal/duration"
+)
+
+// validated is a *C, a handler's Config, that checks its options.
+type validated[C any] interface {
+	*C
+	Validate() error
+}
+
+// blockSyntax is what a module's Caddyfile block does not tell by its
+// Config's field types.
+type blockSyntax struct {
+	// repeatable are the list options that may be given on several
+	// lines, each adding values.
+	repeatable []string
+	// inRange are the counts read in the range Validate holds them to,
+	// so that their errors keep their line; other counts are read as any
+	// positive integer, and Validate checks their range.
+	inRange []string
+}
+
+// parseConfigBlock parses the Caddyfile block of a module whose options
+// are the fields of the handler Config cfg, each under its JSON name,
+// then checks cfg with the Config's Validate, once: the defaults and
+// ranges are the Config's. An option is read by its field's type:
+//
+//   - a duration (duration.Duration): a positive duration;
+//   - a rate (float64): a positive number;
+//   - a size (an int named *_size): bytes with an optional unit (64KiB),
+//     in the range Validate holds it to;
+//   - a count (another int): a positive integer;
+//   - a name (string): one value; a list ([]string): one or more.
+//
+// block starts the errors, as caddyglue.ParseModuleBlock's.
+func parseConfigBlock[C any, P validated[C]](d *caddyfile.Dispenser, block string, cfg P, syntax blockSyntax) error {
+	fields := reflect.ValueOf(cfg).Elem()
+	err := caddyglue.ParseModuleBlock(d, block, syntax.repeatable, func(opt string) error {
+		field := caddyglue.ConfigField(fields, opt)
+		if !field.IsValid() {
+			return caddyglue.UnknownOption(d, block, opt)
+		}
+		return parseConfigOption[C, P](d, opt, field, slices.Contains(syntax.inRange, opt))
+	})
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		if block == "" {
+			return d.Errf("%v", err)
+		}
+		return d.Errf("%s: %v", block, err)
+	}
+	return nil
+}
+
+// parseConfigOption reads the value of option opt into field, a field of
+// a C (see parseConfigBlock).
+func parseConfigOption[C any, P validated[C]](d *caddyfile.Dispenser, opt string, field reflect.Value, inRange bool) error {
+	switch field.Interface().(type) {
+	case duration.Duration:
+		v, err := caddyglue.ParseConfigDuration(d)
+		field.SetInt(int64(v))
+		return err
+	case float64:
+		v, err := caddyglue.ParsePositiveFloat(d)
+		field.SetFloat(v)
+		return err
+	case int:
+		r := caddyglue.PositiveRange
+		if inRange || strings.HasSuffix(opt, "_size") {
+			r = caddyglue.ConfigRange[C, P](opt)
+		}
+		var v int
+		var err error
+		if strings.HasSuffix(opt, "_size") {
+			v, err = caddyglue.ParseSize[int](d, r)
+		} else {
+			v, err = caddyglue.ParseIntIn(d, r)
+		}
+		field.SetInt(int64(v))
+		return err
+	case string:
+		v, err := caddyglue.ParseSingleArg(d)
+		field.SetString(v)
+		return err
+	case []string:
+		v, err := caddyglue.ParseArgs(d)
+		field.Set(reflect.AppendSlice(field, reflect.ValueOf(v)))
+		return err
+	}
+	return d.Errf("option '%s' cannot be set in a Caddyfile: use JSON", opt)
+}
