@@ -552,6 +552,12 @@ func TestConfigValidate(t *testing.T) {
 	if err := (Config{Name: strings.Repeat("é", MaxNameLen/2)}).Validate(); err != nil {
 		t.Fatalf("a name of %d bytes: %v", MaxNameLen, err)
 	}
+	if got := (Config{}).WithDefaults().Name; got != DefaultName {
+		t.Errorf("name %q by default, want %q", got, DefaultName)
+	}
+	if got := (Config{Name: "public"}).WithDefaults().Name; got != "public" {
+		t.Errorf("name %q given public, want public", got)
+	}
 }
 
 // FuzzServe serves any datagram to a master listing a few servers: never
