@@ -95,37 +95,35 @@ func optionNamed(err error, given map[string]caddyfile.Token) string {
 // parseConfigOption reads the value of option opt into field, a field of
 // a C (see parseConfigBlock).
 func parseConfigOption[C any, P validated[C]](d *caddyfile.Dispenser, opt string, field reflect.Value, inRange bool) error {
+	var v any
+	var err error
 	switch field.Interface().(type) {
 	case duration.Duration:
-		v, err := caddyglue.ParseConfigDuration(d)
-		field.SetInt(int64(v))
-		return err
+		v, err = caddyglue.ParseConfigDuration(d)
 	case float64:
-		v, err := caddyglue.ParsePositiveFloat(d)
-		field.SetFloat(v)
-		return err
+		v, err = caddyglue.ParsePositiveFloat(d)
 	case int:
+		size := strings.HasSuffix(opt, "_size")
 		r := caddyglue.PositiveRange
-		if inRange || strings.HasSuffix(opt, "_size") {
+		if inRange || size {
 			r = caddyglue.ConfigRange[C, P](opt)
 		}
-		var v int
-		var err error
-		if strings.HasSuffix(opt, "_size") {
+		if size {
 			v, err = caddyglue.ParseSize[int](d, r)
 		} else {
 			v, err = caddyglue.ParseIntIn(d, r)
 		}
-		field.SetInt(int64(v))
-		return err
 	case string:
-		v, err := caddyglue.ParseSingleArg(d)
-		field.SetString(v)
-		return err
+		v, err = caddyglue.ParseSingleArg(d)
 	case []string:
-		v, err := caddyglue.ParseArgs(d)
-		field.Set(reflect.AppendSlice(field, reflect.ValueOf(v)))
-		return err
+		var values []string
+		values, err = caddyglue.ParseArgs(d)
+		v = append(field.Interface().([]string), values...)
+	default:
+		return d.Errf("option '%s' cannot be set in a Caddyfile: use JSON", opt)
 	}
-	return d.Errf("option '%s' cannot be set in a Caddyfile: use JSON", opt)
+	if err == nil {
+		field.Set(reflect.ValueOf(v))
+	}
+	return err
 }
