@@ -109,15 +109,16 @@ func loadMasterRegistry(name string) (pooledRegistry, error) {
 // Provision builds the master, adopting the list of the configuration it
 // replaces.
 func (p *MasterProtocol) Provision(ctx caddy.Context) error {
-	cfg := p.Config.WithDefaults()
-	reg, err := loadMasterRegistry(cfg.Name)
+	name := p.Config.WithDefaults().Name
+	reg, err := loadMasterRegistry(name)
 	if err != nil {
 		return err
 	}
-	p.poolKey = cfg.Name // Caddy calls Cleanup after a failed Provision too
-	if err := reg.share(ctx, cfg.Name); err != nil {
+	p.poolKey = name // Caddy calls Cleanup after a failed Provision too
+	if err := reg.share(ctx, name); err != nil {
 		return err
 	}
+	cfg := p.Config
 	cfg.Registry = reg.Registry
 	cfg.Count = MasterMetrics.datagrams.Count
 	cfg.Sent = MasterMetrics.sent

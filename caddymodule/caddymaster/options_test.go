@@ -4,9 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	_ "github.com/gamegate/gamegate/caddymodule/caddyapp"
 	"github.com/gamegate/gamegate/internal/duration"
+	"github.com/gamegate/gamegate/internal/testutil"
 )
 
 // A block is validated once, when read, and Validate's error keeps the
@@ -53,5 +56,20 @@ func TestConfigBlockValidatedOnceAtItsOptionsLine(t *testing.T) {
 	}
 	if b.Master != "m" || b.GameQuery != "g" || b.Title != "LAN servers" || b.MaxPageSize != 256<<10 || b.HistorySamples != 48 {
 		t.Fatalf("got %+v", b.Config)
+	}
+}
+
+// Provision builds the master from the options as given, the defaults
+// being the handler's to derive: a configuration Validate accepts loads
+// (reply_burst 1 leaves known_reply_burst to its default).
+func TestMasterLoadsWhatValidateAccepts(t *testing.T) {
+	config := `{"admin": {"disabled": true}, "apps": {"gamegate": {"udp": [{"listen": ["` + testutil.FreeUDPAddr(t) +
+		`"], "protocols": [{"protocol": "master", "reply_burst": 1}]}]}}}`
+	var cfg caddy.Config
+	if err := caddy.StrictUnmarshalJSON([]byte(config), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := caddy.Validate(&cfg); err != nil {
+		t.Fatalf("reply_burst 1: got %v, want it loaded", err)
 	}
 }
