@@ -5,7 +5,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gamegate/gamegate/handlers/serverbrowser"
@@ -14,8 +13,7 @@ import (
 
 func init() {
 	caddy.RegisterModule(new(ServerBrowser))
-	httpcaddyfile.RegisterHandlerDirective("server_browser", parseServerBrowserDirective)
-	httpcaddyfile.RegisterDirectiveOrder("server_browser", httpcaddyfile.Before, "respond")
+	registerHandlerDirective[ServerBrowser]("server_browser")
 }
 
 // ServerBrowser serves a server-browser page for the game servers
@@ -98,12 +96,6 @@ func (h *ServerBrowser) ServeHTTP(w http.ResponseWriter, r *http.Request, _ cadd
 func (h *ServerBrowser) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	// Caddy starts the errors with the directive's name.
 	return parseConfigBlock(d, "", &h.Config, blockSyntax{inRange: []string{"history_samples", "max_history_servers"}})
-}
-
-func parseServerBrowserDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	m := new(ServerBrowser)
-	err := m.UnmarshalCaddyfile(h.Dispenser)
-	return m, err
 }
 
 // Interface guards

@@ -6,7 +6,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
@@ -16,8 +15,7 @@ import (
 
 func init() {
 	caddy.RegisterModule(new(ServerList))
-	httpcaddyfile.RegisterHandlerDirective("server_list", parseServerListDirective)
-	httpcaddyfile.RegisterDirectiveOrder("server_list", httpcaddyfile.Before, "respond")
+	registerHandlerDirective[ServerList]("server_list")
 }
 
 // ServerList answers GET with the game servers registered with a master
@@ -135,12 +133,6 @@ func (h *ServerList) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyht
 func (h *ServerList) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	// Caddy starts the errors with the directive's name.
 	return parseConfigBlock(d, "", &h.Config, blockSyntax{})
-}
-
-func parseServerListDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	m := new(ServerList)
-	err := m.UnmarshalCaddyfile(h.Dispenser)
-	return m, err
 }
 
 // Interface guards

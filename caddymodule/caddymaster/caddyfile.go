@@ -7,11 +7,29 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/duration"
 )
+
+// registerHandlerDirective registers the HTTP handler module M's
+// Caddyfile directive name, ordered before respond, which reads M with its
+// UnmarshalCaddyfile: JSON and the Caddyfile share one parser.
+func registerHandlerDirective[M any, P interface {
+	*M
+	caddyhttp.MiddlewareHandler
+	caddyfile.Unmarshaler
+}](name string) {
+	httpcaddyfile.RegisterHandlerDirective(name, func(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+		m := P(new(M))
+		err := m.UnmarshalCaddyfile(h.Dispenser)
+		return m, err
+	})
+	httpcaddyfile.RegisterDirectiveOrder(name, httpcaddyfile.Before, "respond")
+}
 
 // validated is a *C, a handler's Config, that checks its options.
 type validated[C any] interface {
