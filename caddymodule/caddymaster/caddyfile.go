@@ -65,7 +65,7 @@ type blockSyntax struct {
 // error is at the line of the option it names first, if given.
 func parseConfigBlock[C any, P validated[C]](d *caddyfile.Dispenser, block string, cfg P, syntax blockSyntax) error {
 	fields := reflect.ValueOf(cfg).Elem()
-	given := make(map[string]caddyfile.Token) // each option's last line
+	given := make(map[string]caddyfile.Token) // each option, at its last line
 	err := caddyglue.ParseModuleBlock(d, block, syntax.repeatable, func(opt string) error {
 		field := caddyglue.ConfigField(fields, opt)
 		if !field.IsValid() {
