@@ -16,11 +16,12 @@ import (
 
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
-// DefaultName is the name of a master server given none, and the master
-// a server list or browser lists unless given another.
+// DefaultName is the name of a master server given none (Config.Name),
+// and the master a server list or browser lists unless given another.
 const DefaultName = "master"
 
 // Defaults of Config, and the bounds Validate checks.
@@ -63,89 +64,105 @@ const (
 	MinReplyRate = 1e-6
 )
 
-// Config is the behaviour of a Master. Zero values mean the defaults.
-// The names in Validate's errors are the options' (JSON and Caddyfile).
+// Config is the behaviour of a Master, and the options of the master
+// module, which embeds it: the JSON keys and the names in Validate's
+// errors are the options' (JSON and Caddyfile). Zero values mean the
+// defaults.
 type Config struct {
-	// Name is the list's name: masters of one name share their list (in a
-	// process, across reloads, and through a shared store, where it is
-	// part of a key). At most MaxNameLen bytes, no control characters.
-	// Default: "" (the caller's default name).
-	Name string
-	// MaxServers bounds the servers listed, from all addresses.
-	MaxServers int
-	// MaxServersPerAddress bounds the servers listed from one IP address
-	// (its ports).
-	MaxServersPerAddress int
-	// Expiry is how long a server stays listed after its last valid
-	// infoResponse.
-	Expiry time.Duration
-	// ChallengeTimeout is how long a getinfo challenge waits for its
-	// infoResponse; later heartbeats do not extend it.
-	ChallengeTimeout time.Duration
-	// MaxChallenges bounds the challenges waiting for an answer. The
-	// answer to a full-length challenge forgotten to make room still
-	// lists the server (Registry.made).
-	MaxChallenges int
-	// MaxChallengesPerAddress bounds the challenges waiting for an answer
-	// at one source (an IPv4 address, an IPv6 prefix of ClientIPv6Prefix
-	// bits); a heartbeat past it is dropped, so that heartbeats forged
-	// from one source never make another source's challenges forgotten.
-	MaxChallengesPerAddress int
-	// HeartbeatRate and HeartbeatBurst limit the heartbeats of one source
-	// (an IPv4 address, an IPv6 prefix of ClientIPv6Prefix bits).
-	HeartbeatRate  float64
-	HeartbeatBurst int
-	// ListRate and ListBurst limit the list requests of one source.
-	ListRate  float64
-	ListBurst int
-	// MaxSources bounds the sources each of the two limits keeps, the
-	// networks of the per-network share, and the known sources.
-	MaxSources int
-	// MaxReplyDatagrams bounds the datagrams of one list answer, each at
-	// most wire/master's MaxResponseDatagram bytes; a longer list is cut
-	// (its last datagram still ends it).
-	MaxReplyDatagrams int
-	// ReplyRate and ReplyBurst bound the list datagrams sent per second to
-	// all sources together.
-	ReplyRate  float64
-	ReplyBurst int
-	// NetworkReplyRate and NetworkReplyBurst bound the list datagrams sent
-	// per second to one network (an IPv4 /24, an IPv6 /48), so that list
-	// requests forged from a few networks take a share of ReplyRate, not
-	// all of it. Default: ReplyRate/8 and ReplyBurst/8 (at least 1).
-	NetworkReplyRate  float64
-	NetworkReplyBurst int
-	// KnownReplyRate and KnownReplyBurst are the part of ReplyRate and
-	// ReplyBurst kept for known sources: the addresses of listed servers,
-	// and sources answered in full while the budget was calm (less than
-	// half of the rest used) at least KnownSourceSettle before the budget
-	// last ran out, and within KnownSourceLifetime. Other sources
-	// share the rest; a known source takes from the rest first. So list
-	// requests forged from many networks cannot keep a known client from
-	// its list. Default: ReplyRate/4 and ReplyBurst/4 (at least 1).
-	KnownReplyRate  float64
-	KnownReplyBurst int
-	// ClientIPv6Prefix is the prefix length of one IPv6 source.
-	ClientIPv6Prefix int
-	// SharedNetworks are the networks (CIDR, "10.0.0.0/8") outside the
-	// public internet in which an address means the same host to every
-	// node sharing the list. A server another node proved is listed here
-	// (and its status queried from here) only at a public address or in
-	// one of them: a loopback or private address another node proved
-	// names a host of that node's network, perhaps none or another here.
-	// At most MaxSharedNetworks. Default: none.
-	SharedNetworks []string
+	// Servers listed at most, from all addresses. Default: 4096.
+	MaxServers int `json:"max_servers,omitempty"`
+	// Servers listed at most from one IP address (on different ports).
+	// Default: 32.
+	MaxServersPerAddress int `json:"max_servers_per_address,omitempty"`
+	// How long a server stays listed after its last valid infoResponse;
+	// game servers heartbeat every 5 to 15 minutes. Default: 15m.
+	Expiry duration.Duration `json:"expiry,omitempty"`
+	// How long a getinfo challenge waits for the server's infoResponse;
+	// heartbeats in the meantime do not extend it. Default: 2s.
+	ChallengeTimeout duration.Duration `json:"challenge_timeout,omitempty"`
+	// Challenges waiting for an answer at most, from all addresses; a
+	// heartbeat past this makes one of them (at random) forgotten. The
+	// answer to a forgotten challenge of 12 characters (every real
+	// server's) still lists the server: it is checked by its keyed hash
+	// (Registry.made). Default: 1024.
+	MaxChallenges int `json:"max_challenges,omitempty"`
+	// Challenges waiting for an answer at most from one source (an IPv4
+	// address or an IPv6 prefix of client_ipv6_prefix bits); its further
+	// heartbeats are dropped meanwhile, so that heartbeats forged from one
+	// source never make another's challenges forgotten. Default: 32.
+	MaxChallengesPerAddress int `json:"max_challenges_per_address,omitempty"`
+	// Heartbeats per second from one source (an IPv4 address or an IPv6
+	// prefix of client_ipv6_prefix bits). Default: 1.
+	HeartbeatRate float64 `json:"heartbeat_rate,omitempty"`
+	// Heartbeats at once from one source. Default: 32 (one for each
+	// server max_servers_per_address allows).
+	HeartbeatBurst int `json:"heartbeat_burst,omitempty"`
+	// List requests (getservers, getserversExt) per second from one
+	// source. Default: 1.
+	ListRate float64 `json:"list_rate,omitempty"`
+	// List requests at once from one source. Default: 4.
+	ListBurst int `json:"list_burst,omitempty"`
+	// Sources each of the two per-source limits keeps at most; also the
+	// networks the per-network share keeps, and the known sources.
+	// Default: 65536.
+	MaxSources int `json:"max_sources,omitempty"`
+	// Datagrams of one list answer at most, each at most 1400 bytes
+	// (wire/master's MaxResponseDatagram); a longer list is cut, its last
+	// datagram still ending it. Default: 8.
+	MaxReplyDatagrams int `json:"max_reply_datagrams,omitempty"`
+	// List datagrams per second to all sources together. Default: 1000.
+	ReplyRate float64 `json:"reply_rate,omitempty"`
+	// List datagrams at once to all sources together. Default: one
+	// second of reply_rate.
+	ReplyBurst int `json:"reply_burst,omitempty"`
+	// List datagrams per second to one network (an IPv4 /24, an IPv6
+	// /48): list requests forged from a few networks take this share of
+	// reply_rate, not all of it. Default: reply_rate / 8.
+	NetworkReplyRate float64 `json:"network_reply_rate,omitempty"`
+	// List datagrams at once to one network. Default: reply_burst / 8
+	// (at least 1) with the default network_reply_rate, else one second
+	// of it.
+	NetworkReplyBurst int `json:"network_reply_burst,omitempty"`
+	// Of reply_rate, the list datagrams per second only known sources may
+	// have: the addresses of listed servers, and sources answered in full
+	// while the budget was calm (less than half of the rest used) in the
+	// last hour (KnownSourceLifetime), at least KnownSourceSettle before
+	// the budget last ran out. Other sources share the rest; a known
+	// source takes from the rest first. So list requests forged from many
+	// networks cannot keep known clients from their lists. Less than
+	// reply_rate. Default: reply_rate / 4.
+	KnownReplyRate float64 `json:"known_reply_rate,omitempty"`
+	// Of reply_burst, the list datagrams at once kept for known sources;
+	// less than reply_burst. Default: reply_burst / 4 (at least 1) with
+	// the default known_reply_rate, else one second of it (less than
+	// reply_burst).
+	KnownReplyBurst int `json:"known_reply_burst,omitempty"`
+	// Prefix length, in bits, of the IPv6 addresses one source holds.
+	// Default: 64.
+	ClientIPv6Prefix int `json:"client_ipv6_prefix,omitempty"`
+	// With storage redis: the networks (CIDR) outside the public internet
+	// in which an address names the same host from every node. A server
+	// another node proved is listed here, and its status queried from
+	// here, only at a public address or in one of these; a loopback or
+	// private address another node proved names a host of that node's
+	// network. At most 64. Default: none.
+	SharedNetworks []string `json:"shared_networks,omitempty"`
+	// Masters with the same name share their list (in a process, across
+	// reloads, and through a shared store, where it is part of a key),
+	// and a reloaded configuration takes the list over from the one it
+	// replaces; at most 64 bytes, no control characters. Default: master.
+	Name string `json:"name,omitempty"`
 
 	// Registry keeps the servers and challenges; one may outlive a
 	// Master (a configuration reload). Default: a new one.
-	Registry *Registry
+	Registry *Registry `json:"-"`
 	// Now gives the time. Default: time.Now.
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
 	// Count receives each datagram's verdict (metrics). Default: none.
-	Count func(Verdict)
+	Count func(Verdict) `json:"-"`
 	// Sent receives the size of each datagram sent (metrics). Default:
 	// none.
-	Sent func(bytes int)
+	Sent func(bytes int) `json:"-"`
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -162,8 +179,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.MaxSources, DefaultMaxSources)
 	def(&c.MaxReplyDatagrams, DefaultMaxReplyDatagrams)
 	def(&c.ClientIPv6Prefix, clientaddr.DefaultIPv6Prefix)
-	c.Expiry = cmp.Or(c.Expiry, DefaultExpiry)
-	c.ChallengeTimeout = cmp.Or(c.ChallengeTimeout, DefaultChallengeTimeout)
+	c.Name = cmp.Or(c.Name, DefaultName)
+	c.Expiry = cmp.Or(c.Expiry, duration.Duration(DefaultExpiry))
+	c.ChallengeTimeout = cmp.Or(c.ChallengeTimeout, duration.Duration(DefaultChallengeTimeout))
 	if c.HeartbeatRate == 0 {
 		c.HeartbeatRate = DefaultHeartbeatRate
 		def(&c.HeartbeatBurst, DefaultHeartbeatBurst)
@@ -198,9 +216,9 @@ func (c Config) Validate() error {
 	v.Add(validateName(c.Name))
 	v.Int("max_servers", c.MaxServers, 1, MaxMaxServers)
 	v.Int("max_servers_per_address", c.MaxServersPerAddress, 1, MaxMaxServers)
-	v.Duration("expiry", c.Expiry, MinExpiry, MaxExpiry)
-	v.Duration("challenge_timeout", c.ChallengeTimeout, MinChallengeTimeout, MaxChallengeTimeout)
-	if exp, ct := cmp.Or(c.Expiry, DefaultExpiry), cmp.Or(c.ChallengeTimeout, DefaultChallengeTimeout); ct > exp {
+	v.Duration("expiry", c.Expiry.Std(), MinExpiry, MaxExpiry)
+	v.Duration("challenge_timeout", c.ChallengeTimeout.Std(), MinChallengeTimeout, MaxChallengeTimeout)
+	if exp, ct := cmp.Or(c.Expiry.Std(), DefaultExpiry), cmp.Or(c.ChallengeTimeout.Std(), DefaultChallengeTimeout); ct > exp {
 		// A server's proof of a challenge is kept with its listing: a
 		// challenge outliving the listing could list it again from an
 		// old answer.

@@ -219,7 +219,7 @@ func (m *Master) infoFrom(src netip.AddrPort, datagram []byte) Verdict {
 	if !m.reg.waiting(src) {
 		// Its challenge may have been forgotten (max_challenges) or used:
 		// only one this registry made for src, in time, can still list it.
-		if in.Decode(datagram) != nil || !m.reg.made(in.Challenge, src, m.reg.clock.Now(), m.cfg.ChallengeTimeout) {
+		if in.Decode(datagram) != nil || !m.reg.made(in.Challenge, src, m.reg.clock.Now(), m.cfg.ChallengeTimeout.Std()) {
 			return DroppedUnexpected
 		}
 	} else if err := in.Decode(datagram); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gamegate/gamegate/dgram"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wire "github.com/gamegate/gamegate/wire/master"
 )
@@ -148,7 +149,7 @@ func TestGetInfoNoLargerThanHeartbeat(t *testing.T) {
 }
 
 func TestChallengeTimeoutNotExtended(t *testing.T) {
-	r := newRig(t, Config{ChallengeTimeout: 2 * time.Second})
+	r := newRig(t, Config{ChallengeTimeout: duration.Duration(2 * time.Second)})
 	const srv = "127.0.0.1:27960"
 	c := r.challenge(srv)
 	r.clock.Advance(1500 * time.Millisecond)
@@ -169,7 +170,7 @@ func TestChallengeTimeoutNotExtended(t *testing.T) {
 }
 
 func TestExpiry(t *testing.T) {
-	r := newRig(t, Config{Expiry: 15 * time.Minute})
+	r := newRig(t, Config{Expiry: duration.Duration(15 * time.Minute)})
 	const srv, client = "127.0.0.1:27960", "127.0.0.1:5000"
 	r.register(srv, "")
 	r.clock.Advance(10 * time.Minute)
@@ -329,7 +330,7 @@ func TestServerLimits(t *testing.T) {
 }
 
 func TestChallengeLimit(t *testing.T) {
-	r := newRig(t, Config{MaxChallenges: 10, HeartbeatRate: 1e6, ChallengeTimeout: time.Second})
+	r := newRig(t, Config{MaxChallenges: 10, HeartbeatRate: 1e6, ChallengeTimeout: duration.Duration(time.Second)})
 	for i := 1; i <= 20; i++ {
 		r.send(fmt.Sprintf("127.0.0.1:%d", i), heartbeat)
 	}
@@ -515,8 +516,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{Config{MaxServers: -1}, "max_servers"},
 		{Config{MaxServersPerAddress: MaxMaxServers + 1}, "max_servers_per_address"},
-		{Config{Expiry: time.Millisecond}, "expiry"},
-		{Config{ChallengeTimeout: time.Hour}, "challenge_timeout"},
+		{Config{Expiry: duration.Duration(time.Millisecond)}, "expiry"},
+		{Config{ChallengeTimeout: duration.Duration(time.Hour)}, "challenge_timeout"},
 		{Config{MaxChallenges: -5}, "max_challenges"},
 		{Config{HeartbeatRate: -1}, "heartbeat_rate"},
 		{Config{ListRate: 1, ListBurst: -1}, "list_burst"},
@@ -550,6 +551,12 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{Name: strings.Repeat("é", MaxNameLen/2)}).Validate(); err != nil {
 		t.Fatalf("a name of %d bytes: %v", MaxNameLen, err)
+	}
+	if got := (Config{}).WithDefaults().Name; got != DefaultName {
+		t.Errorf("name %q by default, want %q", got, DefaultName)
+	}
+	if got := (Config{Name: "public"}).WithDefaults().Name; got != "public" {
+		t.Errorf("name %q given public, want public", got)
 	}
 }
 
@@ -585,7 +592,7 @@ func FuzzServe(f *testing.F) {
 // that source's heartbeats are dropped, and the victim's challenge still
 // registers it.
 func TestForgedHeartbeatsKeepOthersChallenges(t *testing.T) {
-	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: time.Minute})
+	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: duration.Duration(time.Minute)})
 	const victim = "127.0.0.5:27960"
 	c := r.challenge(victim)
 	for i := 1; i <= 1000; i++ {
@@ -605,7 +612,7 @@ func TestForgedHeartbeatsKeepOthersChallenges(t *testing.T) {
 // flood from a few sources forgets its own challenges, not a lone
 // server's.
 func TestChallengeEvictionPrefersTheBusiestSource(t *testing.T) {
-	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 32, HeartbeatRate: 1e6, ChallengeTimeout: time.Minute})
+	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 32, HeartbeatRate: 1e6, ChallengeTimeout: duration.Duration(time.Minute)})
 	victims := []string{"127.0.1.1:27960", "127.0.1.2:27960", "127.0.1.3:27960", "127.0.1.4:27960"}
 	challenges := make([][]byte, len(victims))
 	for i, v := range victims {
@@ -634,7 +641,7 @@ func TestChallengeEvictionPrefersTheBusiestSource(t *testing.T) {
 // server already listed (here every forged address is in a network of
 // its own), nor a new server's when the flood comes from a few networks.
 func TestChallengeEvictionKeepsListedAndQuietNetworks(t *testing.T) {
-	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: time.Minute})
+	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: duration.Duration(time.Minute)})
 	const listed = "203.0.113.5:27960"
 	r.register(listed, "")
 	c := r.challenge(listed) // its next heartbeat
@@ -646,7 +653,7 @@ func TestChallengeEvictionKeepsListedAndQuietNetworks(t *testing.T) {
 		t.Fatalf("a listed server's challenge through a flood from 1000 networks: %v", r.counts)
 	}
 
-	r = newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: time.Minute})
+	r = newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: duration.Duration(time.Minute)})
 	const newcomer = "203.0.113.9:27960"
 	c = r.challenge(newcomer)
 	for i := range 1000 {
@@ -685,7 +692,7 @@ func TestRegistryKeepsBoundedInfo(t *testing.T) {
 // address's challenge quota, yet the server's own heartbeat is still
 // challenged, so it is never delisted by them.
 func TestForgedHeartbeatsFromAListedServersIPKeepItListed(t *testing.T) {
-	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: 2 * time.Second})
+	r := newRig(t, Config{MaxChallenges: 64, MaxChallengesPerAddress: 8, HeartbeatRate: 1e6, ChallengeTimeout: duration.Duration(2 * time.Second)})
 	const listed = "203.0.113.5:27960"
 	r.register(listed, "")
 	for i := range 8 {
@@ -706,7 +713,7 @@ func TestForgedHeartbeatsFromAListedServersIPKeepItListed(t *testing.T) {
 // not looked up. Such a check still refuses another address's or port's
 // challenge, a late one, a forged one, and one used already.
 func TestForgottenChallengeStillRegisters(t *testing.T) {
-	r := newRig(t, Config{MaxChallenges: 16, HeartbeatRate: 1e6, ChallengeTimeout: 2 * time.Second})
+	r := newRig(t, Config{MaxChallenges: 16, HeartbeatRate: 1e6, ChallengeTimeout: duration.Duration(2 * time.Second)})
 	const srv, other = "203.0.113.9:27960", "203.0.113.9:27961"
 	c := r.challenge(srv)
 	if len(c) != maxChallengeSent {
@@ -751,7 +758,7 @@ func TestForgottenChallengeStillRegisters(t *testing.T) {
 // forgotten, and not when the list is read or a heartbeat waits for its
 // answer.
 func TestRegistryGeneration(t *testing.T) {
-	r := newRig(t, Config{Expiry: 15 * time.Minute})
+	r := newRig(t, Config{Expiry: duration.Duration(15 * time.Minute)})
 	reg := r.m.Registry()
 	const srv, client = "127.0.0.1:27960", "127.0.0.1:5000"
 	step := func(what string, changes bool, do func()) {

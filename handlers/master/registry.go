@@ -347,7 +347,7 @@ func (r *Registry) register(addr netip.AddrPort, in *wire.Info, cfg *Config) Ver
 	if ok && now >= p.expires {
 		r.forget(addr, p)
 	}
-	if !waited && !r.made(in.Challenge, addr, now, cfg.ChallengeTimeout) {
+	if !waited && !r.made(in.Challenge, addr, now, cfg.ChallengeTimeout.Std()) {
 		return DroppedUnexpected // the right answer may still come
 	}
 	if waited {

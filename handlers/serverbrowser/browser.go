@@ -25,6 +25,7 @@ import (
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/serverlist"
 	"github.com/gamegate/gamegate/internal/bounds"
+	"github.com/gamegate/gamegate/internal/duration"
 )
 
 // Defaults of Config.
@@ -47,25 +48,43 @@ const (
 	MaxTitle          = 200
 )
 
-// Config is the behaviour of a Browser.
+// Config is the behaviour of a Browser, and the options of the
+// server_browser module, which embeds it: the JSON keys and the names in
+// Validate's errors are the options'. Zero values mean the defaults.
 type Config struct {
-	// List gives the servers and their statuses. Required.
-	List *serverlist.List
-	// Title heads the page. Default: Game servers.
-	Title string
-	// Refresh is how often the page fetches the list again. Default: 30s.
-	Refresh time.Duration
-	// History is the time the player-count chart spans. Default: 24h.
-	History time.Duration
-	// HistorySamples is the number of buckets History is split into; a
-	// bucket keeps its peak. Default: 96.
+	// master, game_query: the lists the servers are read from, as
+	// server_list's (ListConfig).
+	serverlist.Source
+	// The page's title. Default: Game servers.
+	Title string `json:"title,omitempty"`
+	// How often the page fetches the list again, from 1s to 1h.
+	// Default: 30s.
+	Refresh duration.Duration `json:"refresh,omitempty"`
+	// The time each server's player-count chart spans, from 1m to 168h.
+	// Default: 24h.
+	History duration.Duration `json:"history,omitempty"`
+	// The number of points (buckets) of the chart, each the peak of its
+	// share of history, from 2 to 1440. Default: 96.
 	HistorySamples int `json:"history_samples,omitempty"`
-	// MaxHistoryServers bounds the servers whose history is kept.
-	// Default: 1024. The counts' tags name them as options, by which a
-	// Caddyfile parser finds their ranges.
+	// The servers whose history is kept; a server beyond it is listed
+	// without a chart until one silent for the whole history is
+	// forgotten. Default: 1024.
 	MaxHistoryServers int `json:"max_history_servers,omitempty"`
+	// max_status_size and max_page_size bound servers.json's answers as
+	// server_list's (ListConfig).
+	serverlist.Sizes
+
+	// List gives the servers and their statuses, built from ListConfig.
+	// Required.
+	List *serverlist.List `json:"-"`
 	// Now gives the time. Default: time.Now.
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
+}
+
+// ListConfig returns the options of the list the page shows: its source
+// and sizes.
+func (c Config) ListConfig() serverlist.Config {
+	return serverlist.Config{Source: c.Source, Sizes: c.Sizes}
 }
 
 // Validate checks the options' ranges; zero values (the defaults) pass.
@@ -75,16 +94,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("title must be at most %d bytes, not %d", MaxTitle, len(c.Title))
 	}
 	if err := bounds.First(
-		bounds.Duration("refresh", c.Refresh, MinRefresh, MaxRefresh),
-		bounds.Duration("history", c.History, MinHistory, MaxHistory),
+		bounds.Duration("refresh", c.Refresh.Std(), MinRefresh, MaxRefresh),
+		bounds.Duration("history", c.History.Std(), MinHistory, MaxHistory),
 		bounds.Int("history_samples", c.HistorySamples, MinHistorySamples, MaxHistorySamples),
 	); err != nil {
 		return err
 	}
-	if c.History != 0 && c.HistorySamples != 0 && c.History/time.Duration(c.HistorySamples) < time.Second {
-		return fmt.Errorf("history_samples must leave each of history's buckets at least 1s: %s / %d is less", c.History, c.HistorySamples)
+	if h := c.History.Std(); h != 0 && c.HistorySamples != 0 && h/time.Duration(c.HistorySamples) < time.Second {
+		return fmt.Errorf("history_samples must leave each of history's buckets at least 1s: %s / %d is less", h, c.HistorySamples)
 	}
-	return bounds.Int("max_history_servers", c.MaxHistoryServers, 1, master.MaxMaxServers)
+	if err := bounds.Int("max_history_servers", c.MaxHistoryServers, 1, master.MaxMaxServers); err != nil {
+		return err
+	}
+	return c.Sizes.Validate()
 }
 
 // Browser serves the page, the list as JSON, the history and the badges.
@@ -126,19 +148,19 @@ func New(cfg Config) (*Browser, error) {
 	if cfg.Title == "" {
 		cfg.Title = DefaultTitle
 	}
-	cfg.Refresh = cmp.Or(cfg.Refresh, DefaultRefresh)
-	cfg.History = cmp.Or(cfg.History, DefaultHistory)
+	cfg.Refresh = cmp.Or(cfg.Refresh, duration.Duration(DefaultRefresh))
+	cfg.History = cmp.Or(cfg.History, duration.Duration(DefaultHistory))
 	cfg.HistorySamples = cmp.Or(cfg.HistorySamples, DefaultHistorySamples)
 	cfg.MaxHistoryServers = cmp.Or(cfg.MaxHistoryServers, DefaultMaxHistoryServers)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b := &Browser{cfg: cfg, bucket: max(cfg.History/time.Duration(cfg.HistorySamples), time.Second)}
+	b := &Browser{cfg: cfg, bucket: max(cfg.History.Std()/time.Duration(cfg.HistorySamples), time.Second)}
 	b.history = NewHistory(b.bucket, cfg.HistorySamples, cfg.MaxHistoryServers)
 	page := strings.NewReplacer(
 		"{{TITLE}}", html.EscapeString(cfg.Title),
-		"{{REFRESH}}", strconv.Itoa(int(cfg.Refresh/time.Second)),
-		"{{HISTORY}}", html.EscapeString(shortDuration(cfg.History)),
+		"{{REFRESH}}", strconv.Itoa(int(cfg.Refresh.Std()/time.Second)),
+		"{{HISTORY}}", html.EscapeString(shortDuration(cfg.History.Std())),
 		"{{CSS}}", pageCSS,
 		"{{JS}}", pageJS,
 	).Replace(pageHTML)
@@ -311,6 +333,6 @@ func (b *Browser) serveBadge(w http.ResponseWriter, r *http.Request, client neti
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	maxAge := strconv.Itoa(int(b.cfg.Refresh / time.Second))
+	maxAge := strconv.Itoa(int(b.cfg.Refresh.Std() / time.Second))
 	return serveBody(w, r, "image/svg+xml", "public, max-age="+maxAge, body, cache.ETag(body, false))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/handlers/serverlist"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wire "github.com/gamegate/gamegate/wire/master"
 )
@@ -180,12 +181,13 @@ func TestConfigValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Refresh: time.Millisecond}, "refresh"},
-		{Config{History: 30 * 24 * time.Hour}, "history"},
+		{Config{Refresh: duration.Duration(time.Millisecond)}, "refresh"},
+		{Config{History: duration.Duration(30 * 24 * time.Hour)}, "history"},
 		{Config{HistorySamples: 1}, "history_samples"},
 		{Config{MaxHistoryServers: -1}, "max_history_servers"},
 		{Config{Title: strings.Repeat("t", MaxTitle+1)}, "title"},
-		{Config{History: time.Minute, HistorySamples: 120}, "history_samples"},
+		{Config{History: duration.Duration(time.Minute), HistorySamples: 120}, "history_samples"},
+		{Config{Sizes: serverlist.Sizes{MaxStatusSize: 64 << 10, MaxPageSize: 32 << 10}}, "max_page_size"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want an error naming %s", tc.cfg, err, tc.want)

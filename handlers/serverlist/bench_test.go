@@ -12,6 +12,7 @@ import (
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -42,7 +43,7 @@ func benchList(b *testing.B, n int) *List {
 		b.Fatal(err)
 	}
 	b.Cleanup(statuses.Close)
-	l, err := New(Config{Registry: reg, Statuses: statuses, Now: clock.Now, TTL: time.Hour})
+	l, err := New(Config{Registry: reg, Statuses: statuses, Now: clock.Now, TTL: duration.Duration(time.Hour)})
 	if err != nil {
 		b.Fatal(err)
 	}

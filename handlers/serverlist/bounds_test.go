@@ -13,6 +13,7 @@ import (
 	"github.com/gamegate/gamegate/cache"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -96,7 +97,7 @@ func TestStatusesForgetServersThatLeave(t *testing.T) {
 func TestStatusesForgottenWithoutRequests(t *testing.T) {
 	live := map[string]*query.Status{"127.0.0.1:1": {Name: "Live", Raw: map[string]any{}}}
 	r := newRig(t, live)
-	r.list = r.newList(t, Config{TTL: time.Second})
+	r.list = r.newList(t, Config{TTL: duration.Duration(time.Second)})
 	testutil.WaitFor(t, "the statuses of the rig's servers", func() bool {
 		r.list.Servers(netip.IPv6Loopback())
 		return r.statuses.Len() == 4 && r.queries.Load() == 4
@@ -109,7 +110,7 @@ func TestStatusesForgottenWithoutRequests(t *testing.T) {
 // marked truncated, its counts as it said.
 func TestHostileStatusCut(t *testing.T) {
 	r := newQueryRig(t, func(addr string) (*query.Status, error) { return hostileStatus(addr), nil })
-	r.list = r.newList(t, Config{MaxStatusSize: 4 << 10})
+	r.list = r.newList(t, Config{Sizes: Sizes{MaxStatusSize: 4 << 10}})
 	testutil.WaitFor(t, "the statuses", func() bool { return liveCount(r.list) == 4 })
 	w, _ := r.get(t, "127.0.0.1:9", "/", nil)
 	var body struct{ Servers []json.RawMessage }
@@ -180,7 +181,7 @@ func TestPageBytesBounded(t *testing.T) {
 		register(t, r.master, fmt.Sprintf("127.1.%d.%d:27960", i/100, i%100+1), `\hostname\Many\mapname\oa_dm1\clients\0\sv_maxclients\8`)
 	}
 	const pageSize = 64 << 10
-	r.list = r.newList(t, Config{MaxPageSize: pageSize, MaxQueries: 64})
+	r.list = r.newList(t, Config{Sizes: Sizes{MaxPageSize: pageSize}, MaxQueries: 64})
 	testutil.WaitForWithin(t, time.Minute, "every status", func() bool { return liveCount(r.list) == servers+4 })
 	seen := map[string]bool{}
 	pages := 0
@@ -302,7 +303,7 @@ func TestJoinedServersQueriedBeforeRequests(t *testing.T) {
 		live[a] = st
 	}
 	r := newRig(t, live)
-	r.list = r.newList(t, Config{TTL: time.Second})
+	r.list = r.newList(t, Config{TTL: duration.Duration(time.Second)})
 	testutil.WaitFor(t, "the joined servers' queries", func() bool { return r.queries.Load() == 4 })
 	testutil.WaitFor(t, "their statuses", func() bool { return r.statuses.Len() == 4 })
 	for _, s := range r.list.Servers(netip.IPv6Loopback()) {

@@ -27,6 +27,7 @@ import (
 	"github.com/gamegate/gamegate/handlers/query"
 	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/clientaddr"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/netaddr"
 	wiremaster "github.com/gamegate/gamegate/wire/master"
 	wireq3 "github.com/gamegate/gamegate/wire/quake3"
@@ -46,53 +47,81 @@ const (
 	DefaultMaxPageSize = 1 << 20
 )
 
-// Config is the behaviour of a List.
+// Config is the behaviour of a List, and the options of the server_list
+// module, which embeds it: the JSON keys and the names in Validate's
+// errors are the options'. Zero values mean the defaults.
 type Config struct {
+	// master, game_query: the lists the servers are read from.
+	Source
+	// How long a server's queried status is reused, and then served
+	// stale while one refresh runs (for as long as its server is listed,
+	// and after a failed refresh, retried every ttl). Default: 10s.
+	TTL duration.Duration `json:"ttl,omitempty"`
+	// Time allowed for one status query, retries included. Default: 3s.
+	QueryTimeout duration.Duration `json:"query_timeout,omitempty"`
+	// Status queries running at once; a server whose status is not
+	// cached yet is listed from its last infoResponse meanwhile. Default:
+	// 16.
+	MaxQueries int `json:"max_queries,omitempty"`
+	// max_status_size, max_page_size: the bounds of the answers.
+	Sizes
+
 	// Registry holds the master's servers. Required.
-	Registry *master.Registry
+	Registry *master.Registry `json:"-"`
 	// Statuses are the master's servers' live statuses, shared by every
 	// list of the master. Required.
-	Statuses *Statuses
+	Statuses *Statuses `json:"-"`
 	// Gateways returns the game query gateways whose configured servers
 	// are listed too, each with its status from the gateway's own cache;
 	// the newest first: a server two of them configure is listed from the
 	// first. Default: none.
-	Gateways func() []*query.Gateway
-	// TTL is how long a status is reused; past it, it is served stale
-	// while one refresh runs, for as long as its server is listed, and
-	// after a failed refresh (retried every TTL). Default: 10s.
-	TTL time.Duration
-	// QueryTimeout bounds one status query. Default: 3s.
-	QueryTimeout time.Duration
-	// MaxQueries bounds the status queries running at once; a server
-	// whose status is not cached is listed from its last infoResponse
-	// meanwhile. Default: 16.
-	MaxQueries int
-	// MaxStatusSize bounds, in bytes, a server's entry in a page (its
-	// status as JSON with its game and region) and the status kept for
-	// it: a larger status is cut (players, bots and raw variables past
-	// the bound left out, long texts shortened) and marked
-	// "truncated": true. Default: 8KiB.
-	MaxStatusSize int `json:"max_status_size,omitempty"`
-	// MaxPageSize bounds, in bytes, the body of one answer: a page ends
-	// before the server that would pass it, with fewer servers than its
-	// limit, and is marked "truncated": true; the next page starts at
-	// offset plus the servers it holds. It holds at least one server:
-	// it must be at least MaxStatusSize and 1KiB. Default: 1MiB. The
-	// sizes' tags name them as options, by which a Caddyfile parser
-	// finds their ranges.
-	MaxPageSize int `json:"max_page_size,omitempty"`
+	Gateways func() []*query.Gateway `json:"-"`
 	// Now gives the time. Default: time.Now.
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
 	// ClientIP gives a request's client address, which decides the
 	// servers it is shown (master.Visible). Behind a proxy it must be the
 	// client's, not the proxy's: a proxy on loopback would otherwise be
 	// shown every loopback and private server. Default: the address of
 	// the request's RemoteAddr.
-	ClientIP clientaddr.FromRequest
+	ClientIP clientaddr.FromRequest `json:"-"`
 	// LookupHost resolves the host name of a gateway's server, which
 	// decides the clients it is shown to. Default: the system resolver.
-	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
+	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error) `json:"-"`
+}
+
+// Source names the lists a server list reads: a master's (the servers
+// registered with it, shared by every master of the name) and game_query
+// handlers' (the servers they are configured with). Whoever builds a List
+// finds them by these names (Config.Registry, Statuses, Gateways).
+type Source struct {
+	// The name of the master whose servers are listed. Default: master.
+	Master string `json:"master,omitempty"`
+	// The name of the game_query handlers whose servers are listed too,
+	// with their statuses from those handlers' caches. Default:
+	// game_query.
+	GameQuery string `json:"game_query,omitempty"`
+}
+
+// WithDefaults returns s with the default names where it names none.
+func (s Source) WithDefaults() Source {
+	return Source{Master: cmp.Or(s.Master, master.DefaultName), GameQuery: cmp.Or(s.GameQuery, query.DefaultName)}
+}
+
+// Sizes bound a list's answers in bytes: options of server_list, and of
+// server_browser for its servers.json.
+type Sizes struct {
+	// The most bytes of a server's entry in a page (its status as JSON
+	// with its game and region), and of the status kept for it, from
+	// 2KiB to 1MiB: a larger status is cut (players, bots and raw
+	// variables past it left out, long texts shortened) and marked
+	// "truncated": true. Default: 8KiB.
+	MaxStatusSize int `json:"max_status_size,omitempty"`
+	// The most bytes of one answer of the list, from 16KiB to 64MiB and
+	// at least max_status_size and 1KiB: a page ends before the server
+	// that would pass it, with fewer servers than its limit, and is
+	// marked "truncated": true; the next page starts at offset plus the
+	// servers it holds. Default: 1MiB.
+	MaxPageSize int `json:"max_page_size,omitempty"`
 }
 
 // Bounds Validate checks.
@@ -115,15 +144,24 @@ const (
 // The names are the options'.
 func (c Config) Validate() error {
 	if err := bounds.First(
-		bounds.Duration("ttl", c.TTL, 0, MaxTTL),
-		bounds.Duration("query_timeout", c.QueryTimeout, 0, MaxQueryTimeout),
+		bounds.Duration("ttl", c.TTL.Std(), 0, MaxTTL),
+		bounds.Duration("query_timeout", c.QueryTimeout.Std(), 0, MaxQueryTimeout),
 		bounds.Int("max_queries", c.MaxQueries, 1, MaxMaxQueries),
-		bounds.Int("max_status_size", c.MaxStatusSize, MinMaxStatusSize, MaxMaxStatusSize),
-		bounds.Int("max_page_size", c.MaxPageSize, MinMaxPageSize, MaxMaxPageSize),
 	); err != nil {
 		return err
 	}
-	status, page := cmp.Or(c.MaxStatusSize, DefaultMaxStatusSize), cmp.Or(c.MaxPageSize, DefaultMaxPageSize)
+	return c.Sizes.Validate()
+}
+
+// Validate checks the sizes' ranges; zero values (the defaults) pass.
+func (s Sizes) Validate() error {
+	if err := bounds.First(
+		bounds.Int("max_status_size", s.MaxStatusSize, MinMaxStatusSize, MaxMaxStatusSize),
+		bounds.Int("max_page_size", s.MaxPageSize, MinMaxPageSize, MaxMaxPageSize),
+	); err != nil {
+		return err
+	}
+	status, page := cmp.Or(s.MaxStatusSize, DefaultMaxStatusSize), cmp.Or(s.MaxPageSize, DefaultMaxPageSize)
 	if page < status+pageHead {
 		return fmt.Errorf("max_page_size (%d bytes) must be at least max_status_size (%d bytes) and 1KiB", page, status)
 	}
@@ -301,8 +339,8 @@ func New(cfg Config) (*List, error) {
 	if cfg.Registry == nil || cfg.Statuses == nil {
 		return nil, fmt.Errorf("serverlist: no registry or statuses")
 	}
-	cfg.TTL = cmp.Or(cfg.TTL, DefaultTTL)
-	cfg.QueryTimeout = cmp.Or(cfg.QueryTimeout, DefaultQueryTimeout)
+	cfg.TTL = cmp.Or(cfg.TTL, duration.Duration(DefaultTTL))
+	cfg.QueryTimeout = cmp.Or(cfg.QueryTimeout, duration.Duration(DefaultQueryTimeout))
 	cfg.MaxQueries = cmp.Or(cfg.MaxQueries, DefaultMaxQueries)
 	cfg.MaxStatusSize = cmp.Or(cfg.MaxStatusSize, DefaultMaxStatusSize)
 	cfg.MaxPageSize = cmp.Or(cfg.MaxPageSize, DefaultMaxPageSize)
@@ -324,8 +362,8 @@ func New(cfg Config) (*List, error) {
 		// less often than every TTL, or a status datagram lost, shows
 		// the last status, never the heartbeat's, which is older (a
 		// server heartbeats every few minutes).
-		policy: cache.Policy{TTL: cfg.TTL, StaleWhileRevalidate: staleWhileRefresh, StaleIfError: staleWhileRefresh,
-			NegativeTTL: cfg.TTL, LoadTimeout: cfg.QueryTimeout},
+		policy: cache.Policy{TTL: cfg.TTL.Std(), StaleWhileRevalidate: staleWhileRefresh, StaleIfError: staleWhileRefresh,
+			NegativeTTL: cfg.TTL.Std(), LoadTimeout: cfg.QueryTimeout.Std()},
 		queries: make(chan struct{}, cfg.MaxQueries),
 		life:    life,
 		end:     end,
@@ -335,7 +373,7 @@ func New(cfg Config) (*List, error) {
 
 		maxAnswerBytes: maxAnswerBytes,
 	}
-	go l.tendEvery(min(max(cfg.TTL, time.Second), maxTendPeriod))
+	go l.tendEvery(min(max(cfg.TTL.Std(), time.Second), maxTendPeriod))
 	return l, nil
 }
 
@@ -603,14 +641,14 @@ func (l *List) hostVisible(address string, client netip.Addr, hz *horizon) bool 
 	addrs := h.addrs
 	if !h.resolving && !now.Before(h.expires) {
 		h.resolving = l.startQuery(func(ctx context.Context) {
-			ctx, cancel := context.WithTimeout(ctx, l.cfg.QueryTimeout)
+			ctx, cancel := context.WithTimeout(ctx, l.cfg.QueryTimeout.Std())
 			defer cancel()
 			got, err := l.cfg.LookupHost(ctx, host)
 			l.hostsMu.Lock()
 			defer l.hostsMu.Unlock()
 			defer l.hostsGeneration.Add(1) // after the addresses are set
 			h.resolving = false
-			h.expires = l.cfg.Now().Add(l.cfg.TTL)
+			h.expires = l.cfg.Now().Add(l.cfg.TTL.Std())
 			if err != nil || len(got) == 0 {
 				// Keep the addresses it last had (none if it never
 				// resolved): one failed lookup must not hide a public

@@ -15,6 +15,7 @@ import (
 	"github.com/gamegate/gamegate/dgram"
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 	wire "github.com/gamegate/gamegate/wire/master"
 )
@@ -223,16 +224,22 @@ func TestMethods(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, c := range []Config{{TTL: -1}, {TTL: 48 * time.Hour}, {QueryTimeout: time.Hour}, {MaxQueries: -1}, {MaxQueries: 5000},
-		{MaxStatusSize: 100}, {MaxStatusSize: 2 << 20}, {MaxPageSize: 1024}, {MaxPageSize: 1 << 30},
-		{MaxStatusSize: 64 << 10, MaxPageSize: 32 << 10}, {MaxStatusSize: 1 << 20, MaxPageSize: 512 << 10},
-		{MaxStatusSize: 64 << 10, MaxPageSize: 64 << 10}, {MaxStatusSize: 1 << 20}} {
+	for _, c := range []Config{{TTL: -1}, {TTL: duration.Duration(48 * time.Hour)}, {QueryTimeout: duration.Duration(time.Hour)}, {MaxQueries: -1}, {MaxQueries: 5000},
+		{Sizes: Sizes{MaxStatusSize: 100}}, {Sizes: Sizes{MaxStatusSize: 2 << 20}}, {Sizes: Sizes{MaxPageSize: 1024}}, {Sizes: Sizes{MaxPageSize: 1 << 30}},
+		{Sizes: Sizes{MaxStatusSize: 64 << 10, MaxPageSize: 32 << 10}}, {Sizes: Sizes{MaxStatusSize: 1 << 20, MaxPageSize: 512 << 10}},
+		{Sizes: Sizes{MaxStatusSize: 64 << 10, MaxPageSize: 64 << 10}}, {Sizes: Sizes{MaxStatusSize: 1 << 20}}} {
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)
 		}
 	}
-	if err := (Config{MaxStatusSize: 64 << 10, MaxPageSize: 65 << 10}).Validate(); err != nil {
+	if err := (Config{Sizes: Sizes{MaxStatusSize: 64 << 10, MaxPageSize: 65 << 10}}).Validate(); err != nil {
 		t.Errorf("a page of a status and 1KiB refused: %v", err)
+	}
+	if got, want := (Source{}).WithDefaults(), (Source{master.DefaultName, query.DefaultName}); got != want {
+		t.Errorf("source %+v by default, want %+v", got, want)
+	}
+	if got, want := (Source{Master: "m", GameQuery: "g"}).WithDefaults(), (Source{"m", "g"}); got != want {
+		t.Errorf("source %+v given m and g, want %+v", got, want)
 	}
 }
 
@@ -412,7 +419,7 @@ func TestHostNameServersVisibility(t *testing.T) {
 func TestListsShareStatuses(t *testing.T) {
 	live := map[string]*query.Status{"127.0.0.1:1": {Name: "Live", Raw: map[string]any{}}}
 	r := newRig(t, live)
-	other := r.newList(t, Config{TTL: time.Hour})
+	other := r.newList(t, Config{TTL: duration.Duration(time.Hour)})
 	testutil.WaitFor(t, "both lists to show the live status", func() bool {
 		a := r.list.Servers(netip.IPv6Loopback())
 		b := other.Servers(netip.IPv6Loopback())
