@@ -58,11 +58,8 @@ var ownOptionsAllowed = map[string]string{
 // taken out.
 var stillMirroring = []string{
 	// Being converted to embed their handlers' Configs.
-	"gamegate.udp.protocols.master",
 	"http.handlers.game_query",
 	"http.handlers.qos_discovery",
-	"http.handlers.server_browser",
-	"http.handlers.server_list",
 }
 
 // ownOption is an option a module struct declares itself.

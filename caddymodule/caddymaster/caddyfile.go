@@ -1,7 +1,6 @@
 package caddymaster
 
 import (
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
-	"github.com/gamegate/gamegate/internal/bounds"
 	"github.com/gamegate/gamegate/internal/duration"
 )
 
@@ -62,52 +60,16 @@ type blockSyntax struct {
 //   - a name (string): one value; a list ([]string): one or more.
 //
 // block starts the errors, as caddyglue.ParseModuleBlock's. Validate's
-// error is at the line of the option it names first, if given.
+// error is at the line of the option it names (caddyglue.ParseConfigBlock).
 func parseConfigBlock[C any, P validated[C]](d *caddyfile.Dispenser, block string, cfg P, syntax blockSyntax) error {
 	fields := reflect.ValueOf(cfg).Elem()
-	given := make(map[string]caddyfile.Token) // each option, at its last line
-	err := caddyglue.ParseModuleBlock(d, block, syntax.repeatable, func(opt string) error {
+	return caddyglue.ParseConfigBlock(d, block, syntax.repeatable, nil, func(opt string) error {
 		field := caddyglue.ConfigField(fields, opt)
 		if !field.IsValid() {
 			return caddyglue.UnknownOption(d, block, opt)
 		}
-		given[opt] = d.Token()
 		return parseConfigOption[C, P](d, opt, field, slices.Contains(syntax.inRange, opt))
-	})
-	if err != nil {
-		return err
-	}
-	err = cfg.Validate()
-	if err == nil {
-		return nil
-	}
-	at := d // the end of the block
-	if tok, ok := given[optionNamed(err, given)]; ok {
-		at = caddyfile.NewDispenser([]caddyfile.Token{tok})
-		at.Next()
-	}
-	if block == "" {
-		return at.Errf("%v", err)
-	}
-	return at.Errf("%s: %v", block, err)
-}
-
-// optionNamed returns the option of given that a Validate error is about:
-// a range error's, else the one the message starts with ("expiry 2s
-// must …", "name of 65 bytes …", "shared_networks: …").
-func optionNamed(err error, given map[string]caddyfile.Token) string {
-	var r *bounds.RangeError
-	if errors.As(err, &r) {
-		return r.Name
-	}
-	msg, named := err.Error(), ""
-	for opt := range given {
-		rest, ok := strings.CutPrefix(msg, opt)
-		if ok && len(opt) > len(named) && (rest == "" || strings.ContainsRune(" :(", rune(rest[0]))) {
-			named = opt
-		}
-	}
-	return named
+	}, cfg.Validate)
 }
 
 // parseConfigOption reads the value of option opt into field, a field of

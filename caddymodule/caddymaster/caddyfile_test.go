@@ -25,8 +25,8 @@ func TestConfigBlockValidatedOnceAtItsOptionsLine(t *testing.T) {
 			"master: known_reply_rate 100: must be less than reply_rate (100), by at least one datagram per 90 years, at Testfile:2"},
 		{"name check at its line", "master {\n\tmax_servers 10\n\tname " + strings.Repeat("n", 65) + "\n}",
 			"master: name of 65 bytes: must be at most 64, at Testfile:3"},
-		{"about an option left out, at the block's end", "master {\n\texpiry 1s\n}",
-			"master: challenge_timeout 2s must not be longer than expiry 1s, at Testfile:3"},
+		{"about an option left out, at the given one it names", "master {\n\texpiry 1s\n}",
+			"master: challenge_timeout 2s must not be longer than expiry 1s, at Testfile:2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := new(MasterProtocol)
