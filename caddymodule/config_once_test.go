@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"cmp"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
@@ -28,7 +29,10 @@ import (
 //   - a reference to another module by its name (server_list's master and
 //     game_query: a string option named as the module is);
 //   - a former option name, marked Deprecated (caddyglue.Renamed);
-//   - what ownOptionsAllowed lists, each with its reason.
+//   - what ownOptionsAllowed lists, each with its reason;
+//
+// but never under the JSON key of an option of an embedded Config, which
+// it would shadow (encoding/json sets the shallower field only).
 //
 // A struct of the glue's own that holds options (the app's udp servers)
 // is looked into, its options reported by their path (udp.listen).
@@ -98,6 +102,36 @@ func (r *optionRules) isGlue(p string) bool {
 // ownOptions returns the options the struct t declares itself, its
 // promoted fields included, under prefix.
 func (r *optionRules) ownOptions(t reflect.Type, prefix string) []ownOption {
+	configKeys := map[string]bool{}
+	r.configKeys(t, false, configKeys)
+	return r.own(t, prefix, configKeys)
+}
+
+// configKeys adds to keys the JSON keys of the options the Configs t
+// embeds hold, at any depth of embedding (inConfig: t is one of them).
+func (r *optionRules) configKeys(t reflect.Type, inConfig bool, keys map[string]bool) {
+	t = elem(t)
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch ft := elem(f.Type); {
+		case key == "-":
+		case f.Anonymous && key == "" && ft.Kind() == reflect.Struct:
+			r.configKeys(ft, inConfig || r.isConfigPackage(ft.PkgPath()), keys)
+		case inConfig && f.IsExported():
+			keys[cmp.Or(key, f.Name)] = true
+		}
+	}
+}
+
+// own is ownOptions with the JSON keys configKeys of the Configs the
+// struct t is promoted beside. A field of t under one of those keys is
+// always its own option, whatever else it is: encoding/json sets it
+// instead of the Config's field (or, at the same depth, neither).
+func (r *optionRules) own(t reflect.Type, prefix string, configKeys map[string]bool) []ownOption {
 	t = elem(t)
 	if t.Kind() != reflect.Struct {
 		return nil
@@ -114,7 +148,7 @@ func (r *optionRules) ownOptions(t reflect.Type, prefix string) []ownOption {
 			// Promoted fields (encoding/json promotes those of an
 			// unexported embedded struct too).
 			if !r.isConfigPackage(ft.PkgPath()) {
-				own = append(own, r.ownOptions(ft, prefix)...)
+				own = append(own, r.own(ft, prefix, configKeys)...)
 			}
 			continue
 		case !f.IsExported():
@@ -125,6 +159,8 @@ func (r *optionRules) ownOptions(t reflect.Type, prefix string) []ownOption {
 		}
 		option := ownOption{declaredBy: t.String(), path: prefix + key}
 		switch {
+		case configKeys[key]: // declared over an option of an embedded Config
+			own = append(own, option)
 		case strings.Contains(f.Tag.Get("caddy"), "namespace="): // modules it loads
 		case f.Type.Kind() == reflect.Struct && r.isConfigPackage(ft.PkgPath()): // a Config held whole
 		case f.Type.Kind() == reflect.String && r.isModule(key): // another module, by name
@@ -281,6 +317,11 @@ type onceProbe struct {
 	// Allowed below.
 	Secrets []string `json:"secrets,omitempty"`
 	hidden  int
+	// Deprecated: a former name that takes the Config's burst: it
+	// shadows it, so that the Config's field is never set.
+	FormerBurst int `json:"burst,omitempty"`
+	// Allowed below, yet the Config's own option: it shadows it.
+	OwnTitles []string `json:"titles,omitempty"`
 }
 
 type onceProbeRoom struct {
@@ -297,13 +338,15 @@ type onceProbeServer struct {
 // check that finds nothing would pass any module.
 func TestOwnOptionsFound(t *testing.T) {
 	rules := newOptionRules(t)
-	rules.allowed = map[string]string{"caddymodule.onceProbe secrets": "a probe"}
+	rules.allowed = map[string]string{"caddymodule.onceProbe secrets": "a probe",
+		"caddymodule.onceProbe titles": "a probe"}
 	var got []string
 	for _, o := range rules.ownOptions(reflect.TypeFor[*onceProbe](), "") {
 		got = append(got, o.String())
 	}
 	slices.Sort(got)
-	want := []string{"caddymodule.onceProbe burst2", "caddymodule.onceProbeRoom window", "caddymodule.onceProbeServer servers.address"}
+	want := []string{"caddymodule.onceProbe burst", "caddymodule.onceProbe burst2", "caddymodule.onceProbe titles",
+		"caddymodule.onceProbeRoom window", "caddymodule.onceProbeServer servers.address"}
 	if !slices.Equal(got, want) {
 		t.Errorf("found %q, want %q", got, want)
 	}

@@ -98,8 +98,9 @@ site, and each the whole of a site of its own. The game servers are real sockets
 as Quake 3 servers do (heartbeat, getinfo, infoResponse) and answer getstatus. The list holds
 each answer encoded until a registration or a status changes, and gzipped once (the gzip row is
 a client sending ` + "`Accept-Encoding: gzip`" + `, as browsers do). Goal: 0.8× discovery. Also
-reported: the list against discovery as the site's first route; Caddy's ` + "`file_server`" + `
-serving the very bytes of the list's answer (a site of its own); and a bare ` + "`net/http`" + `
-server answering the list's bytes and discovery's from memory with the same headers, what
-that many bytes cost any Go HTTP server without Caddy.`},
+reported: the list against discovery as its docs mount it (the site's last route, after the
+` + "`handle_path`" + ` routes); Caddy's ` + "`file_server`" + ` serving the very bytes of the list's answer
+(a site of its own); and a bare ` + "`net/http`" + ` server answering the list's bytes and discovery's
+from memory, each with the list's headers, what that many bytes cost any Go HTTP server without
+Caddy.`},
 }

@@ -53,3 +53,25 @@ func TestA2SShieldFormerNames(t *testing.T) {
 		})
 	}
 }
+
+// split_layout, an option of the shield's own options, loads from JSON
+// under its name and is checked by the shield's Validate: a layout it
+// does not know is refused, not served as auto.
+func TestA2SShieldSplitLayoutJSON(t *testing.T) {
+	for _, tc := range []struct{ layout, wantErr string }{
+		{"goldsrc", ""},
+		{"sideways", `split_layout: want auto, source, source_no_size or goldsrc, got "sideways"`},
+	} {
+		var h A2SShield
+		if err := caddy.StrictUnmarshalJSON([]byte(`{"upstream": "127.0.0.1:27015", "split_layout": "`+tc.layout+`"}`), &h); err != nil {
+			t.Fatalf("%s: %v", tc.layout, err)
+		}
+		if h.SplitLayout != tc.layout {
+			t.Errorf("%s: got split_layout %q", tc.layout, h.SplitLayout)
+		}
+		err := h.Validate()
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr) {
+			t.Errorf("%s: Validate got %v, want %q", tc.layout, err, tc.wantErr)
+		}
+	}
+}
