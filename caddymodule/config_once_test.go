@@ -60,7 +60,6 @@ var stillMirroring = []string{
 	// Being converted to embed their handlers' Configs.
 	"gamegate.udp.protocols.master",
 	"http.handlers.game_query",
-	"http.handlers.qos_discovery",
 	"http.handlers.server_browser",
 	"http.handlers.server_list",
 }
