@@ -59,7 +59,6 @@ var ownOptionsAllowed = map[string]string{
 var stillMirroring = []string{
 	// Being converted to embed their handlers' Configs.
 	"gamegate.udp.protocols.master",
-	"http.handlers.game_query",
 	"http.handlers.server_browser",
 	"http.handlers.server_list",
 }
