@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gamegate/gamegate/caddymodule/caddydiscovery"
+	"github.com/gamegate/gamegate/handlers/discovery"
 )
 
 // discardWriter is a ResponseWriter that keeps one header map and drops the
@@ -37,10 +38,10 @@ func loadedContext(b *testing.B) caddy.Context {
 }
 
 func provisionedDiscovery(b *testing.B) *caddydiscovery.QoSDiscovery {
-	h := &caddydiscovery.QoSDiscovery{Fleets: map[string][]caddydiscovery.DiscoveryServer{"f": {
+	h := &caddydiscovery.QoSDiscovery{Config: discovery.Config{Fleets: map[string][]discovery.ConfiguredServer{"f": {
 		{LocationID: 123, RegionID: "4f7d1d1a-a565-40b4-955a-ff0257d7ed3b", IPv4: "192.0.2.1", IPv6: "2001:db8::1", Port: 9000},
 		{LocationID: 456, RegionID: "22bf10c2-2565-4e75-848f-d2df25210896", IPv4: "198.51.100.1", Port: 9000},
-	}}, Name: "bench"}
+	}}, Name: "bench"}}
 	if err := h.Provision(loadedContext(b)); err != nil {
 		b.Fatal(err)
 	}

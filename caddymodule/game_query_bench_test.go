@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gamegate/gamegate/caddymodule/caddyquery"
+	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil/a2sserver"
 	wirea2s "github.com/gamegate/gamegate/wire/a2s"
 )
@@ -27,8 +28,9 @@ func provisionedGameQuery(b *testing.B) *caddyquery.GameQuery {
 			{Name: []byte("alice"), Score: 3, Duration: 60}, {Index: 1, Name: []byte("bob"), Score: 1, Duration: 30}}},
 	})
 	h := &caddyquery.GameQuery{
-		Servers: map[string]*caddyquery.GameQueryServer{"cs2": {Address: srv.Addr, ProtocolRaw: json.RawMessage(`{"protocol":"a2s"}`)}},
-		TTL:     map[string]caddy.Duration{"status": caddy.Duration(24 * time.Hour)},
+		Servers: map[string]*caddyquery.GameQueryServer{"cs2": {ServerOptions: query.ServerOptions{Address: srv.Addr},
+			ProtocolRaw: json.RawMessage(`{"protocol":"a2s"}`)}},
+		Options: query.Options{TTL: map[string]duration.Duration{"status": duration.Duration(24 * time.Hour)}},
 	}
 	if err := h.Provision(loadedContext(b)); err != nil {
 		b.Fatal(err)

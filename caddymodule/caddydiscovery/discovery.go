@@ -40,16 +40,9 @@ func init() {
 // fleets. The ETag of a list depends on its content only, so clients keep
 // getting 304s across reloads and restarts while it is unchanged.
 type QoSDiscovery struct {
-	// Fleets declared inline: fleet ID → its QoS servers (Caddyfile: one
-	// fleet block each). Default: none.
-	Fleets map[string][]DiscoveryServer `json:"fleets,omitempty"`
-	// The discovery options: fleets_file, file_poll, field_names,
-	// strong_etag, max_age, allow, api_keys, health_check.
+	// The discovery options: fleets, fleets_file, file_poll, field_names,
+	// strong_etag, max_age, allow, api_keys, health_check, name.
 	discovery.Config
-	// The name under which the admin API reaches this handler's fleets;
-	// handlers with the same name share their admin-set fleets, which
-	// survive configuration reloads. Default: default.
-	Name string `json:"name,omitempty"`
 
 	service *discovery.Service
 	handler discovery.Handler
@@ -57,20 +50,6 @@ type QoSDiscovery struct {
 	// xAPIKeyWarned: the warning that clients send keys as X-Api-Key is
 	// logged once per configuration.
 	xAPIKeyWarned sync.Once
-}
-
-// DiscoveryServer is one QoS server of a fleet.
-type DiscoveryServer struct {
-	// Multiplay location ID. Default: 0.
-	LocationID int64 `json:"location_id,omitempty"`
-	// Region ID. Required.
-	RegionID string `json:"region_id,omitempty"`
-	// IPv4 address, dotted quad. Give ipv4, ipv6 or both. Default: none.
-	IPv4 string `json:"ipv4,omitempty"`
-	// IPv6 address. Default: none.
-	IPv6 string `json:"ipv6,omitempty"`
-	// UDP port of the QoS server, for both addresses. Required.
-	Port int `json:"port,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -97,37 +76,13 @@ func (p pooledOverrides) Destruct() error {
 	return nil
 }
 
-// config is the handler's discovery.Config as configured, with the
-// inline fleets, without the run-time parts (overrides, access, logger,
-// metrics) and without defaults.
-func (h *QoSDiscovery) config() discovery.Config {
-	cfg := h.Config
-	cfg.Inline = nil
-	if h.Fleets != nil {
-		cfg.Inline = make(map[string][]discovery.Server, len(h.Fleets))
-	}
-	for id, list := range h.Fleets {
-		servers := make([]discovery.Server, 0, len(list))
-		for _, s := range list {
-			servers = append(servers, discovery.Server(s))
-		}
-		cfg.Inline[id] = servers
-	}
-	return cfg
-}
-
 // Provision loads the fleet sources and starts the file watcher and health
 // checks.
 func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
-	if h.Name == "" {
-		h.Name = discovery.DefaultName
-	}
 	// NewService refuses what Validate refuses, before starting anything.
-	cfg := h.config().WithDefaults()
-	for id, list := range cfg.Inline {
-		cfg.Inline[id] = discovery.Dedupe(list)
-	}
+	cfg := h.Config.WithDefaults()
+	h.Name = cfg.Name // the admin-set fleets' and the metrics' name
 	var access discovery.Access
 	access.Allow, _ = cfg.AllowNetworks() // Validate checks them
 	keys, err := caddyglue.ReplacedEach("", "api_keys", h.APIKeys)
@@ -199,7 +154,7 @@ func (h *QoSDiscovery) Provision(ctx caddy.Context) error {
 }
 
 // Validate checks the configuration (discovery.Config.Validate).
-func (h *QoSDiscovery) Validate() error { return h.config().Validate() }
+func (h *QoSDiscovery) Validate() error { return h.Config.Validate() }
 
 // durationRange is the range the discovery Config holds option opt to.
 func durationRange(opt string) caddyglue.DurationRange {
@@ -314,9 +269,9 @@ func (h *QoSDiscovery) parseFleet(d *caddyfile.Dispenser) error {
 		return d.Errf("duplicate fleet '%s'", id)
 	}
 	if h.Fleets == nil {
-		h.Fleets = make(map[string][]DiscoveryServer)
+		h.Fleets = make(map[string][]discovery.ConfiguredServer)
 	}
-	var servers []DiscoveryServer
+	var servers []discovery.ConfiguredServer
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		if d.Val() != "server" {
 			return d.Errf("fleet '%s': unrecognized option '%s'", id, d.Val())
@@ -325,7 +280,7 @@ func (h *QoSDiscovery) parseFleet(d *caddyfile.Dispenser) error {
 		if len(args) < 3 || len(args) > 4 {
 			return d.Errf("fleet '%s': server takes <region_id> <location_id> <ip:port> [<ip:port>]", id)
 		}
-		s := DiscoveryServer{RegionID: args[0]}
+		s := discovery.ConfiguredServer{RegionID: args[0]}
 		if s.LocationID, err = strconv.ParseInt(args[1], 10, 64); err != nil || s.LocationID < 0 {
 			return d.Errf("fleet '%s': location ID '%s' is not a non-negative integer", id, args[1])
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/gamegate/gamegate/caddymodule/caddyglue"
 	"github.com/gamegate/gamegate/handlers/games"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/netaddr"
 )
 
@@ -52,22 +53,13 @@ type GameQuery struct {
 	// gamegate.query module). Such targets are allowed only inside
 	// allow_targets. Default: none (only named servers).
 	AdHocRaw json.RawMessage `json:"ad_hoc,omitempty" caddy:"namespace=gamegate.query inline_key=protocol"`
-	// The games whose servers may be asked ad hoc by game ID, as
-	// /{game}/{host[:port]}[/{command}]: GameDig's game IDs (or v4 IDs),
-	// or "*" alone for every game (a game this build cannot query answers
-	// 501 naming its protocol). Such targets are allowed only inside
-	// allow_targets. Default: none.
-	AdHocGames []string `json:"ad_hoc_games,omitempty"`
-	// Cache lifetime per command name ("status" is the normalised status;
-	// Caddyfile: one ttl line each), at most 24h. Default: default_ttl for
-	// every command.
-	TTL map[string]caddy.Duration `json:"ttl,omitempty"`
-	// The gateway's options: allow_targets, default_ttl,
-	// stale_while_revalidate, stale_if_error, negative_ttl, upstream_rate,
-	// upstream_burst, max_ad_hoc_queries, max_ad_hoc_queries_per_network,
-	// ad_hoc_rate, ad_hoc_burst, client_ipv6_prefix, query_timeout,
-	// max_entries, max_batch_queries, batch_concurrency, max_body,
-	// max_batch_answer_size, batch_rate, batch_burst.
+	// The gateway's options: allow_targets, ad_hoc_games, ttl,
+	// default_ttl, stale_while_revalidate, stale_if_error, negative_ttl,
+	// upstream_rate, upstream_burst, max_ad_hoc_queries,
+	// max_ad_hoc_queries_per_network, ad_hoc_rate, ad_hoc_burst,
+	// client_ipv6_prefix, query_timeout, max_entries, max_batch_queries,
+	// batch_concurrency, max_body, max_batch_answer_size, batch_rate,
+	// batch_burst, name.
 	query.Options
 	// Deprecated: the former name of upstream_rate, still read (with a
 	// warning at provision).
@@ -87,10 +79,6 @@ type GameQuery struct {
 	// Deprecated: the former name of max_batch_answer_size, still read
 	// (with a warning at provision).
 	FormerMaxBatchAnswer int64 `json:"max_batch_answer,omitempty"`
-	// server_list handlers naming this name list the servers configured
-	// here, with their statuses from this handler's cache. Default:
-	// game_query.
-	Name string `json:"name,omitempty"`
 
 	adHoc      query.Protocol
 	adHocGames func(string) (query.AdHocGame, *query.Error)
@@ -100,30 +88,12 @@ type GameQuery struct {
 
 // GameQueryServer is one named game server.
 type GameQueryServer struct {
-	// The server's query address, host:port; with game, its game address
-	// (host:port, the port players join, or host alone: the game's query
-	// port). Required.
-	Address string `json:"address,omitempty"`
-	// The game, by GameDig's game ID or v4 ID (gamegate games lists
-	// them): its protocol and query port follow from it, and a game this
-	// build cannot query is refused at load. Default: none (the protocol
-	// says).
-	Game string `json:"game,omitempty"`
+	// The server's options: address, game, commands, region.
+	query.ServerOptions
 	// Its query protocol (a gamegate.query module) and the protocol's
 	// options; with game, the game's protocol. Default: the game's
 	// protocol, else gqp.
 	ProtocolRaw json.RawMessage `json:"protocol,omitempty" caddy:"namespace=gamegate.query inline_key=protocol"`
-	// The commands forwarded from HTTP besides the normalised status,
-	// which is always allowed (Caddyfile: commands <server> <command>...).
-	// Default: the protocol's read-only commands (gqp: identify, echo,
-	// extensions and its status_command); commands that may change a
-	// game's state (gqp's challenge, validate and protected commands,
-	// freeciv's join) are forwarded only if listed here.
-	Commands []string `json:"commands,omitempty"`
-	// Where the server is, as server_list shows it (and filters it by):
-	// at most 64 bytes, no spaces or control characters. Default: none
-	// (unknown).
-	Region string `json:"region,omitempty"`
 
 	protocol     query.Protocol
 	queryAddress string // Address, or with Game the address to query
@@ -230,9 +200,7 @@ func (h *GameQuery) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.gateway = gw
-	if h.Name == "" {
-		h.Name = query.DefaultName
-	}
+	h.Name = cfg.WithDefaults().Name // the server lists' and Cleanup's
 	if h.listed, err = LoadGateways(h.Name); err != nil {
 		return err
 	}
@@ -363,7 +331,6 @@ func (h *GameQuery) config() query.Config {
 		Servers: make(map[string]query.Server, len(h.Servers)),
 		AdHoc:   h.adHoc,
 		Games:   h.adHocGames,
-		TTL:     make(map[string]time.Duration, len(h.TTL)),
 		Options: h.Options,
 	}
 	for name, s := range h.Servers {
@@ -372,11 +339,8 @@ func (h *GameQuery) config() query.Config {
 			if addr == "" { // not provisioned: Validate checks the address as given
 				addr = s.Address
 			}
-			cfg.Servers[name] = query.Server{Name: name, Address: addr, Protocol: s.protocol, Commands: s.Commands, Region: s.Region, Game: s.Game}
+			cfg.Servers[name] = s.Server(name, addr, s.protocol)
 		}
-	}
-	for cmd, d := range h.TTL {
-		cfg.TTL[cmd] = time.Duration(d)
 	}
 	return cfg
 }
@@ -391,12 +355,6 @@ func (h *GameQuery) Validate() error {
 	}
 	if err := validateAdHocGames(h.AdHocGames); err != nil {
 		return fmt.Errorf("ad_hoc_games: %w", err)
-	}
-	if len(h.AdHocGames) > 0 && len(h.AllowTargets) == 0 {
-		return errors.New("ad_hoc_games needs allow_targets: the networks ad-hoc targets may be in")
-	}
-	if err := query.ValidateName(h.Name); err != nil {
-		return err
 	}
 	return h.config().Validate()
 }
@@ -495,12 +453,12 @@ func (h *GameQuery) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("ttl %s: '%s' is not a positive duration up to %s", args[0], args[1], caddyglue.FmtDuration(caddy.Duration(ttlRange.Hi)))
 			}
 			if h.TTL == nil {
-				h.TTL = make(map[string]caddy.Duration)
+				h.TTL = make(map[string]duration.Duration)
 			}
 			if _, dup := h.TTL[args[0]]; dup {
 				return d.Errf("duplicate ttl for '%s'", args[0])
 			}
-			h.TTL[args[0]] = caddy.Duration(dur)
+			h.TTL[args[0]] = duration.Duration(dur)
 		case "default_ttl":
 			h.DefaultTTL, err = caddyglue.ParseConfigDurationIn(d, gatewayDurationRange(opt))
 		case "stale_while_revalidate":
@@ -631,7 +589,7 @@ func (h *GameQuery) parseServer(d *caddyfile.Dispenser) error {
 	if _, dup := h.Servers[name]; dup {
 		return d.Errf("duplicate server '%s'", name)
 	}
-	s := &GameQueryServer{Address: addr}
+	s := &GameQueryServer{ServerOptions: query.ServerOptions{Address: addr}}
 	var protocol query.Protocol
 	if d.NextArg() {
 		var err error

@@ -10,7 +10,7 @@ import (
 )
 
 func TestClientReusesETag(t *testing.T) {
-	s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}})
+	s, err := NewService(Config{Fleets: configured(map[string][]Server{"f": seedServers})})
 	if err != nil {
 		t.Fatal(err)
 	}

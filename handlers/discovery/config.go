@@ -55,6 +55,7 @@ const (
 func (c Config) WithDefaults() Config {
 	c.FilePoll = cmp.Or(c.FilePoll, duration.Duration(DefaultFilePoll))
 	c.MaxAge = cmp.Or(c.MaxAge, duration.Duration(DefaultMaxAge))
+	c.Name = cmp.Or(c.Name, DefaultName)
 	if c.Health != nil {
 		h := c.Health.WithDefaults()
 		c.Health = &h
@@ -86,12 +87,12 @@ func (c Config) validateService() error {
 	if _, err := ParseFieldNames(c.FieldNames); err != nil {
 		return fmt.Errorf("field_names: %w", err)
 	}
-	for id, list := range c.Inline {
+	for id, list := range c.Fleets {
 		if err := ValidateFleetID(id); err != nil {
 			return fmt.Errorf("fleets: %w", err)
 		}
 		for i, s := range list {
-			if err := s.Validate(); err != nil {
+			if err := Server(s).Validate(); err != nil {
 				return fmt.Errorf("fleet %q server %d: %w", id, i, err)
 			}
 		}
@@ -108,6 +109,23 @@ func (c Config) validateService() error {
 		}
 	}
 	return nil
+}
+
+// inline returns the servers of Fleets, each fleet's without repeated
+// entries (the discovery contract promises none).
+func (c Config) inline() map[string][]Server {
+	if c.Fleets == nil {
+		return nil
+	}
+	out := make(map[string][]Server, len(c.Fleets))
+	for id, list := range c.Fleets {
+		servers := make([]Server, 0, len(list))
+		for _, s := range list {
+			servers = append(servers, Server(s))
+		}
+		out[id] = Dedupe(servers)
+	}
+	return out
 }
 
 // AllowNetworks returns the networks of Allow.

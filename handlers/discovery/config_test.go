@@ -42,3 +42,22 @@ func TestConfigDurationBounds(t *testing.T) {
 		})
 	}
 }
+
+// Inline fleets are served without repeated servers, as the discovery
+// contract promises; a Config that names no handler is DefaultName's.
+func TestConfigFleetsAndName(t *testing.T) {
+	s := ConfiguredServer(seedServers[0])
+	svc, err := NewService(Config{Fleets: map[string][]ConfiguredServer{"f": {s, s}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := get(svc, "f").Body.String(), string(Render(seedServers[:1], BothNames)); got != want {
+		t.Errorf("served %s, want %s", got, want)
+	}
+	if got := (Config{}).WithDefaults().Name; got != DefaultName {
+		t.Errorf("name %q, want %q", got, DefaultName)
+	}
+	if got := (Config{Name: "eu"}).WithDefaults().Name; got != "eu" {
+		t.Errorf("name %q, want eu", got)
+	}
+}

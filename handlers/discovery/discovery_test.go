@@ -23,6 +23,17 @@ var seedServers = []Server{
 	{LocationID: 456, RegionID: "22bf10c2-2565-4e75-848f-d2df25210896", IPv6: "2606:4700:4700::1001", Port: 9000},
 }
 
+// configured is fleets as a Config gives them.
+func configured(fleets map[string][]Server) map[string][]ConfiguredServer {
+	out := make(map[string][]ConfiguredServer, len(fleets))
+	for id, list := range fleets {
+		for _, s := range list {
+			out[id] = append(out[id], ConfiguredServer(s))
+		}
+	}
+	return out
+}
+
 func TestParseFleets(t *testing.T) {
 	data, err := os.ReadFile("testdata/fleets.json")
 	if err != nil {
@@ -187,7 +198,7 @@ func TestServiceFileKeepsLastGoodCopy(t *testing.T) {
 func TestServiceBrokenSourceWithoutGoodCopy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fleets.json")
 	writeFile(t, path, `not json`)
-	s, err := NewService(Config{File: path, Inline: map[string][]Server{"inline": seedServers}})
+	s, err := NewService(Config{File: path, Fleets: configured(map[string][]Server{"inline": seedServers})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +219,7 @@ func TestServiceBrokenSourceWithoutGoodCopy(t *testing.T) {
 }
 
 func TestServiceConditionalAndHead(t *testing.T) {
-	s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}, MaxAge: duration.Duration(time.Minute)})
+	s, err := NewService(Config{Fleets: configured(map[string][]Server{"f": seedServers}), MaxAge: duration.Duration(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +244,7 @@ func TestServiceConditionalAndHead(t *testing.T) {
 
 func TestOverridesTakePrecedence(t *testing.T) {
 	o := NewOverrides()
-	s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}, Overrides: o})
+	s, err := NewService(Config{Fleets: configured(map[string][]Server{"f": seedServers}), Overrides: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +274,7 @@ func TestHealthChecksWithholdFailingServers(t *testing.T) {
 		{LocationID: 2, RegionID: "dead", IPv4: "127.0.0.1", Port: int(dead.Port())},
 	}
 	s, err := NewService(Config{
-		Inline: map[string][]Server{"f": servers, "all-dead": servers[1:]},
+		Fleets: configured(map[string][]Server{"f": servers, "all-dead": servers[1:]}),
 		Health: &HealthConfig{Interval: duration.Duration(time.Hour), Failures: 2, Requests: 2, Wait: duration.Duration(300 * time.Millisecond)},
 	})
 	if err != nil {
@@ -340,7 +351,7 @@ func FuzzParseFleets(f *testing.F) {
 // header directive replacing text does): an edit to one response's headers
 // must not reach the next response for the same snapshot.
 func TestResponseHeaderValuesBelongToTheResponse(t *testing.T) {
-	s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}, MaxAge: duration.Duration(time.Minute)})
+	s, err := NewService(Config{Fleets: configured(map[string][]Server{"f": seedServers}), MaxAge: duration.Duration(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,31 @@ import (
 	"github.com/gamegate/gamegate/handlers/qos"
 )
 
-// Server is one QoS server of a fleet, serving one region.
+// Server is one QoS server of a fleet, serving one region. The shared
+// store keeps admin-set fleets in its untagged JSON encoding, as every
+// version has written them: tagging it would leave those unreadable.
 type Server struct {
 	LocationID int64  // Multiplay location ID
 	RegionID   string // region ID, never empty
 	IPv4       string // dotted quad, or empty
 	IPv6       string // RFC 4291 text, or empty
 	Port       int    // 1-65535, the same for both addresses
+}
+
+// ConfiguredServer is one QoS server of a fleet as the qos_discovery
+// handler's configuration gives it (its fleets). It converts to Server,
+// whose untagged encoding the shared store keeps.
+type ConfiguredServer struct {
+	// Multiplay location ID. Default: 0.
+	LocationID int64 `json:"location_id,omitempty"`
+	// Region ID. Required.
+	RegionID string `json:"region_id,omitempty"`
+	// IPv4 address, dotted quad. Give ipv4, ipv6 or both. Default: none.
+	IPv4 string `json:"ipv4,omitempty"`
+	// IPv6 address. Default: none.
+	IPv6 string `json:"ipv6,omitempty"`
+	// UDP port of the QoS server, for both addresses. Required.
+	Port int `json:"port,omitempty"`
 }
 
 // Addr returns the address a QoS probe should use: IPv4 when present.

@@ -11,7 +11,7 @@ import (
 )
 
 func TestHandlerAccess(t *testing.T) {
-	svc, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}})
+	svc, err := NewService(Config{Fleets: configured(map[string][]Server{"f": seedServers})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,9 @@ import (
 // Handler: the qos_discovery handler's options, whose JSON it is (the
 // module embeds it). Zero values mean the defaults.
 type Config struct {
-	// Inline fleets, from the gateway's configuration (the module's
-	// fleets).
-	Inline map[string][]Server `json:"-"`
+	// Fleets declared inline: fleet ID → its QoS servers (Caddyfile: one
+	// fleet block each). Default: none.
+	Fleets map[string][]ConfiguredServer `json:"fleets,omitempty"`
 	// A JSON file of fleets, {"fleets": {"<id>": {"servers": [...]}}},
 	// re-read when it changes. A file that fails to parse keeps the last
 	// good list in service. Its fleets take precedence over inline ones.
@@ -70,6 +70,10 @@ type Config struct {
 	Private bool `json:"-"`
 	// Health checks of the listed QoS servers. Default: off.
 	Health *HealthConfig `json:"health_check,omitempty"`
+	// The name under which the admin API reaches this handler's fleets;
+	// handlers with the same name share their admin-set fleets, which
+	// survive configuration reloads. Default: default.
+	Name string `json:"name,omitempty"`
 	// Logger receives source and health events. Default: no logging.
 	Logger *zap.Logger `json:"-"`
 	// OnFileLoad is called after each attempt to load the file, with the
@@ -80,6 +84,7 @@ type Config struct {
 // Service answers discovery requests from the current snapshots.
 type Service struct {
 	cfg          Config
+	inline       map[string][]Server // cfg.Fleets, without repeated servers
 	names        FieldNames
 	cacheControl string
 	store        cache.Snapshots[string]
@@ -120,6 +125,7 @@ func NewService(cfg Config) (*Service, error) {
 	names, _ := ParseFieldNames(cfg.FieldNames) // Validate checked it
 	s := &Service{
 		cfg:          cfg,
+		inline:       cfg.inline(),
 		names:        names,
 		cacheControl: cc,
 		withheld:     make(map[string]map[Server]bool),
@@ -225,7 +231,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 // overrides, then the file, then inline configuration.
 func (s *Service) effective() map[string][]Server {
 	out := make(map[string][]Server)
-	for id, list := range s.cfg.Inline {
+	for id, list := range s.inline {
 		out[id] = list
 	}
 	for id, list := range s.fileFleets {

@@ -91,7 +91,7 @@ func TestSharedOverrides(t *testing.T) {
 		o := NewOverrides()
 		o.Share(store, "default", nil)
 		t.Cleanup(o.Unshare)
-		s, err := NewService(Config{Inline: map[string][]Server{"f": seedServers}, Overrides: o})
+		s, err := NewService(Config{Fleets: configured(map[string][]Server{"f": seedServers}), Overrides: o})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,4 +136,29 @@ func TestSharedOverrides(t *testing.T) {
 	testutil.WaitFor(t, "the first node to serve the deletion", func() bool {
 		return get(services[0], "f").Header().Get("ETag") == before
 	})
+}
+
+// An admin-set fleet is kept in the shared store as Server encodes
+// untagged ({"LocationID":…}), as every version so far wrote it: a node
+// reads the fleets older ones stored, and they read its own.
+func TestSharedFleetsKeepTheirEncoding(t *testing.T) {
+	const stored = `[{"LocationID":123,"RegionID":"4f7d1d1a-a565-40b4-955a-ff0257d7ed3b","IPv4":"1.1.1.1","IPv6":"","Port":9000}]`
+	const prefix = "gamegate/discovery/default"
+	store := &memShared{m: map[string][]byte{prefix + "/version": []byte("older"), prefix + "/fleets/f": []byte(stored)}}
+	o := NewOverrides()
+	o.Share(store, "default", nil)
+	t.Cleanup(o.Unshare)
+	testutil.WaitFor(t, "the stored fleet to be read", func() bool {
+		got, ok := o.Get("f")
+		return ok && len(got) == 1 && got[0] == seedServers[0]
+	})
+	if err := o.Set("g", seedServers[:1]); err != nil {
+		t.Fatal(err)
+	}
+	store.mu.Lock()
+	written := string(store.m[prefix+"/fleets/g"])
+	store.mu.Unlock()
+	if written != stored {
+		t.Fatalf("stored %s, want %s", written, stored)
+	}
 }

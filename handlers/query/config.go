@@ -84,6 +84,12 @@ func (c Config) Validate() error {
 
 // validateOptions is Validate but for the parsing of AllowTargets.
 func (c Config) validateOptions() error {
+	if (len(c.AdHocGames) > 0 || c.Games != nil) && len(c.AllowTargets) == 0 {
+		return errors.New("ad_hoc_games needs allow_targets: the networks ad-hoc targets may be in")
+	}
+	if err := ValidateName(c.Name); err != nil {
+		return err
+	}
 	for name, s := range c.Servers {
 		if err := s.validate(name); err != nil {
 			return err
@@ -92,14 +98,11 @@ func (c Config) validateOptions() error {
 	if c.AdHoc != nil && len(c.AllowTargets) == 0 {
 		return errors.New("ad_hoc needs allow_targets: the networks ad-hoc targets may be in")
 	}
-	if c.Games != nil && len(c.AllowTargets) == 0 {
-		return errors.New("ad_hoc_games needs allow_targets: the networks ad-hoc targets may be in")
-	}
 	for cmd, d := range c.TTL {
 		if cmd == "" {
 			return errors.New("ttl: needs command names, got an empty one")
 		}
-		if err := bounds.Duration(fmt.Sprintf("ttl %q", cmd), d, 0, MaxTTL); err != nil {
+		if err := bounds.Duration(fmt.Sprintf("ttl %q", cmd), d.Std(), 0, MaxTTL); err != nil {
 			return err
 		}
 	}
@@ -168,6 +171,7 @@ func IsCommandName(s string) bool {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
+	c.Name = cmp.Or(c.Name, DefaultName)
 	c.DefaultTTL = cmp.Or(c.DefaultTTL, duration.Duration(DefaultDefaultTTL))
 	c.StaleWhileRevalidate = cmp.Or(c.StaleWhileRevalidate, duration.Duration(DefaultStaleWhileRevalidate))
 	c.StaleIfError = cmp.Or(c.StaleIfError, duration.Duration(DefaultStaleIfError))

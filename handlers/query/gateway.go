@@ -20,7 +20,8 @@ import (
 	"github.com/gamegate/gamegate/internal/ratelimit"
 )
 
-// Server is a game server the gateway may query.
+// Server is a game server the gateway may query (ServerOptions.Server
+// makes one from its configuration).
 type Server struct {
 	Name     string
 	Address  string // host:port
@@ -60,9 +61,6 @@ type Config struct {
 	// They are ad-hoc targets in every other way: AllowTargets and the
 	// ad-hoc limits apply.
 	Games func(id string) (AdHocGame, *Error)
-	// TTL per command ("status" for the normalised status); DefaultTTL for
-	// the others.
-	TTL map[string]time.Duration
 	// The options the game_query module's JSON holds as they are.
 	Options
 	// ClientIP gives a request's client address. Default: the address of
@@ -88,6 +86,16 @@ type Options struct {
 	// send datagrams to arbitrary hosts. Required with ad_hoc and
 	// ad_hoc_games. Default: none.
 	AllowTargets []string `json:"allow_targets,omitempty"`
+	// The games whose servers may be asked ad hoc by game ID, as
+	// /{game}/{host[:port]}[/{command}]: GameDig's game IDs (or v4 IDs),
+	// or "*" alone for every game (a game this build cannot query answers
+	// 501 naming its protocol). Such targets are allowed only inside
+	// allow_targets. Default: none.
+	AdHocGames []string `json:"ad_hoc_games,omitempty"`
+	// Cache lifetime per command name ("status" is the normalised status;
+	// Caddyfile: one ttl line each), at most 24h. Default: default_ttl for
+	// every command.
+	TTL map[string]duration.Duration `json:"ttl,omitempty"`
 	// Cache lifetime of other commands than those ttl names, at most 24h.
 	// Default: 5s.
 	DefaultTTL duration.Duration `json:"default_ttl,omitempty"`
@@ -151,6 +159,44 @@ type Options struct {
 	BatchRate float64 `json:"batch_rate,omitempty"`
 	// Batches per client network allowed at once. Default: 10.
 	BatchBurst int `json:"batch_burst,omitempty"`
+	// server_list handlers naming this name list the servers configured
+	// here, with their statuses from this handler's cache, at most 64
+	// bytes without spaces. Default: game_query.
+	Name string `json:"name,omitempty"`
+}
+
+// ServerOptions are a named game server's options as the game_query
+// handler's JSON (servers) and Caddyfile give them: the module embeds them
+// beside the query protocol it loads, and ServerOptions.Server makes the
+// gateway's Server of them.
+type ServerOptions struct {
+	// The server's query address, host:port; with game, its game address
+	// (host:port, the port players join, or host alone: the game's query
+	// port). Required.
+	Address string `json:"address,omitempty"`
+	// The game, by GameDig's game ID or v4 ID (gamegate games lists
+	// them): its protocol and query port follow from it, and a game this
+	// build cannot query is refused at load. Default: none (the protocol
+	// says).
+	Game string `json:"game,omitempty"`
+	// The commands forwarded from HTTP besides the normalised status,
+	// which is always allowed (Caddyfile: commands <server> <command>...).
+	// Default: the protocol's read-only commands (gqp: identify, echo,
+	// extensions and its status_command); commands that may change a
+	// game's state (gqp's challenge, validate and protected commands,
+	// freeciv's join) are forwarded only if listed here.
+	Commands []string `json:"commands,omitempty"`
+	// Where the server is, as server_list shows it (and filters it by):
+	// at most 64 bytes, no spaces or control characters. Default: none
+	// (unknown).
+	Region string `json:"region,omitempty"`
+}
+
+// Server returns the server name these options configure, queried with p
+// at address: Address, or with Game the query address of the game's
+// server at Address.
+func (o ServerOptions) Server(name, address string, p Protocol) Server {
+	return Server{Name: name, Address: address, Protocol: p, Commands: o.Commands, Region: o.Region, Game: o.Game}
 }
 
 // allowTargets returns the networks of AllowTargets.
@@ -487,9 +533,9 @@ func (g *Gateway) allowed(a netip.Addr) bool {
 func (g *Gateway) policy(command string) cache.Policy {
 	ttl, ok := g.cfg.TTL[command]
 	if !ok {
-		ttl = g.cfg.DefaultTTL.Std()
+		ttl = g.cfg.DefaultTTL
 	}
-	return cache.Policy{TTL: ttl, StaleWhileRevalidate: g.cfg.StaleWhileRevalidate.Std(),
+	return cache.Policy{TTL: ttl.Std(), StaleWhileRevalidate: g.cfg.StaleWhileRevalidate.Std(),
 		StaleIfError: g.cfg.StaleIfError.Std(), NegativeTTL: g.cfg.NegativeTTL.Std(), LoadTimeout: g.cfg.QueryTimeout.Std()}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -556,7 +557,9 @@ func (w *headerWriter) WriteHeader(s int)           { w.status = s }
 // loaded; what is allocated per request is the response's own header
 // values (one array: see cache.HeaderValues).
 func TestCachedHitAllocatesOnlyItsHeaders(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.TTL = map[string]time.Duration{"status": time.Hour, "echo": time.Hour} })
+	r := newRig(t, func(c *Config) {
+		c.TTL = map[string]duration.Duration{"status": duration.Duration(time.Hour), "echo": duration.Duration(time.Hour)}
+	})
 	for _, path := range []string{"/arena", "/arena/echo"} {
 		first := r.do("GET", path, "")
 		etag := first.Header().Get("ETag")
@@ -600,7 +603,7 @@ func TestCachedHitAllocatesOnlyItsHeaders(t *testing.T) {
 // header directive replacing text does): an edit to one response's
 // headers must not reach any other response, cached or not.
 func TestResponseHeaderValuesBelongToTheResponse(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.TTL = map[string]time.Duration{"status": time.Hour} })
+	r := newRig(t, func(c *Config) { c.TTL = map[string]duration.Duration{"status": duration.Duration(time.Hour)} })
 	r.do("GET", "/arena", "")
 	r.clock.Advance(2 * time.Second)
 	for _, path := range []string{"/arena", "/nothere"} {
@@ -878,5 +881,42 @@ func TestValidateName(t *testing.T) {
 		if err := ValidateName(name); err == nil || !strings.Contains(err.Error(), "at most 64 bytes, without spaces") {
 			t.Errorf("%q: got %v, want it refused", name, err)
 		}
+	}
+}
+
+// The options a game_query module's JSON gives as they are (name,
+// ad_hoc_games, ttl, the servers' options) are checked by Config's
+// Validate, and name has its default there.
+func TestConfigChecksTheModulesOptions(t *testing.T) {
+	valid := ServerOptions{Address: "192.0.2.1:27960", Commands: []string{"rcon"}, Region: "eu-west", Game: "q3a"}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // "" accepted
+	}{
+		{"every option", Config{Servers: map[string]Server{"a": valid.Server("a", valid.Address, nil)},
+			Options: Options{Name: "public", AdHocGames: []string{"*"}, AllowTargets: []string{"192.0.2.0/24"},
+				TTL: map[string]duration.Duration{"status": duration.Duration(MaxTTL)}}}, ""},
+		{"name", Config{Options: Options{Name: "a b"}}, `name "a b": at most 64 bytes, without spaces`},
+		{"ad_hoc_games", Config{Options: Options{AdHocGames: []string{"q3a"}}}, "ad_hoc_games needs allow_targets"},
+		{"ttl", Config{Options: Options{TTL: map[string]duration.Duration{"status": duration.Duration(MaxTTL + 1)}}}, `ttl "status" must be a duration in [`},
+		{"region", Config{Servers: map[string]Server{"a": ServerOptions{Address: "192.0.2.1:1", Region: "eu west"}.Server("a", "192.0.2.1:1", nil)}},
+			`server "a": region: 'eu west' holds spaces`},
+		{"commands", Config{Servers: map[string]Server{"a": ServerOptions{Address: "192.0.2.1:1", Commands: []string{"a/b"}}.Server("a", "192.0.2.1:1", nil)}},
+			`server "a": commands: "a/b" is not a command name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if got := (Config{}).WithDefaults().Name; got != DefaultName {
+		t.Errorf("name %q, want %q", got, DefaultName)
+	}
+	if got, want := valid.Server("a", "192.0.2.9:27960", nil), (Server{Name: "a", Address: "192.0.2.9:27960", Commands: valid.Commands,
+		Region: valid.Region, Game: valid.Game}); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
