@@ -12,6 +12,7 @@ import (
 
 	"github.com/gamegate/gamegate/handlers/master"
 	"github.com/gamegate/gamegate/handlers/query"
+	"github.com/gamegate/gamegate/internal/duration"
 	"github.com/gamegate/gamegate/internal/testutil"
 )
 
@@ -190,7 +191,7 @@ func TestAnswersBoundedInBytes(t *testing.T) {
 func TestAnswersFollowARegistrationOfAGatewayServerExpiring(t *testing.T) {
 	r := newRig(t, nil)
 	var version atomic.Int32
-	gw, err := query.NewGateway(query.Config{Now: r.clock.Now, DefaultTTL: 24 * time.Hour, Servers: map[string]query.Server{
+	gw, err := query.NewGateway(query.Config{Now: r.clock.Now, Options: query.Options{DefaultTTL: duration.Duration(24 * time.Hour)}, Servers: map[string]query.Server{
 		"alpha": {Name: "alpha", Address: "127.0.0.1:50", Protocol: &versionedProtocol{version: &version}}}})
 	if err != nil {
 		t.Fatal(err)
