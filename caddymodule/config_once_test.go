@@ -56,12 +56,6 @@ var ownOptionsAllowed = map[string]string{
 		"listens on",
 }
 
-// stillMirroring are the modules that still declare their handler's
-// options themselves, until they embed its Config. The list only
-// shrinks: a module that no longer mirrors fails the test until it is
-// taken out.
-var stillMirroring = []string{}
-
 // ownOption is an option a module struct declares itself.
 type ownOption struct {
 	declaredBy string // the Go type declaring it, as caddyrelay.Relay
@@ -256,7 +250,7 @@ func newOptionRules(t *testing.T) *optionRules {
 // TestModulesEmbedTheirHandlersConfig keeps configuration written once:
 // a module struct that declares an option of its own, instead of taking
 // it from its handler's embedded Config, fails, unless the option is
-// allowed above with its reason or its module is still in stillMirroring.
+// allowed above with its reason.
 func TestModulesEmbedTheirHandlersConfig(t *testing.T) {
 	rules := newOptionRules(t)
 	ids := caddycommands.ModuleIDs()
@@ -268,22 +262,10 @@ func TestModulesEmbedTheirHandlersConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		own := rules.ownOptions(reflect.TypeOf(info.New()), "")
-		if slices.Contains(stillMirroring, id) {
-			if len(own) == 0 {
-				t.Errorf("%s declares no option of its own any more: take it out of stillMirroring", id)
-			}
-			continue
-		}
-		for _, o := range own {
+		for _, o := range rules.ownOptions(reflect.TypeOf(info.New()), "") {
 			t.Errorf("%s: option %q is declared by %s itself: embed the handler's Config that has it "+
 				"(handlers/, dgram/, store/), so that its default, range and Validate are written once; "+
 				"if the Caddy glue must own it, add %q to ownOptionsAllowed with the reason", id, o.path, o.declaredBy, o.String())
-		}
-	}
-	for _, id := range stillMirroring {
-		if !slices.Contains(ids, id) {
-			t.Errorf("%s in stillMirroring is no registered module: take it out", id)
 		}
 	}
 	for entry := range ownOptionsAllowed {
