@@ -17,13 +17,16 @@ type Destructible interface {
 type LivePool[T Destructible] struct {
 	pool *caddy.UsagePool
 	live LiveSet[T]
-	// onDestruct runs with the key of each value destroyed, if set.
-	onDestruct func(key string)
+	// onDestruct runs with each value destroyed and its key, if set.
+	onDestruct func(key string, value T)
 }
 
-// NewLivePool returns an empty pool; onDestruct, if not nil, runs with the
-// key of each value the pool destroys, before the value's own Destruct.
-func NewLivePool[T Destructible](onDestruct func(key string)) *LivePool[T] {
+// NewLivePool returns an empty pool; onDestruct, if not nil, runs with
+// each value the pool destroys and its key, before the value's own
+// Destruct. The pool has already forgotten the key then, and a new value
+// may have been made under it: onDestruct must undo only what concerns
+// the value it is given.
+func NewLivePool[T Destructible](onDestruct func(key string, value T)) *LivePool[T] {
 	return &LivePool[T]{pool: caddy.NewUsagePool(), onDestruct: onDestruct}
 }
 
@@ -70,7 +73,7 @@ type pooled[T Destructible] struct {
 func (e pooled[T]) Destruct() error {
 	e.pool.live.Remove(e.value)
 	if e.pool.onDestruct != nil {
-		e.pool.onDestruct(e.key)
+		e.pool.onDestruct(e.key, e.value)
 	}
 	return e.value.Destruct()
 }

@@ -17,7 +17,7 @@ func (p *poolProbe) Destruct() error { p.destructs++; return nil }
 // twice, it is destroyed once, with its key, and leaves the live set.
 func TestLivePoolHoldsAcrossReloads(t *testing.T) {
 	var destroyed []string
-	pool := NewLivePool[*poolProbe](func(key string) { destroyed = append(destroyed, key) })
+	pool := NewLivePool[*poolProbe](func(key string, _ *poolProbe) { destroyed = append(destroyed, key) })
 	made := 0
 	newProbe := func() (*poolProbe, error) { made++; return &poolProbe{n: 3}, nil }
 	a, err := pool.LoadOrNew("k", newProbe)

@@ -116,7 +116,7 @@ func (t qosTables) Acquire(key, listener string, limit int) (*qos.SourceTable, e
 		return nil, err
 	}
 	if t.layer4 && listener != "" {
-		layer4Listeners.add(key, listener)
+		layer4Listeners.add(key, listener, st)
 	}
 	return st, nil
 }
@@ -127,32 +127,43 @@ func (qosTables) Release(key string) error { return sourceTables.Release(key) }
 // handlers without a name made for the local addresses their associations
 // arrived at, by table key, so that the configuration that replaces
 // theirs takes the tables over.
-var layer4Listeners = listenerSet{byKey: make(map[string]string)}
+var layer4Listeners = listenerSet{byKey: make(map[string]tableListener)}
 
 type listenerSet struct {
 	mu    sync.Mutex
-	byKey map[string]string
+	byKey map[string]tableListener
 }
 
-func (l *listenerSet) add(key, listener string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.byKey[key] = listener
+// tableListener is the listener a table was made for.
+type tableListener struct {
+	listener string
+	table    *qos.SourceTable
 }
 
-func (l *listenerSet) remove(key string) {
+func (l *listenerSet) add(key, listener string, table *qos.SourceTable) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.byKey, key)
+	l.byKey[key] = tableListener{listener, table}
+}
+
+// remove forgets the listener of table, destroyed: a table made under
+// the same key since (the pool forgets a key before destroying its
+// table) keeps its own.
+func (l *listenerSet) remove(key string, table *qos.SourceTable) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byKey[key].table == table {
+		delete(l.byKey, key)
+	}
 }
 
 func (l *listenerSet) list() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
-	for _, listener := range l.byKey {
-		if !slices.Contains(out, listener) {
-			out = append(out, listener)
+	for _, tl := range l.byKey {
+		if !slices.Contains(out, tl.listener) {
+			out = append(out, tl.listener)
 		}
 	}
 	return out
