@@ -93,8 +93,8 @@ type Options struct {
 	// allow_targets. Default: none.
 	AdHocGames []string `json:"ad_hoc_games,omitempty"`
 	// Cache lifetime per command name ("status" is the normalised status;
-	// Caddyfile: one ttl line each), at most 24h. Default: default_ttl for
-	// every command.
+	// Caddyfile: one ttl line each), at most 24h; 0 is default_ttl.
+	// Default: default_ttl for every command.
 	TTL map[string]duration.Duration `json:"ttl,omitempty"`
 	// Cache lifetime of other commands than those ttl names, at most 24h.
 	// Default: 5s.
@@ -531,8 +531,8 @@ func (g *Gateway) allowed(a netip.Addr) bool {
 }
 
 func (g *Gateway) policy(command string) cache.Policy {
-	ttl, ok := g.cfg.TTL[command]
-	if !ok {
+	ttl := g.cfg.TTL[command]
+	if ttl == 0 { // not named, or 0 (JSON's zero, as everywhere, the default)
 		ttl = g.cfg.DefaultTTL
 	}
 	return cache.Policy{TTL: ttl.Std(), StaleWhileRevalidate: g.cfg.StaleWhileRevalidate.Std(),

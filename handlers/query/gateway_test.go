@@ -920,3 +920,21 @@ func TestConfigChecksTheModulesOptions(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+// A ttl entry of 0 (JSON's zero) is default_ttl, as every zero option is
+// its default, not a lifetime of 0 that would send every request to the
+// game server.
+func TestZeroTTLEntryIsTheDefault(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.TTL = map[string]duration.Duration{"status": 0, "echo": duration.Duration(time.Minute)}
+	})
+	if got := r.gw.policy("status").TTL; got != time.Second {
+		t.Errorf("ttl status 0: lifetime %v, want default_ttl's 1s", got)
+	}
+	if got := r.gw.policy("echo").TTL; got != time.Minute {
+		t.Errorf("ttl echo 1m: lifetime %v, want 1m", got)
+	}
+	if got := r.gw.policy("other").TTL; got != time.Second {
+		t.Errorf("no ttl: lifetime %v, want default_ttl's 1s", got)
+	}
+}
