@@ -191,6 +191,11 @@ func (c *Config) Validate() error {
 		case cmd.URL == "" && len(cmd.Records) == 0:
 			v.Failf("command %q: give url or records", name)
 		}
+		for i, r := range cmd.Records {
+			if r.Name == "" { // as JSON's null
+				v.Failf("command %q: record %d has no name", name, i+1)
+			}
+		}
 		if err := cmd.Validate(); err != nil {
 			v.Failf("command %q: %w", name, err)
 		}

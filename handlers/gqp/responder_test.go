@@ -151,3 +151,26 @@ func TestConfigTrustedNetworks(t *testing.T) {
 		}
 	}
 }
+
+// Each command's form is checked whichever way it was written: JSON can
+// say what the Caddyfile cannot (a null command, a null record).
+func TestConfigCommandsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cmds map[string]*CommandConfig
+		want string
+	}{
+		{"static", map[string]*CommandConfig{"motd": {Records: []Pair{{Name: "text", Value: "hi"}}}}, ""},
+		{"null", map[string]*CommandConfig{"motd": nil}, `command "motd": give url or records`},
+		{"empty", map[string]*CommandConfig{"motd": {}}, `command "motd": give url or records`},
+		{"both", map[string]*CommandConfig{"motd": {URL: "http://127.0.0.1/", Records: []Pair{{Name: "a"}}}}, `command "motd": give url or records, not both`},
+		{"built in", map[string]*CommandConfig{"echo": {Records: []Pair{{Name: "a"}}}}, "command echo is built in"},
+		{"null record", map[string]*CommandConfig{"motd": {Records: []Pair{{Name: "text", Value: "hi"}, {}}}}, `command "motd": record 2 has no name`},
+	} {
+		cfg := Config{Commands: tc.cmds}
+		err := cfg.Validate()
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: Validate: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
