@@ -33,12 +33,22 @@ func configRangeError[C any, P interface {
 	*C
 	Validate() error
 }](opt string) *bounds.RangeError {
+	return ProbeRange[C, P](opt, math.MaxInt64)
+}
+
+// ProbeRange returns the *bounds.RangeError the Validate of a C returns
+// with its integer option opt at v (at math.MaxInt32 if v overflows the
+// field) and every other option at its default, if that error is about
+// opt; nil otherwise, or if opt is no integer option of a C.
+func ProbeRange[C any, P interface {
+	*C
+	Validate() error
+}](opt string, v int64) *bounds.RangeError {
 	probe := new(C)
 	field := ConfigField(reflect.ValueOf(probe).Elem(), opt)
 	if !field.IsValid() || !field.CanInt() {
 		return nil
 	}
-	v := int64(math.MaxInt64)
 	if field.OverflowInt(v) {
 		v = math.MaxInt32
 	}

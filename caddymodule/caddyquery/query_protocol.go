@@ -3,7 +3,6 @@ package caddyquery
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -195,9 +194,9 @@ func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, block, o
 		if err == nil && v > 0 && time.Duration(v) < bounds.MinDuration {
 			return d.Errf("option '%s': want a duration of at least %s, got '%s'", as, bounds.MinDuration, s)
 		}
-		if err != nil || v <= 0 || probeRange[C, P](opt, int64(v)) != nil {
+		if err != nil || v <= 0 || caddyglue.ProbeRange[C, P](opt, int64(v)) != nil {
 			want := "a positive duration"
-			if r := probeRange[C, P](opt, math.MaxInt64); r != nil && r.Lo > int64(bounds.MinDuration) {
+			if r := caddyglue.ProbeRange[C, P](opt, math.MaxInt64); r != nil && r.Lo > int64(bounds.MinDuration) {
 				want += " from " + time.Duration(r.Lo).String() + " to " + time.Duration(r.Hi).String()
 			} else if r != nil {
 				want += " up to " + time.Duration(r.Hi).String()
@@ -223,12 +222,12 @@ func parseConfigOption[C any, P queryConfig[C]](d *caddyfile.Dispenser, block, o
 				err = strconv.ErrSyntax
 			}
 		}
-		if err != nil || field.OverflowInt(v) || probeRange[C, P](opt, v) != nil {
+		if err != nil || field.OverflowInt(v) || caddyglue.ProbeRange[C, P](opt, v) != nil {
 			want, unit := "an integer", ""
 			if isSize {
 				want, unit = "a size", " bytes (such as 65536 or 64KiB)"
 			}
-			if r := probeRange[C, P](opt, math.MaxInt64); r != nil {
+			if r := caddyglue.ProbeRange[C, P](opt, math.MaxInt64); r != nil {
 				want += " in [" + strconv.FormatInt(r.Lo, 10) + ", " + strconv.FormatInt(r.Hi, 10) + "]"
 			}
 			return d.Errf("option '%s': want %s%s, got '%s'", as, want, unit, s)
@@ -286,22 +285,6 @@ func checkOption[C any](d *caddyfile.Dispenser, block, opt, value string) error 
 		if err := c.CheckOption(opt, value); err != nil {
 			return d.Errf("%s: %s: %v", block, opt, err)
 		}
-	}
-	return nil
-}
-
-// probeRange returns the range error Validate gives a C whose option opt
-// is v and every other option its default, if it is about opt.
-func probeRange[C any, P queryConfig[C]](opt string, v int64) *bounds.RangeError {
-	probe := new(C)
-	field := caddyglue.ConfigField(reflect.ValueOf(probe).Elem(), opt)
-	if field.OverflowInt(v) {
-		v = int64(math.MaxInt32)
-	}
-	field.SetInt(v)
-	var r *bounds.RangeError
-	if errors.As(P(probe).Validate(), &r) && r.Name == opt {
-		return r
 	}
 	return nil
 }
