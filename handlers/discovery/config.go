@@ -15,6 +15,9 @@ import (
 // name its admin-set fleets are kept and reached under.
 const DefaultName = "default"
 
+// MaxNameLength bounds a qos_discovery handler's name, in bytes.
+const MaxNameLength = 64
+
 // Defaults of Config and HealthConfig, and the bounds Validate checks.
 const (
 	DefaultFilePoll = 2 * time.Second
@@ -75,10 +78,28 @@ func (h HealthConfig) WithDefaults() HealthConfig {
 // Validate checks c; zero values (the defaults) are valid. Errors start
 // with the option's name (JSON and Caddyfile).
 func (c Config) Validate() error {
+	if err := ValidateName(c.Name); err != nil {
+		return err
+	}
 	if _, err := c.AllowNetworks(); err != nil {
 		return err
 	}
 	return c.validateService()
+}
+
+// ValidateName checks a handler's name: a path segment of the admin API
+// (/qos-discovery/{name}/fleets) of at most MaxNameLength bytes, without
+// control characters; "" is DefaultName.
+func ValidateName(name string) error {
+	if len(name) > MaxNameLength {
+		return fmt.Errorf("name of %d bytes: must be at most %d", len(name), MaxNameLength)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == '/' || c < 0x20 || c == 0x7F {
+			return fmt.Errorf("name %q: must be one path segment of the admin API, without '/' or control characters", name)
+		}
+	}
+	return nil
 }
 
 // validateService checks the options of the Service (all but the

@@ -61,3 +61,19 @@ func TestConfigFleetsAndName(t *testing.T) {
 		t.Errorf("name %q, want eu", got)
 	}
 }
+
+// The name is a path segment of the admin API (/qos-discovery/{name}/fleets)
+// and a part of the shared store's keys and of metric labels: one the API
+// cannot reach, or without bound, is refused, not served unreachable.
+func TestConfigNameChecked(t *testing.T) {
+	for _, name := range []string{"", "default", "eu-west", "eu west", strings.Repeat("n", MaxNameLength)} {
+		if err := (Config{Name: name}).Validate(); err != nil {
+			t.Errorf("name %q: got %v, want it accepted", name, err)
+		}
+	}
+	for _, name := range []string{"eu/west", "a\x00", "a\x7f", strings.Repeat("n", MaxNameLength+1)} {
+		if err := (Config{Name: name}).Validate(); err == nil || !strings.HasPrefix(err.Error(), "name ") {
+			t.Errorf("name %q: got %v, want an error naming name", name, err)
+		}
+	}
+}

@@ -72,7 +72,8 @@ type Config struct {
 	Health *HealthConfig `json:"health_check,omitempty"`
 	// The name under which the admin API reaches this handler's fleets;
 	// handlers with the same name share their admin-set fleets, which
-	// survive configuration reloads. Default: default.
+	// survive configuration reloads. At most 64 bytes, without '/' or
+	// control characters. Default: default.
 	Name string `json:"name,omitempty"`
 	// Logger receives source and health events. Default: no logging.
 	Logger *zap.Logger `json:"-"`

@@ -213,7 +213,7 @@ func (c Config) WithDefaults() Config {
 // Validate checks every option's range; zero values (the defaults) pass.
 func (c Config) Validate() error {
 	var v bounds.Check
-	v.Add(validateName(c.Name))
+	v.Add(ValidateName(c.Name))
 	v.Int("max_servers", c.MaxServers, 1, MaxMaxServers)
 	v.Int("max_servers_per_address", c.MaxServersPerAddress, 1, MaxMaxServers)
 	v.Duration("expiry", c.Expiry.Std(), MinExpiry, MaxExpiry)
@@ -255,8 +255,9 @@ func (c Config) Validate() error {
 	return v.Err()
 }
 
-// validateName checks a master's name: a few printable characters.
-func validateName(name string) error {
+// ValidateName checks a master's name (the name server lists and
+// browsers find its list by): a few printable characters.
+func ValidateName(name string) error {
 	if len(name) > MaxNameLen {
 		return fmt.Errorf("name of %d bytes: must be at most %d", len(name), MaxNameLen)
 	}

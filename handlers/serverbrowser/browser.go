@@ -90,6 +90,9 @@ func (c Config) ListConfig() serverlist.Config {
 // Validate checks the options' ranges; zero values (the defaults) pass.
 // The names are the options'.
 func (c Config) Validate() error {
+	if err := c.Source.Validate(); err != nil {
+		return err
+	}
 	if len(c.Title) > MaxTitle {
 		return fmt.Errorf("title must be at most %d bytes, not %d", MaxTitle, len(c.Title))
 	}

@@ -188,6 +188,8 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Title: strings.Repeat("t", MaxTitle+1)}, "title"},
 		{Config{History: duration.Duration(time.Minute), HistorySamples: 120}, "history_samples"},
 		{Config{Sizes: serverlist.Sizes{MaxStatusSize: 64 << 10, MaxPageSize: 32 << 10}}, "max_page_size"},
+		{Config{Source: serverlist.Source{GameQuery: "eu west"}}, "game_query"},
+		{Config{Source: serverlist.Source{Master: "a\x01"}}, "master"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want an error naming %s", tc.cfg, err, tc.want)

@@ -102,6 +102,19 @@ type Source struct {
 	GameQuery string `json:"game_query,omitempty"`
 }
 
+// Validate checks the names: a master's name and a game_query handler's
+// follow those modules' rules, for a name none can have would list nothing
+// from it.
+func (s Source) Validate() error {
+	if err := master.ValidateName(s.Master); err != nil {
+		return fmt.Errorf("master: %w", err)
+	}
+	if err := query.ValidateName(s.GameQuery); err != nil {
+		return fmt.Errorf("game_query: %w", err)
+	}
+	return nil
+}
+
 // WithDefaults returns s with the default names where it names none.
 func (s Source) WithDefaults() Source {
 	return Source{Master: cmp.Or(s.Master, master.DefaultName), GameQuery: cmp.Or(s.GameQuery, query.DefaultName)}
@@ -143,6 +156,9 @@ const (
 // Validate checks the options' ranges; zero values (the defaults) pass.
 // The names are the options'.
 func (c Config) Validate() error {
+	if err := c.Source.Validate(); err != nil {
+		return err
+	}
 	if err := bounds.First(
 		bounds.Duration("ttl", c.TTL.Std(), 0, MaxTTL),
 		bounds.Duration("query_timeout", c.QueryTimeout.Std(), 0, MaxQueryTimeout),

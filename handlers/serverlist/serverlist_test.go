@@ -243,6 +243,27 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// The names of the source are those of a master and of game_query
+// handlers, held to their rules: a name no master or game_query handler
+// can have would list nothing from it, silently.
+func TestSourceNamesChecked(t *testing.T) {
+	for _, tc := range []struct {
+		source Source
+		want   string // "" accepted
+	}{
+		{Source{Master: "public servers", GameQuery: "eu-west"}, ""},
+		{Source{Master: strings.Repeat("m", master.MaxNameLen+1)}, "master: name of 65 bytes"},
+		{Source{Master: "a\x01"}, "master: name"},
+		{Source{GameQuery: "eu west"}, "game_query: name"},
+		{Source{GameQuery: strings.Repeat("g", query.MaxName+1)}, "game_query: name"},
+	} {
+		err := (Config{Source: tc.source}).Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)) {
+			t.Errorf("%+v: got %v, want %q", tc.source, err, tc.want)
+		}
+	}
+}
+
 // fakeProtocol answers every status with its address's entry.
 type fakeProtocol struct {
 	live    map[string]*query.Status
