@@ -210,10 +210,10 @@ const MaxName = 64
 
 // ValidateName checks a game_query handler's name (the name server lists
 // and browsers find its servers by): at most MaxName bytes, without
-// spaces; "" is DefaultName.
+// spaces or control characters; "" is DefaultName.
 func ValidateName(name string) error {
-	if strings.ContainsFunc(name, unicode.IsSpace) || len(name) > MaxName {
-		return fmt.Errorf("name %q: at most %d bytes, without spaces", name, MaxName)
+	if strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) || len(name) > MaxName {
+		return fmt.Errorf("name %q: at most %d bytes, without spaces or control characters", name, MaxName)
 	}
 	return nil
 }

@@ -877,8 +877,8 @@ func TestValidateName(t *testing.T) {
 			t.Errorf("%q: got %v, want it accepted", name, err)
 		}
 	}
-	for _, name := range []string{"a b", "tab\tname", strings.Repeat("n", MaxName+1)} {
-		if err := ValidateName(name); err == nil || !strings.Contains(err.Error(), "at most 64 bytes, without spaces") {
+	for _, name := range []string{"a b", "tab\tname", "nul\x00", "del\x7f", strings.Repeat("n", MaxName+1)} {
+		if err := ValidateName(name); err == nil || !strings.Contains(err.Error(), "at most 64 bytes, without spaces or control characters") {
 			t.Errorf("%q: got %v, want it refused", name, err)
 		}
 	}
@@ -897,7 +897,7 @@ func TestConfigChecksTheModulesOptions(t *testing.T) {
 		{"every option", Config{Servers: map[string]Server{"a": valid.Server("a", valid.Address, nil)},
 			Options: Options{Name: "public", AdHocGames: []string{"*"}, AllowTargets: []string{"192.0.2.0/24"},
 				TTL: map[string]duration.Duration{"status": duration.Duration(MaxTTL)}}}, ""},
-		{"name", Config{Options: Options{Name: "a b"}}, `name "a b": at most 64 bytes, without spaces`},
+		{"name", Config{Options: Options{Name: "a b"}}, `name "a b": at most 64 bytes, without spaces or control characters`},
 		{"ad_hoc_games", Config{Options: Options{AdHocGames: []string{"q3a"}}}, "ad_hoc_games needs allow_targets"},
 		{"ttl", Config{Options: Options{TTL: map[string]duration.Duration{"status": duration.Duration(MaxTTL + 1)}}}, `ttl "status" must be a duration in [`},
 		{"region", Config{Servers: map[string]Server{"a": ServerOptions{Address: "192.0.2.1:1", Region: "eu west"}.Server("a", "192.0.2.1:1", nil)}},
